@@ -1,0 +1,143 @@
+//! The controller's client for the agent's HTTP API. It checks the protocol version of every
+//! answer and turns the agent's errors into [`ClientError`]s that name the host and the step.
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+use crate::wire::{Envelope, ExecRequest, ExecResult, Identity, Reply, Step, StepError, StepOutput, Uploaded, VersionInfo};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("agent at {url} is unreachable: {source}")]
+    Unreachable { url: String, source: reqwest::Error },
+    #[error("agent at {url} speaks protocol {got}, this kreg speaks {want}: install a matching kreg-agent")]
+    Protocol { url: String, got: u32, want: u32 },
+    #[error("agent at {url} refused the token (HTTP 401): check the host's token file")]
+    Unauthorized { url: String },
+    #[error("agent at {url}: step {step} failed ({:?}): {}", error.kind, error.message)]
+    Step { url: String, step: &'static str, error: StepError },
+    #[error("agent at {url}: unexpected answer to {step}: {detail}")]
+    Unexpected { url: String, step: &'static str, detail: String },
+}
+
+impl ClientError {
+    /// Whether the agent could not be reached at all (as while its host reboots).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, ClientError::Unreachable { .. })
+    }
+}
+
+#[derive(Clone)]
+pub struct AgentClient {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for AgentClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentClient").field("base", &self.base).finish_non_exhaustive()
+    }
+}
+
+impl AgentClient {
+    pub fn new(base_url: &str, token: &str) -> AgentClient {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .expect("reqwest client");
+        AgentClient { base: base_url.trim_end_matches('/').to_string(), token: token.to_string(), http }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    fn unreachable(&self, source: reqwest::Error) -> ClientError {
+        ClientError::Unreachable { url: self.base.clone(), source }
+    }
+
+    pub async fn version(&self) -> Result<VersionInfo, ClientError> {
+        let v: VersionInfo = self
+            .http
+            .get(format!("{}/v1/version", self.base))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?
+            .json()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        if v.protocol != crate::PROTOCOL_VERSION {
+            return Err(ClientError::Protocol { url: self.base.clone(), got: v.protocol, want: crate::PROTOCOL_VERSION });
+        }
+        Ok(v)
+    }
+
+    async fn decode<T: DeserializeOwned>(&self, step: &'static str, resp: reqwest::Response) -> Result<T, ClientError> {
+        if resp.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(ClientError::Unauthorized { url: self.base.clone() });
+        }
+        let bytes = resp.bytes().await.map_err(|e| self.unreachable(e))?;
+        let env: Envelope<T> = serde_json::from_slice(&bytes).map_err(|e| ClientError::Unexpected {
+            url: self.base.clone(),
+            step,
+            detail: format!("{e}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(200)])),
+        })?;
+        if env.protocol != crate::PROTOCOL_VERSION {
+            return Err(ClientError::Protocol { url: self.base.clone(), got: env.protocol, want: crate::PROTOCOL_VERSION });
+        }
+        match env.body {
+            Reply::Ok(v) => Ok(v),
+            Reply::Error(error) => Err(ClientError::Step { url: self.base.clone(), step, error }),
+        }
+    }
+
+    /// Runs one step. `timeout` bounds the whole HTTP exchange.
+    pub async fn step(&self, step: Step, timeout: Duration) -> Result<StepOutput, ClientError> {
+        let name = step.name();
+        let resp = self
+            .http
+            .post(format!("{}/v1/step", self.base))
+            .bearer_auth(&self.token)
+            .timeout(timeout)
+            .json(&step)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        self.decode(name, resp).await
+    }
+
+    pub async fn identity(&self) -> Result<Identity, ClientError> {
+        match self.step(Step::Identity, Duration::from_secs(10)).await? {
+            StepOutput::Identity(i) => Ok(i),
+            other => Err(self.unexpected("identity", &other)),
+        }
+    }
+
+    pub async fn exec(&self, req: ExecRequest) -> Result<ExecResult, ClientError> {
+        let timeout = Duration::from_secs(req.timeout_secs + 30);
+        match self.step(Step::Exec(req), timeout).await? {
+            StepOutput::Exec(r) => Ok(r),
+            other => Err(self.unexpected("exec", &other)),
+        }
+    }
+
+    pub async fn upload(&self, name: &str, bytes: Vec<u8>) -> Result<Uploaded, ClientError> {
+        let resp = self
+            .http
+            .put(format!("{}/v1/files/{name}", self.base))
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(600))
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        self.decode("upload", resp).await
+    }
+
+    fn unexpected(&self, step: &'static str, got: &StepOutput) -> ClientError {
+        ClientError::Unexpected { url: self.base.clone(), step, detail: format!("{got:?}") }
+    }
+}

@@ -1,0 +1,14 @@
+//! kreg-agent: the small, stateless program that runs on a machine under test (SUT) or a
+//! load generator and executes typed steps for the kreg controller.
+//!
+//! The library holds the wire types ([`wire`]), the HTTP server ([`server`]) with one module
+//! per step ([`steps`]), and, behind the `client` feature, the controller's client.
+
+pub mod server;
+pub mod steps;
+pub mod wire;
+
+#[cfg(feature = "client")]
+pub mod client;
+
+pub use wire::PROTOCOL_VERSION;

@@ -1,0 +1,28 @@
+//! `identity`: who and what this machine is right now (kernel, boot id, CPUs).
+
+use crate::wire::{ErrorKind, Identity, StepError};
+
+async fn read_trim(path: &str) -> Result<String, StepError> {
+    tokio::fs::read_to_string(path)
+        .await
+        .map(|s| s.trim().to_string())
+        .map_err(|e| super::err(ErrorKind::Io, format!("reading {path}: {e}")))
+}
+
+pub async fn run() -> Result<Identity, StepError> {
+    let schedstat = tokio::fs::read_to_string("/proc/schedstat").await.ok();
+    let schedstat_version = schedstat.as_deref().and_then(|s| {
+        s.lines().next()?.strip_prefix("version ")?.trim().parse().ok()
+    });
+    let nr_cpus = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+    Ok(Identity {
+        hostname: read_trim("/proc/sys/kernel/hostname").await?,
+        kernel_release: read_trim("/proc/sys/kernel/osrelease").await?,
+        proc_version: read_trim("/proc/version").await?,
+        boot_id: read_trim("/proc/sys/kernel/random/boot_id").await?,
+        nr_cpus,
+        schedstat_version,
+        sched_features: read_trim("/sys/kernel/debug/sched/features").await.ok(),
+        agent_version: env!("CARGO_PKG_VERSION").to_string(),
+    })
+}

@@ -1,0 +1,77 @@
+//! `kexec`: load an uploaded kernel (and initrd) with `kexec_file_load`, then, once the
+//! answer is sent, `reboot(LINUX_REBOOT_CMD_KEXEC)`.
+
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use crate::wire::{ErrorKind, KexecRequest, StepError, StepOutput};
+
+/// `KEXEC_FILE_NO_INITRAMFS`: no initrd is passed.
+const KEXEC_FILE_NO_INITRAMFS: libc::c_ulong = 0x4;
+
+pub async fn load(req: &KexecRequest, data_dir: &Path) -> Result<StepOutput, StepError> {
+    let kernel_path = super::upload_path(data_dir, &req.kernel)?;
+    let initrd_path = match &req.initrd {
+        Some(n) => Some(super::upload_path(data_dir, n)?),
+        None => None,
+    };
+    let open = |p: &Path| {
+        std::fs::File::open(p).map_err(|e| {
+            super::err(ErrorKind::NotFound, format!("{} was not uploaded: {e}", p.display()))
+        })
+    };
+    let kernel = open(&kernel_path)?;
+    let initrd = initrd_path.as_deref().map(open).transpose()?;
+    let release = std::fs::read(&kernel_path).ok().and_then(|b| bzimage_release(&b));
+    let cmdline = CString::new(req.cmdline.clone())
+        .map_err(|_| super::err(ErrorKind::BadRequest, "the kernel command line contains a NUL byte"))?;
+    let (initrd_fd, flags) = match &initrd {
+        Some(f) => (f.as_raw_fd(), 0),
+        None => (-1, KEXEC_FILE_NO_INITRAMFS),
+    };
+    // SAFETY: plain syscall with valid fds and a NUL-terminated command line whose length
+    // includes the NUL, as kexec_file_load(2) requires.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_kexec_file_load,
+            kernel.as_raw_fd(),
+            initrd_fd,
+            cmdline.as_bytes_with_nul().len() as libc::c_ulong,
+            cmdline.as_ptr(),
+            flags,
+        )
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(super::err(ErrorKind::Kernel, format!("kexec_file_load of {} refused: {e}", req.kernel)));
+    }
+    Ok(StepOutput::KexecStarted { kernel_release: release })
+}
+
+/// Flushes file systems and jumps into the loaded kernel. Returns only if that failed.
+pub fn reboot_into_loaded() {
+    // SAFETY: sync and reboot take no pointers.
+    unsafe {
+        libc::sync();
+        let rc = libc::reboot(libc::LINUX_REBOOT_CMD_KEXEC);
+        tracing::error!(rc, error = %std::io::Error::last_os_error(), "reboot into the loaded kernel failed");
+    }
+}
+
+/// The kernel release a bzImage announces in its setup header (`kernel_version` field),
+/// e.g. "6.12.100+deb12-amd64". `None` when the image has no such header.
+pub fn bzimage_release(image: &[u8]) -> Option<String> {
+    if image.get(0x202..0x206)? != b"HdrS" {
+        return None;
+    }
+    let ptr = u16::from_le_bytes([*image.get(0x20e)?, *image.get(0x20f)?]) as usize;
+    if ptr == 0 {
+        return None;
+    }
+    let start = ptr + 0x200;
+    let text = image.get(start..(start + 256).min(image.len()))?;
+    let end = text.iter().position(|&b| b == 0 || b == b' ')?;
+    let release = std::str::from_utf8(&text[..end]).ok()?;
+    (!release.is_empty()).then(|| release.to_string())
+}

@@ -1,0 +1,41 @@
+//! One module per typed step. [`run`] is the only dispatcher.
+
+pub mod exec;
+pub mod identity;
+pub mod kexec;
+pub mod knob;
+pub mod schedstat;
+
+use std::path::{Path, PathBuf};
+
+use crate::wire::{ErrorKind, Step, StepError, StepOutput};
+
+pub async fn run(step: Step, data_dir: &Path) -> Result<StepOutput, StepError> {
+    match step {
+        Step::Identity => identity::run().await.map(StepOutput::Identity),
+        Step::Exec(req) => exec::run(req).await.map(StepOutput::Exec),
+        Step::ReadKnob { path } => knob::read(&path).await.map(StepOutput::Knob),
+        Step::WriteKnob { path, value } => knob::write(&path, &value).await.map(StepOutput::Knob),
+        Step::Schedstat => schedstat::run().await.map(StepOutput::Schedstat),
+        Step::Kexec(req) => kexec::load(&req, data_dir).await,
+    }
+}
+
+pub(crate) fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
+    StepError { kind, message: message.into() }
+}
+
+/// Where an uploaded file named `name` lives. Names are plain: letters, digits, `.`, `_`, `-`.
+pub fn upload_path(dir: &Path, name: &str) -> Result<PathBuf, StepError> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !ok {
+        return Err(err(
+            ErrorKind::BadRequest,
+            format!("bad file name {name:?}: use letters, digits, '.', '_' and '-' only"),
+        ));
+    }
+    Ok(dir.join(name))
+}

@@ -1,0 +1,218 @@
+//! Wire types: everything that crosses the controller ↔ agent boundary. Every response
+//! carries [`PROTOCOL_VERSION`]; a client that sees another version refuses to go on.
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped on any incompatible change of the types in this module.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Answer of the unauthenticated version probe `GET /v1/version`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct VersionInfo {
+    pub protocol: u32,
+    pub agent_version: String,
+}
+
+/// Scheduling policy applied to a child before it execs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    Other,
+    Batch,
+    Idle,
+}
+
+impl Policy {
+    /// The kernel's number for the policy (`SCHED_OTHER` = 0, `SCHED_BATCH` = 3, `SCHED_IDLE` = 5).
+    pub fn as_raw(self) -> i32 {
+        match self {
+            Policy::Other => 0,
+            Policy::Batch => 3,
+            Policy::Idle => 5,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "other",
+            Policy::Batch => "batch",
+            Policy::Idle => "idle",
+        }
+    }
+}
+
+/// Names a raw kernel policy number as stored in results ("other", "batch", "fifo", …).
+pub fn policy_name(raw: i32) -> String {
+    match raw {
+        0 => "other".into(),
+        1 => "fifo".into(),
+        2 => "rr".into(),
+        3 => "batch".into(),
+        5 => "idle".into(),
+        6 => "deadline".into(),
+        n => format!("unknown({n})"),
+    }
+}
+
+/// One typed step. The agent never builds a shell string from any of these fields.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    Identity,
+    Exec(ExecRequest),
+    ReadKnob { path: String },
+    WriteKnob { path: String, value: String },
+    Schedstat,
+    Kexec(KexecRequest),
+}
+
+impl Step {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::Identity => "identity",
+            Step::Exec(_) => "exec",
+            Step::ReadKnob { .. } => "read_knob",
+            Step::WriteKnob { .. } => "write_knob",
+            Step::Schedstat => "schedstat",
+            Step::Kexec(_) => "kexec",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ExecRequest {
+    /// Program and arguments; `argv[0]` is looked up in `PATH` when it has no slash.
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Killed (with its whole process group) after this many seconds.
+    pub timeout_secs: u64,
+    /// Applied to the child between fork and exec.
+    #[serde(default)]
+    pub policy: Option<Policy>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExecResult {
+    pub pid: u32,
+    /// Exit status, when the process exited normally.
+    pub exit_code: Option<i32>,
+    /// Terminating signal, when a signal ended it.
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    pub stdout: String,
+    pub stderr: String,
+    /// Policies seen on the process's threads while it ran (`sched_getscheduler`), distinct,
+    /// in the order first seen. Empty only if the process ended before it could be looked at.
+    pub observed_policies: Vec<String>,
+}
+
+impl ExecResult {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KexecRequest {
+    /// Name of an uploaded file.
+    pub kernel: String,
+    /// Name of an uploaded file.
+    pub initrd: Option<String>,
+    pub cmdline: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Identity {
+    pub hostname: String,
+    pub kernel_release: String,
+    /// `/proc/version`, which carries the build string.
+    pub proc_version: String,
+    pub boot_id: String,
+    pub nr_cpus: u32,
+    pub schedstat_version: Option<u32>,
+    /// Content of `/sys/kernel/debug/sched/features`, when debugfs shows it.
+    pub sched_features: Option<String>,
+    pub agent_version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KnobValue {
+    pub path: String,
+    /// The value read back (after the write, for `write_knob`).
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SchedstatSnapshot {
+    pub raw: String,
+    /// `CLOCK_MONOTONIC` in nanoseconds when the file was read.
+    pub monotonic_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Uploaded {
+    pub name: String,
+    pub bytes: u64,
+}
+
+/// The successful outcome of a step.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "output", rename_all = "snake_case")]
+pub enum StepOutput {
+    Identity(Identity),
+    Exec(ExecResult),
+    Knob(KnobValue),
+    Schedstat(SchedstatSnapshot),
+    /// The kernel is loaded; the agent reboots into it right after answering.
+    KexecStarted { kernel_release: Option<String> },
+}
+
+/// Why a step failed, as the agent saw it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    BadRequest,
+    Unauthorized,
+    NotFound,
+    Forbidden,
+    Io,
+    Spawn,
+    Kernel,
+}
+
+/// Every response body is one of these, stamped with the protocol version.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Envelope<T> {
+    pub protocol: u32,
+    #[serde(flatten)]
+    pub body: Reply<T>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply<T> {
+    Ok(T),
+    Error(StepError),
+}
+
+impl<T> Envelope<T> {
+    pub fn ok(value: T) -> Self {
+        Envelope { protocol: PROTOCOL_VERSION, body: Reply::Ok(value) }
+    }
+    pub fn error(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Envelope {
+            protocol: PROTOCOL_VERSION,
+            body: Reply::Error(StepError { kind, message: message.into() }),
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! kreg: reproduce Linux kernel performance regressions. See ARCHITECTURE.md for the map.
+
+pub mod scenario;

@@ -1,0 +1,588 @@
+//! From YAML text to a validated [`Scenario`], collecting every problem with its position.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::yaml::{self, Kind, Node};
+use super::*;
+
+/// One problem in a scenario file, at a 1-based line and column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// `FILE:LINE:COL: message`, the form editors and compilers use.
+    pub fn render(&self, file: &str) -> String {
+        format!("{file}:{}:{}: {}", self.line, self.col, self.message)
+    }
+}
+
+/// Parses and validates a scenario. Relative paths in it are taken from `base_dir`.
+pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>> {
+    let root = yaml::parse(text)
+        .map_err(|e| vec![Diagnostic { line: e.line, col: e.col, message: format!("YAML syntax: {}", e.message) }])?;
+    let mut cx = Cx { diags: Vec::new(), base_dir };
+    let scenario = cx.scenario(&root);
+    match scenario {
+        Some(s) if cx.diags.is_empty() => Ok(s),
+        _ => {
+            cx.diags.sort_by_key(|d| (d.line, d.col));
+            Err(cx.diags)
+        }
+    }
+}
+
+struct Cx<'a> {
+    diags: Vec<Diagnostic>,
+    base_dir: &'a Path,
+}
+
+/// The entries of a mapping whose keys were all checked against the allowed list.
+struct Fields<'n> {
+    node: &'n Node,
+    entries: Vec<(&'n str, &'n Node)>,
+}
+
+impl<'n> Fields<'n> {
+    fn get(&self, key: &str) -> Option<&'n Node> {
+        self.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+}
+
+impl<'a> Cx<'a> {
+    fn error(&mut self, node: &Node, message: impl Into<String>) {
+        self.diags.push(Diagnostic { line: node.line, col: node.col, message: message.into() });
+    }
+
+    fn expected(&mut self, node: &Node, what: &str, expected: &str) {
+        let found = node.type_name();
+        self.error(node, format!("{what}: expected {expected}, found {found}"));
+    }
+
+    fn map<'n>(&mut self, node: &'n Node, what: &str, allowed: &[&str]) -> Option<Fields<'n>> {
+        let Kind::Map(entries) = &node.kind else {
+            self.expected(node, what, "a mapping");
+            return None;
+        };
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            let Kind::Scalar(key, _) = &k.kind else {
+                self.expected(k, &format!("a key of {what}"), "a plain name");
+                continue;
+            };
+            if !allowed.contains(&key.as_str()) {
+                self.error(k, format!("unknown field `{key}` in {what}; expected one of: {}", allowed.join(", ")));
+                continue;
+            }
+            if out.iter().any(|(seen, _)| seen == key) {
+                self.error(k, format!("field `{key}` appears twice in {what}"));
+                continue;
+            }
+            out.push((key.as_str(), v));
+        }
+        Some(Fields { node, entries: out })
+    }
+
+    fn required<'n>(&mut self, f: &Fields<'n>, key: &str, what: &str) -> Option<&'n Node> {
+        let v = f.get(key);
+        if v.is_none() {
+            self.error(f.node, format!("missing field `{key}` in {what}"));
+        }
+        v
+    }
+
+    fn string(&mut self, node: &Node, what: &str) -> Option<String> {
+        match &node.kind {
+            Kind::Scalar(s, quoted) if *quoted || !node.is_null() => Some(s.clone()),
+            _ => {
+                self.expected(node, what, "a string");
+                None
+            }
+        }
+    }
+
+    fn name(&mut self, node: &Node, what: &str) -> Option<String> {
+        let s = self.string(node, what)?;
+        let ok = !s.is_empty()
+            && s.len() <= 64
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));
+        if !ok {
+            self.error(node, format!("{what}: {s:?} is not a valid name (1 to 64 of letters, digits, '.', '_', '-', '+')"));
+            return None;
+        }
+        Some(s)
+    }
+
+    fn uint(&mut self, node: &Node, what: &str, min: u64, max: u64) -> Option<u64> {
+        let parsed = match &node.kind {
+            Kind::Scalar(s, false) => s.parse::<u64>().ok(),
+            _ => None,
+        };
+        match parsed {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            Some(n) => {
+                self.error(node, format!("{what}: {n} is out of range ({min} to {max})"));
+                None
+            }
+            None => {
+                self.expected(node, what, &format!("a whole number from {min} to {max}"));
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, node: &Node, what: &str) -> Option<bool> {
+        match &node.kind {
+            Kind::Scalar(s, false) if s == "true" => Some(true),
+            Kind::Scalar(s, false) if s == "false" => Some(false),
+            _ => {
+                self.expected(node, what, "true or false");
+                None
+            }
+        }
+    }
+
+    fn seq<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [Node]> {
+        match &node.kind {
+            Kind::Seq(items) => Some(items),
+            _ => {
+                self.expected(node, what, "a list");
+                None
+            }
+        }
+    }
+
+    /// A duration: a number of seconds, or a number followed by `s`, `m` or `h`.
+    fn duration(&mut self, node: &Node, what: &str) -> Option<u64> {
+        let text = match &node.kind {
+            Kind::Scalar(s, _) => s.trim().to_string(),
+            _ => String::new(),
+        };
+        let (num, mult) = match text.chars().last() {
+            Some('s') => (&text[..text.len() - 1], 1),
+            Some('m') => (&text[..text.len() - 1], 60),
+            Some('h') => (&text[..text.len() - 1], 3600),
+            _ => (text.as_str(), 1),
+        };
+        match num.parse::<u64>() {
+            Ok(n) if n > 0 && n * mult <= 7 * 24 * 3600 => Some(n * mult),
+            _ => {
+                self.expected(node, what, "a duration such as 90, 90s, 10m or 2h (at most a week)");
+                None
+            }
+        }
+    }
+
+    fn scenario(&mut self, root: &Node) -> Option<Scenario> {
+        const TOP: &[&str] = &["name", "hosts", "kernels", "baseline", "boot", "variants", "workloads", "iterations"];
+        let f = self.map(root, "the scenario", TOP)?;
+        let name = self.required(&f, "name", "the scenario").and_then(|n| self.name(n, "name"));
+        let hosts = self.required(&f, "hosts", "the scenario").and_then(|n| self.hosts(n));
+        let kernels = self.required(&f, "kernels", "the scenario").and_then(|n| self.kernels(n));
+        let baseline_node = f.get("baseline");
+        let baseline = baseline_node.and_then(|n| self.name(n, "baseline"));
+        let boot = match f.get("boot") {
+            Some(n) => self.boot(n),
+            None => Some(Boot { timeout_secs: 300 }),
+        };
+        let variants = match f.get("variants") {
+            Some(n) => self.variants(n),
+            None => Some(vec![Variant { name: "default".into(), policy: Policy::Other, features: vec![] }]),
+        };
+        let workloads = self.required(&f, "workloads", "the scenario").and_then(|n| self.workloads(n));
+        let iterations = match f.get("iterations") {
+            Some(n) => self.uint(n, "iterations", 1, 1000).map(|n| n as u32),
+            None => Some(1),
+        };
+
+        // Cross-references, checked once the parts they point into are known.
+        let (hosts, kernels, workloads) = (hosts?, kernels?, workloads?);
+        let baseline = match (baseline, baseline_node) {
+            (Some(b), Some(node)) => {
+                if !kernels.iter().any(|k| k.name == b) {
+                    let names: Vec<_> = kernels.iter().map(|k| k.name.as_str()).collect();
+                    self.error(node, format!("baseline `{b}` is not one of the kernels ({})", names.join(", ")));
+                }
+                b
+            }
+            (None, Some(_)) => return None,
+            (_, None) => kernels.first()?.name.clone(),
+        };
+        let suts = hosts.iter().filter(|h| h.role == Role::Sut).count();
+        if suts != 1 {
+            let hosts_node = f.get("hosts").expect("required above");
+            self.error(hosts_node, format!("hosts: exactly one host must have role `sut`, found {suts}"));
+        }
+        let workloads_node = f.get("workloads").expect("required above");
+        let sut_name = hosts.iter().find(|h| h.role == Role::Sut).map(|h| h.name.clone());
+        let mut resolved = Vec::new();
+        for (w, item) in workloads.into_iter().zip(self.seq(workloads_node, "workloads").unwrap_or(&[])) {
+            let on = match w.on {
+                Some(on) => {
+                    if !hosts.iter().any(|h| h.name == on) {
+                        self.error(item, format!("workload `{}` runs on `{on}`, which is not a host", w.name));
+                    }
+                    on
+                }
+                None => sut_name.clone().unwrap_or_default(),
+            };
+            resolved.push(Workload { name: w.name, on, timeout_secs: w.timeout_secs, kind: w.kind });
+        }
+        Some(Scenario {
+            name: name?,
+            hosts,
+            kernels,
+            baseline,
+            boot: boot?,
+            variants: variants?,
+            workloads: resolved,
+            iterations: iterations?,
+        })
+    }
+
+    fn unique<'n>(&mut self, items: impl IntoIterator<Item = (&'n Node, String)>, what: &str) {
+        let mut seen = HashSet::new();
+        for (node, name) in items {
+            if !seen.insert(name.clone()) {
+                self.error(node, format!("{what} `{name}` is declared twice"));
+            }
+        }
+    }
+
+    fn hosts(&mut self, node: &Node) -> Option<Vec<Host>> {
+        let Kind::Map(entries) = &node.kind else {
+            self.expected(node, "hosts", "a mapping of host name to host");
+            return None;
+        };
+        let mut out = Vec::new();
+        let mut ok = true;
+        let mut names = Vec::new();
+        for (k, v) in entries {
+            let Some(name) = self.name(k, "host name") else {
+                ok = false;
+                continue;
+            };
+            names.push((k, name.clone()));
+            match self.host(&name, v) {
+                Some(h) => out.push(h),
+                None => ok = false,
+            }
+        }
+        self.unique(names, "host");
+        if entries.is_empty() {
+            self.error(node, "hosts: declare at least one host");
+            return None;
+        }
+        ok.then_some(out)
+    }
+
+    fn host(&mut self, name: &str, node: &Node) -> Option<Host> {
+        let what = format!("host `{name}`");
+        let f = self.map(node, &what, &["role", "transport"])?;
+        let role = self.required(&f, "role", &what).and_then(|n| {
+            match self.string(n, "role")?.as_str() {
+                "sut" => Some(Role::Sut),
+                "loadgen" => Some(Role::Loadgen),
+                other => {
+                    self.error(n, format!("role: unknown role `{other}`; expected sut or loadgen"));
+                    None
+                }
+            }
+        });
+        let transport = self.required(&f, "transport", &what).and_then(|n| self.transport(n, &what));
+        Some(Host { name: name.to_string(), role: role?, transport: transport? })
+    }
+
+    fn transport(&mut self, node: &Node, host: &str) -> Option<Transport> {
+        let what = format!("the transport of {host}");
+        let f = self.map(node, &what, &["kind", "url", "token_file", "cpus", "memory_mib"])?;
+        let kind_node = self.required(&f, "kind", &what)?;
+        let kind = self.string(kind_node, "kind")?;
+        let refuse = |cx: &mut Self, keys: &[&str], kind: &str| {
+            for key in keys {
+                if let Some(n) = f.get(key) {
+                    cx.error(n, format!("`{key}` does not apply to transport kind `{kind}`"));
+                }
+            }
+        };
+        match kind.as_str() {
+            "http" => {
+                refuse(self, &["cpus", "memory_mib"], "http");
+                let url = self.required(&f, "url", &what).and_then(|n| {
+                    let u = self.string(n, "url")?;
+                    if !(u.starts_with("http://") || u.starts_with("https://")) {
+                        self.error(n, format!("url: {u:?} must start with http:// or https://"));
+                        return None;
+                    }
+                    Some(u)
+                });
+                let token = self.required(&f, "token_file", &what).and_then(|n| self.string(n, "token_file"));
+                Some(Transport::Http { url: url?, token_file: self.base_dir.join(token?) })
+            }
+            "lab" => {
+                refuse(self, &["url", "token_file"], "lab");
+                let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
+                let mem = f.get("memory_mib").map(|n| self.uint(n, "memory_mib", 256, 8192)).unwrap_or(Some(1024));
+                Some(Transport::Lab { cpus: cpus? as u32, memory_mib: mem? as u32 })
+            }
+            other => {
+                self.error(kind_node, format!("kind: unknown transport `{other}`; expected http or lab"));
+                None
+            }
+        }
+    }
+
+    fn kernels(&mut self, node: &Node) -> Option<Vec<Kernel>> {
+        let items = self.seq(node, "kernels")?;
+        if items.is_empty() {
+            self.error(node, "kernels: declare at least one kernel (source `running` stays on the current one)");
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut ok = true;
+        for item in items {
+            match self.kernel(item) {
+                Some(k) => out.push(k),
+                None => ok = false,
+            }
+        }
+        self.unique(items.iter().zip(out.iter().map(|k| k.name.clone())), "kernel");
+        ok.then_some(out)
+    }
+
+    fn kernel(&mut self, node: &Node) -> Option<Kernel> {
+        let f = self.map(node, "a kernel", &["name", "source"])?;
+        let name = self.required(&f, "name", "a kernel").and_then(|n| self.name(n, "kernel name"));
+        let what = format!("kernel `{}`", name.as_deref().unwrap_or("?"));
+        let source = self.required(&f, "source", &what).and_then(|n| self.kernel_source(n, &what));
+        Some(Kernel { name: name?, source: source? })
+    }
+
+    fn kernel_source(&mut self, node: &Node, kernel: &str) -> Option<KernelSource> {
+        if let Kind::Scalar(s, _) = &node.kind {
+            if s == "running" {
+                return Some(KernelSource::Running);
+            }
+        }
+        let what = format!("the source of {kernel}");
+        let f = self.map(node, &what, &["deb", "path"])?;
+        match (f.get("deb"), f.get("path")) {
+            (Some(d), None) => {
+                let package = self.string(d, "deb")?;
+                if !package.starts_with("linux-image-") {
+                    self.error(d, format!("deb: {package:?} is not a Debian kernel image package (linux-image-…)"));
+                    return None;
+                }
+                Some(KernelSource::Deb { package })
+            }
+            (None, Some(p)) => Some(KernelSource::Path { vmlinuz: self.base_dir.join(self.string(p, "path")?) }),
+            (Some(_), Some(p)) => {
+                self.error(p, format!("{what}: give one of `deb` or `path`, not both"));
+                None
+            }
+            (None, None) => {
+                self.error(node, format!("{what}: expected `running`, {{ deb: PACKAGE }} or {{ path: VMLINUZ }}"));
+                None
+            }
+        }
+    }
+
+    fn boot(&mut self, node: &Node) -> Option<Boot> {
+        let f = self.map(node, "boot", &["timeout"])?;
+        let timeout_secs = match f.get("timeout") {
+            Some(n) => self.duration(n, "boot timeout")?,
+            None => 300,
+        };
+        Some(Boot { timeout_secs })
+    }
+
+    fn variants(&mut self, node: &Node) -> Option<Vec<Variant>> {
+        let items = self.seq(node, "variants")?;
+        if items.is_empty() {
+            self.error(node, "variants: declare at least one variant, e.g. { name: default }");
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut ok = true;
+        for item in items {
+            match self.variant(item) {
+                Some(v) => out.push(v),
+                None => ok = false,
+            }
+        }
+        self.unique(items.iter().zip(out.iter().map(|v| v.name.clone())), "variant");
+        ok.then_some(out)
+    }
+
+    fn variant(&mut self, node: &Node) -> Option<Variant> {
+        let f = self.map(node, "a variant", &["name", "policy", "features"])?;
+        let name = self.required(&f, "name", "a variant").and_then(|n| self.name(n, "variant name"));
+        let policy = match f.get("policy") {
+            None => Some(Policy::Other),
+            Some(n) => match self.string(n, "policy")?.as_str() {
+                "other" | "normal" | "default" => Some(Policy::Other),
+                "batch" => Some(Policy::Batch),
+                "idle" => Some(Policy::Idle),
+                p => {
+                    self.error(n, format!("policy: unknown policy `{p}`; expected other, batch or idle"));
+                    None
+                }
+            },
+        };
+        let features = match f.get("features") {
+            None => Some(Vec::new()),
+            Some(n) => {
+                let items = self.seq(n, "features")?;
+                let mut out = Vec::new();
+                for item in items {
+                    let s = self.string(item, "a sched feature")?;
+                    if s.is_empty() || !s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') {
+                        self.error(item, format!("{s:?} is not a sched feature name (like PLACE_LAG or NO_RUN_TO_PARITY)"));
+                        return None;
+                    }
+                    out.push(s);
+                }
+                Some(out)
+            }
+        };
+        Some(Variant { name: name?, policy: policy?, features: features? })
+    }
+
+    fn workloads(&mut self, node: &Node) -> Option<Vec<PendingWorkload>> {
+        let items = self.seq(node, "workloads")?;
+        if items.is_empty() {
+            self.error(node, "workloads: declare at least one workload");
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut ok = true;
+        for item in items {
+            match self.workload(item) {
+                Some(w) => out.push(w),
+                None => ok = false,
+            }
+        }
+        self.unique(items.iter().zip(out.iter().map(|w| w.name.clone())), "workload");
+        ok.then_some(out)
+    }
+
+    fn workload(&mut self, node: &Node) -> Option<PendingWorkload> {
+        const KEYS: &[&str] = &[
+            "name", "kind", "on", "timeout", // every kind
+            "groups", "loops", "pipe", "threads", "fds", "datasize", // hackbench
+            "argv", "metrics", // command
+        ];
+        let f = self.map(node, "a workload", KEYS)?;
+        let name = self.required(&f, "name", "a workload").and_then(|n| self.name(n, "workload name"));
+        let what = format!("workload `{}`", name.as_deref().unwrap_or("?"));
+        let on = match f.get("on") {
+            Some(n) => Some(self.name(n, "on")?),
+            None => None,
+        };
+        let timeout_secs = match f.get("timeout") {
+            Some(n) => self.duration(n, "timeout")?,
+            None => 600,
+        };
+        let kind_node = self.required(&f, "kind", &what)?;
+        let kind_name = self.string(kind_node, "kind")?;
+        let only = |cx: &mut Self, allowed: &[&str]| {
+            for (k, v) in &f.entries {
+                if !["name", "kind", "on", "timeout"].contains(k) && !allowed.contains(k) {
+                    cx.error(v, format!("`{k}` does not apply to workload kind `{kind_name}`"));
+                }
+            }
+        };
+        let kind = match kind_name.as_str() {
+            "hackbench" => {
+                only(self, &["groups", "loops", "pipe", "threads", "fds", "datasize"]);
+                let groups = f.get("groups").map(|n| self.uint(n, "groups (-g)", 1, 10_000)).unwrap_or(Some(10));
+                let loops = f.get("loops").map(|n| self.uint(n, "loops (-l)", 1, 100_000_000)).unwrap_or(Some(100));
+                let pipe = f.get("pipe").map(|n| self.boolean(n, "pipe (-p)")).unwrap_or(Some(false));
+                let threads = f.get("threads").map(|n| self.boolean(n, "threads (-T)")).unwrap_or(Some(false));
+                let fds = match f.get("fds") { None => Some(None), Some(n) => self.uint(n, "fds (-f)", 1, 1000).map(Some) };
+                let datasize = match f.get("datasize") { None => Some(None), Some(n) => self.uint(n, "datasize (-s)", 1, 1 << 20).map(Some) };
+                WorkloadKind::Hackbench(Hackbench {
+                    groups: groups? as u32,
+                    loops: loops? as u32,
+                    pipe: pipe?,
+                    threads: threads?,
+                    fds: fds?.map(|n| n as u32),
+                    datasize: datasize?.map(|n| n as u32),
+                })
+            }
+            "command" => {
+                only(self, &["argv", "metrics"]);
+                let argv = self.required(&f, "argv", &what).and_then(|n| {
+                    let items = self.seq(n, "argv")?;
+                    if items.is_empty() {
+                        self.error(n, "argv: give at least the program");
+                        return None;
+                    }
+                    items.iter().map(|i| self.string(i, "an argv element")).collect::<Option<Vec<_>>>()
+                });
+                let metrics = self.required(&f, "metrics", &what).and_then(|n| self.metrics(n));
+                WorkloadKind::Command(CommandWorkload { argv: argv?, metrics: metrics? })
+            }
+            other => {
+                self.error(kind_node, format!("kind: unknown workload kind `{other}`; expected hackbench or command"));
+                return None;
+            }
+        };
+        Some(PendingWorkload { name: name?, on, timeout_secs, kind })
+    }
+
+    fn metrics(&mut self, node: &Node) -> Option<Vec<MetricPattern>> {
+        let Kind::Map(entries) = &node.kind else {
+            self.expected(node, "metrics", "a mapping of metric name to { regex, unit, higher_is_better }");
+            return None;
+        };
+        if entries.is_empty() {
+            self.error(node, "metrics: declare at least one metric");
+            return None;
+        }
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            let name = self.name(k, "metric name");
+            let what = format!("metric `{}`", name.as_deref().unwrap_or("?"));
+            let Some(f) = self.map(v, &what, &["regex", "unit", "higher_is_better"]) else { continue };
+            let regex = self.required(&f, "regex", &what).and_then(|n| {
+                let r = self.string(n, "regex")?;
+                match regex::Regex::new(&r) {
+                    Ok(re) if re.captures_len() >= 2 => Some(r),
+                    Ok(_) => {
+                        self.error(n, "regex: needs one capture group around the number, e.g. `Time: ([0-9.]+)`");
+                        None
+                    }
+                    Err(e) => {
+                        self.error(n, format!("regex: {e}"));
+                        None
+                    }
+                }
+            });
+            let unit = match f.get("unit") {
+                Some(n) => self.string(n, "unit"),
+                None => Some(String::new()),
+            };
+            let hib = self.required(&f, "higher_is_better", &what).and_then(|n| self.boolean(n, "higher_is_better"));
+            if let (Some(name), Some(regex), Some(unit), Some(higher_is_better)) = (name, regex, unit, hib) {
+                out.push(MetricPattern { name, regex, unit, higher_is_better });
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A workload before its host is resolved against the hosts section.
+struct PendingWorkload {
+    name: String,
+    on: Option<String>,
+    timeout_secs: u64,
+    kind: WorkloadKind,
+}
+
+#[cfg(test)]
+mod tests;
