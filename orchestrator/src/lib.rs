@@ -1,3 +1,12 @@
 //! kreg: reproduce Linux kernel performance regressions. See ARCHITECTURE.md for the map.
 
+pub mod config;
+pub mod engine;
+pub mod kernel;
+pub mod lab;
+pub mod parse;
+pub mod plan;
+pub mod report;
 pub mod scenario;
+pub mod stats;
+pub mod store;

@@ -1,1 +1,282 @@
-fn main(){}
+//! The `kreg` command line: parses arguments, loads configuration, and calls the library.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use sha2::Digest;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::PgPool;
+
+use kreg::config::Config;
+use kreg::engine::{self, Event};
+use kreg::{plan, report, scenario, store};
+
+#[derive(Parser)]
+#[command(name = "kreg", version, about = "Reproduce Linux kernel performance regressions")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Check scenario files; print every problem as FILE:LINE:COL: message.
+    Validate { files: Vec<PathBuf> },
+    /// Print the job matrix in the order it will run. Touches no host.
+    Plan { file: PathBuf },
+    /// Record a new run of a scenario and drive it to the end.
+    Run { file: PathBuf },
+    /// Continue a run from its first job not done.
+    Resume { run: i64 },
+    /// Show where runs stand.
+    Status { run: Option<i64> },
+    /// Per metric: kernel × variant with n, mean, stddev% and change against the baseline.
+    Report { run: i64 },
+    /// The local qemu lab.
+    Lab {
+        #[command(subcommand)]
+        command: LabCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum LabCmd {
+    /// Boot a lab VM from a Debian kernel package and keep it up until Ctrl-C.
+    Up {
+        #[arg(long, default_value = "linux-image-6.12-amd64")]
+        kernel: String,
+        #[arg(long, default_value_t = 2)]
+        cpus: u32,
+        #[arg(long, default_value_t = 1024)]
+        memory_mib: u32,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KREG_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let cfg = Config::from_env();
+    match dispatch(cli.command, &cfg).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("kreg: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
+    match cmd {
+        Cmd::Validate { files } => validate(&files),
+        Cmd::Plan { file } => {
+            let (_, s) = load(&file)?;
+            print!("{}", plan::render(&s, &plan::expand(&s)));
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Run { file } => {
+            let (text, s) = load(&file)?;
+            let db = connect(cfg).await?;
+            let sha = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+            let scenario_id = store::upsert_scenario(&db, &s.name, &text, &sha).await?;
+            let jobs = plan::expand(&s);
+            let source = std::fs::canonicalize(&file).unwrap_or(file.clone());
+            let mut tx = db.begin().await?;
+            let run_id = store::create_run(&mut tx, scenario_id, &source.display().to_string(), &jobs).await?;
+            tx.commit().await?;
+            println!("run {run_id}: {} jobs ({}); resume with `kreg resume {run_id}` if it stops", jobs.len(), s.name);
+            drive(&db, run_id, cfg).await
+        }
+        Cmd::Resume { run } => {
+            let db = connect(cfg).await?;
+            let before = store::jobs(&db, run).await?;
+            if before.is_empty() {
+                store::run(&db, run).await?;
+            }
+            let left = before.iter().filter(|j| j.state() != plan::JobState::Done).count();
+            println!("run {run}: resuming, {left} of {} jobs left", before.len());
+            drive(&db, run, cfg).await
+        }
+        Cmd::Status { run } => {
+            let db = connect(cfg).await?;
+            status(&db, run).await
+        }
+        Cmd::Report { run } => {
+            let db = connect(cfg).await?;
+            print_report(&db, run).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Lab { command: LabCmd::Up { kernel, cpus, memory_mib } } => lab_up(cfg, &kernel, cpus, memory_mib).await,
+    }
+}
+
+fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    match scenario::from_str(&text, base) {
+        Ok(s) => Ok((text, s)),
+        Err(diags) => {
+            for d in &diags {
+                eprintln!("{}", d.render(&file.display().to_string()));
+            }
+            bail!("{} has {} problem(s)", file.display(), diags.len())
+        }
+    }
+}
+
+fn validate(files: &[PathBuf]) -> Result<ExitCode> {
+    if files.is_empty() {
+        bail!("give at least one scenario file");
+    }
+    let mut bad = false;
+    for f in files {
+        let text = match std::fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) => {
+                println!("{}: cannot read: {e}", f.display());
+                bad = true;
+                continue;
+            }
+        };
+        match scenario::from_str(&text, f.parent().unwrap_or(Path::new("."))) {
+            Ok(s) => println!("{}: ok ({} jobs)", f.display(), plan::expand(&s).len()),
+            Err(diags) => {
+                bad = true;
+                for d in diags {
+                    println!("{}", d.render(&f.display().to_string()));
+                }
+            }
+        }
+    }
+    Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+async fn connect(cfg: &Config) -> Result<PgPool> {
+    let options = match &cfg.database_url {
+        Some(url) => PgConnectOptions::from_str(url.expose()).context("DATABASE_URL is not a valid PostgreSQL URL")?,
+        None => store::cluster::ensure(&cfg.data_dir).await.context("starting kreg's private PostgreSQL")?,
+    };
+    store::open(options).await.context("opening the database")
+}
+
+async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
+    let tty = std::io::stderr().is_terminal();
+    let bar = if tty { ProgressBar::new(0) } else { ProgressBar::hidden() };
+    bar.set_style(ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}").expect("template"));
+    let say = |bar: &ProgressBar, line: String| {
+        if tty {
+            bar.println(line)
+        } else {
+            eprintln!("{line}")
+        }
+    };
+    let mut on_event = |e: Event| match e {
+        Event::KernelBooting { kernel } => {
+            bar.set_message(format!("booting kernel {kernel}"));
+            say(&bar, format!("kernel {kernel}: booting"));
+        }
+        Event::KernelReady { kernel, release, boot_id } => say(&bar, format!("kernel {kernel}: up, release {release}, boot {boot_id}")),
+        Event::KernelFailed { kernel, reason, jobs } => {
+            bar.inc(jobs as u64);
+            say(&bar, format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"));
+        }
+        Event::JobStarted { ordinal, total, kernel, variant, workload, iteration } => {
+            bar.set_length(total as u64);
+            bar.set_message(format!("#{ordinal} {kernel} {variant} {workload} iteration {iteration}"));
+            if !tty {
+                eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} iteration={iteration}");
+            }
+        }
+        Event::JobDone { ordinal, metrics, policy } => {
+            bar.inc(1);
+            let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
+            say(&bar, format!("job #{ordinal}: {} (policy {policy})", m.join(" ")));
+        }
+        Event::JobFailed { ordinal, reason } => {
+            bar.inc(1);
+            say(&bar, format!("job #{ordinal}: FAILED: {reason}"));
+        }
+    };
+    let outcome = engine::drive(db, run_id, cfg, &mut on_event).await?;
+    bar.finish_and_clear();
+    print_report(db, run_id).await?;
+    println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
+    Ok(if outcome.failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+async fn print_report(db: &PgPool, run_id: i64) -> Result<()> {
+    let run = store::run(db, run_id).await?;
+    let s = engine::scenario_of(&run)?;
+    let samples = store::samples(db, run_id).await?;
+    print!("{}", report::render_text(run_id, &s, &report::tables(&s, &samples)));
+    Ok(())
+}
+
+async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
+    let runs = store::runs(db, run).await?;
+    if let Some(id) = run {
+        if runs.is_empty() {
+            bail!("run {id} does not exist");
+        }
+    }
+    if runs.is_empty() {
+        println!("no runs yet: start one with `kreg run SCENARIO.yaml`");
+    }
+    for r in &runs {
+        println!(
+            "run {}  {:<24} {:<8} {}/{} done, {} failed  (started {})",
+            r.id,
+            r.scenario_name,
+            r.state,
+            r.done,
+            r.jobs,
+            r.failed,
+            r.created_at.format("%Y-%m-%d %H:%M:%S UTC")
+        );
+    }
+    if let Some(id) = run {
+        for j in store::jobs(db, id).await? {
+            let err = j.error.as_deref().map(|e| format!("  {}", e.lines().next().unwrap_or(""))).unwrap_or_default();
+            println!(
+                "  #{:<4} {:<8} kernel={} variant={} workload={} iteration={} attempts={}{err}",
+                j.ordinal, j.state, j.kernel, j.variant, j.workload, j.iteration, j.attempts
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Result<ExitCode> {
+    use kreg::lab;
+    let source = scenario::KernelSource::Deb { package: kernel.to_string() };
+    let cache = cfg.cache_dir.clone();
+    let prepared = tokio::task::spawn_blocking(move || kreg::kernel::prepare(&source, &cache)).await??.expect("deb");
+    let dir = cfg.data_dir.join("lab").join(format!("up-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let token = lab::random_token()?;
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, &token)?;
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    let initrd = dir.join("initrd.cpio");
+    std::fs::write(&initrd, lab::initramfs::build(&cfg.agent_bin, &token, prepared.modules_dir.as_deref())?)?;
+    let spec = lab::VmSpec { vmlinuz: prepared.vmlinuz.clone(), initrd, cpus, memory_mib, accel: cfg.lab_accel.clone(), dir: dir.clone() };
+    let mut vm = lab::Vm::start(&spec)?;
+    let client = kreg_agent::client::AgentClient::new(&vm.url(), &token);
+    let id = lab::wait_for_agent(&client, None, std::time::Duration::from_secs(300), Some(&mut vm))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    println!("lab VM up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);
+    println!("agent: {}  token file: {}", vm.url(), token_file.display());
+    println!("console: {}", vm.console.display());
+    println!("Ctrl-C stops it");
+    tokio::signal::ctrl_c().await?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,183 @@
+//! Connections to a run's hosts, and bringing the SUT up on a kernel: the lab boots or
+//! kexecs its VM; an http host must already run the kernel asked for.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kreg_agent::client::AgentClient;
+use kreg_agent::wire::{Identity, KexecRequest, Step, StepOutput};
+
+use crate::config::Config;
+use crate::kernel::{self, Prepared};
+use crate::lab::{self, initramfs, Vm, VmSpec};
+use crate::scenario::{Host, Kernel, Transport};
+
+/// How the engine reaches one host.
+pub enum Conn {
+    Http { client: AgentClient },
+    Lab(LabConn),
+}
+
+pub struct LabConn {
+    cpus: u32,
+    memory_mib: u32,
+    token: String,
+    dir: PathBuf,
+    vm: Option<Vm>,
+    client: Option<AgentClient>,
+}
+
+impl Conn {
+    pub fn open(host: &Host, run_dir: &std::path::Path) -> Result<Conn, String> {
+        match &host.transport {
+            Transport::Http { url, token_file } => {
+                let text = std::fs::read_to_string(token_file)
+                    .map_err(|e| format!("host {}: cannot read token file {}: {e}", host.name, token_file.display()))?;
+                let token = text.trim();
+                if token.is_empty() {
+                    return Err(format!("host {}: token file {} is empty", host.name, token_file.display()));
+                }
+                Ok(Conn::Http { client: AgentClient::new(url, token) })
+            }
+            Transport::Lab { cpus, memory_mib } => Ok(Conn::Lab(LabConn {
+                cpus: *cpus,
+                memory_mib: *memory_mib,
+                token: lab::random_token().map_err(|e| e.to_string())?,
+                dir: run_dir.join(format!("lab-{}", host.name)),
+                vm: None,
+                client: None,
+            })),
+        }
+    }
+
+    /// The agent client, when the host is up.
+    pub fn client(&self) -> Option<&AgentClient> {
+        match self {
+            Conn::Http { client } => Some(client),
+            Conn::Lab(l) => l.client.as_ref(),
+        }
+    }
+
+    /// Console output, for failure reports, where the host has one.
+    pub fn console_tail(&self) -> Option<String> {
+        match self {
+            Conn::Lab(LabConn { vm: Some(vm), .. }) => Some(vm.console_tail(25)),
+            _ => None,
+        }
+    }
+
+    /// Brings the host up on `kernel` and checks that it runs it on a boot it had not
+    /// shown before. Returns the identity seen after the boot.
+    pub async fn boot(&mut self, kernel: &Kernel, cfg: &Config, timeout: Duration) -> Result<Identity, String> {
+        let source = kernel.source.clone();
+        let cache = cfg.cache_dir.clone();
+        let prepared = tokio::task::spawn_blocking(move || kernel::prepare(&source, &cache))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
+        let id = match self {
+            Conn::Http { client } => {
+                let id = client.identity().await.map_err(|e| e.to_string())?;
+                if let Some(p) = &prepared {
+                    if p.release != id.kernel_release {
+                        return Err(format!(
+                            "kernel {}: the host runs {}, and booting {} on an http host is not supported yet; boot it by hand or use the lab",
+                            kernel.name, id.kernel_release, p.release
+                        ));
+                    }
+                }
+                id
+            }
+            Conn::Lab(lab) => lab.boot(kernel, prepared.as_ref(), cfg, timeout).await?,
+        };
+        if let Some(p) = &prepared {
+            if id.kernel_release != p.release {
+                return Err(format!("kernel {}: booted {}, expected {}", kernel.name, id.kernel_release, p.release));
+            }
+        }
+        Ok(id)
+    }
+}
+
+impl LabConn {
+    async fn boot(&mut self, kernel: &Kernel, prepared: Option<&Prepared>, cfg: &Config, timeout: Duration) -> Result<Identity, String> {
+        let Some(p) = prepared else {
+            if let (Some(c), Some(vm)) = (&self.client, self.vm.as_mut()) {
+                if vm.exited().is_none() {
+                    return c.identity().await.map_err(|e| e.to_string());
+                }
+            }
+            return Err(format!(
+                "kernel {}: a lab host has no running kernel to stay on; give the lab a `deb` or `path` kernel first",
+                kernel.name
+            ));
+        };
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        let agent_bin = cfg.agent_bin.clone();
+        if !agent_bin.exists() {
+            return Err(format!("{} does not exist: build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN", agent_bin.display()));
+        }
+        let token = self.token.clone();
+        let modules = p.modules_dir.clone();
+        let initrd_bytes = tokio::task::spawn_blocking(move || initramfs::build(&agent_bin, &token, modules.as_deref()))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
+        let initrd = self.dir.join(format!("initrd-{}.cpio", p.release));
+        std::fs::write(&initrd, &initrd_bytes).map_err(|e| format!("{}: {e}", initrd.display()))?;
+
+        let alive = self.vm.as_mut().is_some_and(|vm| vm.exited().is_none());
+        let running = match &self.client {
+            Some(c) if alive => c.identity().await.ok(),
+            _ => None,
+        };
+        let result = match running {
+            Some(id) if id.kernel_release == p.release => Ok(id),
+            Some(id) => self.kexec(p, &initrd_bytes, &id, timeout).await,
+            None => self.cold_boot(p, &initrd, cfg, timeout).await,
+        };
+        if result.is_err() {
+            // The VM is in an unknown state: the next kernel starts a fresh one.
+            self.vm = None;
+            self.client = None;
+        }
+        result
+    }
+
+    async fn cold_boot(&mut self, p: &Prepared, initrd: &std::path::Path, cfg: &Config, timeout: Duration) -> Result<Identity, String> {
+        self.vm = None;
+        let spec = VmSpec {
+            vmlinuz: p.vmlinuz.clone(),
+            initrd: initrd.to_path_buf(),
+            cpus: self.cpus,
+            memory_mib: self.memory_mib,
+            accel: cfg.lab_accel.clone(),
+            dir: self.dir.clone(),
+        };
+        let mut vm = Vm::start(&spec).map_err(|e| e.to_string())?;
+        let client = AgentClient::new(&vm.url(), &self.token);
+        let id = lab::wait_for_agent(&client, None, timeout, Some(&mut vm))
+            .await
+            .map_err(|e| format!("kernel {} did not come up in the lab: {e}", p.release))?;
+        self.vm = Some(vm);
+        self.client = Some(client);
+        Ok(id)
+    }
+
+    async fn kexec(&mut self, p: &Prepared, initrd: &[u8], old: &Identity, timeout: Duration) -> Result<Identity, String> {
+        let client = self.client.clone().expect("checked by caller");
+        let image = std::fs::read(&p.vmlinuz).map_err(|e| format!("{}: {e}", p.vmlinuz.display()))?;
+        let kname = format!("vmlinuz-{}", p.release);
+        let iname = format!("initrd-{}", p.release);
+        client.upload(&kname, image).await.map_err(|e| e.to_string())?;
+        client.upload(&iname, initrd.to_vec()).await.map_err(|e| e.to_string())?;
+        let step = Step::Kexec(KexecRequest { kernel: kname, initrd: Some(iname), cmdline: lab::CMDLINE.into() });
+        match client.step(step, Duration::from_secs(60)).await.map_err(|e| e.to_string())? {
+            StepOutput::KexecStarted { .. } => {}
+            other => return Err(format!("unexpected answer to kexec: {other:?}")),
+        }
+        lab::wait_for_agent(&client, Some(&old.boot_id), timeout, self.vm.as_mut())
+            .await
+            .map_err(|e| format!("kexec from {} into {}: {e}", old.kernel_release, p.release))
+    }
+}

@@ -1,0 +1,165 @@
+//! The local lab: qemu VMs on this machine standing in for a SUT. A VM boots a kernel with
+//! an initramfs that kreg builds (see [`initramfs`]); its agent is reached through a
+//! loopback port that qemu forwards to the guest. The controller always connects to the
+//! agent, never the guest out.
+
+pub mod cpio;
+pub mod initramfs;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kreg_agent::client::AgentClient;
+use kreg_agent::wire::Identity;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("{0}")]
+    Msg(String),
+}
+
+/// What a VM needs to start.
+#[derive(Debug, Clone)]
+pub struct VmSpec {
+    pub vmlinuz: PathBuf,
+    pub initrd: PathBuf,
+    pub cpus: u32,
+    pub memory_mib: u32,
+    /// "tcg" (always works here) or "kvm".
+    pub accel: String,
+    /// Holds the console log and the pid file.
+    pub dir: PathBuf,
+}
+
+/// Kernel command line used for the first boot and for every kexec.
+pub const CMDLINE: &str = "console=ttyS0 panic=-1 quiet";
+
+/// A running VM. Dropping it kills qemu.
+pub struct Vm {
+    child: Child,
+    pub port: u16,
+    pub console: PathBuf,
+}
+
+impl std::fmt::Debug for Vm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vm").field("port", &self.port).field("pid", &self.child.id()).finish()
+    }
+}
+
+fn free_port() -> Result<u16, LabError> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| LabError::Msg(format!("no free loopback port: {e}")))?;
+    Ok(l.local_addr().map_err(|e| LabError::Msg(e.to_string()))?.port())
+}
+
+impl Vm {
+    /// Starts qemu. It dies with the process that started it (PR_SET_PDEATHSIG), so a
+    /// killed controller leaves no VM behind.
+    pub fn start(spec: &VmSpec) -> Result<Vm, LabError> {
+        std::fs::create_dir_all(&spec.dir).map_err(|e| LabError::Msg(format!("{}: {e}", spec.dir.display())))?;
+        let port = free_port()?;
+        let console = spec.dir.join("console.log");
+        let accel = if spec.accel == "kvm" { "kvm" } else { "tcg" };
+        let mut cmd = Command::new("qemu-system-x86_64");
+        cmd.args(["-accel", accel, "-cpu", "max", "-nodefaults", "-no-reboot", "-display", "none"])
+            .args(["-smp", &spec.cpus.to_string(), "-m", &spec.memory_mib.to_string()])
+            .arg("-kernel")
+            .arg(&spec.vmlinuz)
+            .arg("-initrd")
+            .arg(&spec.initrd)
+            .args(["-append", CMDLINE])
+            .arg("-serial")
+            .arg(format!("file:{}", console.display()))
+            .args(["-netdev", &format!("user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{}", initramfs::GUEST_AGENT_PORT)])
+            .args(["-device", "virtio-net-pci,netdev=n0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(spec.dir.join("qemu.stderr")).map_err(|e| LabError::Msg(e.to_string()))?,
+            ));
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl is async-signal-safe.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd.spawn().map_err(|e| {
+            LabError::Msg(format!("cannot start qemu-system-x86_64 (install qemu-system-x86): {e}"))
+        })?;
+        Ok(Vm { child, port, console })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Whether qemu still runs; when it has ended, its exit status.
+    pub fn exited(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            Ok(None) => None,
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    /// The last lines the guest printed on its serial console.
+    pub fn console_tail(&self, lines: usize) -> String {
+        console_tail(&self.console, lines)
+    }
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn console_tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Waits until the agent answers with a boot id other than `old_boot_id` (when given), or
+/// until `timeout`. While waiting, a VM that exits ends the wait at once.
+pub async fn wait_for_agent(
+    client: &AgentClient,
+    old_boot_id: Option<&str>,
+    timeout: Duration,
+    mut vm: Option<&mut Vm>,
+) -> Result<Identity, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(vm) = vm.as_deref_mut() {
+            if let Some(status) = vm.exited() {
+                return Err(format!("the VM stopped ({status}) before its agent answered; console:\n{}", vm.console_tail(25)));
+            }
+        }
+        let last = match client.identity().await {
+            Ok(id) if Some(id.boot_id.as_str()) != old_boot_id => return Ok(id),
+            Ok(_) => "the agent still answers from the old boot".to_string(),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            let console = vm.map(|v| format!("; console:\n{}", v.console_tail(25))).unwrap_or_default();
+            return Err(format!("not back within {}s (last: {last}){console}", timeout.as_secs()));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// A fresh random token (hex, from /dev/urandom).
+pub fn random_token() -> Result<String, LabError> {
+    use std::io::Read;
+    let mut buf = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| LabError::Msg(format!("/dev/urandom: {e}")))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}

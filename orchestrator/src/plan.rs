@@ -1,0 +1,129 @@
+//! The job matrix: kernel × variant × workload × iteration, in the order it runs. Jobs are
+//! grouped by kernel so each kernel boots once; within a kernel, by variant, so sched
+//! features change as rarely as possible.
+
+use crate::scenario::Scenario;
+
+/// One point of the matrix. `ordinal` is its place in the run order, from 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub ordinal: u32,
+    pub kernel: String,
+    pub variant: String,
+    pub workload: String,
+    /// From 1.
+    pub iteration: u32,
+}
+
+pub fn expand(s: &Scenario) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for k in &s.kernels {
+        for v in &s.variants {
+            for w in &s.workloads {
+                for i in 1..=s.iterations {
+                    jobs.push(Job {
+                        ordinal: jobs.len() as u32,
+                        kernel: k.name.clone(),
+                        variant: v.name.clone(),
+                        workload: w.name.clone(),
+                        iteration: i,
+                    });
+                }
+            }
+        }
+    }
+    jobs
+}
+
+/// Where a job stands. `Running` jobs found by `resume` were interrupted and run again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Running => "running",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobState> {
+        Some(match s {
+            "pending" => JobState::Pending,
+            "running" => JobState::Running,
+            "done" => JobState::Done,
+            "failed" => JobState::Failed,
+            _ => return None,
+        })
+    }
+
+    /// Whether `resume` runs a job in this state again.
+    pub fn needs_run(self) -> bool {
+        matches!(self, JobState::Pending | JobState::Running)
+    }
+}
+
+/// Renders the plan as `kreg plan` prints it.
+pub fn render(s: &Scenario, jobs: &[Job]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scenario {}: {} kernels × {} variants × {} workloads × {} iterations = {} jobs",
+        s.name,
+        s.kernels.len(),
+        s.variants.len(),
+        s.workloads.len(),
+        s.iterations,
+        jobs.len()
+    );
+    let mut kernel = None;
+    for j in jobs {
+        if kernel != Some(&j.kernel) {
+            kernel = Some(&j.kernel);
+            let k = s.kernel(&j.kernel).expect("validated");
+            let baseline = if k.name == s.baseline { " (baseline)" } else { "" };
+            let _ = writeln!(out, "boot kernel {}{baseline}: {}", k.name, describe_source(&k.source));
+        }
+        let _ = writeln!(
+            out,
+            "  #{:<4} variant={} workload={} iteration={}",
+            j.ordinal, j.variant, j.workload, j.iteration
+        );
+    }
+    out
+}
+
+fn describe_source(src: &crate::scenario::KernelSource) -> String {
+    use crate::scenario::KernelSource::*;
+    match src {
+        Deb { package } => format!("Debian package {package}"),
+        Path { vmlinuz } => format!("image {}", vmlinuz.display()),
+        Running => "the running kernel".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_by_kernel_then_variant() {
+        let text = "name: p\nhosts: { s: { role: sut, transport: { kind: lab } } }\nkernels: [ {name: a, source: running}, {name: b, source: running} ]\nvariants: [ {name: default}, {name: batch, policy: batch} ]\nworkloads: [ {name: w, kind: hackbench} ]\niterations: 2\n";
+        let s = crate::scenario::from_str(text, std::path::Path::new("/")).unwrap();
+        let jobs = expand(&s);
+        assert_eq!(jobs.len(), 8);
+        let keys: Vec<_> = jobs.iter().map(|j| format!("{}/{}/{}", j.kernel, j.variant, j.iteration)).collect();
+        assert_eq!(keys, ["a/default/1", "a/default/2", "a/batch/1", "a/batch/2", "b/default/1", "b/default/2", "b/batch/1", "b/batch/2"]);
+        assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
+        let text = render(&s, &jobs);
+        assert_eq!(text.matches("boot kernel").count(), 2, "{text}");
+    }
+}

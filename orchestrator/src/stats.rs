@@ -1,0 +1,62 @@
+//! Summary statistics over a metric's samples, and the change against a baseline.
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: f64,
+    /// Sample standard deviation (n − 1); 0 for a single sample.
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    pub fn of(samples: &[f64]) -> Option<Summary> {
+        if samples.is_empty() {
+            return None;
+        }
+        let n = samples.len();
+        let mean = samples.iter().sum::<f64>() / n as f64;
+        let var = if n > 1 { samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
+        let min = samples.iter().cloned().fold(f64::INFINITY, f64::min);
+        let max = samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        Some(Summary { n, mean, stddev: var.sqrt(), min, max })
+    }
+
+    /// Standard deviation as a percentage of the mean (the CoV in %).
+    pub fn stddev_pct(&self) -> f64 {
+        if self.mean == 0.0 {
+            0.0
+        } else {
+            100.0 * self.stddev / self.mean.abs()
+        }
+    }
+}
+
+/// Change of `mean` against `base` in percent; positive means larger.
+pub fn change_pct(base: f64, mean: f64) -> Option<f64> {
+    (base != 0.0).then(|| 100.0 * (mean - base) / base.abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_known_samples() {
+        let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!(s.n, 8);
+        assert!((s.mean - 5.0).abs() < 1e-12);
+        assert!((s.stddev - 2.138089935299395).abs() < 1e-12);
+        assert_eq!((s.min, s.max), (2.0, 9.0));
+        assert!((s.stddev_pct() - 42.7617987).abs() < 1e-6);
+        assert_eq!(Summary::of(&[3.0]).unwrap().stddev, 0.0);
+        assert!(Summary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn change() {
+        assert_eq!(change_pct(10.0, 11.0), Some(10.000000000000009));
+        assert_eq!(change_pct(0.0, 1.0), None);
+    }
+}

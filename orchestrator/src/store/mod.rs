@@ -1,0 +1,289 @@
+//! PostgreSQL through sqlx: the only module that speaks SQL. Functions take any executor
+//! (pool, connection or transaction) so callers choose the transaction boundaries.
+
+pub mod cluster;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
+
+use crate::plan::{Job, JobState};
+
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("database migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("run {0} does not exist (see `kreg status`)")]
+    NoSuchRun(i64),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Connects and brings the schema up to date.
+pub async fn open(options: PgConnectOptions) -> Result<PgPool> {
+    let pool = PgPoolOptions::new().max_connections(4).connect_with(options).await?;
+    MIGRATOR.run(&pool).await?;
+    Ok(pool)
+}
+
+/// Stores the scenario text once per distinct content; returns its id.
+pub async fn upsert_scenario(db: impl PgExecutor<'_>, name: &str, yaml: &str, sha256: &str) -> Result<i64> {
+    let id = sqlx::query_scalar(
+        "INSERT INTO scenarios (name, yaml, sha256) VALUES ($1, $2, $3)
+         ON CONFLICT (sha256) DO UPDATE SET name = EXCLUDED.name RETURNING id",
+    )
+    .bind(name)
+    .bind(yaml)
+    .bind(sha256)
+    .fetch_one(db)
+    .await?;
+    Ok(id)
+}
+
+/// Creates a run and all its jobs, pending, in one transaction.
+pub async fn create_run(tx: &mut Transaction<'_, Postgres>, scenario_id: i64, source_path: &str, jobs: &[Job]) -> Result<i64> {
+    let run_id: i64 = sqlx::query_scalar("INSERT INTO runs (scenario_id, source_path) VALUES ($1, $2) RETURNING id")
+        .bind(scenario_id)
+        .bind(source_path)
+        .fetch_one(&mut **tx)
+        .await?;
+    for j in jobs {
+        sqlx::query(
+            "INSERT INTO jobs (run_id, ordinal, kernel, variant, workload, iteration) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(run_id)
+        .bind(j.ordinal as i32)
+        .bind(&j.kernel)
+        .bind(&j.variant)
+        .bind(&j.workload)
+        .bind(j.iteration as i32)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(run_id)
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RunRow {
+    pub id: i64,
+    pub scenario_name: String,
+    pub yaml: String,
+    pub source_path: String,
+    pub state: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+pub async fn run(db: impl PgExecutor<'_>, run_id: i64) -> Result<RunRow> {
+    sqlx::query_as(
+        "SELECT r.id, s.name AS scenario_name, s.yaml, r.source_path, r.state, r.created_at
+         FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = $1",
+    )
+    .bind(run_id)
+    .fetch_optional(db)
+    .await?
+    .ok_or(StoreError::NoSuchRun(run_id))
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RunSummary {
+    pub id: i64,
+    pub scenario_name: String,
+    pub state: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub jobs: i64,
+    pub done: i64,
+    pub failed: i64,
+}
+
+pub async fn runs(db: impl PgExecutor<'_>, only: Option<i64>) -> Result<Vec<RunSummary>> {
+    Ok(sqlx::query_as(
+        "SELECT r.id, s.name AS scenario_name, r.state, r.created_at,
+                count(j.id) AS jobs,
+                count(j.id) FILTER (WHERE j.state = 'done') AS done,
+                count(j.id) FILTER (WHERE j.state = 'failed') AS failed
+         FROM runs r JOIN scenarios s ON s.id = r.scenario_id LEFT JOIN jobs j ON j.run_id = r.id
+         WHERE $1::BIGINT IS NULL OR r.id = $1
+         GROUP BY r.id, s.name ORDER BY r.id",
+    )
+    .bind(only)
+    .fetch_all(db)
+    .await?)
+}
+
+pub async fn set_run_state(db: impl PgExecutor<'_>, run_id: i64, state: &str) -> Result<()> {
+    sqlx::query(
+        "UPDATE runs SET state = $2, updated_at = now(),
+                finished_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END
+         WHERE id = $1",
+    )
+    .bind(run_id)
+    .bind(state)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    pub id: i64,
+    pub ordinal: i32,
+    pub kernel: String,
+    pub variant: String,
+    pub workload: String,
+    pub iteration: i32,
+    pub state: String,
+    pub attempts: i32,
+    pub error: Option<String>,
+}
+
+impl JobRow {
+    pub fn state(&self) -> JobState {
+        JobState::parse(&self.state).unwrap_or(JobState::Pending)
+    }
+}
+
+pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, ordinal, kernel, variant, workload, iteration, state, attempts, error
+         FROM jobs WHERE run_id = $1 ORDER BY ordinal",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?)
+}
+
+pub async fn start_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_at = now(), error = NULL WHERE id = $1",
+    )
+    .bind(job_id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn fail_job(db: impl PgExecutor<'_>, job_id: i64, error: &str) -> Result<()> {
+    sqlx::query("UPDATE jobs SET state = 'failed', error = $2, finished_at = now() WHERE id = $1")
+        .bind(job_id)
+        .bind(error)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// What one finished job produced; stored with the job's `done` state in one transaction.
+#[derive(Debug, Clone)]
+pub struct JobOutcome {
+    pub kernel_release: String,
+    pub boot_id: String,
+    pub observed_policy: String,
+    pub metrics: Vec<crate::parse::Metric>,
+    /// (kind, content), e.g. ("stdout", …), ("schedstat_before", …).
+    pub raw: Vec<(String, String)>,
+}
+
+pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id: i64, o: &JobOutcome) -> Result<()> {
+    for m in &o.metrics {
+        sqlx::query(
+            "INSERT INTO results (run_id, job_id, metric, value, unit, higher_is_better, kernel_release, observed_policy)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (run_id, job_id, metric) DO UPDATE SET value = EXCLUDED.value, unit = EXCLUDED.unit,
+                 higher_is_better = EXCLUDED.higher_is_better, kernel_release = EXCLUDED.kernel_release,
+                 observed_policy = EXCLUDED.observed_policy",
+        )
+        .bind(run_id)
+        .bind(job_id)
+        .bind(&m.name)
+        .bind(m.value)
+        .bind(&m.unit)
+        .bind(m.higher_is_better)
+        .bind(&o.kernel_release)
+        .bind(&o.observed_policy)
+        .execute(&mut **tx)
+        .await?;
+    }
+    store_raw(tx, run_id, job_id, &o.raw).await?;
+    sqlx::query(
+        "UPDATE jobs SET state = 'done', error = NULL, finished_at = now(),
+                kernel_release = $2, boot_id = $3, observed_policy = $4 WHERE id = $1",
+    )
+    .bind(job_id)
+    .bind(&o.kernel_release)
+    .bind(&o.boot_id)
+    .bind(&o.observed_policy)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Raw outputs are kept even for failed jobs, so the failure can be read later.
+pub async fn store_raw(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id: i64, raw: &[(String, String)]) -> Result<()> {
+    for (kind, content) in raw {
+        sqlx::query(
+            "INSERT INTO raw_outputs (run_id, job_id, kind, content) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (job_id, kind) DO UPDATE SET content = EXCLUDED.content, created_at = now()",
+        )
+        .bind(run_id)
+        .bind(job_id)
+        .bind(kind)
+        .bind(content.replace('\0', ""))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+pub async fn record_host(db: impl PgExecutor<'_>, run_id: i64, name: &str, id: &kreg_agent::wire::Identity) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO hosts (run_id, name, boot_id, kernel_release, proc_version, nr_cpus, schedstat_version)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run_id, name, boot_id) DO NOTHING",
+    )
+    .bind(run_id)
+    .bind(name)
+    .bind(&id.boot_id)
+    .bind(&id.kernel_release)
+    .bind(&id.proc_version)
+    .bind(id.nr_cpus as i32)
+    .bind(id.schedstat_version.map(|v| v as i32))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// One stored sample with the matrix point it belongs to.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Sample {
+    pub kernel: String,
+    pub variant: String,
+    pub workload: String,
+    pub iteration: i32,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub kernel_release: String,
+    pub observed_policy: String,
+}
+
+pub async fn samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>> {
+    Ok(sqlx::query_as(
+        "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
+                r.kernel_release, r.observed_policy
+         FROM results r JOIN jobs j ON j.id = r.job_id
+         WHERE r.run_id = $1 ORDER BY j.ordinal, r.metric",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?)
+}
+
+pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT content FROM raw_outputs WHERE job_id = $1 AND kind = $2")
+        .bind(job_id)
+        .bind(kind)
+        .fetch_optional(db)
+        .await?)
+}
