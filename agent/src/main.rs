@@ -26,6 +26,7 @@ async fn main() {
             tracing_subscriber::EnvFilter::try_from_env("KREG_AGENT_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
     if let Err(e) = real_main(args).await {

@@ -30,11 +30,11 @@ pub fn upload_path(dir: &Path, name: &str) -> Result<PathBuf, StepError> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && !name.starts_with('.')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));
     if !ok {
         return Err(err(
             ErrorKind::BadRequest,
-            format!("bad file name {name:?}: use letters, digits, '.', '_' and '-' only"),
+            format!("bad file name {name:?}: use letters, digits, '.', '_', '-' and '+' only"),
         ));
     }
     Ok(dir.join(name))
