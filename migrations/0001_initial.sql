@@ -71,6 +71,8 @@ CREATE TABLE hosts (
     proc_version    TEXT NOT NULL,
     nr_cpus         INTEGER NOT NULL,
     schedstat_version INTEGER,
+    -- how the engine got the host onto this boot: 'start' (the lab started a VM), 'kexec', or 'none'
+    boot_method     TEXT NOT NULL DEFAULT 'none',
     seen_at         TIMESTAMPTZ NOT NULL DEFAULT now(),
     UNIQUE (run_id, name, boot_id)
 );

@@ -79,11 +79,12 @@ impl AgentClient {
         if resp.status() == reqwest::StatusCode::UNAUTHORIZED {
             return Err(ClientError::Unauthorized { url: self.base.clone() });
         }
+        let status = resp.status();
         let bytes = resp.bytes().await.map_err(|e| self.unreachable(e))?;
         let env: Envelope<T> = serde_json::from_slice(&bytes).map_err(|e| ClientError::Unexpected {
             url: self.base.clone(),
             step,
-            detail: format!("{e}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(200)])),
+            detail: format!("HTTP {status}, {e}: {:?}", String::from_utf8_lossy(&bytes[..bytes.len().min(200)])),
         })?;
         if env.protocol != crate::PROTOCOL_VERSION {
             return Err(ClientError::Protocol { url: self.base.clone(), got: env.protocol, want: crate::PROTOCOL_VERSION });

@@ -37,11 +37,24 @@ enum Cmd {
     Status { run: Option<i64> },
     /// Per metric: kernel × variant with n, mean, stddev% and change against the baseline.
     Report { run: i64 },
+    /// kreg's private PostgreSQL cluster (used when DATABASE_URL is not set).
+    Db {
+        #[command(subcommand)]
+        command: DbCmd,
+    },
     /// The local qemu lab.
     Lab {
         #[command(subcommand)]
         command: LabCmd,
     },
+}
+
+#[derive(Subcommand)]
+enum DbCmd {
+    /// Start the private cluster if needed and print its URL (for psql or DATABASE_URL).
+    Url,
+    /// Stop the private cluster.
+    Stop,
 }
 
 #[derive(Subcommand)]
@@ -115,6 +128,16 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             print_report(&db, run).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Db { command: DbCmd::Url } => {
+            let dir = cfg.data_dir.join("postgres");
+            store::cluster::ensure(&cfg.data_dir).await.context("starting kreg's private PostgreSQL")?;
+            println!("postgres://kreg@localhost/kreg?host={}", dir.canonicalize()?.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Db { command: DbCmd::Stop } => {
+            store::cluster::stop(&cfg.data_dir.canonicalize()?)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Lab { command: LabCmd::Up { kernel, cpus, memory_mib } } => lab_up(cfg, &kernel, cpus, memory_mib).await,
     }
 }
@@ -184,7 +207,9 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             bar.set_message(format!("booting kernel {kernel}"));
             say(&bar, format!("kernel {kernel}: booting"));
         }
-        Event::KernelReady { kernel, release, boot_id } => say(&bar, format!("kernel {kernel}: up, release {release}, boot {boot_id}")),
+        Event::KernelReady { kernel, release, boot_id, method } => {
+            say(&bar, format!("kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"))
+        }
         Event::KernelFailed { kernel, reason, jobs } => {
             bar.inc(jobs as u64);
             say(&bar, format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"));

@@ -56,7 +56,8 @@ mod tests {
 
     #[test]
     fn change() {
-        assert_eq!(change_pct(10.0, 11.0), Some(10.000000000000009));
+        assert!((change_pct(10.0, 11.0).unwrap() - 10.0).abs() < 1e-9);
+        assert!((change_pct(10.0, 9.0).unwrap() + 10.0).abs() < 1e-9);
         assert_eq!(change_pct(0.0, 1.0), None);
     }
 }

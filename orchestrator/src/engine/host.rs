@@ -32,10 +32,10 @@ impl Conn {
         match &host.transport {
             Transport::Http { url, token_file } => {
                 let text = std::fs::read_to_string(token_file)
-                    .map_err(|e| format!("host {}: cannot read token file {}: {e}", host.name, token_file.display()))?;
+                    .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
                 let token = text.trim();
                 if token.is_empty() {
-                    return Err(format!("host {}: token file {} is empty", host.name, token_file.display()));
+                    return Err(format!("token file {} is empty", token_file.display()));
                 }
                 Ok(Conn::Http { client: AgentClient::new(url, token) })
             }
@@ -66,16 +66,16 @@ impl Conn {
         }
     }
 
-    /// Brings the host up on `kernel` and checks that it runs it on a boot it had not
-    /// shown before. Returns the identity seen after the boot.
-    pub async fn boot(&mut self, kernel: &Kernel, cfg: &Config, timeout: Duration) -> Result<Identity, String> {
+    /// Brings the host up on `kernel` and checks that it runs it. Returns the identity seen
+    /// after the boot and how the host got there.
+    pub async fn boot(&mut self, kernel: &Kernel, cfg: &Config, timeout: Duration) -> Result<(Identity, BootMethod), String> {
         let source = kernel.source.clone();
         let cache = cfg.cache_dir.clone();
         let prepared = tokio::task::spawn_blocking(move || kernel::prepare(&source, &cache))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
-        let id = match self {
+        let (id, method) = match self {
             Conn::Http { client } => {
                 let id = client.identity().await.map_err(|e| e.to_string())?;
                 if let Some(p) = &prepared {
@@ -86,7 +86,7 @@ impl Conn {
                         ));
                     }
                 }
-                id
+                (id, BootMethod::None)
             }
             Conn::Lab(lab) => lab.boot(kernel, prepared.as_ref(), cfg, timeout).await?,
         };
@@ -95,16 +95,42 @@ impl Conn {
                 return Err(format!("kernel {}: booted {}, expected {}", kernel.name, id.kernel_release, p.release));
             }
         }
-        Ok(id)
+        Ok((id, method))
+    }
+}
+
+/// How a host got onto the boot that runs a kernel's jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BootMethod {
+    /// It already ran the kernel asked for.
+    None,
+    /// The lab started a VM with the kernel.
+    Start,
+    Kexec,
+}
+
+impl BootMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BootMethod::None => "none",
+            BootMethod::Start => "start",
+            BootMethod::Kexec => "kexec",
+        }
     }
 }
 
 impl LabConn {
-    async fn boot(&mut self, kernel: &Kernel, prepared: Option<&Prepared>, cfg: &Config, timeout: Duration) -> Result<Identity, String> {
+    async fn boot(
+        &mut self,
+        kernel: &Kernel,
+        prepared: Option<&Prepared>,
+        cfg: &Config,
+        timeout: Duration,
+    ) -> Result<(Identity, BootMethod), String> {
         let Some(p) = prepared else {
             if let (Some(c), Some(vm)) = (&self.client, self.vm.as_mut()) {
                 if vm.exited().is_none() {
-                    return c.identity().await.map_err(|e| e.to_string());
+                    return c.identity().await.map(|id| (id, BootMethod::None)).map_err(|e| e.to_string());
                 }
             }
             return Err(format!(
@@ -132,9 +158,9 @@ impl LabConn {
             _ => None,
         };
         let result = match running {
-            Some(id) if id.kernel_release == p.release => Ok(id),
-            Some(id) => self.kexec(p, &initrd_bytes, &id, timeout).await,
-            None => self.cold_boot(p, &initrd, cfg, timeout).await,
+            Some(id) if id.kernel_release == p.release => Ok((id, BootMethod::None)),
+            Some(id) => self.kexec(p, &initrd_bytes, &id, timeout).await.map(|id| (id, BootMethod::Kexec)),
+            None => self.cold_boot(p, &initrd, cfg, timeout).await.map(|id| (id, BootMethod::Start)),
         };
         if result.is_err() {
             // The VM is in an unknown state: the next kernel starts a fresh one.

@@ -19,7 +19,7 @@ use crate::store::{self, JobRow};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     KernelBooting { kernel: String },
-    KernelReady { kernel: String, release: String, boot_id: String },
+    KernelReady { kernel: String, release: String, boot_id: String, method: &'static str },
     KernelFailed { kernel: String, reason: String, jobs: usize },
     JobStarted { ordinal: i32, total: usize, kernel: String, variant: String, workload: String, iteration: i32 },
     JobDone { ordinal: i32, metrics: Vec<(String, f64, String)>, policy: String },
@@ -91,8 +91,8 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn Fn
         let kernel = scenario.kernel(&kernel_name).expect("jobs come from the scenario").clone();
         on_event(Event::KernelBooting { kernel: kernel.name.clone() });
         let booted = conns.get_mut(&sut).expect("sut").boot(&kernel, cfg, boot_timeout).await;
-        let sut_id = match booted {
-            Ok(id) => id,
+        let (sut_id, method) = match booted {
+            Ok(x) => x,
             Err(reason) => {
                 for j in &group {
                     store::fail_job(db, j.id, &format!("kernel {} did not boot: {reason}", kernel.name)).await?;
@@ -101,17 +101,22 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn Fn
                 continue;
             }
         };
-        store::record_host(db, run_id, &sut, &sut_id).await?;
+        store::record_host(db, run_id, &sut, &sut_id, method.as_str()).await?;
         for h in &scenario.hosts {
             if h.name != sut {
                 if let Some(c) = conns[&h.name].client() {
                     if let Ok(id) = c.identity().await {
-                        store::record_host(db, run_id, &h.name, &id).await?;
+                        store::record_host(db, run_id, &h.name, &id, "none").await?;
                     }
                 }
             }
         }
-        on_event(Event::KernelReady { kernel: kernel.name.clone(), release: sut_id.kernel_release.clone(), boot_id: sut_id.boot_id.clone() });
+        on_event(Event::KernelReady {
+            kernel: kernel.name.clone(),
+            release: sut_id.kernel_release.clone(),
+            boot_id: sut_id.boot_id.clone(),
+            method: method.as_str(),
+        });
         let defaults = sut_id.sched_features.clone().unwrap_or_default();
         let sut_client = conns[&sut].client().expect("booted").clone();
 

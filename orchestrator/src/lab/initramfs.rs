@@ -171,7 +171,8 @@ pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>) -> Resul
         }
         programs.push((PathBuf::from(host), guest.to_string()));
     }
-    let mut libs = BTreeSet::new();
+    // A dynamically linked busybox works too, given its libraries.
+    let mut libs: BTreeSet<PathBuf> = shared_libs(busybox)?.into_iter().collect();
     for (host, guest) in &programs {
         entries.push(Entry::File { path: guest.clone(), mode: 0o755, data: read(host)? });
         libs.extend(shared_libs(host)?);

@@ -236,10 +236,16 @@ pub async fn store_raw(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id: 
     Ok(())
 }
 
-pub async fn record_host(db: impl PgExecutor<'_>, run_id: i64, name: &str, id: &kreg_agent::wire::Identity) -> Result<()> {
+pub async fn record_host(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    name: &str,
+    id: &kreg_agent::wire::Identity,
+    boot_method: &str,
+) -> Result<()> {
     sqlx::query(
-        "INSERT INTO hosts (run_id, name, boot_id, kernel_release, proc_version, nr_cpus, schedstat_version)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run_id, name, boot_id) DO NOTHING",
+        "INSERT INTO hosts (run_id, name, boot_id, kernel_release, proc_version, nr_cpus, schedstat_version, boot_method)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, name, boot_id) DO NOTHING",
     )
     .bind(run_id)
     .bind(name)
@@ -248,6 +254,7 @@ pub async fn record_host(db: impl PgExecutor<'_>, run_id: i64, name: &str, id: &
     .bind(&id.proc_version)
     .bind(id.nr_cpus as i32)
     .bind(id.schedstat_version.map(|v| v as i32))
+    .bind(boot_method)
     .execute(db)
     .await?;
     Ok(())

@@ -1,0 +1,189 @@
+//! The agent's HTTP API, served for real on a loopback port.
+
+use std::time::Duration;
+
+use kreg_agent::server::{self, Config, Token};
+use kreg_agent::wire::{Envelope, ErrorKind, ExecRequest, Policy, Reply, Step, StepOutput};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+struct Agent {
+    url: String,
+    dir: std::path::PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn start(name: &str) -> Agent {
+    let dir = std::env::temp_dir().join(format!("kreg-agent-test-{name}-{}", std::process::id()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let config = Config { token: Token::from_file_text(TOKEN).unwrap(), data_dir: dir.join("data") };
+    tokio::spawn(server::run(config, listener, async {
+        let _ = rx.await;
+    }));
+    Agent { url, dir, stop: Some(tx) }
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap()
+}
+
+async fn post_step(agent: &Agent, token: Option<&str>, step: &Step) -> (u16, Envelope<StepOutput>) {
+    let mut req = http().post(format!("{}/v1/step", agent.url)).json(step);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn requests_without_the_right_token_get_401_and_run_nothing() {
+    let agent = start("auth").await;
+    std::fs::create_dir_all(&agent.dir).unwrap();
+    let marker = agent.dir.join("ran");
+    let step = Step::Exec(ExecRequest {
+        argv: vec!["touch".into(), marker.display().to_string()],
+        timeout_secs: 10,
+        ..Default::default()
+    });
+    for token in [None, Some("wrong-token-0123456789abcdef"), Some(""), Some("test-token-0123456789abcdeX")] {
+        let (status, env) = post_step(&agent, token, &step).await;
+        assert_eq!(status, 401, "token {token:?}");
+        assert!(matches!(env.body, Reply::Error(ref e) if e.kind == ErrorKind::Unauthorized), "{env:?}");
+        assert_eq!(env.protocol, kreg_agent::PROTOCOL_VERSION);
+    }
+    // Uploads are guarded the same way.
+    let resp = http().put(format!("{}/v1/files/x", agent.url)).body("data").send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+    assert!(!agent.dir.join("data/x").exists());
+    assert!(!marker.exists(), "a refused request ran its step");
+
+    // The right token runs it: the refusals above were about the token, not the step.
+    let (status, _) = post_step(&agent, Some(TOKEN), &step).await;
+    assert_eq!(status, 200);
+    assert!(marker.exists());
+}
+
+#[tokio::test]
+async fn version_probe_needs_no_token() {
+    let agent = start("version").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, "not-the-token-at-all");
+    let v = client.version().await.unwrap();
+    assert_eq!(v.protocol, kreg_agent::PROTOCOL_VERSION);
+    let err = client.identity().await.unwrap_err();
+    assert!(err.to_string().contains("401"), "{err}");
+}
+
+#[tokio::test]
+async fn exec_applies_the_policy_and_reports_it() {
+    let agent = start("exec").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    for (policy, want) in [(Policy::Batch, "batch"), (Policy::Idle, "idle"), (Policy::Other, "other")] {
+        let r = client
+            .exec(ExecRequest {
+                argv: vec!["sh".into(), "-c".into(), "grep '^policy' /proc/self/sched; sleep 0.5".into()],
+                timeout_secs: 10,
+                policy: Some(policy),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(r.success(), "{r:?}");
+        assert_eq!(r.observed_policies, vec![want.to_string()]);
+        // The kernel's own view from inside the child agrees.
+        let raw: i32 = r.stdout.split(':').nth(1).unwrap().trim().parse().unwrap();
+        assert_eq!(raw, policy.as_raw(), "{}", r.stdout);
+    }
+}
+
+#[tokio::test]
+async fn exec_timeout_kills_the_process_group() {
+    let agent = start("timeout").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let r = client
+        .exec(ExecRequest { argv: vec!["sleep".into(), "30".into()], timeout_secs: 1, ..Default::default() })
+        .await
+        .unwrap();
+    assert!(r.timed_out);
+    assert_eq!(r.signal, Some(9));
+    assert!(!r.success());
+    let err = client
+        .exec(ExecRequest { argv: vec!["/nonexistent/tool".into()], timeout_secs: 1, ..Default::default() })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot start"), "{err}");
+}
+
+#[tokio::test]
+async fn knobs_are_confined_and_read_back() {
+    let agent = start("knob").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let read = |path: &str| Step::ReadKnob { path: path.into() };
+    match client.step(read("/proc/sys/kernel/ostype"), Duration::from_secs(5)).await.unwrap() {
+        StepOutput::Knob(k) => assert_eq!(k.value, "Linux"),
+        other => panic!("{other:?}"),
+    }
+    for bad in ["/etc/shadow", "/proc/sys/../../etc/passwd", "relative/path", "/sys/../etc/passwd"] {
+        let err = client.step(read(bad), Duration::from_secs(5)).await.unwrap_err();
+        assert!(err.to_string().contains("Forbidden"), "{bad}: {err}");
+    }
+    let err = client
+        .step(Step::WriteKnob { path: "/etc/hostname".into(), value: "x".into() }, Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("Forbidden"), "{err}");
+}
+
+#[tokio::test]
+async fn identity_and_schedstat() {
+    let agent = start("identity").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let id = client.identity().await.unwrap();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(id.kernel_release, release.trim());
+    assert_eq!(id.boot_id.len(), 36);
+    assert!(id.nr_cpus >= 1);
+    // Some kernels (and sandboxes) have no /proc/schedstat: then the step must say so.
+    let here = std::fs::read_to_string("/proc/schedstat").ok();
+    match (client.step(Step::Schedstat, Duration::from_secs(5)).await, here) {
+        (Ok(StepOutput::Schedstat(s)), Some(_)) => {
+            assert!(s.raw.starts_with("version "), "{}", &s.raw[..40.min(s.raw.len())]);
+            assert!(s.monotonic_ns > 0);
+            assert_eq!(id.schedstat_version, s.raw[8..].split_whitespace().next().unwrap().parse().ok());
+        }
+        (Err(e), None) => {
+            assert!(e.to_string().contains("reading /proc/schedstat"), "{e}");
+            assert_eq!(id.schedstat_version, None);
+        }
+        (got, here) => panic!("step answered {got:?} while the file reads {here:?}"),
+    }
+}
+
+#[tokio::test]
+async fn uploads_land_under_plain_names_only() {
+    let agent = start("upload").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let up = client.upload("vmlinuz-6.12.1+deb12-amd64", b"abc".to_vec()).await.unwrap();
+    assert_eq!(up.bytes, 3);
+    assert_eq!(std::fs::read(agent.dir.join("data/vmlinuz-6.12.1+deb12-amd64")).unwrap(), b"abc");
+    let err = client.upload("..", b"x".to_vec()).await.unwrap_err();
+    assert!(err.to_string().contains("bad file name") || err.to_string().contains("404"), "{err}");
+    let err = client.upload(".hidden", b"x".to_vec()).await.unwrap_err();
+    assert!(err.to_string().contains("bad file name"), "{err}");
+    // kexec of a file that was never uploaded is refused before any syscall.
+    let step = Step::Kexec(kreg_agent::wire::KexecRequest { kernel: "missing".into(), initrd: None, cmdline: String::new() });
+    let err = client.step(step, Duration::from_secs(5)).await.unwrap_err();
+    assert!(err.to_string().contains("was not uploaded"), "{err}");
+}

@@ -1,0 +1,108 @@
+//! Shared by the controller's integration tests: a fresh database per test on the
+//! PostgreSQL named by DATABASE_URL (scripts/test.sh starts one), and a real kreg-agent
+//! process on a loopback port.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, PgPool};
+
+pub const TOKEN: &str = "integration-token-0123456789";
+
+/// A unique scratch folder, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!("kreg-it-{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A database of its own for one test: its URL (for `kreg` subprocesses) and a pool.
+pub struct TestDb {
+    pub url: String,
+    pub pool: PgPool,
+}
+
+pub async fn fresh_db(name: &str) -> TestDb {
+    let base = std::env::var("DATABASE_URL")
+        .expect("DATABASE_URL must name a PostgreSQL server the tests may create databases on (scripts/test.sh sets it)");
+    let db = format!("kreg_it_{name}_{}", std::process::id());
+    let mut admin = PgConnectOptions::from_str(&base).unwrap().connect().await.expect("connect to DATABASE_URL");
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {db}")).execute(&mut admin).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {db}")).execute(&mut admin).await.unwrap();
+    let (head, query) = match base.split_once('?') {
+        Some((h, q)) => (h.to_string(), format!("?{q}")),
+        None => (base.clone(), String::new()),
+    };
+    let (server, _) = head.rsplit_once('/').expect("DATABASE_URL has a database name");
+    let url = format!("{server}/{db}{query}");
+    let pool = kreg::store::open(PgConnectOptions::from_str(&url).unwrap()).await.unwrap();
+    TestDb { url, pool }
+}
+
+/// The kreg-agent binary built beside the test (target/debug/kreg-agent).
+pub fn agent_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let p = exe.parent().unwrap().parent().unwrap().join("kreg-agent");
+    assert!(p.exists(), "{} is missing: run `cargo build --workspace --bins` first", p.display());
+    p
+}
+
+/// A real kreg-agent process on 127.0.0.1 with a fresh port, killed on drop.
+pub struct Agent {
+    child: Child,
+    pub url: String,
+    pub token_file: PathBuf,
+    _dir: Scratch,
+}
+
+impl Agent {
+    pub fn start() -> Agent {
+        let dir = Scratch::new("agent");
+        let token_file = dir.0.join("token");
+        std::fs::write(&token_file, TOKEN).unwrap();
+        let mut child = Command::new(agent_bin())
+            .args(["--listen", "127.0.0.1:0", "--token-file"])
+            .arg(&token_file)
+            .arg("--data-dir")
+            .arg(dir.0.join("data"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().strip_prefix("kreg-agent listening on ").unwrap_or_else(|| panic!("agent said {line:?}"));
+        Agent { child, url: format!("http://{addr}"), token_file, _dir: dir }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `kreg` with the test's database and a private data dir.
+pub fn kreg(db: &TestDb, data_dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kreg"));
+    c.env("DATABASE_URL", &db.url).env("KREG_DATA_DIR", data_dir).env("KREG_AGENT_BIN", agent_bin());
+    c
+}

@@ -1,0 +1,44 @@
+//! `kreg validate` and `kreg plan` as a user runs them.
+
+use std::process::Command;
+
+mod common;
+
+#[test]
+fn validate_prints_one_positioned_message_per_problem_and_exits_1() {
+    let dir = common::Scratch::new("validate");
+    let file = dir.0.join("bad.yaml");
+    std::fs::write(
+        &file,
+        "name: bad\nhosts:\n  sut: { role: sut, transport: { kind: lab } }\nkernels:\n  - name: k1\n    source: running\n    flavour: spicy\niterations: three\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg")).arg("validate").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let f = file.display().to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{f}:1:1: missing field `workloads` in the scenario"),
+            format!("{f}:7:5: unknown field `flavour` in a kernel; expected one of: name, source"),
+            format!("{f}:8:13: iterations: expected a whole number from 1 to 1000, found a string"),
+        ],
+        "{text}"
+    );
+}
+
+#[test]
+fn validate_and_plan_accept_the_shipped_scenarios() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+    let files: Vec<_> = std::fs::read_dir(root).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    assert!(!files.is_empty());
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg")).arg("validate").args(&files).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg")).arg("plan").arg(format!("{root}/lab-hackbench.yaml")).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("scenario lab-hackbench: 2 kernels × 2 variants × 1 workloads × 3 iterations = 12 jobs"), "{text}");
+    assert_eq!(text.matches("boot kernel").count(), 2);
+}

@@ -1,0 +1,24 @@
+# Installs, when missing, the Debian packages kreg's demo and tests need. Sourced by
+# scripts/demo.sh and scripts/test.sh.
+kreg_need_packages() {
+  local missing=()
+  local cmd pkg
+  # command:package pairs
+  for pair in initdb-15:postgresql qemu-system-x86_64:qemu-system-x86 busybox-static:busybox-static \
+              hackbench:rt-tests kexec:kexec-tools cpio:cpio xz:xz-utils modinfo:kmod ldd:libc-bin \
+              dpkg-deb:dpkg sshd:openssh-server; do
+    cmd=${pair%%:*}; pkg=${pair#*:}
+    case $cmd in
+      initdb-15) [ -x /usr/lib/postgresql/15/bin/initdb ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=("$pkg") ;;
+      busybox-static) [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing+=("$pkg") ;;
+      sshd) [ -x /usr/sbin/sshd ] || missing+=("$pkg") ;;
+      *) command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg") ;;
+    esac
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "kreg: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >&2
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+  fi
+}

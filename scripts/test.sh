@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests, the agent over loopback, the controller against a real
+# PostgreSQL, and the lab (qemu, kexec between two Debian kernels). Installs what it needs
+# when missing; without DATABASE_URL it starts a private cluster for the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+kreg_need_packages
+cargo build --workspace --bins
+if [ -z "${DATABASE_URL:-}" ]; then
+  export KREG_TEST_DATA_DIR=${KREG_TEST_DATA_DIR:-/tmp/kreg-test-data}
+  DATABASE_URL=$(KREG_DATA_DIR=$KREG_TEST_DATA_DIR ./target/debug/kreg db url)
+  export DATABASE_URL
+fi
+echo "tests use $DATABASE_URL" >&2
+cargo test --workspace -- --test-threads=2
