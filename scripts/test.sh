@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 kreg_need_packages
 cargo build --workspace --bins
 if [ -z "${DATABASE_URL:-}" ]; then
+  if [ "${CI:-}" = true ]; then
+    KREG_TEST_DATA_DIR=${KREG_TEST_DATA_DIR:-$(mktemp -d /tmp/kreg-ci-data.XXXXXX)}
+  fi
   export KREG_TEST_DATA_DIR=${KREG_TEST_DATA_DIR:-/tmp/kreg-test-data}
   DATABASE_URL=$(KREG_DATA_DIR=$KREG_TEST_DATA_DIR ./target/debug/kreg db url)
   export DATABASE_URL
