@@ -5,9 +5,9 @@ COPY . .
 RUN cargo build --release --workspace --bins
 
 FROM debian:bookworm-slim
+# The package lists stay: the lab fetches kernels with apt-get download.
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      qemu-system-x86 busybox-static rt-tests kexec-tools cpio xz-utils kmod ca-certificates \
-    # The package lists stay: the lab fetches kernels with apt-get download.
+      qemu-system-x86 busybox-static rt-tests kexec-tools cpio xz-utils kmod ca-certificates
 COPY --from=build /src/target/release/kreg /src/target/release/kreg-agent /usr/local/bin/
 COPY scenarios /kreg/scenarios
 WORKDIR /kreg

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use crate::wire::{Envelope, ExecRequest, ExecResult, Identity, Reply, Step, StepError, StepOutput, Uploaded, VersionInfo};
+use crate::wire::{
+    Envelope, ExecRequest, ExecResult, Identity, Reply, Step, StepError, StepOutput, Uploaded,
+    VersionInfo,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -16,9 +19,17 @@ pub enum ClientError {
     #[error("agent at {url} refused the token (HTTP 401): check the host's token file")]
     Unauthorized { url: String },
     #[error("agent at {url}: step {step} failed ({:?}): {}", error.kind, error.message)]
-    Step { url: String, step: &'static str, error: StepError },
+    Step {
+        url: String,
+        step: &'static str,
+        error: StepError,
+    },
     #[error("agent at {url}: unexpected answer to {step}: {detail}")]
-    Unexpected { url: String, step: &'static str, detail: String },
+    Unexpected {
+        url: String,
+        step: &'static str,
+        detail: String,
+    },
 }
 
 impl ClientError {
@@ -37,7 +48,9 @@ pub struct AgentClient {
 
 impl std::fmt::Debug for AgentClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentClient").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("AgentClient")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
@@ -47,7 +60,11 @@ impl AgentClient {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .expect("reqwest client");
-        AgentClient { base: base_url.trim_end_matches('/').to_string(), token: token.to_string(), http }
+        AgentClient {
+            base: base_url.trim_end_matches('/').to_string(),
+            token: token.to_string(),
+            http,
+        }
     }
 
     pub fn url(&self) -> &str {
@@ -55,7 +72,10 @@ impl AgentClient {
     }
 
     fn unreachable(&self, source: reqwest::Error) -> ClientError {
-        ClientError::Unreachable { url: self.base.clone(), source }
+        ClientError::Unreachable {
+            url: self.base.clone(),
+            source,
+        }
     }
 
     pub async fn version(&self) -> Result<VersionInfo, ClientError> {
@@ -70,28 +90,50 @@ impl AgentClient {
             .await
             .map_err(|e| self.unreachable(e))?;
         if v.protocol != crate::PROTOCOL_VERSION {
-            return Err(ClientError::Protocol { url: self.base.clone(), got: v.protocol, want: crate::PROTOCOL_VERSION });
+            return Err(ClientError::Protocol {
+                url: self.base.clone(),
+                got: v.protocol,
+                want: crate::PROTOCOL_VERSION,
+            });
         }
         Ok(v)
     }
 
-    async fn decode<T: DeserializeOwned>(&self, step: &'static str, resp: reqwest::Response) -> Result<T, ClientError> {
+    async fn decode<T: DeserializeOwned>(
+        &self,
+        step: &'static str,
+        resp: reqwest::Response,
+    ) -> Result<T, ClientError> {
         if resp.status() == reqwest::StatusCode::UNAUTHORIZED {
-            return Err(ClientError::Unauthorized { url: self.base.clone() });
+            return Err(ClientError::Unauthorized {
+                url: self.base.clone(),
+            });
         }
         let status = resp.status();
         let bytes = resp.bytes().await.map_err(|e| self.unreachable(e))?;
-        let env: Envelope<T> = serde_json::from_slice(&bytes).map_err(|e| ClientError::Unexpected {
-            url: self.base.clone(),
-            step,
-            detail: format!("HTTP {status}, {e}: {:?}", String::from_utf8_lossy(&bytes[..bytes.len().min(200)])),
-        })?;
+        let env: Envelope<T> =
+            serde_json::from_slice(&bytes).map_err(|e| ClientError::Unexpected {
+                url: self.base.clone(),
+                step,
+                detail: format!(
+                    "HTTP {status}, {e}: {:?}",
+                    String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+                ),
+            })?;
         if env.protocol != crate::PROTOCOL_VERSION {
-            return Err(ClientError::Protocol { url: self.base.clone(), got: env.protocol, want: crate::PROTOCOL_VERSION });
+            return Err(ClientError::Protocol {
+                url: self.base.clone(),
+                got: env.protocol,
+                want: crate::PROTOCOL_VERSION,
+            });
         }
         match env.body {
             Reply::Ok(v) => Ok(v),
-            Reply::Error(error) => Err(ClientError::Step { url: self.base.clone(), step, error }),
+            Reply::Error(error) => Err(ClientError::Step {
+                url: self.base.clone(),
+                step,
+                error,
+            }),
         }
     }
 
@@ -139,6 +181,10 @@ impl AgentClient {
     }
 
     fn unexpected(&self, step: &'static str, got: &StepOutput) -> ClientError {
-        ClientError::Unexpected { url: self.base.clone(), step, detail: format!("{got:?}") }
+        ClientError::Unexpected {
+            url: self.base.clone(),
+            step,
+            detail: format!("{got:?}"),
+        }
     }
 }

@@ -79,7 +79,9 @@ pub async fn run(
         .route("/v1/version", get(version))
         .merge(authed)
         .with_state(state);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 async fn version() -> Json<VersionInfo> {
@@ -102,7 +104,10 @@ async fn require_token(State(state): State<Arc<AppState>>, req: Request, next: N
         }
         None => {
             tracing::warn!(path = %req.uri().path(), "request without a token refused");
-            reply_error(ErrorKind::Unauthorized, "missing `Authorization: Bearer` header")
+            reply_error(
+                ErrorKind::Unauthorized,
+                "missing `Authorization: Bearer` header",
+            )
         }
     }
 }
@@ -130,7 +135,11 @@ fn reply<T: serde::Serialize>(result: Result<T, StepError>) -> Response {
             } else {
                 tracing::warn!(kind = ?e.kind, message = %e.message, "step refused");
             }
-            (status_of(e.kind), Json(Envelope::<T>::error(e.kind, e.message))).into_response()
+            (
+                status_of(e.kind),
+                Json(Envelope::<T>::error(e.kind, e.message)),
+            )
+                .into_response()
         }
     }
 }
@@ -153,15 +162,29 @@ async fn step(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     reply::<StepOutput>(result)
 }
 
-async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn upload(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Response {
     reply(save_upload(&state.config.data_dir, &name, &body).await)
 }
 
-async fn save_upload(dir: &std::path::Path, name: &str, body: &[u8]) -> Result<Uploaded, StepError> {
+async fn save_upload(
+    dir: &std::path::Path,
+    name: &str,
+    body: &[u8],
+) -> Result<Uploaded, StepError> {
     let path = steps::upload_path(dir, name)?;
     let tmp = path.with_extension("partial");
-    let io = |e: std::io::Error| StepError { kind: ErrorKind::Io, message: format!("writing {name}: {e}") };
+    let io = |e: std::io::Error| StepError {
+        kind: ErrorKind::Io,
+        message: format!("writing {name}: {e}"),
+    };
     tokio::fs::write(&tmp, body).await.map_err(io)?;
     tokio::fs::rename(&tmp, &path).await.map_err(io)?;
-    Ok(Uploaded { name: name.to_string(), bytes: body.len() as u64 })
+    Ok(Uploaded {
+        name: name.to_string(),
+        bytes: body.len() as u64,
+    })
 }

@@ -168,7 +168,9 @@ pub enum StepOutput {
     Knob(KnobValue),
     Schedstat(SchedstatSnapshot),
     /// The kernel is loaded; the agent reboots into it right after answering.
-    KexecStarted { kernel_release: Option<String> },
+    KexecStarted {
+        kernel_release: Option<String>,
+    },
 }
 
 /// Why a step failed, as the agent saw it.
@@ -207,12 +209,18 @@ pub enum Reply<T> {
 
 impl<T> Envelope<T> {
     pub fn ok(value: T) -> Self {
-        Envelope { protocol: PROTOCOL_VERSION, body: Reply::Ok(value) }
+        Envelope {
+            protocol: PROTOCOL_VERSION,
+            body: Reply::Ok(value),
+        }
     }
     pub fn error(kind: ErrorKind, message: impl Into<String>) -> Self {
         Envelope {
             protocol: PROTOCOL_VERSION,
-            body: Reply::Error(StepError { kind, message: message.into() }),
+            body: Reply::Error(StepError {
+                kind,
+                message: message.into(),
+            }),
         }
     }
 }

@@ -27,15 +27,25 @@ async fn start(name: &str) -> Agent {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let config = Config { token: Token::from_file_text(TOKEN).unwrap(), data_dir: dir.join("data") };
+    let config = Config {
+        token: Token::from_file_text(TOKEN).unwrap(),
+        data_dir: dir.join("data"),
+    };
     tokio::spawn(server::run(config, listener, async {
         let _ = rx.await;
     }));
-    Agent { url, dir, stop: Some(tx) }
+    Agent {
+        url,
+        dir,
+        stop: Some(tx),
+    }
 }
 
 fn http() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap()
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
 }
 
 async fn post_step(agent: &Agent, token: Option<&str>, step: &Step) -> (u16, Envelope<StepOutput>) {
@@ -58,14 +68,27 @@ async fn requests_without_the_right_token_get_401_and_run_nothing() {
         timeout_secs: 10,
         ..Default::default()
     });
-    for token in [None, Some("wrong-token-0123456789abcdef"), Some(""), Some("test-token-0123456789abcdeX")] {
+    for token in [
+        None,
+        Some("wrong-token-0123456789abcdef"),
+        Some(""),
+        Some("test-token-0123456789abcdeX"),
+    ] {
         let (status, env) = post_step(&agent, token, &step).await;
         assert_eq!(status, 401, "token {token:?}");
-        assert!(matches!(env.body, Reply::Error(ref e) if e.kind == ErrorKind::Unauthorized), "{env:?}");
+        assert!(
+            matches!(env.body, Reply::Error(ref e) if e.kind == ErrorKind::Unauthorized),
+            "{env:?}"
+        );
         assert_eq!(env.protocol, kreg_agent::PROTOCOL_VERSION);
     }
     // Uploads are guarded the same way.
-    let resp = http().put(format!("{}/v1/files/x", agent.url)).body("data").send().await.unwrap();
+    let resp = http()
+        .put(format!("{}/v1/files/x", agent.url))
+        .body("data")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 401);
     assert!(!agent.dir.join("data/x").exists());
     assert!(!marker.exists(), "a refused request ran its step");
@@ -90,10 +113,18 @@ async fn version_probe_needs_no_token() {
 async fn exec_applies_the_policy_and_reports_it() {
     let agent = start("exec").await;
     let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
-    for (policy, want) in [(Policy::Batch, "batch"), (Policy::Idle, "idle"), (Policy::Other, "other")] {
+    for (policy, want) in [
+        (Policy::Batch, "batch"),
+        (Policy::Idle, "idle"),
+        (Policy::Other, "other"),
+    ] {
         let r = client
             .exec(ExecRequest {
-                argv: vec!["sh".into(), "-c".into(), "grep '^policy' /proc/self/sched; sleep 0.5".into()],
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "grep '^policy' /proc/self/sched; sleep 0.5".into(),
+                ],
                 timeout_secs: 10,
                 policy: Some(policy),
                 ..Default::default()
@@ -113,14 +144,22 @@ async fn exec_timeout_kills_the_process_group() {
     let agent = start("timeout").await;
     let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
     let r = client
-        .exec(ExecRequest { argv: vec!["sleep".into(), "30".into()], timeout_secs: 1, ..Default::default() })
+        .exec(ExecRequest {
+            argv: vec!["sleep".into(), "30".into()],
+            timeout_secs: 1,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert!(r.timed_out);
     assert_eq!(r.signal, Some(9));
     assert!(!r.success());
     let err = client
-        .exec(ExecRequest { argv: vec!["/nonexistent/tool".into()], timeout_secs: 1, ..Default::default() })
+        .exec(ExecRequest {
+            argv: vec!["/nonexistent/tool".into()],
+            timeout_secs: 1,
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert!(err.to_string().contains("cannot start"), "{err}");
@@ -131,16 +170,34 @@ async fn knobs_are_confined_and_read_back() {
     let agent = start("knob").await;
     let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
     let read = |path: &str| Step::ReadKnob { path: path.into() };
-    match client.step(read("/proc/sys/kernel/ostype"), Duration::from_secs(5)).await.unwrap() {
+    match client
+        .step(read("/proc/sys/kernel/ostype"), Duration::from_secs(5))
+        .await
+        .unwrap()
+    {
         StepOutput::Knob(k) => assert_eq!(k.value, "Linux"),
         other => panic!("{other:?}"),
     }
-    for bad in ["/etc/shadow", "/proc/sys/../../etc/passwd", "relative/path", "/sys/../etc/passwd"] {
-        let err = client.step(read(bad), Duration::from_secs(5)).await.unwrap_err();
+    for bad in [
+        "/etc/shadow",
+        "/proc/sys/../../etc/passwd",
+        "relative/path",
+        "/sys/../etc/passwd",
+    ] {
+        let err = client
+            .step(read(bad), Duration::from_secs(5))
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("Forbidden"), "{bad}: {err}");
     }
     let err = client
-        .step(Step::WriteKnob { path: "/etc/hostname".into(), value: "x".into() }, Duration::from_secs(5))
+        .step(
+            Step::WriteKnob {
+                path: "/etc/hostname".into(),
+                value: "x".into(),
+            },
+            Duration::from_secs(5),
+        )
         .await
         .unwrap_err();
     assert!(err.to_string().contains("Forbidden"), "{err}");
@@ -157,11 +214,21 @@ async fn identity_and_schedstat() {
     assert!(id.nr_cpus >= 1);
     // Some kernels (and sandboxes) have no /proc/schedstat: then the step must say so.
     let here = std::fs::read_to_string("/proc/schedstat").ok();
-    match (client.step(Step::Schedstat, Duration::from_secs(5)).await, here) {
+    match (
+        client.step(Step::Schedstat, Duration::from_secs(5)).await,
+        here,
+    ) {
         (Ok(StepOutput::Schedstat(s)), Some(_)) => {
-            assert!(s.raw.starts_with("version "), "{}", &s.raw[..40.min(s.raw.len())]);
+            assert!(
+                s.raw.starts_with("version "),
+                "{}",
+                &s.raw[..40.min(s.raw.len())]
+            );
             assert!(s.monotonic_ns > 0);
-            assert_eq!(id.schedstat_version, s.raw[8..].split_whitespace().next().unwrap().parse().ok());
+            assert_eq!(
+                id.schedstat_version,
+                s.raw[8..].split_whitespace().next().unwrap().parse().ok()
+            );
         }
         (Err(e), None) => {
             assert!(e.to_string().contains("reading /proc/schedstat"), "{e}");
@@ -175,15 +242,28 @@ async fn identity_and_schedstat() {
 async fn uploads_land_under_plain_names_only() {
     let agent = start("upload").await;
     let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
-    let up = client.upload("vmlinuz-6.12.1+deb12-amd64", b"abc".to_vec()).await.unwrap();
+    let up = client
+        .upload("vmlinuz-6.12.1+deb12-amd64", b"abc".to_vec())
+        .await
+        .unwrap();
     assert_eq!(up.bytes, 3);
-    assert_eq!(std::fs::read(agent.dir.join("data/vmlinuz-6.12.1+deb12-amd64")).unwrap(), b"abc");
+    assert_eq!(
+        std::fs::read(agent.dir.join("data/vmlinuz-6.12.1+deb12-amd64")).unwrap(),
+        b"abc"
+    );
     let err = client.upload("..", b"x".to_vec()).await.unwrap_err();
-    assert!(err.to_string().contains("bad file name") || err.to_string().contains("404"), "{err}");
+    assert!(
+        err.to_string().contains("bad file name") || err.to_string().contains("404"),
+        "{err}"
+    );
     let err = client.upload(".hidden", b"x".to_vec()).await.unwrap_err();
     assert!(err.to_string().contains("bad file name"), "{err}");
     // kexec of a file that was never uploaded is refused before any syscall.
-    let step = Step::Kexec(kreg_agent::wire::KexecRequest { kernel: "missing".into(), initrd: None, cmdline: String::new() });
+    let step = Step::Kexec(kreg_agent::wire::KexecRequest {
+        kernel: "missing".into(),
+        initrd: None,
+        cmdline: String::new(),
+    });
     let err = client.step(step, Duration::from_secs(5)).await.unwrap_err();
     assert!(err.to_string().contains("was not uploaded"), "{err}");
 }

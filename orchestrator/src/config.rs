@@ -38,7 +38,9 @@ fn var(name: &str) -> Option<String> {
 }
 
 fn home() -> PathBuf {
-    var("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
+    var("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
 }
 
 /// `kreg-agent` next to the running executable, or one level up (for test binaries, which
@@ -72,7 +74,9 @@ impl Config {
             database_url: var("DATABASE_URL").map(Secret),
             data_dir,
             cache_dir,
-            agent_bin: var("KREG_AGENT_BIN").map(PathBuf::from).unwrap_or_else(default_agent_bin),
+            agent_bin: var("KREG_AGENT_BIN")
+                .map(PathBuf::from)
+                .unwrap_or_else(default_agent_bin),
             lab_accel: var("KREG_LAB_ACCEL").unwrap_or_else(|| "tcg".into()),
         }
     }

@@ -32,18 +32,29 @@ pub fn prepare(source: &KernelSource, cache: &Path) -> Result<Option<Prepared>, 
     match source {
         KernelSource::Running => Ok(None),
         KernelSource::Path { vmlinuz } => {
-            let image = std::fs::read(vmlinuz).map_err(|e| msg(format!("kernel image {}: {e}", vmlinuz.display())))?;
+            let image = std::fs::read(vmlinuz)
+                .map_err(|e| msg(format!("kernel image {}: {e}", vmlinuz.display())))?;
             let release = kreg_agent::steps::kexec::bzimage_release(&image).ok_or_else(|| {
-                msg(format!("{} is not a bzImage (no setup header with a kernel version)", vmlinuz.display()))
+                msg(format!(
+                    "{} is not a bzImage (no setup header with a kernel version)",
+                    vmlinuz.display()
+                ))
             })?;
-            Ok(Some(Prepared { release, vmlinuz: vmlinuz.clone(), modules_dir: None, package: None }))
+            Ok(Some(Prepared {
+                release,
+                vmlinuz: vmlinuz.clone(),
+                modules_dir: None,
+                package: None,
+            }))
         }
         KernelSource::Deb { package } => fetch_deb(package, cache, 0).map(Some),
     }
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<std::process::Output, KernelError> {
-    let out = cmd.output().map_err(|e| msg(format!("cannot run {what}: {e}")))?;
+    let out = cmd
+        .output()
+        .map_err(|e| msg(format!("cannot run {what}: {e}")))?;
     if !out.status.success() {
         return Err(msg(format!(
             "{what} failed ({}): {}",
@@ -60,7 +71,11 @@ fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {
         .ok()?
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".deb")))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".deb"))
+        })
 }
 
 /// Downloads (once) and unpacks (once) a linux-image package. A meta-package such as
@@ -70,34 +85,64 @@ fn fetch_deb(package: &str, cache: &Path, depth: u32) -> Result<Prepared, Kernel
         return Err(msg(format!("{package}: too many levels of meta-packages")));
     }
     let debs = cache.join("debs");
-    std::fs::create_dir_all(&debs).map_err(|e| msg(format!("cannot create {}: {e}", debs.display())))?;
+    std::fs::create_dir_all(&debs)
+        .map_err(|e| msg(format!("cannot create {}: {e}", debs.display())))?;
     let deb = match find_deb(&debs, package) {
         Some(d) => d,
         None => {
             eprintln!("kreg: downloading {package} with apt-get download");
-            run(Command::new("apt-get").args(["download", "-q", package]).current_dir(&debs), &format!("apt-get download {package}"))
-                .map_err(|e| msg(format!("{e}\n(run `apt-get update` if the package list is stale)")))?;
-            find_deb(&debs, package).ok_or_else(|| msg(format!("apt-get download {package} left no .deb in {}", debs.display())))?
+            run(
+                Command::new("apt-get")
+                    .args(["download", "-q", package])
+                    .current_dir(&debs),
+                &format!("apt-get download {package}"),
+            )
+            .map_err(|e| {
+                msg(format!(
+                    "{e}\n(run `apt-get update` if the package list is stale)"
+                ))
+            })?;
+            find_deb(&debs, package).ok_or_else(|| {
+                msg(format!(
+                    "apt-get download {package} left no .deb in {}",
+                    debs.display()
+                ))
+            })?
         }
     };
     let tree = cache.join("kernels").join(package);
     if !tree.join(".unpacked").exists() {
         let _ = std::fs::remove_dir_all(&tree);
-        std::fs::create_dir_all(&tree).map_err(|e| msg(format!("cannot create {}: {e}", tree.display())))?;
-        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree), "dpkg-deb -x")?;
+        std::fs::create_dir_all(&tree)
+            .map_err(|e| msg(format!("cannot create {}: {e}", tree.display())))?;
+        run(
+            Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree),
+            "dpkg-deb -x",
+        )?;
         std::fs::write(tree.join(".unpacked"), "").map_err(|e| msg(e.to_string()))?;
     }
     let boot = tree.join("boot");
     let vmlinuz = std::fs::read_dir(&boot).ok().and_then(|rd| {
         rd.flatten().map(|e| e.path()).find(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("vmlinuz-"))
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("vmlinuz-"))
         })
     });
     match vmlinuz {
         Some(v) => {
-            let release = v.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("vmlinuz-")).unwrap_or_default().to_string();
+            let release = v
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("vmlinuz-"))
+                .unwrap_or_default()
+                .to_string();
             let modules = tree.join("lib/modules").join(&release);
-            let modules = if modules.exists() { modules } else { tree.join("usr/lib/modules").join(&release) };
+            let modules = if modules.exists() {
+                modules
+            } else {
+                tree.join("usr/lib/modules").join(&release)
+            };
             Ok(Prepared {
                 release,
                 vmlinuz: v,
@@ -106,7 +151,10 @@ fn fetch_deb(package: &str, cache: &Path, depth: u32) -> Result<Prepared, Kernel
             })
         }
         None => {
-            let out = run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg("Depends"), "dpkg-deb -f")?;
+            let out = run(
+                Command::new("dpkg-deb").arg("-f").arg(&deb).arg("Depends"),
+                "dpkg-deb -f",
+            )?;
             let depends = String::from_utf8_lossy(&out.stdout).to_string();
             let target = image_dependency(&depends).ok_or_else(|| {
                 msg(format!("{package} has no kernel image and depends on no linux-image package (Depends: {})", depends.trim()))
@@ -133,7 +181,10 @@ mod tests {
             super::image_dependency("linux-image-6.12.117+deb12-amd64 (= 6.12.117-1~deb12u1)"),
             Some("linux-image-6.12.117+deb12-amd64".into())
         );
-        assert_eq!(super::image_dependency("kmod, linux-base (>= 4.3~), linux-image-6.1.0-57-amd64"), Some("linux-image-6.1.0-57-amd64".into()));
+        assert_eq!(
+            super::image_dependency("kmod, linux-base (>= 4.3~), linux-image-6.1.0-57-amd64"),
+            Some("linux-image-6.1.0-57-amd64".into())
+        );
         assert_eq!(super::image_dependency("kmod"), None);
     }
 }

@@ -17,7 +17,11 @@ use kreg::engine::{self, Event};
 use kreg::{plan, report, scenario, store};
 
 #[derive(Parser)]
-#[command(name = "kreg", version, about = "Reproduce Linux kernel performance regressions")]
+#[command(
+    name = "kreg",
+    version,
+    about = "Reproduce Linux kernel performance regressions"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -73,7 +77,10 @@ enum LabCmd {
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KREG_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KREG_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -104,9 +111,15 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             let jobs = plan::expand(&s);
             let source = std::fs::canonicalize(&file).unwrap_or(file.clone());
             let mut tx = db.begin().await?;
-            let run_id = store::create_run(&mut tx, scenario_id, &source.display().to_string(), &jobs).await?;
+            let run_id =
+                store::create_run(&mut tx, scenario_id, &source.display().to_string(), &jobs)
+                    .await?;
             tx.commit().await?;
-            println!("run {run_id}: {} jobs ({}); resume with `kreg resume {run_id}` if it stops", jobs.len(), s.name);
+            println!(
+                "run {run_id}: {} jobs ({}); resume with `kreg resume {run_id}` if it stops",
+                jobs.len(),
+                s.name
+            );
             drive(&db, run_id, cfg).await
         }
         Cmd::Resume { run } => {
@@ -115,7 +128,10 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             if before.is_empty() {
                 store::run(&db, run).await?;
             }
-            let left = before.iter().filter(|j| j.state() != plan::JobState::Done).count();
+            let left = before
+                .iter()
+                .filter(|j| j.state() != plan::JobState::Done)
+                .count();
             println!("run {run}: resuming, {left} of {} jobs left", before.len());
             drive(&db, run, cfg).await
         }
@@ -128,22 +144,39 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             print_report(&db, run).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Db { command: DbCmd::Url } => {
+        Cmd::Db {
+            command: DbCmd::Url,
+        } => {
             let dir = cfg.data_dir.join("postgres");
-            store::cluster::ensure(&cfg.data_dir).await.context("starting kreg's private PostgreSQL")?;
-            println!("postgres://kreg@localhost/kreg?host={}", dir.canonicalize()?.display());
+            store::cluster::ensure(&cfg.data_dir)
+                .await
+                .context("starting kreg's private PostgreSQL")?;
+            println!(
+                "postgres://kreg@localhost/kreg?host={}",
+                dir.canonicalize()?.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Db { command: DbCmd::Stop } => {
+        Cmd::Db {
+            command: DbCmd::Stop,
+        } => {
             store::cluster::stop(&cfg.data_dir.canonicalize()?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Lab { command: LabCmd::Up { kernel, cpus, memory_mib } } => lab_up(cfg, &kernel, cpus, memory_mib).await,
+        Cmd::Lab {
+            command:
+                LabCmd::Up {
+                    kernel,
+                    cpus,
+                    memory_mib,
+                },
+        } => lab_up(cfg, &kernel, cpus, memory_mib).await,
     }
 }
 
 fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let base = file.parent().unwrap_or(Path::new("."));
     match scenario::from_str(&text, base) {
         Ok(s) => Ok((text, s)),
@@ -180,21 +213,35 @@ fn validate(files: &[PathBuf]) -> Result<ExitCode> {
             }
         }
     }
-    Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if bad {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 async fn connect(cfg: &Config) -> Result<PgPool> {
     let options = match &cfg.database_url {
-        Some(url) => PgConnectOptions::from_str(url.expose()).context("DATABASE_URL is not a valid PostgreSQL URL")?,
-        None => store::cluster::ensure(&cfg.data_dir).await.context("starting kreg's private PostgreSQL")?,
+        Some(url) => PgConnectOptions::from_str(url.expose())
+            .context("DATABASE_URL is not a valid PostgreSQL URL")?,
+        None => store::cluster::ensure(&cfg.data_dir)
+            .await
+            .context("starting kreg's private PostgreSQL")?,
     };
     store::open(options).await.context("opening the database")
 }
 
 async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     let tty = std::io::stderr().is_terminal();
-    let bar = if tty { ProgressBar::new(0) } else { ProgressBar::hidden() };
-    bar.set_style(ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}").expect("template"));
+    let bar = if tty {
+        ProgressBar::new(0)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}")
+            .expect("template"),
+    );
     let say = |bar: &ProgressBar, line: String| {
         if tty {
             bar.println(line)
@@ -207,24 +254,58 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             bar.set_message(format!("booting kernel {kernel}"));
             say(&bar, format!("kernel {kernel}: booting"));
         }
-        Event::KernelReady { kernel, release, boot_id, method } => {
-            say(&bar, format!("kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"))
-        }
-        Event::KernelFailed { kernel, reason, jobs } => {
+        Event::KernelReady {
+            kernel,
+            release,
+            boot_id,
+            method,
+        } => say(
+            &bar,
+            format!(
+                "kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"
+            ),
+        ),
+        Event::KernelFailed {
+            kernel,
+            reason,
+            jobs,
+        } => {
             bar.inc(jobs as u64);
-            say(&bar, format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"));
+            say(
+                &bar,
+                format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"),
+            );
         }
-        Event::JobStarted { ordinal, total, kernel, variant, workload, iteration } => {
+        Event::JobStarted {
+            ordinal,
+            total,
+            kernel,
+            variant,
+            workload,
+            iteration,
+        } => {
             bar.set_length(total as u64);
-            bar.set_message(format!("#{ordinal} {kernel} {variant} {workload} iteration {iteration}"));
+            bar.set_message(format!(
+                "#{ordinal} {kernel} {variant} {workload} iteration {iteration}"
+            ));
             if !tty {
                 eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} iteration={iteration}");
             }
         }
-        Event::JobDone { ordinal, metrics, policy } => {
+        Event::JobDone {
+            ordinal,
+            metrics,
+            policy,
+        } => {
             bar.inc(1);
-            let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
-            say(&bar, format!("job #{ordinal}: {} (policy {policy})", m.join(" ")));
+            let m: Vec<String> = metrics
+                .iter()
+                .map(|(n, v, u)| format!("{n}={v} {u}"))
+                .collect();
+            say(
+                &bar,
+                format!("job #{ordinal}: {} (policy {policy})", m.join(" ")),
+            );
         }
         Event::JobFailed { ordinal, reason } => {
             bar.inc(1);
@@ -234,15 +315,25 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     let outcome = engine::drive(db, run_id, cfg, &mut on_event).await?;
     bar.finish_and_clear();
     print_report(db, run_id).await?;
-    println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
-    Ok(if outcome.failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(3) })
+    println!(
+        "run {run_id}: {} jobs done, {} failed",
+        outcome.done, outcome.failed
+    );
+    Ok(if outcome.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
 }
 
 async fn print_report(db: &PgPool, run_id: i64) -> Result<()> {
     let run = store::run(db, run_id).await?;
     let s = engine::scenario_of(&run)?;
     let samples = store::samples(db, run_id).await?;
-    print!("{}", report::render_text(run_id, &s, &report::tables(&s, &samples)));
+    print!(
+        "{}",
+        report::render_text(run_id, &s, &report::tables(&s, &samples))
+    );
     Ok(())
 }
 
@@ -270,7 +361,11 @@ async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
     }
     if let Some(id) = run {
         for j in store::jobs(db, id).await? {
-            let err = j.error.as_deref().map(|e| format!("  {}", e.lines().next().unwrap_or(""))).unwrap_or_default();
+            let err = j
+                .error
+                .as_deref()
+                .map(|e| format!("  {}", e.lines().next().unwrap_or("")))
+                .unwrap_or_default();
             println!(
                 "  #{:<4} {:<8} kernel={} variant={} workload={} iteration={} attempts={}{err}",
                 j.ordinal, j.state, j.kernel, j.variant, j.workload, j.iteration, j.attempts
@@ -282,24 +377,52 @@ async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
 
 async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Result<ExitCode> {
     use kreg::lab;
-    let source = scenario::KernelSource::Deb { package: kernel.to_string() };
+    let source = scenario::KernelSource::Deb {
+        package: kernel.to_string(),
+    };
     let cache = cfg.cache_dir.clone();
-    let prepared = tokio::task::spawn_blocking(move || kreg::kernel::prepare(&source, &cache)).await??.expect("deb");
-    let dir = cfg.data_dir.join("lab").join(format!("up-{}", std::process::id()));
+    let prepared = tokio::task::spawn_blocking(move || kreg::kernel::prepare(&source, &cache))
+        .await??
+        .expect("deb");
+    let dir = cfg
+        .data_dir
+        .join("lab")
+        .join(format!("up-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let token = lab::random_token()?;
     let token_file = dir.join("token");
     std::fs::write(&token_file, &token)?;
-    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )?;
     let initrd = dir.join("initrd.cpio");
-    std::fs::write(&initrd, lab::initramfs::build(&cfg.agent_bin, &token, prepared.modules_dir.as_deref())?)?;
-    let spec = lab::VmSpec { vmlinuz: prepared.vmlinuz.clone(), initrd, cpus, memory_mib, accel: cfg.lab_accel.clone(), dir: dir.clone() };
+    std::fs::write(
+        &initrd,
+        lab::initramfs::build(&cfg.agent_bin, &token, prepared.modules_dir.as_deref())?,
+    )?;
+    let spec = lab::VmSpec {
+        vmlinuz: prepared.vmlinuz.clone(),
+        initrd,
+        cpus,
+        memory_mib,
+        accel: cfg.lab_accel.clone(),
+        dir: dir.clone(),
+    };
     let mut vm = lab::Vm::start(&spec)?;
     let client = kreg_agent::client::AgentClient::new(&vm.url(), &token);
-    let id = lab::wait_for_agent(&client, None, std::time::Duration::from_secs(300), Some(&mut vm))
-        .await
-        .map_err(anyhow::Error::msg)?;
-    println!("lab VM up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);
+    let id = lab::wait_for_agent(
+        &client,
+        None,
+        std::time::Duration::from_secs(300),
+        Some(&mut vm),
+    )
+    .await
+    .map_err(anyhow::Error::msg)?;
+    println!(
+        "lab VM up: kernel {}, {} CPUs",
+        id.kernel_release, id.nr_cpus
+    );
     println!("agent: {}  token file: {}", vm.url(), token_file.display());
     println!("console: {}", vm.console.display());
     println!("Ctrl-C stops it");

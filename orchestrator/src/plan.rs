@@ -89,8 +89,17 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
         if kernel != Some(&j.kernel) {
             kernel = Some(&j.kernel);
             let k = s.kernel(&j.kernel).expect("validated");
-            let baseline = if k.name == s.baseline { " (baseline)" } else { "" };
-            let _ = writeln!(out, "boot kernel {}{baseline}: {}", k.name, describe_source(&k.source));
+            let baseline = if k.name == s.baseline {
+                " (baseline)"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "boot kernel {}{baseline}: {}",
+                k.name,
+                describe_source(&k.source)
+            );
         }
         let _ = writeln!(
             out,
@@ -120,8 +129,23 @@ mod tests {
         let s = crate::scenario::from_str(text, std::path::Path::new("/")).unwrap();
         let jobs = expand(&s);
         assert_eq!(jobs.len(), 8);
-        let keys: Vec<_> = jobs.iter().map(|j| format!("{}/{}/{}", j.kernel, j.variant, j.iteration)).collect();
-        assert_eq!(keys, ["a/default/1", "a/default/2", "a/batch/1", "a/batch/2", "b/default/1", "b/default/2", "b/batch/1", "b/batch/2"]);
+        let keys: Vec<_> = jobs
+            .iter()
+            .map(|j| format!("{}/{}/{}", j.kernel, j.variant, j.iteration))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "a/default/1",
+                "a/default/2",
+                "a/batch/1",
+                "a/batch/2",
+                "b/default/1",
+                "b/default/2",
+                "b/batch/1",
+                "b/batch/2"
+            ]
+        );
         assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
         let text = render(&s, &jobs);
         assert_eq!(text.matches("boot kernel").count(), 2, "{text}");

@@ -51,27 +51,50 @@ pub fn tables(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
                 for v in &s.variants {
                     let mine: Vec<&Sample> = samples
                         .iter()
-                        .filter(|x| x.workload == w.name && x.metric == metric && x.kernel == k.name && x.variant == v.name)
+                        .filter(|x| {
+                            x.workload == w.name
+                                && x.metric == metric
+                                && x.kernel == k.name
+                                && x.variant == v.name
+                        })
                         .collect();
                     let values: Vec<f64> = mine.iter().map(|x| x.value).collect();
-                    let Some(summary) = Summary::of(&values) else { continue };
+                    let Some(summary) = Summary::of(&values) else {
+                        continue;
+                    };
                     let mut releases = Vec::new();
                     let mut policies = Vec::new();
                     for x in &mine {
                         push_unique(&mut releases, &x.kernel_release);
                         push_unique(&mut policies, &x.observed_policy);
                     }
-                    rows.push(Row { kernel: k.name.clone(), variant: v.name.clone(), releases, policies, summary, change_pct: None });
+                    rows.push(Row {
+                        kernel: k.name.clone(),
+                        variant: v.name.clone(),
+                        releases,
+                        policies,
+                        summary,
+                        change_pct: None,
+                    });
                 }
             }
-            let bases: Vec<(String, f64)> =
-                rows.iter().filter(|r| r.kernel == s.baseline).map(|r| (r.variant.clone(), r.summary.mean)).collect();
+            let bases: Vec<(String, f64)> = rows
+                .iter()
+                .filter(|r| r.kernel == s.baseline)
+                .map(|r| (r.variant.clone(), r.summary.mean))
+                .collect();
             for r in rows.iter_mut().filter(|r| r.kernel != s.baseline) {
                 if let Some((_, base)) = bases.iter().find(|(v, _)| *v == r.variant) {
                     r.change_pct = change_pct(*base, r.summary.mean);
                 }
             }
-            out.push(MetricTable { workload: w.name.clone(), metric, unit, higher_is_better: hib, rows });
+            out.push(MetricTable {
+                workload: w.name.clone(),
+                metric,
+                unit,
+                higher_is_better: hib,
+                rows,
+            });
         }
     }
     out
@@ -89,17 +112,33 @@ fn fmt_value(v: f64) -> String {
 
 /// The text report for a terminal.
 pub fn render_text(run_id: i64, s: &Scenario, tables: &[MetricTable]) -> String {
-    let mut out = format!("run {run_id}: scenario {}, baseline kernel {}\n", s.name, s.baseline);
+    let mut out = format!(
+        "run {run_id}: scenario {}, baseline kernel {}\n",
+        s.name, s.baseline
+    );
     if tables.is_empty() {
         out.push_str("no results stored yet\n");
     }
     for t in tables {
-        let better = if t.higher_is_better { "higher is better" } else { "lower is better" };
-        let unit = if t.unit.is_empty() { String::new() } else { format!(" ({})", t.unit) };
-        out.push_str(&format!("\n{} / {}{unit}, {better}\n", t.workload, t.metric));
+        let better = if t.higher_is_better {
+            "higher is better"
+        } else {
+            "lower is better"
+        };
+        let unit = if t.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", t.unit)
+        };
+        out.push_str(&format!(
+            "\n{} / {}{unit}, {better}\n",
+            t.workload, t.metric
+        ));
         let mut table = Table::new();
         table.load_preset(UTF8_FULL_CONDENSED);
-        table.set_header(["kernel", "variant", "release", "policy", "n", "mean", "stddev%", "change%"]);
+        table.set_header([
+            "kernel", "variant", "release", "policy", "n", "mean", "stddev%", "change%",
+        ]);
         for r in &t.rows {
             let change = match r.change_pct {
                 Some(c) => format!("{c:+.2}%"),
@@ -113,7 +152,8 @@ pub fn render_text(run_id: i64, s: &Scenario, tables: &[MetricTable]) -> String 
                 Cell::new(r.policies.join(",")),
                 Cell::new(r.summary.n).set_alignment(CellAlignment::Right),
                 Cell::new(fmt_value(r.summary.mean)).set_alignment(CellAlignment::Right),
-                Cell::new(format!("{:.2}%", r.summary.stddev_pct())).set_alignment(CellAlignment::Right),
+                Cell::new(format!("{:.2}%", r.summary.stddev_pct()))
+                    .set_alignment(CellAlignment::Right),
                 Cell::new(change).set_alignment(CellAlignment::Right),
             ]);
         }
@@ -157,10 +197,16 @@ mod tests {
         assert_eq!(t.len(), 1);
         let rows = &t[0].rows;
         assert_eq!(rows.len(), 4);
-        assert_eq!((rows[0].summary.n, rows[0].summary.mean, rows[0].change_pct), (2, 11.0, None));
+        assert_eq!(
+            (rows[0].summary.n, rows[0].summary.mean, rows[0].change_pct),
+            (2, 11.0, None)
+        );
         assert_eq!(rows[2].change_pct, Some(50.0));
         assert_eq!(rows[3].change_pct, Some(-50.0));
         let out = render_text(1, &s, &t);
-        assert!(out.contains("+50.00%") && out.contains("-50.00%") && out.contains("(base)"), "{out}");
+        assert!(
+            out.contains("+50.00%") && out.contains("-50.00%") && out.contains("(base)"),
+            "{out}"
+        );
     }
 }

@@ -17,10 +17,20 @@ impl Summary {
         }
         let n = samples.len();
         let mean = samples.iter().sum::<f64>() / n as f64;
-        let var = if n > 1 { samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
+        let var = if n > 1 {
+            samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
         let min = samples.iter().cloned().fold(f64::INFINITY, f64::min);
         let max = samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        Some(Summary { n, mean, stddev: var.sqrt(), min, max })
+        Some(Summary {
+            n,
+            mean,
+            stddev: var.sqrt(),
+            min,
+            max,
+        })
     }
 
     /// Standard deviation as a percentage of the mean (the CoV in %).

@@ -48,18 +48,29 @@ async fn two_debian_kernels_through_kexec_into_postgres() {
     assert!(rows[1].1.starts_with("6.12."), "{rows:?}");
     for r in &rows {
         assert_eq!(r.2, "batch", "hackbench ran under {}", r.2);
-        assert!(r.3 > 0.0 && r.3 < 300.0, "implausible hackbench time {}", r.3);
+        assert!(
+            r.3 > 0.0 && r.3 < 300.0,
+            "implausible hackbench time {}",
+            r.3
+        );
     }
 
     // The VM started on 6.1; 6.12 came by kexec, on a new boot.
-    let hosts: Vec<(String, String, String)> =
-        sqlx::query_as("SELECT kernel_release, boot_method, boot_id FROM hosts WHERE name = 'sut' ORDER BY id")
-            .fetch_all(&db.pool)
-            .await
-            .unwrap();
+    let hosts: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT kernel_release, boot_method, boot_id FROM hosts WHERE name = 'sut' ORDER BY id",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
     assert_eq!(hosts.len(), 2, "{hosts:?}");
-    assert_eq!((hosts[0].0.as_str(), hosts[0].1.as_str()), (rows[0].1.as_str(), "start"));
-    assert_eq!((hosts[1].0.as_str(), hosts[1].1.as_str()), (rows[1].1.as_str(), "kexec"));
+    assert_eq!(
+        (hosts[0].0.as_str(), hosts[0].1.as_str()),
+        (rows[0].1.as_str(), "start")
+    );
+    assert_eq!(
+        (hosts[1].0.as_str(), hosts[1].1.as_str()),
+        (rows[1].1.as_str(), "kexec")
+    );
     assert_ne!(hosts[0].2, hosts[1].2);
 
     // /proc/schedstat was captured around each job: v15 on 6.1, v16 on 6.12.
@@ -71,6 +82,14 @@ async fn two_debian_kernels_through_kexec_into_postgres() {
     .await
     .unwrap();
     assert_eq!(snaps.len(), 2);
-    assert!(snaps[0].1.starts_with("version 15\n"), "{}", &snaps[0].1[..40]);
-    assert!(snaps[1].1.starts_with("version 16\n"), "{}", &snaps[1].1[..40]);
+    assert!(
+        snaps[0].1.starts_with("version 15\n"),
+        "{}",
+        &snaps[0].1[..40]
+    );
+    assert!(
+        snaps[1].1.starts_with("version 16\n"),
+        "{}",
+        &snaps[1].1[..40]
+    );
 }

@@ -39,18 +39,39 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
     let dir = Scratch::new("resume");
     let file = dir.0.join("s.yaml");
     let argv = r#"[sh, -c, "sleep 0.4; echo value: 7; grep '^policy' /proc/self/sched"]"#;
-    std::fs::write(&file, scenario(&agent, "[ {name: default}, {name: batch, policy: batch} ]", argv, 3)).unwrap();
+    std::fs::write(
+        &file,
+        scenario(
+            &agent,
+            "[ {name: default}, {name: batch, policy: batch} ]",
+            argv,
+            3,
+        ),
+    )
+    .unwrap();
 
-    let mut child = kreg(&db, &dir.0).arg("run").arg(&file).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = kreg(&db, &dir.0)
+        .arg("run")
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     // Wait until two jobs are stored, then kill the controller without warning.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let done = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM jobs WHERE state = 'done'").fetch_one(&db.pool).await.unwrap_or(0);
+        let done = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM jobs WHERE state = 'done'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap_or(0);
         if done >= 2 {
             break;
         }
         assert!(Instant::now() < deadline, "kreg run stored no jobs in time");
-        assert!(child.try_wait().unwrap().is_none(), "kreg run ended before it could be killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "kreg run ended before it could be killed"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     child.kill().unwrap(); // SIGKILL
@@ -61,20 +82,48 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
             .fetch_all(&db.pool)
             .await
             .unwrap();
-    assert!(done_before.len() >= 2 && done_before.len() < 6, "killed too late: {done_before:?}");
-    assert_eq!(count(&db, "SELECT count(*) FROM runs WHERE state = 'running'").await, 1);
+    assert!(
+        done_before.len() >= 2 && done_before.len() < 6,
+        "killed too late: {done_before:?}"
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM runs WHERE state = 'running'").await,
+        1
+    );
 
     let out = kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
-    assert!(out.status.success(), "resume failed: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "resume failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // Exactly kernels × variants × iterations samples per metric, one per job.
     for metric in ["value", "policy"] {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM results WHERE metric = $1").bind(metric).fetch_one(&db.pool).await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM results WHERE metric = $1")
+            .bind(metric)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
         assert_eq!(n, 6, "{metric}");
     }
-    assert_eq!(count(&db, "SELECT count(DISTINCT job_id) FROM results WHERE metric = 'value'").await, 6);
-    assert_eq!(count(&db, "SELECT count(*) FROM jobs WHERE state = 'done'").await, 6);
-    assert_eq!(count(&db, "SELECT count(*) FROM runs WHERE state = 'done'").await, 1);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(DISTINCT job_id) FROM results WHERE metric = 'value'"
+        )
+        .await,
+        6
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM jobs WHERE state = 'done'").await,
+        6
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM runs WHERE state = 'done'").await,
+        1
+    );
     // Jobs finished before the kill were not run again: same result rows, one attempt.
     for (job, result) in done_before {
         let (rid, attempts): (i64, i32) =
@@ -86,12 +135,25 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
         assert_eq!((rid, attempts), (result, 1), "job {job} was repeated");
     }
     // Raw outputs are stored beside the metrics, one per kind per job.
-    assert_eq!(count(&db, "SELECT count(*) FROM raw_outputs WHERE kind = 'stdout'").await, 6);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM raw_outputs WHERE kind = 'stdout'"
+        )
+        .await,
+        6
+    );
 
     // The report shows n=3 for each variant.
     let out = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.lines().filter(|l| l.contains("current") && l.contains("┆ 3 ┆")).count(), 4, "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("current") && l.contains("┆ 3 ┆"))
+            .count(),
+        4,
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -103,11 +165,21 @@ async fn observed_policy_is_stored_with_each_result() {
     let argv = r#"[sh, -c, "sleep 0.3; echo value: 1; grep '^policy' /proc/self/sched"]"#;
     std::fs::write(
         &file,
-        scenario(&agent, "[ {name: default}, {name: batch, policy: batch}, {name: idle, policy: idle} ]", argv, 1),
+        scenario(
+            &agent,
+            "[ {name: default}, {name: batch, policy: batch}, {name: idle, policy: idle} ]",
+            argv,
+            1,
+        ),
     )
     .unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rows: Vec<(String, String, f64)> = sqlx::query_as(
         "SELECT j.variant, r.observed_policy, r.value FROM results r JOIN jobs j ON j.id = r.job_id
          WHERE r.metric = 'policy' ORDER BY j.ordinal",
@@ -119,9 +191,18 @@ async fn observed_policy_is_stored_with_each_result() {
     // workload itself through /proc/self/sched (0 = SCHED_OTHER, 3 = BATCH, 5 = IDLE).
     assert_eq!(
         rows,
-        [("default".into(), "other".into(), 0.0), ("batch".into(), "batch".into(), 3.0), ("idle".into(), "idle".into(), 5.0)]
+        [
+            ("default".into(), "other".into(), 0.0),
+            ("batch".into(), "batch".into(), 3.0),
+            ("idle".into(), "idle".into(), 5.0)
+        ]
     );
-    let host_rows: i64 = sqlx::query_scalar("SELECT count(*) FROM hosts WHERE name = 'here' AND boot_method = 'none'").fetch_one(&db.pool).await.unwrap();
+    let host_rows: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM hosts WHERE name = 'here' AND boot_method = 'none'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
     assert_eq!(host_rows, 1);
 }
 
@@ -134,21 +215,41 @@ async fn wrong_token_and_unreachable_host_fail_jobs_with_the_reason() {
     let wrong = dir.0.join("wrong-token");
     std::fs::write(&wrong, "not-the-token-the-agent-has").unwrap();
     let file = dir.0.join("s.yaml");
-    let text = scenario(&agent, "[ {name: default} ]", "[echo, 'value: 1']", 1)
-        .replace(&agent.token_file.display().to_string(), &wrong.display().to_string());
+    let text = scenario(&agent, "[ {name: default} ]", "[echo, 'value: 1']", 1).replace(
+        &agent.token_file.display().to_string(),
+        &wrong.display().to_string(),
+    );
     std::fs::write(&file, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    let err: String = sqlx::query_scalar("SELECT error FROM jobs").fetch_one(&db.pool).await.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err: String = sqlx::query_scalar("SELECT error FROM jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert!(err.contains("refused the token"), "{err}");
     assert_eq!(count(&db, "SELECT count(*) FROM results").await, 0);
 
     drop(agent);
     let file2 = dir.0.join("s2.yaml");
-    let text = std::fs::read_to_string(&file).unwrap().replace("name: it", "name: it2");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("name: it", "name: it2");
     std::fs::write(&file2, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file2).output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    let err: String = sqlx::query_scalar("SELECT error FROM jobs WHERE run_id = 2").fetch_one(&db.pool).await.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err: String = sqlx::query_scalar("SELECT error FROM jobs WHERE run_id = 2")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert!(err.contains("unreachable"), "{err}");
 }

@@ -13,7 +13,11 @@ fn validate_prints_one_positioned_message_per_problem_and_exits_1() {
         "name: bad\nhosts:\n  sut: { role: sut, transport: { kind: lab } }\nkernels:\n  - name: k1\n    source: running\n    flavour: spicy\niterations: three\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kreg")).arg("validate").arg(&file).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     let f = file.display().to_string();
@@ -32,13 +36,35 @@ fn validate_prints_one_positioned_message_per_problem_and_exits_1() {
 #[test]
 fn validate_and_plan_accept_the_shipped_scenarios() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
-    let files: Vec<_> = std::fs::read_dir(root).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    let files: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
     assert!(!files.is_empty());
-    let out = Command::new(env!("CARGO_BIN_EXE_kreg")).arg("validate").args(&files).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
-    let out = Command::new(env!("CARGO_BIN_EXE_kreg")).arg("plan").arg(format!("{root}/lab-hackbench.yaml")).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .arg("validate")
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .arg("plan")
+        .arg(format!("{root}/lab-hackbench.yaml"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("scenario lab-hackbench: 2 kernels × 2 variants × 1 workloads × 3 iterations = 12 jobs"), "{text}");
+    assert!(
+        text.starts_with(
+            "scenario lab-hackbench: 2 kernels × 2 variants × 1 workloads × 3 iterations = 12 jobs"
+        ),
+        "{text}"
+    );
     assert_eq!(text.matches("boot kernel").count(), 2);
 }

@@ -25,13 +25,21 @@ fn tasks_of(pid: u32) -> Vec<i32> {
     if let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) {
         for e in entries.flatten() {
             if let Ok(children) = std::fs::read_to_string(e.path().join("children")) {
-                pids.extend(children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()));
+                pids.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<i32>().ok()),
+                );
             }
         }
     }
     for p in pids {
         match std::fs::read_dir(format!("/proc/{p}/task")) {
-            Ok(entries) => out.extend(entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())),
+            Ok(entries) => out.extend(
+                entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()),
+            ),
             Err(_) => out.push(p),
         }
     }
@@ -51,7 +59,10 @@ fn observe(pid: u32, seen: &mut Vec<String>) {
 
 pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     let Some((program, args)) = req.argv.split_first() else {
-        return Err(super::err(ErrorKind::BadRequest, "exec needs a non-empty argv"));
+        return Err(super::err(
+            ErrorKind::BadRequest,
+            "exec needs a non-empty argv",
+        ));
     };
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -78,9 +89,9 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
         }
     }
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
-        super::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}"))
-    })?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| super::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
     let pid = child.id().unwrap_or(0);
     let mut observed = Vec::new();
     observe(pid, &mut observed);

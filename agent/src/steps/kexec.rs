@@ -18,14 +18,23 @@ pub async fn load(req: &KexecRequest, data_dir: &Path) -> Result<StepOutput, Ste
     };
     let open = |p: &Path| {
         std::fs::File::open(p).map_err(|e| {
-            super::err(ErrorKind::NotFound, format!("{} was not uploaded: {e}", p.display()))
+            super::err(
+                ErrorKind::NotFound,
+                format!("{} was not uploaded: {e}", p.display()),
+            )
         })
     };
     let kernel = open(&kernel_path)?;
     let initrd = initrd_path.as_deref().map(open).transpose()?;
-    let release = std::fs::read(&kernel_path).ok().and_then(|b| bzimage_release(&b));
-    let cmdline = CString::new(req.cmdline.clone())
-        .map_err(|_| super::err(ErrorKind::BadRequest, "the kernel command line contains a NUL byte"))?;
+    let release = std::fs::read(&kernel_path)
+        .ok()
+        .and_then(|b| bzimage_release(&b));
+    let cmdline = CString::new(req.cmdline.clone()).map_err(|_| {
+        super::err(
+            ErrorKind::BadRequest,
+            "the kernel command line contains a NUL byte",
+        )
+    })?;
     let (initrd_fd, flags) = match &initrd {
         Some(f) => (f.as_raw_fd(), 0),
         None => (-1, KEXEC_FILE_NO_INITRAMFS),
@@ -44,9 +53,14 @@ pub async fn load(req: &KexecRequest, data_dir: &Path) -> Result<StepOutput, Ste
     };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
-        return Err(super::err(ErrorKind::Kernel, format!("kexec_file_load of {} refused: {e}", req.kernel)));
+        return Err(super::err(
+            ErrorKind::Kernel,
+            format!("kexec_file_load of {} refused: {e}", req.kernel),
+        ));
     }
-    Ok(StepOutput::KexecStarted { kernel_release: release })
+    Ok(StepOutput::KexecStarted {
+        kernel_release: release,
+    })
 }
 
 /// Flushes file systems and jumps into the loaded kernel. Returns only if that failed.

@@ -9,7 +9,9 @@ const ALLOWED: &[&str] = &["/proc/sys/", "/sys/"];
 
 fn check(path: &str) -> Result<(), StepError> {
     let p = Path::new(path);
-    let plain = p.is_absolute() && p.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    let plain = p.is_absolute()
+        && p.components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
     if !plain || !ALLOWED.iter().any(|a| path.starts_with(a)) {
         return Err(super::err(
             ErrorKind::Forbidden,
@@ -22,17 +24,30 @@ fn check(path: &str) -> Result<(), StepError> {
 pub async fn read(path: &str) -> Result<KnobValue, StepError> {
     check(path)?;
     let value = tokio::fs::read_to_string(path).await.map_err(|e| {
-        let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::Io };
+        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            ErrorKind::NotFound
+        } else {
+            ErrorKind::Io
+        };
         super::err(kind, format!("reading knob {path}: {e}"))
     })?;
-    Ok(KnobValue { path: path.to_string(), value: value.trim_end().to_string() })
+    Ok(KnobValue {
+        path: path.to_string(),
+        value: value.trim_end().to_string(),
+    })
 }
 
 pub async fn write(path: &str, value: &str) -> Result<KnobValue, StepError> {
     check(path)?;
-    tokio::fs::write(path, value.as_bytes()).await.map_err(|e| {
-        let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::Io };
-        super::err(kind, format!("writing {value:?} to knob {path}: {e}"))
-    })?;
+    tokio::fs::write(path, value.as_bytes())
+        .await
+        .map_err(|e| {
+            let kind = if e.kind() == std::io::ErrorKind::NotFound {
+                ErrorKind::NotFound
+            } else {
+                ErrorKind::Io
+            };
+            super::err(kind, format!("writing {value:?} to knob {path}: {e}"))
+        })?;
     read(path).await
 }

@@ -22,7 +22,10 @@ pub async fn run(step: Step, data_dir: &Path) -> Result<StepOutput, StepError> {
 }
 
 pub(crate) fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
-    StepError { kind, message: message.into() }
+    StepError {
+        kind,
+        message: message.into(),
+    }
 }
 
 /// Where an uploaded file named `name` lives. Names are plain: letters, digits, `.`, `_`, `-`.
@@ -30,7 +33,9 @@ pub fn upload_path(dir: &Path, name: &str) -> Result<PathBuf, StepError> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && !name.starts_with('.')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));
     if !ok {
         return Err(err(
             ErrorKind::BadRequest,

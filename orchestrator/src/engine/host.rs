@@ -37,7 +37,9 @@ impl Conn {
                 if token.is_empty() {
                     return Err(format!("token file {} is empty", token_file.display()));
                 }
-                Ok(Conn::Http { client: AgentClient::new(url, token) })
+                Ok(Conn::Http {
+                    client: AgentClient::new(url, token),
+                })
             }
             Transport::Lab { cpus, memory_mib } => Ok(Conn::Lab(LabConn {
                 cpus: *cpus,
@@ -68,7 +70,12 @@ impl Conn {
 
     /// Brings the host up on `kernel` and checks that it runs it. Returns the identity seen
     /// after the boot and how the host got there.
-    pub async fn boot(&mut self, kernel: &Kernel, cfg: &Config, timeout: Duration) -> Result<(Identity, BootMethod), String> {
+    pub async fn boot(
+        &mut self,
+        kernel: &Kernel,
+        cfg: &Config,
+        timeout: Duration,
+    ) -> Result<(Identity, BootMethod), String> {
         let source = kernel.source.clone();
         let cache = cfg.cache_dir.clone();
         let prepared = tokio::task::spawn_blocking(move || kernel::prepare(&source, &cache))
@@ -92,7 +99,10 @@ impl Conn {
         };
         if let Some(p) = &prepared {
             if id.kernel_release != p.release {
-                return Err(format!("kernel {}: booted {}, expected {}", kernel.name, id.kernel_release, p.release));
+                return Err(format!(
+                    "kernel {}: booted {}, expected {}",
+                    kernel.name, id.kernel_release, p.release
+                ));
             }
         }
         Ok((id, method))
@@ -130,7 +140,11 @@ impl LabConn {
         let Some(p) = prepared else {
             if let (Some(c), Some(vm)) = (&self.client, self.vm.as_mut()) {
                 if vm.exited().is_none() {
-                    return c.identity().await.map(|id| (id, BootMethod::None)).map_err(|e| e.to_string());
+                    return c
+                        .identity()
+                        .await
+                        .map(|id| (id, BootMethod::None))
+                        .map_err(|e| e.to_string());
                 }
             }
             return Err(format!(
@@ -145,10 +159,12 @@ impl LabConn {
         }
         let token = self.token.clone();
         let modules = p.modules_dir.clone();
-        let initrd_bytes = tokio::task::spawn_blocking(move || initramfs::build(&agent_bin, &token, modules.as_deref()))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
+        let initrd_bytes = tokio::task::spawn_blocking(move || {
+            initramfs::build(&agent_bin, &token, modules.as_deref())
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
         let initrd = self.dir.join(format!("initrd-{}.cpio", p.release));
         std::fs::write(&initrd, &initrd_bytes).map_err(|e| format!("{}: {e}", initrd.display()))?;
 
@@ -159,8 +175,14 @@ impl LabConn {
         };
         let result = match running {
             Some(id) if id.kernel_release == p.release => Ok((id, BootMethod::None)),
-            Some(id) => self.kexec(p, &initrd_bytes, &id, timeout).await.map(|id| (id, BootMethod::Kexec)),
-            None => self.cold_boot(p, &initrd, cfg, timeout).await.map(|id| (id, BootMethod::Start)),
+            Some(id) => self
+                .kexec(p, &initrd_bytes, &id, timeout)
+                .await
+                .map(|id| (id, BootMethod::Kexec)),
+            None => self
+                .cold_boot(p, &initrd, cfg, timeout)
+                .await
+                .map(|id| (id, BootMethod::Start)),
         };
         if result.is_err() {
             // The VM is in an unknown state: the next kernel starts a fresh one.
@@ -170,7 +192,13 @@ impl LabConn {
         result
     }
 
-    async fn cold_boot(&mut self, p: &Prepared, initrd: &std::path::Path, cfg: &Config, timeout: Duration) -> Result<Identity, String> {
+    async fn cold_boot(
+        &mut self,
+        p: &Prepared,
+        initrd: &std::path::Path,
+        cfg: &Config,
+        timeout: Duration,
+    ) -> Result<Identity, String> {
         self.vm = None;
         let spec = VmSpec {
             vmlinuz: p.vmlinuz.clone(),
@@ -190,15 +218,36 @@ impl LabConn {
         Ok(id)
     }
 
-    async fn kexec(&mut self, p: &Prepared, initrd: &[u8], old: &Identity, timeout: Duration) -> Result<Identity, String> {
+    async fn kexec(
+        &mut self,
+        p: &Prepared,
+        initrd: &[u8],
+        old: &Identity,
+        timeout: Duration,
+    ) -> Result<Identity, String> {
         let client = self.client.clone().expect("checked by caller");
-        let image = std::fs::read(&p.vmlinuz).map_err(|e| format!("{}: {e}", p.vmlinuz.display()))?;
+        let image =
+            std::fs::read(&p.vmlinuz).map_err(|e| format!("{}: {e}", p.vmlinuz.display()))?;
         let kname = format!("vmlinuz-{}", p.release);
         let iname = format!("initrd-{}", p.release);
-        client.upload(&kname, image).await.map_err(|e| e.to_string())?;
-        client.upload(&iname, initrd.to_vec()).await.map_err(|e| e.to_string())?;
-        let step = Step::Kexec(KexecRequest { kernel: kname, initrd: Some(iname), cmdline: lab::CMDLINE.into() });
-        match client.step(step, Duration::from_secs(60)).await.map_err(|e| e.to_string())? {
+        client
+            .upload(&kname, image)
+            .await
+            .map_err(|e| e.to_string())?;
+        client
+            .upload(&iname, initrd.to_vec())
+            .await
+            .map_err(|e| e.to_string())?;
+        let step = Step::Kexec(KexecRequest {
+            kernel: kname,
+            initrd: Some(iname),
+            cmdline: lab::CMDLINE.into(),
+        });
+        match client
+            .step(step, Duration::from_secs(60))
+            .await
+            .map_err(|e| e.to_string())?
+        {
             StepOutput::KexecStarted { .. } => {}
             other => return Err(format!("unexpected answer to kexec: {other:?}")),
         }

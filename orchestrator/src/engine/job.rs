@@ -21,12 +21,22 @@ pub struct JobFailure {
 }
 
 fn fail(reason: impl Into<String>, raw: Vec<(String, String)>) -> JobFailure {
-    JobFailure { reason: reason.into(), raw }
+    JobFailure {
+        reason: reason.into(),
+        raw,
+    }
 }
 
 async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<String, String> {
-    let step = Step::WriteKnob { path: path.into(), value: value.into() };
-    match client.step(step, Duration::from_secs(30)).await.map_err(|e| e.to_string())? {
+    let step = Step::WriteKnob {
+        path: path.into(),
+        value: value.into(),
+    };
+    match client
+        .step(step, Duration::from_secs(30))
+        .await
+        .map_err(|e| e.to_string())?
+    {
         StepOutput::Knob(k) => Ok(k.value),
         other => Err(format!("unexpected answer to write_knob: {other:?}")),
     }
@@ -35,19 +45,32 @@ async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<Str
 /// Sets a variant's sched features, checking each one in the read-back.
 pub async fn apply_features(client: &AgentClient, variant: &Variant) -> Result<(), String> {
     for f in &variant.features {
-        let back = write_knob(client, FEATURES, f).await.map_err(|e| format!("variant {}: {e}", variant.name))?;
+        let back = write_knob(client, FEATURES, f)
+            .await
+            .map_err(|e| format!("variant {}: {e}", variant.name))?;
         if !back.split_whitespace().any(|t| t == f) {
-            return Err(format!("variant {}: wrote {f} to {FEATURES} but it reads back as: {back}", variant.name));
+            return Err(format!(
+                "variant {}: wrote {f} to {FEATURES} but it reads back as: {back}",
+                variant.name
+            ));
         }
     }
     Ok(())
 }
 
 /// Puts each feature a variant touched back to the state the kernel booted with.
-pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
+pub async fn restore_features(
+    client: &AgentClient,
+    variant: &Variant,
+    defaults: &str,
+) -> Result<(), String> {
     for f in &variant.features {
         let base = f.strip_prefix("NO_").unwrap_or(f);
-        let value = if defaults.split_whitespace().any(|t| t == base) { base.to_string() } else { format!("NO_{base}") };
+        let value = if defaults.split_whitespace().any(|t| t == base) {
+            base.to_string()
+        } else {
+            format!("NO_{base}")
+        };
         write_knob(client, FEATURES, &value).await?;
     }
     Ok(())
@@ -61,7 +84,12 @@ async fn schedstat(client: &AgentClient) -> Option<String> {
 }
 
 /// Runs one job and returns what to store.
-pub async fn run(client: &AgentClient, sut: &Identity, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
+pub async fn run(
+    client: &AgentClient,
+    sut: &Identity,
+    variant: &Variant,
+    workload: &Workload,
+) -> Result<JobOutcome, JobFailure> {
     // Counters stay zero until this is on; a kernel without SCHEDSTATS has no such file.
     let _ = write_knob(client, SCHEDSTATS, "1").await;
     let mut raw = Vec::new();
@@ -72,8 +100,17 @@ pub async fn run(client: &AgentClient, sut: &Identity, variant: &Variant, worklo
         WorkloadKind::Hackbench(h) => h.argv(),
         WorkloadKind::Command(c) => c.argv.clone(),
     };
-    let req = ExecRequest { argv, env: vec![], cwd: None, timeout_secs: workload.timeout_secs, policy: Some(variant.policy) };
-    let res = client.exec(req).await.map_err(|e| fail(e.to_string(), raw.clone()))?;
+    let req = ExecRequest {
+        argv,
+        env: vec![],
+        cwd: None,
+        timeout_secs: workload.timeout_secs,
+        policy: Some(variant.policy),
+    };
+    let res = client
+        .exec(req)
+        .await
+        .map_err(|e| fail(e.to_string(), raw.clone()))?;
     if let Some(s) = schedstat(client).await {
         raw.push(("schedstat_after".to_string(), s));
     }
@@ -89,7 +126,10 @@ pub async fn run(client: &AgentClient, sut: &Identity, variant: &Variant, worklo
         };
         let tail: Vec<&str> = res.stderr.lines().rev().take(5).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(fail(format!("workload {} {how}: {}", workload.name, tail.join(" | ")), raw));
+        return Err(fail(
+            format!("workload {} {how}: {}", workload.name, tail.join(" | ")),
+            raw,
+        ));
     }
     let metrics = match &workload.kind {
         WorkloadKind::Hackbench(_) => parse::hackbench(&res.stdout),
@@ -99,10 +139,24 @@ pub async fn run(client: &AgentClient, sut: &Identity, variant: &Variant, worklo
     let want = variant.policy.name();
     if res.observed_policies.iter().any(|p| p != want) {
         return Err(fail(
-            format!("variant {} asked for policy {want}, but the workload's threads ran under {}", variant.name, res.observed_policies.join(", ")),
+            format!(
+                "variant {} asked for policy {want}, but the workload's threads ran under {}",
+                variant.name,
+                res.observed_policies.join(", ")
+            ),
             raw,
         ));
     }
-    let observed_policy = if res.observed_policies.is_empty() { "unobserved".to_string() } else { res.observed_policies.join(",") };
-    Ok(JobOutcome { kernel_release: sut.kernel_release.clone(), boot_id: sut.boot_id.clone(), observed_policy, metrics, raw })
+    let observed_policy = if res.observed_policies.is_empty() {
+        "unobserved".to_string()
+    } else {
+        res.observed_policies.join(",")
+    };
+    Ok(JobOutcome {
+        kernel_release: sut.kernel_release.clone(),
+        boot_id: sut.boot_id.clone(),
+        observed_policy,
+        metrics,
+        raw,
+    })
 }

@@ -18,12 +18,37 @@ use crate::store::{self, JobRow};
 /// Everything the engine tells the outside world while it works.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    KernelBooting { kernel: String },
-    KernelReady { kernel: String, release: String, boot_id: String, method: &'static str },
-    KernelFailed { kernel: String, reason: String, jobs: usize },
-    JobStarted { ordinal: i32, total: usize, kernel: String, variant: String, workload: String, iteration: i32 },
-    JobDone { ordinal: i32, metrics: Vec<(String, f64, String)>, policy: String },
-    JobFailed { ordinal: i32, reason: String },
+    KernelBooting {
+        kernel: String,
+    },
+    KernelReady {
+        kernel: String,
+        release: String,
+        boot_id: String,
+        method: &'static str,
+    },
+    KernelFailed {
+        kernel: String,
+        reason: String,
+        jobs: usize,
+    },
+    JobStarted {
+        ordinal: i32,
+        total: usize,
+        kernel: String,
+        variant: String,
+        workload: String,
+        iteration: i32,
+    },
+    JobDone {
+        ordinal: i32,
+        metrics: Vec<(String, f64, String)>,
+        policy: String,
+    },
+    JobFailed {
+        ordinal: i32,
+        reason: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,15 +72,26 @@ pub struct Outcome {
 
 /// Loads the scenario a run was created from (its stored text, not today's file).
 pub fn scenario_of(run: &store::RunRow) -> Result<Scenario, EngineError> {
-    let base = Path::new(&run.source_path).parent().unwrap_or(Path::new("."));
+    let base = Path::new(&run.source_path)
+        .parent()
+        .unwrap_or(Path::new("."));
     scenario::from_str(&run.yaml, base).map_err(|diags| EngineError::Scenario {
         run: run.id,
-        detail: diags.iter().map(|d| d.render(&run.source_path)).collect::<Vec<_>>().join("; "),
+        detail: diags
+            .iter()
+            .map(|d| d.render(&run.source_path))
+            .collect::<Vec<_>>()
+            .join("; "),
     })
 }
 
 /// Runs every job of `run_id` that is not done yet.
-pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn FnMut(Event)) -> Result<Outcome, EngineError> {
+pub async fn drive(
+    db: &PgPool,
+    run_id: i64,
+    cfg: &Config,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Outcome, EngineError> {
     let run = store::run(db, run_id).await?;
     let scenario = scenario_of(&run)?;
 
@@ -74,30 +110,58 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn Fn
     let run_dir = cfg.data_dir.join("runs").join(run_id.to_string());
     let mut conns: HashMap<String, host::Conn> = HashMap::new();
     for h in &scenario.hosts {
-        let c = host::Conn::open(h, &run_dir).map_err(|detail| EngineError::Host { host: h.name.clone(), detail })?;
+        let c = host::Conn::open(h, &run_dir).map_err(|detail| EngineError::Host {
+            host: h.name.clone(),
+            detail,
+        })?;
         conns.insert(h.name.clone(), c);
     }
     let sut = scenario.sut().name.clone();
     let jobs = store::jobs(db, run_id).await?;
     let total = jobs.len();
-    let todo: Vec<&JobRow> = jobs.iter().filter(|j| j.state().needs_run() || j.state() == crate::plan::JobState::Failed).collect();
+    let todo: Vec<&JobRow> = jobs
+        .iter()
+        .filter(|j| j.state().needs_run() || j.state() == crate::plan::JobState::Failed)
+        .collect();
 
     let boot_timeout = Duration::from_secs(scenario.boot.timeout_secs);
     let mut i = 0;
     while i < todo.len() {
         let kernel_name = todo[i].kernel.clone();
-        let group: Vec<&JobRow> = todo[i..].iter().take_while(|j| j.kernel == kernel_name).copied().collect();
+        let group: Vec<&JobRow> = todo[i..]
+            .iter()
+            .take_while(|j| j.kernel == kernel_name)
+            .copied()
+            .collect();
         i += group.len();
-        let kernel = scenario.kernel(&kernel_name).expect("jobs come from the scenario").clone();
-        on_event(Event::KernelBooting { kernel: kernel.name.clone() });
-        let booted = conns.get_mut(&sut).expect("sut").boot(&kernel, cfg, boot_timeout).await;
+        let kernel = scenario
+            .kernel(&kernel_name)
+            .expect("jobs come from the scenario")
+            .clone();
+        on_event(Event::KernelBooting {
+            kernel: kernel.name.clone(),
+        });
+        let booted = conns
+            .get_mut(&sut)
+            .expect("sut")
+            .boot(&kernel, cfg, boot_timeout)
+            .await;
         let (sut_id, method) = match booted {
             Ok(x) => x,
             Err(reason) => {
                 for j in &group {
-                    store::fail_job(db, j.id, &format!("kernel {} did not boot: {reason}", kernel.name)).await?;
+                    store::fail_job(
+                        db,
+                        j.id,
+                        &format!("kernel {} did not boot: {reason}", kernel.name),
+                    )
+                    .await?;
                 }
-                on_event(Event::KernelFailed { kernel: kernel.name.clone(), reason, jobs: group.len() });
+                on_event(Event::KernelFailed {
+                    kernel: kernel.name.clone(),
+                    reason,
+                    jobs: group.len(),
+                });
                 continue;
             }
         };
@@ -123,19 +187,31 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn Fn
         let mut v = 0;
         while v < group.len() {
             let vname = group[v].variant.clone();
-            let vjobs: Vec<&JobRow> = group[v..].iter().take_while(|j| j.variant == vname).copied().collect();
+            let vjobs: Vec<&JobRow> = group[v..]
+                .iter()
+                .take_while(|j| j.variant == vname)
+                .copied()
+                .collect();
             v += vjobs.len();
-            let variant = scenario.variant(&vname).expect("jobs come from the scenario").clone();
+            let variant = scenario
+                .variant(&vname)
+                .expect("jobs come from the scenario")
+                .clone();
             if let Err(reason) = job::apply_features(&sut_client, &variant).await {
                 for j in &vjobs {
                     store::fail_job(db, j.id, &reason).await?;
-                    on_event(Event::JobFailed { ordinal: j.ordinal, reason: reason.clone() });
+                    on_event(Event::JobFailed {
+                        ordinal: j.ordinal,
+                        reason: reason.clone(),
+                    });
                 }
                 let _ = job::restore_features(&sut_client, &variant, &defaults).await;
                 continue;
             }
             for j in vjobs {
-                let workload = scenario.workload(&j.workload).expect("jobs come from the scenario");
+                let workload = scenario
+                    .workload(&j.workload)
+                    .expect("jobs come from the scenario");
                 on_event(Event::JobStarted {
                     ordinal: j.ordinal,
                     total,
@@ -148,7 +224,10 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn Fn
                 let Some(client) = conns[&workload.on].client() else {
                     let reason = format!("host {} is not connected", workload.on);
                     store::fail_job(db, j.id, &reason).await?;
-                    on_event(Event::JobFailed { ordinal: j.ordinal, reason });
+                    on_event(Event::JobFailed {
+                        ordinal: j.ordinal,
+                        reason,
+                    });
                     continue;
                 };
                 match job::run(client, &sut_id, &variant, workload).await {
@@ -158,7 +237,11 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn Fn
                         tx.commit().await.map_err(store::StoreError::from)?;
                         on_event(Event::JobDone {
                             ordinal: j.ordinal,
-                            metrics: outcome.metrics.iter().map(|m| (m.name.clone(), m.value, m.unit.clone())).collect(),
+                            metrics: outcome
+                                .metrics
+                                .iter()
+                                .map(|m| (m.name.clone(), m.value, m.unit.clone()))
+                                .collect(),
                             policy: outcome.observed_policy.clone(),
                         });
                     }
@@ -167,12 +250,17 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn Fn
                         store::store_raw(&mut tx, run_id, j.id, &f.raw).await?;
                         store::fail_job(&mut *tx, j.id, &f.reason).await?;
                         tx.commit().await.map_err(store::StoreError::from)?;
-                        let console = conns[&sut].console_tail().filter(|_| f.reason.contains("unreachable"));
+                        let console = conns[&sut]
+                            .console_tail()
+                            .filter(|_| f.reason.contains("unreachable"));
                         let reason = match console {
                             Some(c) => format!("{}; console:\n{c}", f.reason),
                             None => f.reason,
                         };
-                        on_event(Event::JobFailed { ordinal: j.ordinal, reason });
+                        on_event(Event::JobFailed {
+                            ordinal: j.ordinal,
+                            reason,
+                        });
                     }
                 }
             }
@@ -183,7 +271,10 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, on_event: &mut dyn Fn
     }
 
     let after = store::jobs(db, run_id).await?;
-    let done = after.iter().filter(|j| j.state() == crate::plan::JobState::Done).count();
+    let done = after
+        .iter()
+        .filter(|j| j.state() == crate::plan::JobState::Done)
+        .count();
     let failed = after.len() - done;
     store::set_run_state(db, run_id, if failed == 0 { "done" } else { "failed" }).await?;
     Ok(Outcome { done, failed })

@@ -4,15 +4,44 @@
 /// One member of the archive. Paths are relative ("bin/busybox"), without a leading slash.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
-    Dir { path: String, mode: u32 },
-    File { path: String, mode: u32, data: Vec<u8> },
-    Symlink { path: String, target: String },
-    CharDev { path: String, mode: u32, major: u32, minor: u32 },
+    Dir {
+        path: String,
+        mode: u32,
+    },
+    File {
+        path: String,
+        mode: u32,
+        data: Vec<u8>,
+    },
+    Symlink {
+        path: String,
+        target: String,
+    },
+    CharDev {
+        path: String,
+        mode: u32,
+        major: u32,
+        minor: u32,
+    },
 }
 
 fn header(out: &mut Vec<u8>, ino: u32, mode: u32, size: usize, rdev: (u32, u32), name: &str) {
     let nlink = if mode & 0o170000 == 0o040000 { 2 } else { 1 };
-    let fields = [ino, mode, 0, 0, nlink, 0, size as u32, 0, 0, rdev.0, rdev.1, name.len() as u32 + 1, 0];
+    let fields = [
+        ino,
+        mode,
+        0,
+        0,
+        nlink,
+        0,
+        size as u32,
+        0,
+        0,
+        rdev.0,
+        rdev.1,
+        name.len() as u32 + 1,
+        0,
+    ];
     out.extend_from_slice(b"070701");
     for f in fields {
         out.extend_from_slice(format!("{f:08X}").as_bytes());
@@ -45,9 +74,12 @@ pub fn archive(entries: &[Entry]) -> Vec<u8> {
                 out.extend_from_slice(target.as_bytes());
                 pad(&mut out);
             }
-            Entry::CharDev { path, mode, major, minor } => {
-                header(&mut out, ino, 0o020000 | mode, 0, (*major, *minor), path)
-            }
+            Entry::CharDev {
+                path,
+                mode,
+                major,
+                minor,
+            } => header(&mut out, ino, 0o020000 | mode, 0, (*major, *minor), path),
         }
     }
     header(&mut out, 0, 0, 0, (0, 0), "TRAILER!!!");
@@ -61,9 +93,19 @@ mod tests {
     #[test]
     fn cpio_tool_lists_and_extracts_it() {
         let bytes = archive(&[
-            Entry::Dir { path: "etc".into(), mode: 0o755 },
-            Entry::File { path: "etc/hello".into(), mode: 0o644, data: b"hello, kernel\n".to_vec() },
-            Entry::Symlink { path: "etc/link".into(), target: "hello".into() },
+            Entry::Dir {
+                path: "etc".into(),
+                mode: 0o755,
+            },
+            Entry::File {
+                path: "etc/hello".into(),
+                mode: 0o644,
+                data: b"hello, kernel\n".to_vec(),
+            },
+            Entry::Symlink {
+                path: "etc/link".into(),
+                target: "hello".into(),
+            },
         ]);
         assert_eq!(bytes.len() % 4, 0);
         let dir = std::env::temp_dir().join(format!("kreg-cpio-{}", std::process::id()));
@@ -77,8 +119,14 @@ mod tests {
         use std::io::Write;
         child.stdin.take().unwrap().write_all(&bytes).unwrap();
         assert!(child.wait().unwrap().success());
-        assert_eq!(std::fs::read_to_string(dir.join("etc/hello")).unwrap(), "hello, kernel\n");
-        assert_eq!(std::fs::read_link(dir.join("etc/link")).unwrap().to_str(), Some("hello"));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("etc/hello")).unwrap(),
+            "hello, kernel\n"
+        );
+        assert_eq!(
+            std::fs::read_link(dir.join("etc/link")).unwrap().to_str(),
+            Some("hello")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

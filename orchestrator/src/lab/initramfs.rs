@@ -48,7 +48,10 @@ fn err(s: impl Into<String>) -> LabError {
 
 /// Shared libraries a program needs, as `ldd` resolves them on this machine.
 fn shared_libs(program: &Path) -> Result<Vec<PathBuf>, LabError> {
-    let out = Command::new("ldd").arg(program).output().map_err(|e| err(format!("cannot run ldd: {e}")))?;
+    let out = Command::new("ldd")
+        .arg(program)
+        .output()
+        .map_err(|e| err(format!("cannot run ldd: {e}")))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if text.contains("not a dynamic executable") || !out.status.success() {
         return Ok(Vec::new());
@@ -67,9 +70,17 @@ fn shared_libs(program: &Path) -> Result<Vec<PathBuf>, LabError> {
 }
 
 fn find_module(modules_dir: &Path, name: &str) -> Option<PathBuf> {
-    let wanted = [format!("{name}.ko"), format!("{name}.ko.xz"), format!("{name}.ko.zst")];
+    let wanted = [
+        format!("{name}.ko"),
+        format!("{name}.ko.xz"),
+        format!("{name}.ko.zst"),
+    ];
     let alt = name.replace('_', "-");
-    let wanted_alt = [format!("{alt}.ko"), format!("{alt}.ko.xz"), format!("{alt}.ko.zst")];
+    let wanted_alt = [
+        format!("{alt}.ko"),
+        format!("{alt}.ko.xz"),
+        format!("{alt}.ko.zst"),
+    ];
     let mut stack = vec![modules_dir.join("kernel")];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).ok()?.flatten() {
@@ -99,7 +110,11 @@ fn module_bytes(path: &Path) -> Result<Vec<u8>, LabError> {
     match tool {
         None => std::fs::read(path).map_err(|e| err(format!("{}: {e}", path.display()))),
         Some(t) => {
-            let out = Command::new(t).arg("-dc").arg(path).output().map_err(|e| err(format!("cannot run {t}: {e}")))?;
+            let out = Command::new(t)
+                .arg("-dc")
+                .arg(path)
+                .output()
+                .map_err(|e| err(format!("cannot run {t}: {e}")))?;
             if !out.status.success() {
                 return Err(err(format!("{t} -dc {} failed", path.display())));
             }
@@ -115,7 +130,12 @@ fn module_depends(path: &Path) -> Result<Vec<String>, LabError> {
         .output()
         .map_err(|e| err(format!("cannot run modinfo (package kmod): {e}")))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    Ok(text.trim().split(',').filter(|s| !s.is_empty()).map(str::to_string).collect())
+    Ok(text
+        .trim()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect())
 }
 
 /// The modules to load, dependencies first, as (file name in the initramfs, bytes).
@@ -133,7 +153,9 @@ fn modules(modules_dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LabError> {
             return Ok(());
         }
         // Not found: built into this kernel.
-        let Some(path) = find_module(dir, name) else { return Ok(()) };
+        let Some(path) = find_module(dir, name) else {
+            return Ok(());
+        };
         for dep in module_depends(&path)? {
             visit(dir, &dep, order, files, depth + 1)?;
         }
@@ -148,58 +170,132 @@ fn modules(modules_dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LabError> {
 }
 
 /// Builds the initramfs for one kernel release and returns its bytes.
-pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>) -> Result<Vec<u8>, LabError> {
+pub fn build(
+    agent_bin: &Path,
+    token: &str,
+    modules_dir: Option<&Path>,
+) -> Result<Vec<u8>, LabError> {
     let busybox = Path::new("/bin/busybox");
     if !busybox.exists() {
-        return Err(err("/bin/busybox is missing: install the busybox-static package"));
+        return Err(err(
+            "/bin/busybox is missing: install the busybox-static package",
+        ));
     }
     let mut entries = Vec::new();
-    for d in ["bin", "dev", "etc", "etc/kreg", "lib", "lib/modules", "lib/modules/kreg", "proc", "root", "run", "sys", "tmp", "usr", "usr/bin", "var", "var/lib"] {
-        entries.push(Entry::Dir { path: d.into(), mode: 0o755 });
+    for d in [
+        "bin",
+        "dev",
+        "etc",
+        "etc/kreg",
+        "lib",
+        "lib/modules",
+        "lib/modules/kreg",
+        "proc",
+        "root",
+        "run",
+        "sys",
+        "tmp",
+        "usr",
+        "usr/bin",
+        "var",
+        "var/lib",
+    ] {
+        entries.push(Entry::Dir {
+            path: d.into(),
+            mode: 0o755,
+        });
     }
-    entries.push(Entry::CharDev { path: "dev/console".into(), mode: 0o600, major: 5, minor: 1 });
-    entries.push(Entry::CharDev { path: "dev/null".into(), mode: 0o666, major: 1, minor: 3 });
-    entries.push(Entry::File { path: "init".into(), mode: 0o755, data: INIT.as_bytes().to_vec() });
-    entries.push(Entry::File { path: "etc/kreg/token".into(), mode: 0o600, data: token.as_bytes().to_vec() });
+    entries.push(Entry::CharDev {
+        path: "dev/console".into(),
+        mode: 0o600,
+        major: 5,
+        minor: 1,
+    });
+    entries.push(Entry::CharDev {
+        path: "dev/null".into(),
+        mode: 0o666,
+        major: 1,
+        minor: 3,
+    });
+    entries.push(Entry::File {
+        path: "init".into(),
+        mode: 0o755,
+        data: INIT.as_bytes().to_vec(),
+    });
+    entries.push(Entry::File {
+        path: "etc/kreg/token".into(),
+        mode: 0o600,
+        data: token.as_bytes().to_vec(),
+    });
     let read = |p: &Path| std::fs::read(p).map_err(|e| err(format!("{}: {e}", p.display())));
-    entries.push(Entry::File { path: "bin/busybox".into(), mode: 0o755, data: read(busybox)? });
+    entries.push(Entry::File {
+        path: "bin/busybox".into(),
+        mode: 0o755,
+        data: read(busybox)?,
+    });
 
-    let mut programs: Vec<(PathBuf, String)> = vec![(agent_bin.to_path_buf(), "usr/bin/kreg-agent".into())];
+    let mut programs: Vec<(PathBuf, String)> =
+        vec![(agent_bin.to_path_buf(), "usr/bin/kreg-agent".into())];
     for (host, guest) in HOST_PROGRAMS {
         if !Path::new(host).exists() {
-            return Err(err(format!("{host} is missing: install the rt-tests package")));
+            return Err(err(format!(
+                "{host} is missing: install the rt-tests package"
+            )));
         }
         programs.push((PathBuf::from(host), guest.to_string()));
     }
     // A dynamically linked busybox works too, given its libraries.
     let mut libs: BTreeSet<PathBuf> = shared_libs(busybox)?.into_iter().collect();
     for (host, guest) in &programs {
-        entries.push(Entry::File { path: guest.clone(), mode: 0o755, data: read(host)? });
+        entries.push(Entry::File {
+            path: guest.clone(),
+            mode: 0o755,
+            data: read(host)?,
+        });
         libs.extend(shared_libs(host)?);
     }
     let mut dirs: BTreeSet<String> = BTreeSet::new();
     for lib in &libs {
         let rel = lib.to_string_lossy().trim_start_matches('/').to_string();
         let mut acc = String::new();
-        for part in Path::new(&rel).parent().into_iter().flat_map(|p| p.components()) {
+        for part in Path::new(&rel)
+            .parent()
+            .into_iter()
+            .flat_map(|p| p.components())
+        {
             if !acc.is_empty() {
                 acc.push('/');
             }
             acc.push_str(&part.as_os_str().to_string_lossy());
             if !["lib", "usr"].contains(&acc.as_str()) && dirs.insert(acc.clone()) {
-                entries.push(Entry::Dir { path: acc.clone(), mode: 0o755 });
+                entries.push(Entry::Dir {
+                    path: acc.clone(),
+                    mode: 0o755,
+                });
             }
         }
-        entries.push(Entry::File { path: rel, mode: 0o755, data: read(lib)? });
+        entries.push(Entry::File {
+            path: rel,
+            mode: 0o755,
+            data: read(lib)?,
+        });
     }
     let mut list = String::new();
     if let Some(dir) = modules_dir {
         for (name, bytes) in modules(dir)? {
             list.push_str(&name);
             list.push('\n');
-            entries.push(Entry::File { path: format!("lib/modules/kreg/{name}"), mode: 0o644, data: bytes });
+            entries.push(Entry::File {
+                path: format!("lib/modules/kreg/{name}"),
+                mode: 0o644,
+                data: bytes,
+            });
         }
     }
-    entries.push(Entry::File { path: "etc/kreg/modules".into(), mode: 0o644, data: list.into_bytes() });
+    entries.push(Entry::File {
+        path: "etc/kreg/modules".into(),
+        mode: 0o644,
+        data: list.into_bytes(),
+    });
     Ok(archive(&entries))
 }

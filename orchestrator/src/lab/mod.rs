@@ -44,40 +44,68 @@ pub struct Vm {
 
 impl std::fmt::Debug for Vm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Vm").field("port", &self.port).field("pid", &self.child.id()).finish()
+        f.debug_struct("Vm")
+            .field("port", &self.port)
+            .field("pid", &self.child.id())
+            .finish()
     }
 }
 
 fn free_port() -> Result<u16, LabError> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| LabError::Msg(format!("no free loopback port: {e}")))?;
-    Ok(l.local_addr().map_err(|e| LabError::Msg(e.to_string()))?.port())
+    let l = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| LabError::Msg(format!("no free loopback port: {e}")))?;
+    Ok(l.local_addr()
+        .map_err(|e| LabError::Msg(e.to_string()))?
+        .port())
 }
 
 impl Vm {
     /// Starts qemu. It dies with the process that started it (PR_SET_PDEATHSIG), so a
     /// killed controller leaves no VM behind.
     pub fn start(spec: &VmSpec) -> Result<Vm, LabError> {
-        std::fs::create_dir_all(&spec.dir).map_err(|e| LabError::Msg(format!("{}: {e}", spec.dir.display())))?;
+        std::fs::create_dir_all(&spec.dir)
+            .map_err(|e| LabError::Msg(format!("{}: {e}", spec.dir.display())))?;
         let port = free_port()?;
         let console = spec.dir.join("console.log");
         let accel = if spec.accel == "kvm" { "kvm" } else { "tcg" };
         let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args(["-accel", accel, "-cpu", "max", "-nodefaults", "-no-reboot", "-display", "none"])
-            .args(["-smp", &spec.cpus.to_string(), "-m", &spec.memory_mib.to_string()])
-            .arg("-kernel")
-            .arg(&spec.vmlinuz)
-            .arg("-initrd")
-            .arg(&spec.initrd)
-            .args(["-append", CMDLINE])
-            .arg("-serial")
-            .arg(format!("file:{}", console.display()))
-            .args(["-netdev", &format!("user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{}", initramfs::GUEST_AGENT_PORT)])
-            .args(["-device", "virtio-net-pci,netdev=n0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(spec.dir.join("qemu.stderr")).map_err(|e| LabError::Msg(e.to_string()))?,
-            ));
+        cmd.args([
+            "-accel",
+            accel,
+            "-cpu",
+            "max",
+            "-nodefaults",
+            "-no-reboot",
+            "-display",
+            "none",
+        ])
+        .args([
+            "-smp",
+            &spec.cpus.to_string(),
+            "-m",
+            &spec.memory_mib.to_string(),
+        ])
+        .arg("-kernel")
+        .arg(&spec.vmlinuz)
+        .arg("-initrd")
+        .arg(&spec.initrd)
+        .args(["-append", CMDLINE])
+        .arg("-serial")
+        .arg(format!("file:{}", console.display()))
+        .args([
+            "-netdev",
+            &format!(
+                "user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{}",
+                initramfs::GUEST_AGENT_PORT
+            ),
+        ])
+        .args(["-device", "virtio-net-pci,netdev=n0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(
+            std::fs::File::create(spec.dir.join("qemu.stderr"))
+                .map_err(|e| LabError::Msg(e.to_string()))?,
+        ));
         {
             use std::os::unix::process::CommandExt;
             // SAFETY: prctl is async-signal-safe.
@@ -89,9 +117,15 @@ impl Vm {
             }
         }
         let child = cmd.spawn().map_err(|e| {
-            LabError::Msg(format!("cannot start qemu-system-x86_64 (install qemu-system-x86): {e}"))
+            LabError::Msg(format!(
+                "cannot start qemu-system-x86_64 (install qemu-system-x86): {e}"
+            ))
         })?;
-        Ok(Vm { child, port, console })
+        Ok(Vm {
+            child,
+            port,
+            console,
+        })
     }
 
     pub fn url(&self) -> String {
@@ -121,7 +155,9 @@ impl Drop for Vm {
 }
 
 pub fn console_tail(path: &Path, lines: usize) -> String {
-    let text = std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let text = std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
@@ -138,7 +174,10 @@ pub async fn wait_for_agent(
     loop {
         if let Some(vm) = vm.as_deref_mut() {
             if let Some(status) = vm.exited() {
-                return Err(format!("the VM stopped ({status}) before its agent answered; console:\n{}", vm.console_tail(25)));
+                return Err(format!(
+                    "the VM stopped ({status}) before its agent answered; console:\n{}",
+                    vm.console_tail(25)
+                ));
             }
         }
         let last = match client.identity().await {
@@ -147,8 +186,13 @@ pub async fn wait_for_agent(
             Err(e) => e.to_string(),
         };
         if Instant::now() >= deadline {
-            let console = vm.map(|v| format!("; console:\n{}", v.console_tail(25))).unwrap_or_default();
-            return Err(format!("not back within {}s (last: {last}){console}", timeout.as_secs()));
+            let console = vm
+                .map(|v| format!("; console:\n{}", v.console_tail(25)))
+                .unwrap_or_default();
+            return Err(format!(
+                "not back within {}s (last: {last}){console}",
+                timeout.as_secs()
+            ));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

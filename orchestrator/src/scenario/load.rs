@@ -23,9 +23,17 @@ impl Diagnostic {
 
 /// Parses and validates a scenario. Relative paths in it are taken from `base_dir`.
 pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>> {
-    let root = yaml::parse(text)
-        .map_err(|e| vec![Diagnostic { line: e.line, col: e.col, message: format!("YAML syntax: {}", e.message) }])?;
-    let mut cx = Cx { diags: Vec::new(), base_dir };
+    let root = yaml::parse(text).map_err(|e| {
+        vec![Diagnostic {
+            line: e.line,
+            col: e.col,
+            message: format!("YAML syntax: {}", e.message),
+        }]
+    })?;
+    let mut cx = Cx {
+        diags: Vec::new(),
+        base_dir,
+    };
     let scenario = cx.scenario(&root);
     match scenario {
         Some(s) if cx.diags.is_empty() => Ok(s),
@@ -49,13 +57,20 @@ struct Fields<'n> {
 
 impl<'n> Fields<'n> {
     fn get(&self, key: &str) -> Option<&'n Node> {
-        self.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+        self.entries
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
     }
 }
 
 impl<'a> Cx<'a> {
     fn error(&mut self, node: &Node, message: impl Into<String>) {
-        self.diags.push(Diagnostic { line: node.line, col: node.col, message: message.into() });
+        self.diags.push(Diagnostic {
+            line: node.line,
+            col: node.col,
+            message: message.into(),
+        });
     }
 
     fn expected(&mut self, node: &Node, what: &str, expected: &str) {
@@ -75,7 +90,13 @@ impl<'a> Cx<'a> {
                 continue;
             };
             if !allowed.contains(&key.as_str()) {
-                self.error(k, format!("unknown field `{key}` in {what}; expected one of: {}", allowed.join(", ")));
+                self.error(
+                    k,
+                    format!(
+                        "unknown field `{key}` in {what}; expected one of: {}",
+                        allowed.join(", ")
+                    ),
+                );
                 continue;
             }
             if out.iter().any(|(seen, _)| seen == key) {
@@ -109,7 +130,8 @@ impl<'a> Cx<'a> {
         let s = self.string(node, what)?;
         let ok = !s.is_empty()
             && s.len() <= 64
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));
         if !ok {
             self.error(node, format!("{what}: {s:?} is not a valid name (1 to 64 of letters, digits, '.', '_', '-', '+')"));
             return None;
@@ -125,7 +147,10 @@ impl<'a> Cx<'a> {
         match parsed {
             Some(n) if (min..=max).contains(&n) => Some(n),
             Some(n) => {
-                self.error(node, format!("{what}: {n} is out of range ({min} to {max})"));
+                self.error(
+                    node,
+                    format!("{what}: {n} is out of range ({min} to {max})"),
+                );
                 None
             }
             None => {
@@ -171,18 +196,37 @@ impl<'a> Cx<'a> {
         match num.parse::<u64>() {
             Ok(n) if n > 0 && n * mult <= 7 * 24 * 3600 => Some(n * mult),
             _ => {
-                self.expected(node, what, "a duration such as 90, 90s, 10m or 2h (at most a week)");
+                self.expected(
+                    node,
+                    what,
+                    "a duration such as 90, 90s, 10m or 2h (at most a week)",
+                );
                 None
             }
         }
     }
 
     fn scenario(&mut self, root: &Node) -> Option<Scenario> {
-        const TOP: &[&str] = &["name", "hosts", "kernels", "baseline", "boot", "variants", "workloads", "iterations"];
+        const TOP: &[&str] = &[
+            "name",
+            "hosts",
+            "kernels",
+            "baseline",
+            "boot",
+            "variants",
+            "workloads",
+            "iterations",
+        ];
         let f = self.map(root, "the scenario", TOP)?;
-        let name = self.required(&f, "name", "the scenario").and_then(|n| self.name(n, "name"));
-        let hosts = self.required(&f, "hosts", "the scenario").and_then(|n| self.hosts(n));
-        let kernels = self.required(&f, "kernels", "the scenario").and_then(|n| self.kernels(n));
+        let name = self
+            .required(&f, "name", "the scenario")
+            .and_then(|n| self.name(n, "name"));
+        let hosts = self
+            .required(&f, "hosts", "the scenario")
+            .and_then(|n| self.hosts(n));
+        let kernels = self
+            .required(&f, "kernels", "the scenario")
+            .and_then(|n| self.kernels(n));
         let baseline_node = f.get("baseline");
         let baseline = baseline_node.and_then(|n| self.name(n, "baseline"));
         let boot = match f.get("boot") {
@@ -191,9 +235,15 @@ impl<'a> Cx<'a> {
         };
         let variants = match f.get("variants") {
             Some(n) => self.variants(n),
-            None => Some(vec![Variant { name: "default".into(), policy: Policy::Other, features: vec![] }]),
+            None => Some(vec![Variant {
+                name: "default".into(),
+                policy: Policy::Other,
+                features: vec![],
+            }]),
         };
-        let workloads = self.required(&f, "workloads", "the scenario").and_then(|n| self.workloads(n));
+        let workloads = self
+            .required(&f, "workloads", "the scenario")
+            .and_then(|n| self.workloads(n));
         let iterations = match f.get("iterations") {
             Some(n) => self.uint(n, "iterations", 1, 1000).map(|n| n as u32),
             None => Some(1),
@@ -205,7 +255,13 @@ impl<'a> Cx<'a> {
             (Some(b), Some(node)) => {
                 if !kernels.iter().any(|k| k.name == b) {
                     let names: Vec<_> = kernels.iter().map(|k| k.name.as_str()).collect();
-                    self.error(node, format!("baseline `{b}` is not one of the kernels ({})", names.join(", ")));
+                    self.error(
+                        node,
+                        format!(
+                            "baseline `{b}` is not one of the kernels ({})",
+                            names.join(", ")
+                        ),
+                    );
                 }
                 b
             }
@@ -215,22 +271,39 @@ impl<'a> Cx<'a> {
         let suts = hosts.iter().filter(|h| h.role == Role::Sut).count();
         if suts != 1 {
             let hosts_node = f.get("hosts").expect("required above");
-            self.error(hosts_node, format!("hosts: exactly one host must have role `sut`, found {suts}"));
+            self.error(
+                hosts_node,
+                format!("hosts: exactly one host must have role `sut`, found {suts}"),
+            );
         }
         let workloads_node = f.get("workloads").expect("required above");
-        let sut_name = hosts.iter().find(|h| h.role == Role::Sut).map(|h| h.name.clone());
+        let sut_name = hosts
+            .iter()
+            .find(|h| h.role == Role::Sut)
+            .map(|h| h.name.clone());
         let mut resolved = Vec::new();
-        for (w, item) in workloads.into_iter().zip(self.seq(workloads_node, "workloads").unwrap_or(&[])) {
+        for (w, item) in workloads
+            .into_iter()
+            .zip(self.seq(workloads_node, "workloads").unwrap_or(&[]))
+        {
             let on = match w.on {
                 Some(on) => {
                     if !hosts.iter().any(|h| h.name == on) {
-                        self.error(item, format!("workload `{}` runs on `{on}`, which is not a host", w.name));
+                        self.error(
+                            item,
+                            format!("workload `{}` runs on `{on}`, which is not a host", w.name),
+                        );
                     }
                     on
                 }
                 None => sut_name.clone().unwrap_or_default(),
             };
-            resolved.push(Workload { name: w.name, on, timeout_secs: w.timeout_secs, kind: w.kind });
+            resolved.push(Workload {
+                name: w.name,
+                on,
+                timeout_secs: w.timeout_secs,
+                kind: w.kind,
+            });
         }
         Some(Scenario {
             name: name?,
@@ -283,29 +356,45 @@ impl<'a> Cx<'a> {
     fn host(&mut self, name: &str, node: &Node) -> Option<Host> {
         let what = format!("host `{name}`");
         let f = self.map(node, &what, &["role", "transport"])?;
-        let role = self.required(&f, "role", &what).and_then(|n| {
-            match self.string(n, "role")?.as_str() {
-                "sut" => Some(Role::Sut),
-                "loadgen" => Some(Role::Loadgen),
-                other => {
-                    self.error(n, format!("role: unknown role `{other}`; expected sut or loadgen"));
-                    None
-                }
-            }
-        });
-        let transport = self.required(&f, "transport", &what).and_then(|n| self.transport(n, &what));
-        Some(Host { name: name.to_string(), role: role?, transport: transport? })
+        let role =
+            self.required(&f, "role", &what)
+                .and_then(|n| match self.string(n, "role")?.as_str() {
+                    "sut" => Some(Role::Sut),
+                    "loadgen" => Some(Role::Loadgen),
+                    other => {
+                        self.error(
+                            n,
+                            format!("role: unknown role `{other}`; expected sut or loadgen"),
+                        );
+                        None
+                    }
+                });
+        let transport = self
+            .required(&f, "transport", &what)
+            .and_then(|n| self.transport(n, &what));
+        Some(Host {
+            name: name.to_string(),
+            role: role?,
+            transport: transport?,
+        })
     }
 
     fn transport(&mut self, node: &Node, host: &str) -> Option<Transport> {
         let what = format!("the transport of {host}");
-        let f = self.map(node, &what, &["kind", "url", "token_file", "cpus", "memory_mib"])?;
+        let f = self.map(
+            node,
+            &what,
+            &["kind", "url", "token_file", "cpus", "memory_mib"],
+        )?;
         let kind_node = self.required(&f, "kind", &what)?;
         let kind = self.string(kind_node, "kind")?;
         let refuse = |cx: &mut Self, keys: &[&str], kind: &str| {
             for key in keys {
                 if let Some(n) = f.get(key) {
-                    cx.error(n, format!("`{key}` does not apply to transport kind `{kind}`"));
+                    cx.error(
+                        n,
+                        format!("`{key}` does not apply to transport kind `{kind}`"),
+                    );
                 }
             }
         };
@@ -320,17 +409,34 @@ impl<'a> Cx<'a> {
                     }
                     Some(u)
                 });
-                let token = self.required(&f, "token_file", &what).and_then(|n| self.string(n, "token_file"));
-                Some(Transport::Http { url: url?, token_file: self.base_dir.join(token?) })
+                let token = self
+                    .required(&f, "token_file", &what)
+                    .and_then(|n| self.string(n, "token_file"));
+                Some(Transport::Http {
+                    url: url?,
+                    token_file: self.base_dir.join(token?),
+                })
             }
             "lab" => {
                 refuse(self, &["url", "token_file"], "lab");
-                let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
-                let mem = f.get("memory_mib").map(|n| self.uint(n, "memory_mib", 256, 8192)).unwrap_or(Some(1024));
-                Some(Transport::Lab { cpus: cpus? as u32, memory_mib: mem? as u32 })
+                let cpus = f
+                    .get("cpus")
+                    .map(|n| self.uint(n, "cpus", 1, 8))
+                    .unwrap_or(Some(2));
+                let mem = f
+                    .get("memory_mib")
+                    .map(|n| self.uint(n, "memory_mib", 256, 8192))
+                    .unwrap_or(Some(1024));
+                Some(Transport::Lab {
+                    cpus: cpus? as u32,
+                    memory_mib: mem? as u32,
+                })
             }
             other => {
-                self.error(kind_node, format!("kind: unknown transport `{other}`; expected http or lab"));
+                self.error(
+                    kind_node,
+                    format!("kind: unknown transport `{other}`; expected http or lab"),
+                );
                 None
             }
         }
@@ -339,7 +445,10 @@ impl<'a> Cx<'a> {
     fn kernels(&mut self, node: &Node) -> Option<Vec<Kernel>> {
         let items = self.seq(node, "kernels")?;
         if items.is_empty() {
-            self.error(node, "kernels: declare at least one kernel (source `running` stays on the current one)");
+            self.error(
+                node,
+                "kernels: declare at least one kernel (source `running` stays on the current one)",
+            );
             return None;
         }
         let mut out = Vec::new();
@@ -350,16 +459,26 @@ impl<'a> Cx<'a> {
                 None => ok = false,
             }
         }
-        self.unique(items.iter().zip(out.iter().map(|k| k.name.clone())), "kernel");
+        self.unique(
+            items.iter().zip(out.iter().map(|k| k.name.clone())),
+            "kernel",
+        );
         ok.then_some(out)
     }
 
     fn kernel(&mut self, node: &Node) -> Option<Kernel> {
         let f = self.map(node, "a kernel", &["name", "source"])?;
-        let name = self.required(&f, "name", "a kernel").and_then(|n| self.name(n, "kernel name"));
+        let name = self
+            .required(&f, "name", "a kernel")
+            .and_then(|n| self.name(n, "kernel name"));
         let what = format!("kernel `{}`", name.as_deref().unwrap_or("?"));
-        let source = self.required(&f, "source", &what).and_then(|n| self.kernel_source(n, &what));
-        Some(Kernel { name: name?, source: source? })
+        let source = self
+            .required(&f, "source", &what)
+            .and_then(|n| self.kernel_source(n, &what));
+        Some(Kernel {
+            name: name?,
+            source: source?,
+        })
     }
 
     fn kernel_source(&mut self, node: &Node, kernel: &str) -> Option<KernelSource> {
@@ -374,18 +493,30 @@ impl<'a> Cx<'a> {
             (Some(d), None) => {
                 let package = self.string(d, "deb")?;
                 if !package.starts_with("linux-image-") {
-                    self.error(d, format!("deb: {package:?} is not a Debian kernel image package (linux-image-…)"));
+                    self.error(
+                        d,
+                        format!(
+                            "deb: {package:?} is not a Debian kernel image package (linux-image-…)"
+                        ),
+                    );
                     return None;
                 }
                 Some(KernelSource::Deb { package })
             }
-            (None, Some(p)) => Some(KernelSource::Path { vmlinuz: self.base_dir.join(self.string(p, "path")?) }),
+            (None, Some(p)) => Some(KernelSource::Path {
+                vmlinuz: self.base_dir.join(self.string(p, "path")?),
+            }),
             (Some(_), Some(p)) => {
                 self.error(p, format!("{what}: give one of `deb` or `path`, not both"));
                 None
             }
             (None, None) => {
-                self.error(node, format!("{what}: expected `running`, {{ deb: PACKAGE }} or {{ path: VMLINUZ }}"));
+                self.error(
+                    node,
+                    format!(
+                        "{what}: expected `running`, {{ deb: PACKAGE }} or {{ path: VMLINUZ }}"
+                    ),
+                );
                 None
             }
         }
@@ -403,7 +534,10 @@ impl<'a> Cx<'a> {
     fn variants(&mut self, node: &Node) -> Option<Vec<Variant>> {
         let items = self.seq(node, "variants")?;
         if items.is_empty() {
-            self.error(node, "variants: declare at least one variant, e.g. { name: default }");
+            self.error(
+                node,
+                "variants: declare at least one variant, e.g. { name: default }",
+            );
             return None;
         }
         let mut out = Vec::new();
@@ -414,13 +548,18 @@ impl<'a> Cx<'a> {
                 None => ok = false,
             }
         }
-        self.unique(items.iter().zip(out.iter().map(|v| v.name.clone())), "variant");
+        self.unique(
+            items.iter().zip(out.iter().map(|v| v.name.clone())),
+            "variant",
+        );
         ok.then_some(out)
     }
 
     fn variant(&mut self, node: &Node) -> Option<Variant> {
         let f = self.map(node, "a variant", &["name", "policy", "features"])?;
-        let name = self.required(&f, "name", "a variant").and_then(|n| self.name(n, "variant name"));
+        let name = self
+            .required(&f, "name", "a variant")
+            .and_then(|n| self.name(n, "variant name"));
         let policy = match f.get("policy") {
             None => Some(Policy::Other),
             Some(n) => match self.string(n, "policy")?.as_str() {
@@ -428,7 +567,10 @@ impl<'a> Cx<'a> {
                 "batch" => Some(Policy::Batch),
                 "idle" => Some(Policy::Idle),
                 p => {
-                    self.error(n, format!("policy: unknown policy `{p}`; expected other, batch or idle"));
+                    self.error(
+                        n,
+                        format!("policy: unknown policy `{p}`; expected other, batch or idle"),
+                    );
                     None
                 }
             },
@@ -440,7 +582,11 @@ impl<'a> Cx<'a> {
                 let mut out = Vec::new();
                 for item in items {
                     let s = self.string(item, "a sched feature")?;
-                    if s.is_empty() || !s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') {
+                    if s.is_empty()
+                        || !s
+                            .chars()
+                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                    {
                         self.error(item, format!("{s:?} is not a sched feature name (like PLACE_LAG or NO_RUN_TO_PARITY)"));
                         return None;
                     }
@@ -449,7 +595,11 @@ impl<'a> Cx<'a> {
                 Some(out)
             }
         };
-        Some(Variant { name: name?, policy: policy?, features: features? })
+        Some(Variant {
+            name: name?,
+            policy: policy?,
+            features: features?,
+        })
     }
 
     fn workloads(&mut self, node: &Node) -> Option<Vec<PendingWorkload>> {
@@ -466,7 +616,10 @@ impl<'a> Cx<'a> {
                 None => ok = false,
             }
         }
-        self.unique(items.iter().zip(out.iter().map(|w| w.name.clone())), "workload");
+        self.unique(
+            items.iter().zip(out.iter().map(|w| w.name.clone())),
+            "workload",
+        );
         ok.then_some(out)
     }
 
@@ -477,7 +630,9 @@ impl<'a> Cx<'a> {
             "argv", "metrics", // command
         ];
         let f = self.map(node, "a workload", KEYS)?;
-        let name = self.required(&f, "name", "a workload").and_then(|n| self.name(n, "workload name"));
+        let name = self
+            .required(&f, "name", "a workload")
+            .and_then(|n| self.name(n, "workload name"));
         let what = format!("workload `{}`", name.as_deref().unwrap_or("?"));
         let on = match f.get("on") {
             Some(n) => Some(self.name(n, "on")?),
@@ -492,19 +647,43 @@ impl<'a> Cx<'a> {
         let only = |cx: &mut Self, allowed: &[&str]| {
             for (k, v) in &f.entries {
                 if !["name", "kind", "on", "timeout"].contains(k) && !allowed.contains(k) {
-                    cx.error(v, format!("`{k}` does not apply to workload kind `{kind_name}`"));
+                    cx.error(
+                        v,
+                        format!("`{k}` does not apply to workload kind `{kind_name}`"),
+                    );
                 }
             }
         };
         let kind = match kind_name.as_str() {
             "hackbench" => {
-                only(self, &["groups", "loops", "pipe", "threads", "fds", "datasize"]);
-                let groups = f.get("groups").map(|n| self.uint(n, "groups (-g)", 1, 10_000)).unwrap_or(Some(10));
-                let loops = f.get("loops").map(|n| self.uint(n, "loops (-l)", 1, 100_000_000)).unwrap_or(Some(100));
-                let pipe = f.get("pipe").map(|n| self.boolean(n, "pipe (-p)")).unwrap_or(Some(false));
-                let threads = f.get("threads").map(|n| self.boolean(n, "threads (-T)")).unwrap_or(Some(false));
-                let fds = match f.get("fds") { None => Some(None), Some(n) => self.uint(n, "fds (-f)", 1, 1000).map(Some) };
-                let datasize = match f.get("datasize") { None => Some(None), Some(n) => self.uint(n, "datasize (-s)", 1, 1 << 20).map(Some) };
+                only(
+                    self,
+                    &["groups", "loops", "pipe", "threads", "fds", "datasize"],
+                );
+                let groups = f
+                    .get("groups")
+                    .map(|n| self.uint(n, "groups (-g)", 1, 10_000))
+                    .unwrap_or(Some(10));
+                let loops = f
+                    .get("loops")
+                    .map(|n| self.uint(n, "loops (-l)", 1, 100_000_000))
+                    .unwrap_or(Some(100));
+                let pipe = f
+                    .get("pipe")
+                    .map(|n| self.boolean(n, "pipe (-p)"))
+                    .unwrap_or(Some(false));
+                let threads = f
+                    .get("threads")
+                    .map(|n| self.boolean(n, "threads (-T)"))
+                    .unwrap_or(Some(false));
+                let fds = match f.get("fds") {
+                    None => Some(None),
+                    Some(n) => self.uint(n, "fds (-f)", 1, 1000).map(Some),
+                };
+                let datasize = match f.get("datasize") {
+                    None => Some(None),
+                    Some(n) => self.uint(n, "datasize (-s)", 1, 1 << 20).map(Some),
+                };
                 WorkloadKind::Hackbench(Hackbench {
                     groups: groups? as u32,
                     loops: loops? as u32,
@@ -522,22 +701,42 @@ impl<'a> Cx<'a> {
                         self.error(n, "argv: give at least the program");
                         return None;
                     }
-                    items.iter().map(|i| self.string(i, "an argv element")).collect::<Option<Vec<_>>>()
+                    items
+                        .iter()
+                        .map(|i| self.string(i, "an argv element"))
+                        .collect::<Option<Vec<_>>>()
                 });
-                let metrics = self.required(&f, "metrics", &what).and_then(|n| self.metrics(n));
-                WorkloadKind::Command(CommandWorkload { argv: argv?, metrics: metrics? })
+                let metrics = self
+                    .required(&f, "metrics", &what)
+                    .and_then(|n| self.metrics(n));
+                WorkloadKind::Command(CommandWorkload {
+                    argv: argv?,
+                    metrics: metrics?,
+                })
             }
             other => {
-                self.error(kind_node, format!("kind: unknown workload kind `{other}`; expected hackbench or command"));
+                self.error(
+                    kind_node,
+                    format!("kind: unknown workload kind `{other}`; expected hackbench or command"),
+                );
                 return None;
             }
         };
-        Some(PendingWorkload { name: name?, on, timeout_secs, kind })
+        Some(PendingWorkload {
+            name: name?,
+            on,
+            timeout_secs,
+            kind,
+        })
     }
 
     fn metrics(&mut self, node: &Node) -> Option<Vec<MetricPattern>> {
         let Kind::Map(entries) = &node.kind else {
-            self.expected(node, "metrics", "a mapping of metric name to { regex, unit, higher_is_better }");
+            self.expected(
+                node,
+                "metrics",
+                "a mapping of metric name to { regex, unit, higher_is_better }",
+            );
             return None;
         };
         if entries.is_empty() {
@@ -548,7 +747,9 @@ impl<'a> Cx<'a> {
         for (k, v) in entries {
             let name = self.name(k, "metric name");
             let what = format!("metric `{}`", name.as_deref().unwrap_or("?"));
-            let Some(f) = self.map(v, &what, &["regex", "unit", "higher_is_better"]) else { continue };
+            let Some(f) = self.map(v, &what, &["regex", "unit", "higher_is_better"]) else {
+                continue;
+            };
             let regex = self.required(&f, "regex", &what).and_then(|n| {
                 let r = self.string(n, "regex")?;
                 match regex::Regex::new(&r) {
@@ -567,9 +768,18 @@ impl<'a> Cx<'a> {
                 Some(n) => self.string(n, "unit"),
                 None => Some(String::new()),
             };
-            let hib = self.required(&f, "higher_is_better", &what).and_then(|n| self.boolean(n, "higher_is_better"));
-            if let (Some(name), Some(regex), Some(unit), Some(higher_is_better)) = (name, regex, unit, hib) {
-                out.push(MetricPattern { name, regex, unit, higher_is_better });
+            let hib = self
+                .required(&f, "higher_is_better", &what)
+                .and_then(|n| self.boolean(n, "higher_is_better"));
+            if let (Some(name), Some(regex), Some(unit), Some(higher_is_better)) =
+                (name, regex, unit, hib)
+            {
+                out.push(MetricPattern {
+                    name,
+                    regex,
+                    unit,
+                    higher_is_better,
+                });
             }
         }
         Some(out)

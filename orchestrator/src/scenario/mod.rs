@@ -39,7 +39,10 @@ impl Scenario {
     }
     /// The machine under test (validation guarantees there is exactly one).
     pub fn sut(&self) -> &Host {
-        self.hosts.iter().find(|h| h.role == Role::Sut).expect("validated: one sut")
+        self.hosts
+            .iter()
+            .find(|h| h.role == Role::Sut)
+            .expect("validated: one sut")
     }
 }
 
@@ -143,7 +146,12 @@ impl Hackbench {
         if self.threads {
             v.push("-T".into());
         }
-        v.extend(["-g".into(), self.groups.to_string(), "-l".into(), self.loops.to_string()]);
+        v.extend([
+            "-g".into(),
+            self.groups.to_string(),
+            "-l".into(),
+            self.loops.to_string(),
+        ]);
         if let Some(f) = self.fds {
             v.extend(["-f".into(), f.to_string()]);
         }

@@ -20,7 +20,11 @@ pub struct Scratch(pub PathBuf);
 impl Scratch {
     pub fn new(name: &str) -> Scratch {
         static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!("kreg-it-{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+        let p = std::env::temp_dir().join(format!(
+            "kreg-it-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         Scratch(p)
@@ -43,16 +47,30 @@ pub async fn fresh_db(name: &str) -> TestDb {
     let base = std::env::var("DATABASE_URL")
         .expect("DATABASE_URL must name a PostgreSQL server the tests may create databases on (scripts/test.sh sets it)");
     let db = format!("kreg_it_{name}_{}", std::process::id());
-    let mut admin = PgConnectOptions::from_str(&base).unwrap().connect().await.expect("connect to DATABASE_URL");
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {db}")).execute(&mut admin).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {db}")).execute(&mut admin).await.unwrap();
+    let mut admin = PgConnectOptions::from_str(&base)
+        .unwrap()
+        .connect()
+        .await
+        .expect("connect to DATABASE_URL");
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {db}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    sqlx::query(&format!("CREATE DATABASE {db}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
     let (head, query) = match base.split_once('?') {
         Some((h, q)) => (h.to_string(), format!("?{q}")),
         None => (base.clone(), String::new()),
     };
-    let (server, _) = head.rsplit_once('/').expect("DATABASE_URL has a database name");
+    let (server, _) = head
+        .rsplit_once('/')
+        .expect("DATABASE_URL has a database name");
     let url = format!("{server}/{db}{query}");
-    let pool = kreg::store::open(PgConnectOptions::from_str(&url).unwrap()).await.unwrap();
+    let pool = kreg::store::open(PgConnectOptions::from_str(&url).unwrap())
+        .await
+        .unwrap();
     TestDb { url, pool }
 }
 
@@ -60,7 +78,11 @@ pub async fn fresh_db(name: &str) -> TestDb {
 pub fn agent_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let p = exe.parent().unwrap().parent().unwrap().join("kreg-agent");
-    assert!(p.exists(), "{} is missing: run `cargo build --workspace --bins` first", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        p.display()
+    );
     p
 }
 
@@ -87,9 +109,19 @@ impl Agent {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().strip_prefix("kreg-agent listening on ").unwrap_or_else(|| panic!("agent said {line:?}"));
-        Agent { child, url: format!("http://{addr}"), token_file, _dir: dir }
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("kreg-agent listening on ")
+            .unwrap_or_else(|| panic!("agent said {line:?}"));
+        Agent {
+            child,
+            url: format!("http://{addr}"),
+            token_file,
+            _dir: dir,
+        }
     }
 }
 
@@ -103,6 +135,8 @@ impl Drop for Agent {
 /// `kreg` with the test's database and a private data dir.
 pub fn kreg(db: &TestDb, data_dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kreg"));
-    c.env("DATABASE_URL", &db.url).env("KREG_DATA_DIR", data_dir).env("KREG_AGENT_BIN", agent_bin());
+    c.env("DATABASE_URL", &db.url)
+        .env("KREG_DATA_DIR", data_dir)
+        .env("KREG_AGENT_BIN", agent_bin());
     c
 }

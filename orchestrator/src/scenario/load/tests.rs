@@ -28,7 +28,11 @@ iterations: 3
 fn check(text: &str, expected: &str) {
     let got = match from_str(text, Path::new("/scn")) {
         Ok(_) => "ok".to_string(),
-        Err(diags) => diags.iter().map(|d| d.render("f.yaml")).collect::<Vec<_>>().join("\n"),
+        Err(diags) => diags
+            .iter()
+            .map(|d| d.render("f.yaml"))
+            .collect::<Vec<_>>()
+            .join("\n"),
     };
     assert_eq!(got.trim(), expected.trim(), "\n--- got ---\n{got}\n");
 }
@@ -42,7 +46,9 @@ fn good_scenario_loads() {
     assert_eq!(s.variants[1].policy, Policy::Batch);
     assert_eq!(s.variants[1].features, vec!["NO_PLACE_LAG"]);
     assert_eq!(s.workloads[0].on, "sut");
-    let WorkloadKind::Hackbench(h) = &s.workloads[0].kind else { panic!() };
+    let WorkloadKind::Hackbench(h) = &s.workloads[0].kind else {
+        panic!()
+    };
     assert_eq!(h.argv(), ["hackbench", "-p", "-g", "1", "-l", "50"]);
     assert_eq!(s.iterations, 3);
 }
@@ -98,7 +104,10 @@ f.yaml:3:40: kernel `a` is declared twice
 f.yaml:5:13: iterations: 0 is out of range (1 to 1000)
 ",
     );
-    check("name: [unclosed\n", "f.yaml:2:1: YAML syntax: while parsing a flow sequence, expected ',' or ']'");
+    check(
+        "name: [unclosed\n",
+        "f.yaml:2:1: YAML syntax: while parsing a flow sequence, expected ',' or ']'",
+    );
 }
 
 #[test]
