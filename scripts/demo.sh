@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 kreg_need_packages
+kreg_need_apt_lists
 cargo build -q --workspace --bins
 ./target/debug/kreg validate scenarios/lab-hackbench.yaml
 exec ./target/debug/kreg run scenarios/lab-hackbench.yaml

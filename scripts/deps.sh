@@ -22,3 +22,12 @@ kreg_need_packages() {
     apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
   fi
 }
+
+# The lab fetches kernels with `apt-get download`, which needs current package lists.
+kreg_need_apt_lists() {
+  if ! find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | grep -q . \
+     || ! apt-cache show linux-image-amd64 >/dev/null 2>&1; then
+    echo "kreg: refreshing the package lists (apt-get update)" >&2
+    apt-get update -q >&2
+  fi
+}

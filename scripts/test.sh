@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 kreg_need_packages
+kreg_need_apt_lists
 cargo build --workspace --bins
 if [ -z "${DATABASE_URL:-}" ]; then
   if [ "${CI:-}" = true ]; then
@@ -14,6 +15,6 @@ if [ -z "${DATABASE_URL:-}" ]; then
   export KREG_TEST_DATA_DIR=${KREG_TEST_DATA_DIR:-/tmp/kreg-test-data}
   DATABASE_URL=$(KREG_DATA_DIR=$KREG_TEST_DATA_DIR ./target/debug/kreg db url)
   export DATABASE_URL
+  echo "tests use kreg's private cluster: $DATABASE_URL" >&2
 fi
-echo "tests use $DATABASE_URL" >&2
 cargo test --workspace -- --test-threads=2

@@ -6,8 +6,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::wire::{
-    Envelope, ExecRequest, ExecResult, Identity, Reply, Step, StepError, StepOutput, Uploaded,
-    VersionInfo,
+    Envelope, ExecRequest, ExecResult, Identity, Reply, Step, StepError, StepOutput, Uploaded, VersionInfo,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -99,27 +98,20 @@ impl AgentClient {
         Ok(v)
     }
 
-    async fn decode<T: DeserializeOwned>(
-        &self,
-        step: &'static str,
-        resp: reqwest::Response,
-    ) -> Result<T, ClientError> {
+    async fn decode<T: DeserializeOwned>(&self, step: &'static str, resp: reqwest::Response) -> Result<T, ClientError> {
         if resp.status() == reqwest::StatusCode::UNAUTHORIZED {
-            return Err(ClientError::Unauthorized {
-                url: self.base.clone(),
-            });
+            return Err(ClientError::Unauthorized { url: self.base.clone() });
         }
         let status = resp.status();
         let bytes = resp.bytes().await.map_err(|e| self.unreachable(e))?;
-        let env: Envelope<T> =
-            serde_json::from_slice(&bytes).map_err(|e| ClientError::Unexpected {
-                url: self.base.clone(),
-                step,
-                detail: format!(
-                    "HTTP {status}, {e}: {:?}",
-                    String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
-                ),
-            })?;
+        let env: Envelope<T> = serde_json::from_slice(&bytes).map_err(|e| ClientError::Unexpected {
+            url: self.base.clone(),
+            step,
+            detail: format!(
+                "HTTP {status}, {e}: {:?}",
+                String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+            ),
+        })?;
         if env.protocol != crate::PROTOCOL_VERSION {
             return Err(ClientError::Protocol {
                 url: self.base.clone(),

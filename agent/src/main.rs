@@ -6,11 +6,7 @@ use clap::Parser;
 use kreg_agent::server::{self, Config, Token};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "kreg-agent",
-    version,
-    about = "Runs kreg's typed steps on this machine"
-)]
+#[command(name = "kreg-agent", version, about = "Runs kreg's typed steps on this machine")]
 struct Args {
     /// Address to listen on, e.g. 0.0.0.0:7878.
     #[arg(long, default_value = "127.0.0.1:7878")]
@@ -27,8 +23,7 @@ struct Args {
 async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KREG_AGENT_LOG")
-                .unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("KREG_AGENT_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -43,8 +38,7 @@ async fn main() {
 async fn real_main(args: Args) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.token_file)
         .map_err(|e| format!("cannot read token file {}: {e}", args.token_file.display()))?;
-    let token =
-        Token::from_file_text(&text).map_err(|e| format!("{}: {e}", args.token_file.display()))?;
+    let token = Token::from_file_text(&text).map_err(|e| format!("{}: {e}", args.token_file.display()))?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;

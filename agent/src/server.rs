@@ -79,9 +79,7 @@ pub async fn run(
         .route("/v1/version", get(version))
         .merge(authed)
         .with_state(state);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }
 
 async fn version() -> Json<VersionInfo> {
@@ -104,10 +102,7 @@ async fn require_token(State(state): State<Arc<AppState>>, req: Request, next: N
         }
         None => {
             tracing::warn!(path = %req.uri().path(), "request without a token refused");
-            reply_error(
-                ErrorKind::Unauthorized,
-                "missing `Authorization: Bearer` header",
-            )
+            reply_error(ErrorKind::Unauthorized, "missing `Authorization: Bearer` header")
         }
     }
 }
@@ -135,11 +130,7 @@ fn reply<T: serde::Serialize>(result: Result<T, StepError>) -> Response {
             } else {
                 tracing::warn!(kind = ?e.kind, message = %e.message, "step refused");
             }
-            (
-                status_of(e.kind),
-                Json(Envelope::<T>::error(e.kind, e.message)),
-            )
-                .into_response()
+            (status_of(e.kind), Json(Envelope::<T>::error(e.kind, e.message))).into_response()
         }
     }
 }
@@ -162,19 +153,11 @@ async fn step(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     reply::<StepOutput>(result)
 }
 
-async fn upload(
-    State(state): State<Arc<AppState>>,
-    Path(name): Path<String>,
-    body: Bytes,
-) -> Response {
+async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Response {
     reply(save_upload(&state.config.data_dir, &name, &body).await)
 }
 
-async fn save_upload(
-    dir: &std::path::Path,
-    name: &str,
-    body: &[u8],
-) -> Result<Uploaded, StepError> {
+async fn save_upload(dir: &std::path::Path, name: &str, body: &[u8]) -> Result<Uploaded, StepError> {
     let path = steps::upload_path(dir, name)?;
     let tmp = path.with_extension("partial");
     let io = |e: std::io::Error| StepError {

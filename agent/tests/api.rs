@@ -184,10 +184,7 @@ async fn knobs_are_confined_and_read_back() {
         "relative/path",
         "/sys/../etc/passwd",
     ] {
-        let err = client
-            .step(read(bad), Duration::from_secs(5))
-            .await
-            .unwrap_err();
+        let err = client.step(read(bad), Duration::from_secs(5)).await.unwrap_err();
         assert!(err.to_string().contains("Forbidden"), "{bad}: {err}");
     }
     let err = client
@@ -214,16 +211,9 @@ async fn identity_and_schedstat() {
     assert!(id.nr_cpus >= 1);
     // Some kernels (and sandboxes) have no /proc/schedstat: then the step must say so.
     let here = std::fs::read_to_string("/proc/schedstat").ok();
-    match (
-        client.step(Step::Schedstat, Duration::from_secs(5)).await,
-        here,
-    ) {
+    match (client.step(Step::Schedstat, Duration::from_secs(5)).await, here) {
         (Ok(StepOutput::Schedstat(s)), Some(_)) => {
-            assert!(
-                s.raw.starts_with("version "),
-                "{}",
-                &s.raw[..40.min(s.raw.len())]
-            );
+            assert!(s.raw.starts_with("version "), "{}", &s.raw[..40.min(s.raw.len())]);
             assert!(s.monotonic_ns > 0);
             assert_eq!(
                 id.schedstat_version,

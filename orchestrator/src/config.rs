@@ -38,9 +38,7 @@ fn var(name: &str) -> Option<String> {
 }
 
 fn home() -> PathBuf {
-    var("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/root"))
+    var("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
 }
 
 /// `kreg-agent` next to the running executable, or one level up (for test binaries, which

@@ -32,8 +32,7 @@ pub fn prepare(source: &KernelSource, cache: &Path) -> Result<Option<Prepared>, 
     match source {
         KernelSource::Running => Ok(None),
         KernelSource::Path { vmlinuz } => {
-            let image = std::fs::read(vmlinuz)
-                .map_err(|e| msg(format!("kernel image {}: {e}", vmlinuz.display())))?;
+            let image = std::fs::read(vmlinuz).map_err(|e| msg(format!("kernel image {}: {e}", vmlinuz.display())))?;
             let release = kreg_agent::steps::kexec::bzimage_release(&image).ok_or_else(|| {
                 msg(format!(
                     "{} is not a bzImage (no setup header with a kernel version)",
@@ -52,9 +51,7 @@ pub fn prepare(source: &KernelSource, cache: &Path) -> Result<Option<Prepared>, 
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<std::process::Output, KernelError> {
-    let out = cmd
-        .output()
-        .map_err(|e| msg(format!("cannot run {what}: {e}")))?;
+    let out = cmd.output().map_err(|e| msg(format!("cannot run {what}: {e}")))?;
     if !out.status.success() {
         return Err(msg(format!(
             "{what} failed ({}): {}",
@@ -67,15 +64,11 @@ fn run(cmd: &mut Command, what: &str) -> Result<std::process::Output, KernelErro
 
 fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {
     let prefix = format!("{package}_");
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".deb"))
-        })
+    std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".deb"))
+    })
 }
 
 /// Downloads (once) and unpacks (once) a linux-image package. A meta-package such as
@@ -85,8 +78,7 @@ fn fetch_deb(package: &str, cache: &Path, depth: u32) -> Result<Prepared, Kernel
         return Err(msg(format!("{package}: too many levels of meta-packages")));
     }
     let debs = cache.join("debs");
-    std::fs::create_dir_all(&debs)
-        .map_err(|e| msg(format!("cannot create {}: {e}", debs.display())))?;
+    std::fs::create_dir_all(&debs).map_err(|e| msg(format!("cannot create {}: {e}", debs.display())))?;
     let deb = match find_deb(&debs, package) {
         Some(d) => d,
         None => {
@@ -97,28 +89,16 @@ fn fetch_deb(package: &str, cache: &Path, depth: u32) -> Result<Prepared, Kernel
                     .current_dir(&debs),
                 &format!("apt-get download {package}"),
             )
-            .map_err(|e| {
-                msg(format!(
-                    "{e}\n(run `apt-get update` if the package list is stale)"
-                ))
-            })?;
-            find_deb(&debs, package).ok_or_else(|| {
-                msg(format!(
-                    "apt-get download {package} left no .deb in {}",
-                    debs.display()
-                ))
-            })?
+            .map_err(|e| msg(format!("{e}\n(run `apt-get update` if the package list is stale)")))?;
+            find_deb(&debs, package)
+                .ok_or_else(|| msg(format!("apt-get download {package} left no .deb in {}", debs.display())))?
         }
     };
     let tree = cache.join("kernels").join(package);
     if !tree.join(".unpacked").exists() {
         let _ = std::fs::remove_dir_all(&tree);
-        std::fs::create_dir_all(&tree)
-            .map_err(|e| msg(format!("cannot create {}: {e}", tree.display())))?;
-        run(
-            Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree),
-            "dpkg-deb -x",
-        )?;
+        std::fs::create_dir_all(&tree).map_err(|e| msg(format!("cannot create {}: {e}", tree.display())))?;
+        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree), "dpkg-deb -x")?;
         std::fs::write(tree.join(".unpacked"), "").map_err(|e| msg(e.to_string()))?;
     }
     let boot = tree.join("boot");
@@ -157,7 +137,10 @@ fn fetch_deb(package: &str, cache: &Path, depth: u32) -> Result<Prepared, Kernel
             )?;
             let depends = String::from_utf8_lossy(&out.stdout).to_string();
             let target = image_dependency(&depends).ok_or_else(|| {
-                msg(format!("{package} has no kernel image and depends on no linux-image package (Depends: {})", depends.trim()))
+                msg(format!(
+                    "{package} has no kernel image and depends on no linux-image package (Depends: {})",
+                    depends.trim()
+                ))
             })?;
             fetch_deb(&target, cache, depth + 1)
         }

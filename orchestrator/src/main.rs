@@ -17,11 +17,7 @@ use kreg::engine::{self, Event};
 use kreg::{plan, report, scenario, store};
 
 #[derive(Parser)]
-#[command(
-    name = "kreg",
-    version,
-    about = "Reproduce Linux kernel performance regressions"
-)]
+#[command(name = "kreg", version, about = "Reproduce Linux kernel performance regressions")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -77,10 +73,7 @@ enum LabCmd {
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KREG_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KREG_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -111,9 +104,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             let jobs = plan::expand(&s);
             let source = std::fs::canonicalize(&file).unwrap_or(file.clone());
             let mut tx = db.begin().await?;
-            let run_id =
-                store::create_run(&mut tx, scenario_id, &source.display().to_string(), &jobs)
-                    .await?;
+            let run_id = store::create_run(&mut tx, scenario_id, &source.display().to_string(), &jobs).await?;
             tx.commit().await?;
             println!(
                 "run {run_id}: {} jobs ({}); resume with `kreg resume {run_id}` if it stops",
@@ -128,10 +119,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             if before.is_empty() {
                 store::run(&db, run).await?;
             }
-            let left = before
-                .iter()
-                .filter(|j| j.state() != plan::JobState::Done)
-                .count();
+            let left = before.iter().filter(|j| j.state() != plan::JobState::Done).count();
             println!("run {run}: resuming, {left} of {} jobs left", before.len());
             drive(&db, run, cfg).await
         }
@@ -144,22 +132,15 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             print_report(&db, run).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Db {
-            command: DbCmd::Url,
-        } => {
+        Cmd::Db { command: DbCmd::Url } => {
             let dir = cfg.data_dir.join("postgres");
             store::cluster::ensure(&cfg.data_dir)
                 .await
                 .context("starting kreg's private PostgreSQL")?;
-            println!(
-                "postgres://kreg@localhost/kreg?host={}",
-                dir.canonicalize()?.display()
-            );
+            println!("postgres://kreg@localhost/kreg?host={}", dir.canonicalize()?.display());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Db {
-            command: DbCmd::Stop,
-        } => {
+        Cmd::Db { command: DbCmd::Stop } => {
             store::cluster::stop(&cfg.data_dir.canonicalize()?)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -175,8 +156,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
 }
 
 fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let base = file.parent().unwrap_or(Path::new("."));
     match scenario::from_str(&text, base) {
         Ok(s) => Ok((text, s)),
@@ -213,17 +193,12 @@ fn validate(files: &[PathBuf]) -> Result<ExitCode> {
             }
         }
     }
-    Ok(if bad {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 async fn connect(cfg: &Config) -> Result<PgPool> {
     let options = match &cfg.database_url {
-        Some(url) => PgConnectOptions::from_str(url.expose())
-            .context("DATABASE_URL is not a valid PostgreSQL URL")?,
+        Some(url) => PgConnectOptions::from_str(url.expose()).context("DATABASE_URL is not a valid PostgreSQL URL")?,
         None => store::cluster::ensure(&cfg.data_dir)
             .await
             .context("starting kreg's private PostgreSQL")?,
@@ -239,8 +214,7 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
         ProgressBar::hidden()
     };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}")
-            .expect("template"),
+        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}").expect("template"),
     );
     let say = |bar: &ProgressBar, line: String| {
         if tty {
@@ -261,15 +235,9 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             method,
         } => say(
             &bar,
-            format!(
-                "kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"
-            ),
+            format!("kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"),
         ),
-        Event::KernelFailed {
-            kernel,
-            reason,
-            jobs,
-        } => {
+        Event::KernelFailed { kernel, reason, jobs } => {
             bar.inc(jobs as u64);
             say(
                 &bar,
@@ -298,14 +266,8 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             policy,
         } => {
             bar.inc(1);
-            let m: Vec<String> = metrics
-                .iter()
-                .map(|(n, v, u)| format!("{n}={v} {u}"))
-                .collect();
-            say(
-                &bar,
-                format!("job #{ordinal}: {} (policy {policy})", m.join(" ")),
-            );
+            let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
+            say(&bar, format!("job #{ordinal}: {} (policy {policy})", m.join(" ")));
         }
         Event::JobFailed { ordinal, reason } => {
             bar.inc(1);
@@ -315,10 +277,7 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     let outcome = engine::drive(db, run_id, cfg, &mut on_event).await?;
     bar.finish_and_clear();
     print_report(db, run_id).await?;
-    println!(
-        "run {run_id}: {} jobs done, {} failed",
-        outcome.done, outcome.failed
-    );
+    println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
     Ok(if outcome.failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -330,10 +289,7 @@ async fn print_report(db: &PgPool, run_id: i64) -> Result<()> {
     let run = store::run(db, run_id).await?;
     let s = engine::scenario_of(&run)?;
     let samples = store::samples(db, run_id).await?;
-    print!(
-        "{}",
-        report::render_text(run_id, &s, &report::tables(&s, &samples))
-    );
+    print!("{}", report::render_text(run_id, &s, &report::tables(&s, &samples)));
     Ok(())
 }
 
@@ -384,18 +340,12 @@ async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Resul
     let prepared = tokio::task::spawn_blocking(move || kreg::kernel::prepare(&source, &cache))
         .await??
         .expect("deb");
-    let dir = cfg
-        .data_dir
-        .join("lab")
-        .join(format!("up-{}", std::process::id()));
+    let dir = cfg.data_dir.join("lab").join(format!("up-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let token = lab::random_token()?;
     let token_file = dir.join("token");
     std::fs::write(&token_file, &token)?;
-    std::fs::set_permissions(
-        &token_file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )?;
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     let initrd = dir.join("initrd.cpio");
     std::fs::write(
         &initrd,
@@ -411,18 +361,10 @@ async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Resul
     };
     let mut vm = lab::Vm::start(&spec)?;
     let client = kreg_agent::client::AgentClient::new(&vm.url(), &token);
-    let id = lab::wait_for_agent(
-        &client,
-        None,
-        std::time::Duration::from_secs(300),
-        Some(&mut vm),
-    )
-    .await
-    .map_err(anyhow::Error::msg)?;
-    println!(
-        "lab VM up: kernel {}, {} CPUs",
-        id.kernel_release, id.nr_cpus
-    );
+    let id = lab::wait_for_agent(&client, None, std::time::Duration::from_secs(300), Some(&mut vm))
+        .await
+        .map_err(anyhow::Error::msg)?;
+    println!("lab VM up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);
     println!("agent: {}  token file: {}", vm.url(), token_file.display());
     println!("console: {}", vm.console.display());
     println!("Ctrl-C stops it");

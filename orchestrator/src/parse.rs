@@ -41,10 +41,7 @@ pub fn hackbench(stdout: &str) -> Result<Vec<Metric>, ParseError> {
                 )
             })?;
             if !v.is_finite() || v < 0.0 {
-                return Err(perr(
-                    "hackbench",
-                    format!("line {}: impossible time {v}", n + 1),
-                ));
+                return Err(perr("hackbench", format!("line {}: impossible time {v}", n + 1)));
             }
             found = Some(v);
         }
@@ -64,35 +61,21 @@ pub fn hackbench(stdout: &str) -> Result<Vec<Metric>, ParseError> {
 }
 
 /// A `command` workload: each metric's regex is searched in stdout, then stderr.
-pub fn command(
-    patterns: &[MetricPattern],
-    stdout: &str,
-    stderr: &str,
-) -> Result<Vec<Metric>, ParseError> {
+pub fn command(patterns: &[MetricPattern], stdout: &str, stderr: &str) -> Result<Vec<Metric>, ParseError> {
     let mut out = Vec::new();
     for p in patterns {
-        let re = regex::Regex::new(&p.regex)
-            .map_err(|e| perr("command", format!("metric {}: {e}", p.name)))?;
-        let caps = re
-            .captures(stdout)
-            .or_else(|| re.captures(stderr))
-            .ok_or_else(|| {
-                perr(
-                    "command",
-                    format!(
-                        "metric {}: /{}/ matched nothing in the output",
-                        p.name, p.regex
-                    ),
-                )
-            })?;
+        let re = regex::Regex::new(&p.regex).map_err(|e| perr("command", format!("metric {}: {e}", p.name)))?;
+        let caps = re.captures(stdout).or_else(|| re.captures(stderr)).ok_or_else(|| {
+            perr(
+                "command",
+                format!("metric {}: /{}/ matched nothing in the output", p.name, p.regex),
+            )
+        })?;
         let text = caps.get(1).map(|m| m.as_str()).unwrap_or("");
         let value: f64 = text.trim().parse().map_err(|_| {
             perr(
                 "command",
-                format!(
-                    "metric {}: captured {text:?}, which is not a number",
-                    p.name
-                ),
+                format!("metric {}: captured {text:?}, which is not a number", p.name),
             )
         })?;
         if !value.is_finite() {
@@ -113,12 +96,7 @@ pub fn command(
 
 /// The `version N` line of /proc/schedstat.
 pub fn schedstat_version(raw: &str) -> Option<u32> {
-    raw.lines()
-        .next()?
-        .strip_prefix("version ")?
-        .trim()
-        .parse()
-        .ok()
+    raw.lines().next()?.strip_prefix("version ")?.trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -126,15 +104,12 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> String {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/");
-        std::fs::read_to_string(format!("{path}{name}"))
-            .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
+        std::fs::read_to_string(format!("{path}{name}")).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
     }
 
     fn check_hackbench(input: &str, expected: Result<f64, &str>) {
-        let got = hackbench(input)
-            .map(|m| m[0].value)
-            .map_err(|e| e.to_string());
+        let got = hackbench(input).map(|m| m[0].value).map_err(|e| e.to_string());
         assert_eq!(got, expected.map_err(|s| s.to_string()));
     }
 

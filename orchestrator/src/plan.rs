@@ -89,17 +89,8 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
         if kernel != Some(&j.kernel) {
             kernel = Some(&j.kernel);
             let k = s.kernel(&j.kernel).expect("validated");
-            let baseline = if k.name == s.baseline {
-                " (baseline)"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                "boot kernel {}{baseline}: {}",
-                k.name,
-                describe_source(&k.source)
-            );
+            let baseline = if k.name == s.baseline { " (baseline)" } else { "" };
+            let _ = writeln!(out, "boot kernel {}{baseline}: {}", k.name, describe_source(&k.source));
         }
         let _ = writeln!(
             out,

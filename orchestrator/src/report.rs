@@ -52,10 +52,7 @@ pub fn tables(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
                     let mine: Vec<&Sample> = samples
                         .iter()
                         .filter(|x| {
-                            x.workload == w.name
-                                && x.metric == metric
-                                && x.kernel == k.name
-                                && x.variant == v.name
+                            x.workload == w.name && x.metric == metric && x.kernel == k.name && x.variant == v.name
                         })
                         .collect();
                     let values: Vec<f64> = mine.iter().map(|x| x.value).collect();
@@ -112,10 +109,7 @@ fn fmt_value(v: f64) -> String {
 
 /// The text report for a terminal.
 pub fn render_text(run_id: i64, s: &Scenario, tables: &[MetricTable]) -> String {
-    let mut out = format!(
-        "run {run_id}: scenario {}, baseline kernel {}\n",
-        s.name, s.baseline
-    );
+    let mut out = format!("run {run_id}: scenario {}, baseline kernel {}\n", s.name, s.baseline);
     if tables.is_empty() {
         out.push_str("no results stored yet\n");
     }
@@ -130,10 +124,7 @@ pub fn render_text(run_id: i64, s: &Scenario, tables: &[MetricTable]) -> String 
         } else {
             format!(" ({})", t.unit)
         };
-        out.push_str(&format!(
-            "\n{} / {}{unit}, {better}\n",
-            t.workload, t.metric
-        ));
+        out.push_str(&format!("\n{} / {}{unit}, {better}\n", t.workload, t.metric));
         let mut table = Table::new();
         table.load_preset(UTF8_FULL_CONDENSED);
         table.set_header([
@@ -152,8 +143,7 @@ pub fn render_text(run_id: i64, s: &Scenario, tables: &[MetricTable]) -> String 
                 Cell::new(r.policies.join(",")),
                 Cell::new(r.summary.n).set_alignment(CellAlignment::Right),
                 Cell::new(fmt_value(r.summary.mean)).set_alignment(CellAlignment::Right),
-                Cell::new(format!("{:.2}%", r.summary.stddev_pct()))
-                    .set_alignment(CellAlignment::Right),
+                Cell::new(format!("{:.2}%", r.summary.stddev_pct())).set_alignment(CellAlignment::Right),
                 Cell::new(change).set_alignment(CellAlignment::Right),
             ]);
         }

@@ -13,45 +13,28 @@ fn private_cluster_is_created_once_and_reused() {
             .env_remove("DATABASE_URL")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         (
             String::from_utf8(out.stdout).unwrap(),
             String::from_utf8(out.stderr).unwrap(),
         )
     };
     let (first, said) = url();
-    assert!(
-        said.contains("creating a private PostgreSQL cluster"),
-        "{said}"
-    );
-    assert!(
-        first.starts_with("postgres://kreg@localhost/kreg?host="),
-        "{first}"
-    );
+    assert!(said.contains("creating a private PostgreSQL cluster"), "{said}");
+    assert!(first.starts_with("postgres://kreg@localhost/kreg?host="), "{first}");
     assert!(data.join("postgres/PG_VERSION").exists());
     // Only a Unix socket: no TCP listener configured.
     let conf = std::fs::read_to_string(data.join("postgres/postgresql.conf")).unwrap();
     assert!(conf.contains("listen_addresses = ''"));
     let (second, said) = url();
     assert_eq!(first, second);
-    assert!(
-        !said.contains("creating"),
-        "the cluster was created twice: {said}"
-    );
+    assert!(!said.contains("creating"), "the cluster was created twice: {said}");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kreg"))
         .args(["db", "stop"])
         .env("KREG_DATA_DIR", &data)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Stopped, then started again on demand with its data intact.
     let (third, _) = url();
     assert_eq!(first, third);

@@ -1,4 +1,5 @@
-//! The lab end to end: a qemu VM (TCG) boots Debian's 6.1 kernel, runs hackbench, kexecs
+//! The lab end to end: a qemu VM (TCG) boots Debian's 6.1 kernel, runs hackbench (with a
+//! sched feature off, then under SCHED_BATCH), skips a broken kernel, kexecs
 //! into Debian's 6.12 kernel, runs it again; the rows stored in PostgreSQL are checked.
 //! Needs qemu-system-x86, busybox-static, rt-tests, kmod, xz-utils and the Debian package
 //! archive (scripts/test.sh installs the tools; kernel packages are cached after the first
@@ -13,10 +14,12 @@ hosts:
   sut: { role: sut, transport: { kind: lab, cpus: 2, memory_mib: 1024 } }
 kernels:
   - { name: old, source: { deb: linux-image-amd64 } }
+  - { name: broken, source: { path: not-a-kernel.img } }
   - { name: new, source: { deb: linux-image-6.12-amd64 } }
 baseline: old
 boot: { timeout: 5m }
 variants:
+  - { name: noqueue, features: [NO_TTWU_QUEUE] }
   - { name: batch, policy: batch }
 workloads:
   - { name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true, timeout: 5m }
@@ -29,49 +32,75 @@ async fn two_debian_kernels_through_kexec_into_postgres() {
     let dir = Scratch::new("lab");
     let file = dir.0.join("lab.yaml");
     std::fs::write(&file, SCENARIO).unwrap();
+    std::fs::write(dir.0.join("not-a-kernel.img"), b"this is no bzImage").unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "kreg run failed\n{stdout}\n{stderr}");
+    // The broken kernel's jobs fail with the reason; the run goes on to the next kernel.
+    assert_eq!(out.status.code(), Some(3), "kreg run\n{stdout}\n{stderr}");
+    let failed: Vec<(String, String)> =
+        sqlx::query_as("SELECT kernel, error FROM jobs WHERE state = 'failed' ORDER BY ordinal")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    for (kernel, error) in &failed {
+        assert_eq!(kernel, "broken");
+        assert!(error.starts_with("boot failed: kernel broken: "), "{error}");
+        assert!(error.contains("not-a-kernel.img is not a bzImage"), "{error}");
+    }
 
-    let rows: Vec<(String, String, String, f64)> = sqlx::query_as(
-        "SELECT j.kernel, r.kernel_release, r.observed_policy, r.value FROM results r JOIN jobs j ON j.id = r.job_id
-         WHERE r.metric = 'time' ORDER BY j.ordinal",
+    let rows: Vec<(String, String, String, String, f64)> = sqlx::query_as(
+        "SELECT j.kernel, j.variant, r.kernel_release, r.observed_policy, r.value
+         FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.metric = 'time' ORDER BY j.ordinal",
     )
     .fetch_all(&db.pool)
     .await
     .unwrap();
-    assert_eq!(rows.len(), 2, "{rows:?}");
-    assert_eq!(rows[0].0, "old");
-    assert!(rows[0].1.starts_with("6.1.0-"), "{rows:?}");
-    assert_eq!(rows[1].0, "new");
-    assert!(rows[1].1.starts_with("6.12."), "{rows:?}");
-    for r in &rows {
-        assert_eq!(r.2, "batch", "hackbench ran under {}", r.2);
-        assert!(
-            r.3 > 0.0 && r.3 < 300.0,
-            "implausible hackbench time {}",
-            r.3
-        );
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for (i, (kernel, variant, release, policy, time)) in rows.iter().enumerate() {
+        let (want_kernel, want_prefix) = if i < 2 { ("old", "6.1.0-") } else { ("new", "6.12.") };
+        assert_eq!(kernel, want_kernel);
+        assert!(release.starts_with(want_prefix), "{rows:?}");
+        let want_policy = if variant == "batch" { "batch" } else { "other" };
+        assert_eq!(policy, want_policy, "hackbench of variant {variant} ran under {policy}");
+        assert!(*time > 0.0 && *time < 300.0, "implausible hackbench time {time}");
     }
 
     // The VM started on 6.1; 6.12 came by kexec, on a new boot.
-    let hosts: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT kernel_release, boot_method, boot_id FROM hosts WHERE name = 'sut' ORDER BY id",
+    let hosts: Vec<(String, String, String)> =
+        sqlx::query_as("SELECT kernel_release, boot_method, boot_id FROM hosts WHERE name = 'sut' ORDER BY id")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(hosts.len(), 2, "{hosts:?}");
+    assert_eq!(
+        (hosts[0].0.as_str(), hosts[0].1.as_str()),
+        (rows[0].2.as_str(), "start")
+    );
+    assert_eq!(
+        (hosts[1].0.as_str(), hosts[1].1.as_str()),
+        (rows[2].2.as_str(), "kexec")
+    );
+    assert_ne!(hosts[0].2, hosts[1].2);
+
+    // Sched features: NO_TTWU_QUEUE during the noqueue job, TTWU_QUEUE back for the next variant.
+    let features: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT j.kernel, j.variant, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
+         WHERE o.kind = 'sched_features' ORDER BY j.ordinal",
     )
     .fetch_all(&db.pool)
     .await
     .unwrap();
-    assert_eq!(hosts.len(), 2, "{hosts:?}");
-    assert_eq!(
-        (hosts[0].0.as_str(), hosts[0].1.as_str()),
-        (rows[0].1.as_str(), "start")
-    );
-    assert_eq!(
-        (hosts[1].0.as_str(), hosts[1].1.as_str()),
-        (rows[1].1.as_str(), "kexec")
-    );
-    assert_ne!(hosts[0].2, hosts[1].2);
+    assert_eq!(features.len(), 4);
+    for (kernel, variant, text) in &features {
+        let want = if variant == "noqueue" {
+            "NO_TTWU_QUEUE"
+        } else {
+            "TTWU_QUEUE"
+        };
+        assert!(text.split_whitespace().any(|t| t == want), "{kernel}/{variant}: {text}");
+    }
 
     // /proc/schedstat was captured around each job: v15 on 6.1, v16 on 6.12.
     let snaps: Vec<(String, String)> = sqlx::query_as(
@@ -81,15 +110,13 @@ async fn two_debian_kernels_through_kexec_into_postgres() {
     .fetch_all(&db.pool)
     .await
     .unwrap();
-    assert_eq!(snaps.len(), 2);
-    assert!(
-        snaps[0].1.starts_with("version 15\n"),
-        "{}",
-        &snaps[0].1[..40]
-    );
-    assert!(
-        snaps[1].1.starts_with("version 16\n"),
-        "{}",
-        &snaps[1].1[..40]
-    );
+    assert_eq!(snaps.len(), 4);
+    for (kernel, snap) in &snaps {
+        let want = if kernel == "old" {
+            "version 15\n"
+        } else {
+            "version 16\n"
+        };
+        assert!(snap.starts_with(want), "{kernel}: {}", &snap[..40]);
+    }
 }

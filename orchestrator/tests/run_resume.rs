@@ -41,12 +41,7 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
     let argv = r#"[sh, -c, "sleep 0.4; echo value: 7; grep '^policy' /proc/self/sched"]"#;
     std::fs::write(
         &file,
-        scenario(
-            &agent,
-            "[ {name: default}, {name: batch, policy: batch} ]",
-            argv,
-            3,
-        ),
+        scenario(&agent, "[ {name: default}, {name: batch, policy: batch} ]", argv, 3),
     )
     .unwrap();
 
@@ -86,10 +81,7 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
         done_before.len() >= 2 && done_before.len() < 6,
         "killed too late: {done_before:?}"
     );
-    assert_eq!(
-        count(&db, "SELECT count(*) FROM runs WHERE state = 'running'").await,
-        1
-    );
+    assert_eq!(count(&db, "SELECT count(*) FROM runs WHERE state = 'running'").await, 1);
 
     let out = kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
     assert!(
@@ -109,21 +101,11 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
         assert_eq!(n, 6, "{metric}");
     }
     assert_eq!(
-        count(
-            &db,
-            "SELECT count(DISTINCT job_id) FROM results WHERE metric = 'value'"
-        )
-        .await,
+        count(&db, "SELECT count(DISTINCT job_id) FROM results WHERE metric = 'value'").await,
         6
     );
-    assert_eq!(
-        count(&db, "SELECT count(*) FROM jobs WHERE state = 'done'").await,
-        6
-    );
-    assert_eq!(
-        count(&db, "SELECT count(*) FROM runs WHERE state = 'done'").await,
-        1
-    );
+    assert_eq!(count(&db, "SELECT count(*) FROM jobs WHERE state = 'done'").await, 6);
+    assert_eq!(count(&db, "SELECT count(*) FROM runs WHERE state = 'done'").await, 1);
     // Jobs finished before the kill were not run again: same result rows, one attempt.
     for (job, result) in done_before {
         let (rid, attempts): (i64, i32) =
@@ -136,11 +118,7 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
     }
     // Raw outputs are stored beside the metrics, one per kind per job.
     assert_eq!(
-        count(
-            &db,
-            "SELECT count(*) FROM raw_outputs WHERE kind = 'stdout'"
-        )
-        .await,
+        count(&db, "SELECT count(*) FROM raw_outputs WHERE kind = 'stdout'").await,
         6
     );
 
@@ -197,12 +175,10 @@ async fn observed_policy_is_stored_with_each_result() {
             ("idle".into(), "idle".into(), 5.0)
         ]
     );
-    let host_rows: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM hosts WHERE name = 'here' AND boot_method = 'none'",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
+    let host_rows: i64 = sqlx::query_scalar("SELECT count(*) FROM hosts WHERE name = 'here' AND boot_method = 'none'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(host_rows, 1);
 }
 
@@ -215,18 +191,11 @@ async fn wrong_token_and_unreachable_host_fail_jobs_with_the_reason() {
     let wrong = dir.0.join("wrong-token");
     std::fs::write(&wrong, "not-the-token-the-agent-has").unwrap();
     let file = dir.0.join("s.yaml");
-    let text = scenario(&agent, "[ {name: default} ]", "[echo, 'value: 1']", 1).replace(
-        &agent.token_file.display().to_string(),
-        &wrong.display().to_string(),
-    );
+    let text = scenario(&agent, "[ {name: default} ]", "[echo, 'value: 1']", 1)
+        .replace(&agent.token_file.display().to_string(), &wrong.display().to_string());
     std::fs::write(&file, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let err: String = sqlx::query_scalar("SELECT error FROM jobs")
         .fetch_one(&db.pool)
         .await
@@ -236,17 +205,10 @@ async fn wrong_token_and_unreachable_host_fail_jobs_with_the_reason() {
 
     drop(agent);
     let file2 = dir.0.join("s2.yaml");
-    let text = std::fs::read_to_string(&file)
-        .unwrap()
-        .replace("name: it", "name: it2");
+    let text = std::fs::read_to_string(&file).unwrap().replace("name: it", "name: it2");
     std::fs::write(&file2, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file2).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let err: String = sqlx::query_scalar("SELECT error FROM jobs WHERE run_id = 2")
         .fetch_one(&db.pool)
         .await

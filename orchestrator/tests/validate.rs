@@ -48,11 +48,7 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
         .args(&files)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
         .arg("plan")
         .arg(format!("{root}/lab-hackbench.yaml"))
@@ -61,9 +57,7 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with(
-            "scenario lab-hackbench: 2 kernels × 2 variants × 1 workloads × 3 iterations = 12 jobs"
-        ),
+        text.starts_with("scenario lab-hackbench: 2 kernels × 2 variants × 1 workloads × 3 iterations = 12 jobs"),
         "{text}"
     );
     assert_eq!(text.matches("boot kernel").count(), 2);

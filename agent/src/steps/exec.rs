@@ -25,11 +25,7 @@ fn tasks_of(pid: u32) -> Vec<i32> {
     if let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) {
         for e in entries.flatten() {
             if let Ok(children) = std::fs::read_to_string(e.path().join("children")) {
-                pids.extend(
-                    children
-                        .split_whitespace()
-                        .filter_map(|c| c.parse::<i32>().ok()),
-                );
+                pids.extend(children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()));
             }
         }
     }
@@ -59,10 +55,7 @@ fn observe(pid: u32, seen: &mut Vec<String>) {
 
 pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     let Some((program, args)) = req.argv.split_first() else {
-        return Err(super::err(
-            ErrorKind::BadRequest,
-            "exec needs a non-empty argv",
-        ));
+        return Err(super::err(ErrorKind::BadRequest, "exec needs a non-empty argv"));
     };
     let mut cmd = Command::new(program);
     cmd.args(args)

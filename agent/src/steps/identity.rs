@@ -11,14 +11,9 @@ async fn read_trim(path: &str) -> Result<String, StepError> {
 
 pub async fn run() -> Result<Identity, StepError> {
     let schedstat = tokio::fs::read_to_string("/proc/schedstat").await.ok();
-    let schedstat_version = schedstat.as_deref().and_then(|s| {
-        s.lines()
-            .next()?
-            .strip_prefix("version ")?
-            .trim()
-            .parse()
-            .ok()
-    });
+    let schedstat_version = schedstat
+        .as_deref()
+        .and_then(|s| s.lines().next()?.strip_prefix("version ")?.trim().parse().ok());
     let nr_cpus = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);

@@ -17,24 +17,14 @@ pub async fn load(req: &KexecRequest, data_dir: &Path) -> Result<StepOutput, Ste
         None => None,
     };
     let open = |p: &Path| {
-        std::fs::File::open(p).map_err(|e| {
-            super::err(
-                ErrorKind::NotFound,
-                format!("{} was not uploaded: {e}", p.display()),
-            )
-        })
+        std::fs::File::open(p)
+            .map_err(|e| super::err(ErrorKind::NotFound, format!("{} was not uploaded: {e}", p.display())))
     };
     let kernel = open(&kernel_path)?;
     let initrd = initrd_path.as_deref().map(open).transpose()?;
-    let release = std::fs::read(&kernel_path)
-        .ok()
-        .and_then(|b| bzimage_release(&b));
-    let cmdline = CString::new(req.cmdline.clone()).map_err(|_| {
-        super::err(
-            ErrorKind::BadRequest,
-            "the kernel command line contains a NUL byte",
-        )
-    })?;
+    let release = std::fs::read(&kernel_path).ok().and_then(|b| bzimage_release(&b));
+    let cmdline = CString::new(req.cmdline.clone())
+        .map_err(|_| super::err(ErrorKind::BadRequest, "the kernel command line contains a NUL byte"))?;
     let (initrd_fd, flags) = match &initrd {
         Some(f) => (f.as_raw_fd(), 0),
         None => (-1, KEXEC_FILE_NO_INITRAMFS),

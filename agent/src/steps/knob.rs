@@ -39,15 +39,13 @@ pub async fn read(path: &str) -> Result<KnobValue, StepError> {
 
 pub async fn write(path: &str, value: &str) -> Result<KnobValue, StepError> {
     check(path)?;
-    tokio::fs::write(path, value.as_bytes())
-        .await
-        .map_err(|e| {
-            let kind = if e.kind() == std::io::ErrorKind::NotFound {
-                ErrorKind::NotFound
-            } else {
-                ErrorKind::Io
-            };
-            super::err(kind, format!("writing {value:?} to knob {path}: {e}"))
-        })?;
+    tokio::fs::write(path, value.as_bytes()).await.map_err(|e| {
+        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            ErrorKind::NotFound
+        } else {
+            ErrorKind::Io
+        };
+        super::err(kind, format!("writing {value:?} to knob {path}: {e}"))
+    })?;
     read(path).await
 }

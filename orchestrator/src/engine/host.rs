@@ -155,16 +155,18 @@ impl LabConn {
         std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
         let agent_bin = cfg.agent_bin.clone();
         if !agent_bin.exists() {
-            return Err(format!("{} does not exist: build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN", agent_bin.display()));
+            return Err(format!(
+                "{} does not exist: build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN",
+                agent_bin.display()
+            ));
         }
         let token = self.token.clone();
         let modules = p.modules_dir.clone();
-        let initrd_bytes = tokio::task::spawn_blocking(move || {
-            initramfs::build(&agent_bin, &token, modules.as_deref())
-        })
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
+        let initrd_bytes =
+            tokio::task::spawn_blocking(move || initramfs::build(&agent_bin, &token, modules.as_deref()))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
         let initrd = self.dir.join(format!("initrd-{}.cpio", p.release));
         std::fs::write(&initrd, &initrd_bytes).map_err(|e| format!("{}: {e}", initrd.display()))?;
 
@@ -226,14 +228,10 @@ impl LabConn {
         timeout: Duration,
     ) -> Result<Identity, String> {
         let client = self.client.clone().expect("checked by caller");
-        let image =
-            std::fs::read(&p.vmlinuz).map_err(|e| format!("{}: {e}", p.vmlinuz.display()))?;
+        let image = std::fs::read(&p.vmlinuz).map_err(|e| format!("{}: {e}", p.vmlinuz.display()))?;
         let kname = format!("vmlinuz-{}", p.release);
         let iname = format!("initrd-{}", p.release);
-        client
-            .upload(&kname, image)
-            .await
-            .map_err(|e| e.to_string())?;
+        client.upload(&kname, image).await.map_err(|e| e.to_string())?;
         client
             .upload(&iname, initrd.to_vec())
             .await

@@ -43,8 +43,19 @@ async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<Str
 }
 
 /// Sets a variant's sched features, checking each one in the read-back.
-pub async fn apply_features(client: &AgentClient, variant: &Variant) -> Result<(), String> {
+/// `defaults` is the features file as the kernel booted (empty when unknown).
+pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
     for f in &variant.features {
+        let base = f.strip_prefix("NO_").unwrap_or(f);
+        let known = defaults
+            .split_whitespace()
+            .any(|t| t.strip_prefix("NO_").unwrap_or(t) == base);
+        if !defaults.is_empty() && !known {
+            return Err(format!(
+                "variant {}: this kernel has no sched feature {base}; it has: {defaults}",
+                variant.name
+            ));
+        }
         let back = write_knob(client, FEATURES, f)
             .await
             .map_err(|e| format!("variant {}: {e}", variant.name))?;
@@ -59,11 +70,7 @@ pub async fn apply_features(client: &AgentClient, variant: &Variant) -> Result<(
 }
 
 /// Puts each feature a variant touched back to the state the kernel booted with.
-pub async fn restore_features(
-    client: &AgentClient,
-    variant: &Variant,
-    defaults: &str,
-) -> Result<(), String> {
+pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
     for f in &variant.features {
         let base = f.strip_prefix("NO_").unwrap_or(f);
         let value = if defaults.split_whitespace().any(|t| t == base) {
@@ -93,6 +100,13 @@ pub async fn run(
     // Counters stay zero until this is on; a kernel without SCHEDSTATS has no such file.
     let _ = write_knob(client, SCHEDSTATS, "1").await;
     let mut raw = Vec::new();
+    // Provenance: the sched features in effect for this job.
+    if let Ok(StepOutput::Knob(k)) = client
+        .step(Step::ReadKnob { path: FEATURES.into() }, Duration::from_secs(30))
+        .await
+    {
+        raw.push(("sched_features".to_string(), k.value));
+    }
     if let Some(s) = schedstat(client).await {
         raw.push(("schedstat_before".to_string(), s));
     }
@@ -107,10 +121,7 @@ pub async fn run(
         timeout_secs: workload.timeout_secs,
         policy: Some(variant.policy),
     };
-    let res = client
-        .exec(req)
-        .await
-        .map_err(|e| fail(e.to_string(), raw.clone()))?;
+    let res = client.exec(req).await.map_err(|e| fail(e.to_string(), raw.clone()))?;
     if let Some(s) = schedstat(client).await {
         raw.push(("schedstat_after".to_string(), s));
     }

@@ -72,9 +72,7 @@ pub struct Outcome {
 
 /// Loads the scenario a run was created from (its stored text, not today's file).
 pub fn scenario_of(run: &store::RunRow) -> Result<Scenario, EngineError> {
-    let base = Path::new(&run.source_path)
-        .parent()
-        .unwrap_or(Path::new("."));
+    let base = Path::new(&run.source_path).parent().unwrap_or(Path::new("."));
     scenario::from_str(&run.yaml, base).map_err(|diags| EngineError::Scenario {
         run: run.id,
         detail: diags
@@ -141,21 +139,12 @@ pub async fn drive(
         on_event(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });
-        let booted = conns
-            .get_mut(&sut)
-            .expect("sut")
-            .boot(&kernel, cfg, boot_timeout)
-            .await;
+        let booted = conns.get_mut(&sut).expect("sut").boot(&kernel, cfg, boot_timeout).await;
         let (sut_id, method) = match booted {
             Ok(x) => x,
             Err(reason) => {
                 for j in &group {
-                    store::fail_job(
-                        db,
-                        j.id,
-                        &format!("kernel {} did not boot: {reason}", kernel.name),
-                    )
-                    .await?;
+                    store::fail_job(db, j.id, &format!("boot failed: {reason}")).await?;
                 }
                 on_event(Event::KernelFailed {
                     kernel: kernel.name.clone(),
@@ -187,17 +176,10 @@ pub async fn drive(
         let mut v = 0;
         while v < group.len() {
             let vname = group[v].variant.clone();
-            let vjobs: Vec<&JobRow> = group[v..]
-                .iter()
-                .take_while(|j| j.variant == vname)
-                .copied()
-                .collect();
+            let vjobs: Vec<&JobRow> = group[v..].iter().take_while(|j| j.variant == vname).copied().collect();
             v += vjobs.len();
-            let variant = scenario
-                .variant(&vname)
-                .expect("jobs come from the scenario")
-                .clone();
-            if let Err(reason) = job::apply_features(&sut_client, &variant).await {
+            let variant = scenario.variant(&vname).expect("jobs come from the scenario").clone();
+            if let Err(reason) = job::apply_features(&sut_client, &variant, &defaults).await {
                 for j in &vjobs {
                     store::fail_job(db, j.id, &reason).await?;
                     on_event(Event::JobFailed {
@@ -209,9 +191,7 @@ pub async fn drive(
                 continue;
             }
             for j in vjobs {
-                let workload = scenario
-                    .workload(&j.workload)
-                    .expect("jobs come from the scenario");
+                let workload = scenario.workload(&j.workload).expect("jobs come from the scenario");
                 on_event(Event::JobStarted {
                     ordinal: j.ordinal,
                     total,
@@ -250,9 +230,7 @@ pub async fn drive(
                         store::store_raw(&mut tx, run_id, j.id, &f.raw).await?;
                         store::fail_job(&mut *tx, j.id, &f.reason).await?;
                         tx.commit().await.map_err(store::StoreError::from)?;
-                        let console = conns[&sut]
-                            .console_tail()
-                            .filter(|_| f.reason.contains("unreachable"));
+                        let console = conns[&sut].console_tail().filter(|_| f.reason.contains("unreachable"));
                         let reason = match console {
                             Some(c) => format!("{}; console:\n{c}", f.reason),
                             None => f.reason,

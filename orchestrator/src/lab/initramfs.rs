@@ -70,17 +70,9 @@ fn shared_libs(program: &Path) -> Result<Vec<PathBuf>, LabError> {
 }
 
 fn find_module(modules_dir: &Path, name: &str) -> Option<PathBuf> {
-    let wanted = [
-        format!("{name}.ko"),
-        format!("{name}.ko.xz"),
-        format!("{name}.ko.zst"),
-    ];
+    let wanted = [format!("{name}.ko"), format!("{name}.ko.xz"), format!("{name}.ko.zst")];
     let alt = name.replace('_', "-");
-    let wanted_alt = [
-        format!("{alt}.ko"),
-        format!("{alt}.ko.xz"),
-        format!("{alt}.ko.zst"),
-    ];
+    let wanted_alt = [format!("{alt}.ko"), format!("{alt}.ko.xz"), format!("{alt}.ko.zst")];
     let mut stack = vec![modules_dir.join("kernel")];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).ok()?.flatten() {
@@ -170,16 +162,10 @@ fn modules(modules_dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LabError> {
 }
 
 /// Builds the initramfs for one kernel release and returns its bytes.
-pub fn build(
-    agent_bin: &Path,
-    token: &str,
-    modules_dir: Option<&Path>,
-) -> Result<Vec<u8>, LabError> {
+pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>) -> Result<Vec<u8>, LabError> {
     let busybox = Path::new("/bin/busybox");
     if !busybox.exists() {
-        return Err(err(
-            "/bin/busybox is missing: install the busybox-static package",
-        ));
+        return Err(err("/bin/busybox is missing: install the busybox-static package"));
     }
     let mut entries = Vec::new();
     for d in [
@@ -234,13 +220,10 @@ pub fn build(
         data: read(busybox)?,
     });
 
-    let mut programs: Vec<(PathBuf, String)> =
-        vec![(agent_bin.to_path_buf(), "usr/bin/kreg-agent".into())];
+    let mut programs: Vec<(PathBuf, String)> = vec![(agent_bin.to_path_buf(), "usr/bin/kreg-agent".into())];
     for (host, guest) in HOST_PROGRAMS {
         if !Path::new(host).exists() {
-            return Err(err(format!(
-                "{host} is missing: install the rt-tests package"
-            )));
+            return Err(err(format!("{host} is missing: install the rt-tests package")));
         }
         programs.push((PathBuf::from(host), guest.to_string()));
     }
@@ -258,11 +241,7 @@ pub fn build(
     for lib in &libs {
         let rel = lib.to_string_lossy().trim_start_matches('/').to_string();
         let mut acc = String::new();
-        for part in Path::new(&rel)
-            .parent()
-            .into_iter()
-            .flat_map(|p| p.components())
-        {
+        for part in Path::new(&rel).parent().into_iter().flat_map(|p| p.components()) {
             if !acc.is_empty() {
                 acc.push('/');
             }

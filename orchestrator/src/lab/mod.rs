@@ -52,19 +52,16 @@ impl std::fmt::Debug for Vm {
 }
 
 fn free_port() -> Result<u16, LabError> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| LabError::Msg(format!("no free loopback port: {e}")))?;
-    Ok(l.local_addr()
-        .map_err(|e| LabError::Msg(e.to_string()))?
-        .port())
+    let l =
+        std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| LabError::Msg(format!("no free loopback port: {e}")))?;
+    Ok(l.local_addr().map_err(|e| LabError::Msg(e.to_string()))?.port())
 }
 
 impl Vm {
     /// Starts qemu. It dies with the process that started it (PR_SET_PDEATHSIG), so a
     /// killed controller leaves no VM behind.
     pub fn start(spec: &VmSpec) -> Result<Vm, LabError> {
-        std::fs::create_dir_all(&spec.dir)
-            .map_err(|e| LabError::Msg(format!("{}: {e}", spec.dir.display())))?;
+        std::fs::create_dir_all(&spec.dir).map_err(|e| LabError::Msg(format!("{}: {e}", spec.dir.display())))?;
         let port = free_port()?;
         let console = spec.dir.join("console.log");
         let accel = if spec.accel == "kvm" { "kvm" } else { "tcg" };
@@ -79,12 +76,7 @@ impl Vm {
             "-display",
             "none",
         ])
-        .args([
-            "-smp",
-            &spec.cpus.to_string(),
-            "-m",
-            &spec.memory_mib.to_string(),
-        ])
+        .args(["-smp", &spec.cpus.to_string(), "-m", &spec.memory_mib.to_string()])
         .arg("-kernel")
         .arg(&spec.vmlinuz)
         .arg("-initrd")
@@ -103,8 +95,7 @@ impl Vm {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(
-            std::fs::File::create(spec.dir.join("qemu.stderr"))
-                .map_err(|e| LabError::Msg(e.to_string()))?,
+            std::fs::File::create(spec.dir.join("qemu.stderr")).map_err(|e| LabError::Msg(e.to_string()))?,
         ));
         {
             use std::os::unix::process::CommandExt;
@@ -121,11 +112,7 @@ impl Vm {
                 "cannot start qemu-system-x86_64 (install qemu-system-x86): {e}"
             ))
         })?;
-        Ok(Vm {
-            child,
-            port,
-            console,
-        })
+        Ok(Vm { child, port, console })
     }
 
     pub fn url(&self) -> String {

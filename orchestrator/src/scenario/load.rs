@@ -57,10 +57,7 @@ struct Fields<'n> {
 
 impl<'n> Fields<'n> {
     fn get(&self, key: &str) -> Option<&'n Node> {
-        self.entries
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| *v)
+        self.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
     }
 }
 
@@ -133,7 +130,10 @@ impl<'a> Cx<'a> {
             && s.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));
         if !ok {
-            self.error(node, format!("{what}: {s:?} is not a valid name (1 to 64 of letters, digits, '.', '_', '-', '+')"));
+            self.error(
+                node,
+                format!("{what}: {s:?} is not a valid name (1 to 64 of letters, digits, '.', '_', '-', '+')"),
+            );
             return None;
         }
         Some(s)
@@ -147,10 +147,7 @@ impl<'a> Cx<'a> {
         match parsed {
             Some(n) if (min..=max).contains(&n) => Some(n),
             Some(n) => {
-                self.error(
-                    node,
-                    format!("{what}: {n} is out of range ({min} to {max})"),
-                );
+                self.error(node, format!("{what}: {n} is out of range ({min} to {max})"));
                 None
             }
             None => {
@@ -196,11 +193,7 @@ impl<'a> Cx<'a> {
         match num.parse::<u64>() {
             Ok(n) if n > 0 && n * mult <= 7 * 24 * 3600 => Some(n * mult),
             _ => {
-                self.expected(
-                    node,
-                    what,
-                    "a duration such as 90, 90s, 10m or 2h (at most a week)",
-                );
+                self.expected(node, what, "a duration such as 90, 90s, 10m or 2h (at most a week)");
                 None
             }
         }
@@ -221,9 +214,7 @@ impl<'a> Cx<'a> {
         let name = self
             .required(&f, "name", "the scenario")
             .and_then(|n| self.name(n, "name"));
-        let hosts = self
-            .required(&f, "hosts", "the scenario")
-            .and_then(|n| self.hosts(n));
+        let hosts = self.required(&f, "hosts", "the scenario").and_then(|n| self.hosts(n));
         let kernels = self
             .required(&f, "kernels", "the scenario")
             .and_then(|n| self.kernels(n));
@@ -257,10 +248,7 @@ impl<'a> Cx<'a> {
                     let names: Vec<_> = kernels.iter().map(|k| k.name.as_str()).collect();
                     self.error(
                         node,
-                        format!(
-                            "baseline `{b}` is not one of the kernels ({})",
-                            names.join(", ")
-                        ),
+                        format!("baseline `{b}` is not one of the kernels ({})", names.join(", ")),
                     );
                 }
                 b
@@ -277,10 +265,7 @@ impl<'a> Cx<'a> {
             );
         }
         let workloads_node = f.get("workloads").expect("required above");
-        let sut_name = hosts
-            .iter()
-            .find(|h| h.role == Role::Sut)
-            .map(|h| h.name.clone());
+        let sut_name = hosts.iter().find(|h| h.role == Role::Sut).map(|h| h.name.clone());
         let mut resolved = Vec::new();
         for (w, item) in workloads
             .into_iter()
@@ -356,19 +341,16 @@ impl<'a> Cx<'a> {
     fn host(&mut self, name: &str, node: &Node) -> Option<Host> {
         let what = format!("host `{name}`");
         let f = self.map(node, &what, &["role", "transport"])?;
-        let role =
-            self.required(&f, "role", &what)
-                .and_then(|n| match self.string(n, "role")?.as_str() {
-                    "sut" => Some(Role::Sut),
-                    "loadgen" => Some(Role::Loadgen),
-                    other => {
-                        self.error(
-                            n,
-                            format!("role: unknown role `{other}`; expected sut or loadgen"),
-                        );
-                        None
-                    }
-                });
+        let role = self
+            .required(&f, "role", &what)
+            .and_then(|n| match self.string(n, "role")?.as_str() {
+                "sut" => Some(Role::Sut),
+                "loadgen" => Some(Role::Loadgen),
+                other => {
+                    self.error(n, format!("role: unknown role `{other}`; expected sut or loadgen"));
+                    None
+                }
+            });
         let transport = self
             .required(&f, "transport", &what)
             .and_then(|n| self.transport(n, &what));
@@ -381,20 +363,13 @@ impl<'a> Cx<'a> {
 
     fn transport(&mut self, node: &Node, host: &str) -> Option<Transport> {
         let what = format!("the transport of {host}");
-        let f = self.map(
-            node,
-            &what,
-            &["kind", "url", "token_file", "cpus", "memory_mib"],
-        )?;
+        let f = self.map(node, &what, &["kind", "url", "token_file", "cpus", "memory_mib"])?;
         let kind_node = self.required(&f, "kind", &what)?;
         let kind = self.string(kind_node, "kind")?;
         let refuse = |cx: &mut Self, keys: &[&str], kind: &str| {
             for key in keys {
                 if let Some(n) = f.get(key) {
-                    cx.error(
-                        n,
-                        format!("`{key}` does not apply to transport kind `{kind}`"),
-                    );
+                    cx.error(n, format!("`{key}` does not apply to transport kind `{kind}`"));
                 }
             }
         };
@@ -419,10 +394,7 @@ impl<'a> Cx<'a> {
             }
             "lab" => {
                 refuse(self, &["url", "token_file"], "lab");
-                let cpus = f
-                    .get("cpus")
-                    .map(|n| self.uint(n, "cpus", 1, 8))
-                    .unwrap_or(Some(2));
+                let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
                 let mem = f
                     .get("memory_mib")
                     .map(|n| self.uint(n, "memory_mib", 256, 8192))
@@ -459,10 +431,7 @@ impl<'a> Cx<'a> {
                 None => ok = false,
             }
         }
-        self.unique(
-            items.iter().zip(out.iter().map(|k| k.name.clone())),
-            "kernel",
-        );
+        self.unique(items.iter().zip(out.iter().map(|k| k.name.clone())), "kernel");
         ok.then_some(out)
     }
 
@@ -495,9 +464,7 @@ impl<'a> Cx<'a> {
                 if !package.starts_with("linux-image-") {
                     self.error(
                         d,
-                        format!(
-                            "deb: {package:?} is not a Debian kernel image package (linux-image-…)"
-                        ),
+                        format!("deb: {package:?} is not a Debian kernel image package (linux-image-…)"),
                     );
                     return None;
                 }
@@ -513,9 +480,7 @@ impl<'a> Cx<'a> {
             (None, None) => {
                 self.error(
                     node,
-                    format!(
-                        "{what}: expected `running`, {{ deb: PACKAGE }} or {{ path: VMLINUZ }}"
-                    ),
+                    format!("{what}: expected `running`, {{ deb: PACKAGE }} or {{ path: VMLINUZ }}"),
                 );
                 None
             }
@@ -534,10 +499,7 @@ impl<'a> Cx<'a> {
     fn variants(&mut self, node: &Node) -> Option<Vec<Variant>> {
         let items = self.seq(node, "variants")?;
         if items.is_empty() {
-            self.error(
-                node,
-                "variants: declare at least one variant, e.g. { name: default }",
-            );
+            self.error(node, "variants: declare at least one variant, e.g. { name: default }");
             return None;
         }
         let mut out = Vec::new();
@@ -548,10 +510,7 @@ impl<'a> Cx<'a> {
                 None => ok = false,
             }
         }
-        self.unique(
-            items.iter().zip(out.iter().map(|v| v.name.clone())),
-            "variant",
-        );
+        self.unique(items.iter().zip(out.iter().map(|v| v.name.clone())), "variant");
         ok.then_some(out)
     }
 
@@ -587,7 +546,10 @@ impl<'a> Cx<'a> {
                             .chars()
                             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
                     {
-                        self.error(item, format!("{s:?} is not a sched feature name (like PLACE_LAG or NO_RUN_TO_PARITY)"));
+                        self.error(
+                            item,
+                            format!("{s:?} is not a sched feature name (like PLACE_LAG or NO_RUN_TO_PARITY)"),
+                        );
                         return None;
                     }
                     out.push(s);
@@ -616,10 +578,7 @@ impl<'a> Cx<'a> {
                 None => ok = false,
             }
         }
-        self.unique(
-            items.iter().zip(out.iter().map(|w| w.name.clone())),
-            "workload",
-        );
+        self.unique(items.iter().zip(out.iter().map(|w| w.name.clone())), "workload");
         ok.then_some(out)
     }
 
@@ -647,19 +606,13 @@ impl<'a> Cx<'a> {
         let only = |cx: &mut Self, allowed: &[&str]| {
             for (k, v) in &f.entries {
                 if !["name", "kind", "on", "timeout"].contains(k) && !allowed.contains(k) {
-                    cx.error(
-                        v,
-                        format!("`{k}` does not apply to workload kind `{kind_name}`"),
-                    );
+                    cx.error(v, format!("`{k}` does not apply to workload kind `{kind_name}`"));
                 }
             }
         };
         let kind = match kind_name.as_str() {
             "hackbench" => {
-                only(
-                    self,
-                    &["groups", "loops", "pipe", "threads", "fds", "datasize"],
-                );
+                only(self, &["groups", "loops", "pipe", "threads", "fds", "datasize"]);
                 let groups = f
                     .get("groups")
                     .map(|n| self.uint(n, "groups (-g)", 1, 10_000))
@@ -706,9 +659,7 @@ impl<'a> Cx<'a> {
                         .map(|i| self.string(i, "an argv element"))
                         .collect::<Option<Vec<_>>>()
                 });
-                let metrics = self
-                    .required(&f, "metrics", &what)
-                    .and_then(|n| self.metrics(n));
+                let metrics = self.required(&f, "metrics", &what).and_then(|n| self.metrics(n));
                 WorkloadKind::Command(CommandWorkload {
                     argv: argv?,
                     metrics: metrics?,
@@ -755,7 +706,10 @@ impl<'a> Cx<'a> {
                 match regex::Regex::new(&r) {
                     Ok(re) if re.captures_len() >= 2 => Some(r),
                     Ok(_) => {
-                        self.error(n, "regex: needs one capture group around the number, e.g. `Time: ([0-9.]+)`");
+                        self.error(
+                            n,
+                            "regex: needs one capture group around the number, e.g. `Time: ([0-9.]+)`",
+                        );
                         None
                     }
                     Err(e) => {
@@ -771,9 +725,7 @@ impl<'a> Cx<'a> {
             let hib = self
                 .required(&f, "higher_is_better", &what)
                 .and_then(|n| self.boolean(n, "higher_is_better"));
-            if let (Some(name), Some(regex), Some(unit), Some(higher_is_better)) =
-                (name, regex, unit, hib)
-            {
+            if let (Some(name), Some(regex), Some(unit), Some(higher_is_better)) = (name, regex, unit, hib) {
                 out.push(MetricPattern {
                     name,
                     regex,

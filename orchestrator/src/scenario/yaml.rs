@@ -75,10 +75,9 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
         let (line, col) = (span.start.line(), span.start.col() + 1);
         let at = |kind| Node { line, col, kind };
         let finished = match event {
-            Event::Scalar(value, style, _, _) => Some(at(Kind::Scalar(
-                value.into_owned(),
-                style != ScalarStyle::Plain,
-            ))),
+            Event::Scalar(value, style, _, _) => {
+                Some(at(Kind::Scalar(value.into_owned(), style != ScalarStyle::Plain)))
+            }
             Event::SequenceStart(..) => {
                 stack.push(Open::Seq(at(Kind::Seq(Vec::new())), Vec::new()));
                 None
@@ -109,11 +108,9 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
                 })
             }
             Event::DocumentEnd if root.is_some() => break,
-            Event::StreamStart
-            | Event::StreamEnd
-            | Event::DocumentStart(_)
-            | Event::DocumentEnd
-            | Event::Nothing => None,
+            Event::StreamStart | Event::StreamEnd | Event::DocumentStart(_) | Event::DocumentEnd | Event::Nothing => {
+                None
+            }
         };
         if let Some(node) = finished {
             match stack.last_mut() {
@@ -140,13 +137,9 @@ mod tests {
     #[test]
     fn positions_are_one_based() {
         let n = parse("a: 1\nb:\n  - x\n  - {c: d}\n").unwrap();
-        let Kind::Map(entries) = &n.kind else {
-            panic!()
-        };
+        let Kind::Map(entries) = &n.kind else { panic!() };
         assert_eq!((entries[1].0.line, entries[1].0.col), (2, 1));
-        let Kind::Seq(items) = &entries[1].1.kind else {
-            panic!()
-        };
+        let Kind::Seq(items) = &entries[1].1.kind else { panic!() };
         assert_eq!((items[0].line, items[0].col), (3, 5));
         assert_eq!((items[1].line, items[1].col), (4, 5));
     }

@@ -17,11 +17,7 @@ pub enum ClusterError {
     #[error("running as root, but there is no `postgres` user to own the cluster: install the `postgresql` package, or set DATABASE_URL")]
     NoPostgresUser,
     #[error("{what} failed ({status}); see {log}")]
-    Tool {
-        what: String,
-        status: String,
-        log: String,
-    },
+    Tool { what: String, status: String, log: String },
     #[error("{0}")]
     Io(String),
     #[error("database: {0}")]
@@ -50,10 +46,7 @@ fn bin_dir() -> Result<Option<PathBuf>, ClusterError> {
         return Ok(Some(bin));
     }
     let in_path = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .any(|d| d.join("initdb").exists() && d.join("pg_ctl").exists())
-        })
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("initdb").exists() && d.join("pg_ctl").exists()))
         .unwrap_or(false);
     if in_path {
         Ok(None)
@@ -146,12 +139,12 @@ fn ensure_searchable(dir: &Path) -> Result<(), ClusterError> {
         let meta = std::fs::metadata(anc).map_err(|e| io("cannot stat", anc, e))?;
         let mode = meta.permissions().mode();
         if mode & 0o001 == 0 {
-            eprintln!("kreg: granting search permission (o+x) on {} so that the postgres user can reach its cluster", anc.display());
-            std::fs::set_permissions(
-                anc,
-                std::fs::Permissions::from_mode((mode | 0o001) & 0o7777),
-            )
-            .map_err(|e| io("cannot chmod", anc, e))?;
+            eprintln!(
+                "kreg: granting search permission (o+x) on {} so that the postgres user can reach its cluster",
+                anc.display()
+            );
+            std::fs::set_permissions(anc, std::fs::Permissions::from_mode((mode | 0o001) & 0o7777))
+                .map_err(|e| io("cannot chmod", anc, e))?;
         }
     }
     Ok(())
@@ -169,26 +162,18 @@ pub async fn ensure(data_dir: &Path) -> Result<PgConnectOptions, ClusterError> {
         .username("kreg")
         .database("postgres");
     let mut conn = admin.connect().await?;
-    let exists: Option<i32> =
-        sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = 'kreg'")
-            .fetch_optional(&mut conn)
-            .await?;
+    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = 'kreg'")
+        .fetch_optional(&mut conn)
+        .await?;
     if exists.is_none() {
-        sqlx::query("CREATE DATABASE kreg")
-            .execute(&mut conn)
-            .await?;
+        sqlx::query("CREATE DATABASE kreg").execute(&mut conn).await?;
     }
-    Ok(PgConnectOptions::new()
-        .socket(&dir)
-        .username("kreg")
-        .database("kreg"))
+    Ok(PgConnectOptions::new().socket(&dir).username("kreg").database("kreg"))
 }
 
 fn ensure_running(data_dir: &Path) -> Result<PathBuf, ClusterError> {
     std::fs::create_dir_all(data_dir).map_err(|e| io("cannot create", data_dir, e))?;
-    let data_dir = data_dir
-        .canonicalize()
-        .map_err(|e| io("cannot resolve", data_dir, e))?;
+    let data_dir = data_dir.canonicalize().map_err(|e| io("cannot resolve", data_dir, e))?;
     let _lock = Lock::take(&data_dir.join("postgres.lock"))?;
     let dir = data_dir.join("postgres");
     let bin = bin_dir()?;
@@ -197,34 +182,25 @@ fn ensure_running(data_dir: &Path) -> Result<PathBuf, ClusterError> {
         ensure_searchable(&dir)?;
     }
     if !dir.join("PG_VERSION").exists() {
-        eprintln!(
-            "kreg: creating a private PostgreSQL cluster in {}",
-            dir.display()
-        );
+        eprintln!("kreg: creating a private PostgreSQL cluster in {}", dir.display());
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| io("cannot create", &dir, e))?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| io("cannot chmod", &dir, e))?;
         if let Some(o) = &owner {
-            std::os::unix::fs::chown(&dir, Some(o.uid), Some(o.gid))
-                .map_err(|e| io("cannot chown", &dir, e))?;
+            std::os::unix::fs::chown(&dir, Some(o.uid), Some(o.gid)).map_err(|e| io("cannot chown", &dir, e))?;
         }
         let mut cmd = tool(&bin, "initdb", &owner);
-        cmd.arg("-D").arg(&dir).args([
-            "-U",
-            "kreg",
-            "--auth=trust",
-            "--encoding=UTF8",
-            "--no-instructions",
-        ]);
+        cmd.arg("-D")
+            .arg(&dir)
+            .args(["-U", "kreg", "--auth=trust", "--encoding=UTF8", "--no-instructions"]);
         run(cmd, "initdb", &data_dir.join("initdb.log"))?;
         let conf = format!(
             "\n# kreg: a private cluster, reachable through a Unix socket only\nlisten_addresses = ''\nunix_socket_directories = '{}'\n",
             dir.display().to_string().replace('\'', "''")
         );
         let conf_path = dir.join("postgresql.conf");
-        let mut text =
-            std::fs::read_to_string(&conf_path).map_err(|e| io("cannot read", &conf_path, e))?;
+        let mut text = std::fs::read_to_string(&conf_path).map_err(|e| io("cannot read", &conf_path, e))?;
         text.push_str(&conf);
         std::fs::write(&conf_path, text).map_err(|e| io("cannot write", &conf_path, e))?;
     }

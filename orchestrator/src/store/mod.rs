@@ -24,21 +24,13 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// Connects and brings the schema up to date.
 pub async fn open(options: PgConnectOptions) -> Result<PgPool> {
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .connect_with(options)
-        .await?;
+    let pool = PgPoolOptions::new().max_connections(4).connect_with(options).await?;
     MIGRATOR.run(&pool).await?;
     Ok(pool)
 }
 
 /// Stores the scenario text once per distinct content; returns its id.
-pub async fn upsert_scenario(
-    db: impl PgExecutor<'_>,
-    name: &str,
-    yaml: &str,
-    sha256: &str,
-) -> Result<i64> {
+pub async fn upsert_scenario(db: impl PgExecutor<'_>, name: &str, yaml: &str, sha256: &str) -> Result<i64> {
     let id = sqlx::query_scalar(
         "INSERT INTO scenarios (name, yaml, sha256) VALUES ($1, $2, $3)
          ON CONFLICT (sha256) DO UPDATE SET name = EXCLUDED.name RETURNING id",
@@ -58,13 +50,11 @@ pub async fn create_run(
     source_path: &str,
     jobs: &[Job],
 ) -> Result<i64> {
-    let run_id: i64 = sqlx::query_scalar(
-        "INSERT INTO runs (scenario_id, source_path) VALUES ($1, $2) RETURNING id",
-    )
-    .bind(scenario_id)
-    .bind(source_path)
-    .fetch_one(&mut **tx)
-    .await?;
+    let run_id: i64 = sqlx::query_scalar("INSERT INTO runs (scenario_id, source_path) VALUES ($1, $2) RETURNING id")
+        .bind(scenario_id)
+        .bind(source_path)
+        .fetch_one(&mut **tx)
+        .await?;
     for j in jobs {
         sqlx::query(
             "INSERT INTO jobs (run_id, ordinal, kernel, variant, workload, iteration) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -200,12 +190,7 @@ pub struct JobOutcome {
     pub raw: Vec<(String, String)>,
 }
 
-pub async fn finish_job(
-    tx: &mut Transaction<'_, Postgres>,
-    run_id: i64,
-    job_id: i64,
-    o: &JobOutcome,
-) -> Result<()> {
+pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id: i64, o: &JobOutcome) -> Result<()> {
     for m in &o.metrics {
         sqlx::query(
             "INSERT INTO results (run_id, job_id, metric, value, unit, higher_is_better, kernel_release, observed_policy)
@@ -312,11 +297,7 @@ pub async fn samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>
     .await?)
 }
 
-pub async fn raw_output(
-    db: impl PgExecutor<'_>,
-    job_id: i64,
-    kind: &str,
-) -> Result<Option<String>> {
+pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Result<Option<String>> {
     Ok(
         sqlx::query_scalar("SELECT content FROM raw_outputs WHERE job_id = $1 AND kind = $2")
             .bind(job_id)

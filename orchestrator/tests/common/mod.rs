@@ -44,8 +44,9 @@ pub struct TestDb {
 }
 
 pub async fn fresh_db(name: &str) -> TestDb {
-    let base = std::env::var("DATABASE_URL")
-        .expect("DATABASE_URL must name a PostgreSQL server the tests may create databases on (scripts/test.sh sets it)");
+    let base = std::env::var("DATABASE_URL").expect(
+        "DATABASE_URL must name a PostgreSQL server the tests may create databases on (scripts/test.sh sets it)",
+    );
     let db = format!("kreg_it_{name}_{}", std::process::id());
     let mut admin = PgConnectOptions::from_str(&base)
         .unwrap()
@@ -64,9 +65,7 @@ pub async fn fresh_db(name: &str) -> TestDb {
         Some((h, q)) => (h.to_string(), format!("?{q}")),
         None => (base.clone(), String::new()),
     };
-    let (server, _) = head
-        .rsplit_once('/')
-        .expect("DATABASE_URL has a database name");
+    let (server, _) = head.rsplit_once('/').expect("DATABASE_URL has a database name");
     let url = format!("{server}/{db}{query}");
     let pool = kreg::store::open(PgConnectOptions::from_str(&url).unwrap())
         .await

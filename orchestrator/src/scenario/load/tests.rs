@@ -28,11 +28,7 @@ iterations: 3
 fn check(text: &str, expected: &str) {
     let got = match from_str(text, Path::new("/scn")) {
         Ok(_) => "ok".to_string(),
-        Err(diags) => diags
-            .iter()
-            .map(|d| d.render("f.yaml"))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Err(diags) => diags.iter().map(|d| d.render("f.yaml")).collect::<Vec<_>>().join("\n"),
     };
     assert_eq!(got.trim(), expected.trim(), "\n--- got ---\n{got}\n");
 }
