@@ -29,7 +29,7 @@ pub struct Config {
     pub cache_dir: PathBuf,
     /// `KREG_AGENT_BIN`, else `kreg-agent` beside the `kreg` binary.
     pub agent_bin: PathBuf,
-    /// `KREG_LAB_ACCEL`: `tcg` (default) or `kvm`.
+    /// `KREG_LAB_ACCEL`: `auto` (default: KVM where it works, else TCG), `kvm` or `tcg`.
     pub lab_accel: String,
 }
 
@@ -75,7 +75,7 @@ impl Config {
             agent_bin: var("KREG_AGENT_BIN")
                 .map(PathBuf::from)
                 .unwrap_or_else(default_agent_bin),
-            lab_accel: var("KREG_LAB_ACCEL").unwrap_or_else(|| "tcg".into()),
+            lab_accel: var("KREG_LAB_ACCEL").unwrap_or_else(|| "auto".into()),
         }
     }
 }

@@ -359,9 +359,7 @@ async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Resul
         accel: cfg.lab_accel.clone(),
         dir: dir.clone(),
     };
-    let mut vm = lab::Vm::start(&spec)?;
-    let client = kreg_agent::client::AgentClient::new(&vm.url(), &token);
-    let id = lab::wait_for_agent(&client, None, std::time::Duration::from_secs(300), Some(&mut vm))
+    let (vm, _client, id) = lab::boot(&spec, &token, std::time::Duration::from_secs(300))
         .await
         .map_err(anyhow::Error::msg)?;
     println!("lab VM up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);

@@ -210,9 +210,7 @@ impl LabConn {
             accel: cfg.lab_accel.clone(),
             dir: self.dir.clone(),
         };
-        let mut vm = Vm::start(&spec).map_err(|e| e.to_string())?;
-        let client = AgentClient::new(&vm.url(), &self.token);
-        let id = lab::wait_for_agent(&client, None, timeout, Some(&mut vm))
+        let (vm, client, id) = lab::boot(&spec, &self.token, timeout)
             .await
             .map_err(|e| format!("kernel {} did not come up in the lab: {e}", p.release))?;
         self.vm = Some(vm);

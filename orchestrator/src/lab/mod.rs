@@ -26,7 +26,8 @@ pub struct VmSpec {
     pub initrd: PathBuf,
     pub cpus: u32,
     pub memory_mib: u32,
-    /// "tcg" (always works here) or "kvm".
+    /// "tcg", "kvm", or "auto": KVM where /dev/kvm opens, falling back to TCG when the VM
+    /// dies under KVM before its agent answers.
     pub accel: String,
     /// Holds the console log and the pid file.
     pub dir: PathBuf,
@@ -65,12 +66,13 @@ impl Vm {
         let port = free_port()?;
         let console = spec.dir.join("console.log");
         let accel = if spec.accel == "kvm" { "kvm" } else { "tcg" };
+        let cpu = if accel == "kvm" { "host" } else { "max" };
         let mut cmd = Command::new("qemu-system-x86_64");
         cmd.args([
             "-accel",
             accel,
             "-cpu",
-            "max",
+            cpu,
             "-nodefaults",
             "-no-reboot",
             "-display",
@@ -183,6 +185,48 @@ pub async fn wait_for_agent(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Set once KVM has failed in this process, so later boots go straight to TCG.
+static KVM_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn kvm_usable() -> bool {
+    !KVM_FAILED.load(std::sync::atomic::Ordering::Relaxed)
+        && std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/kvm")
+            .is_ok()
+}
+
+/// Starts a VM and waits for its agent. With accel "auto", tries KVM first where it can
+/// and falls back to TCG if the VM dies under KVM before answering.
+pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, AgentClient, Identity), String> {
+    let accels: Vec<&str> = match spec.accel.as_str() {
+        "auto" if kvm_usable() => vec!["kvm", "tcg"],
+        "auto" => vec!["tcg"],
+        other => vec![other],
+    };
+    let mut last_error = String::new();
+    for accel in accels {
+        let attempt = VmSpec {
+            accel: accel.to_string(),
+            ..spec.clone()
+        };
+        let mut vm = Vm::start(&attempt).map_err(|e| e.to_string())?;
+        let client = AgentClient::new(&vm.url(), token);
+        match wait_for_agent(&client, None, timeout, Some(&mut vm)).await {
+            Ok(id) => return Ok((vm, client, id)),
+            // Only a VM that died under KVM is worth another try, under TCG.
+            Err(e) if accel == "kvm" && spec.accel == "auto" && vm.exited().is_some() => {
+                KVM_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+                eprintln!("kreg: the lab VM died under KVM; falling back to TCG (KREG_LAB_ACCEL=tcg skips KVM)");
+                last_error = e;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_error)
 }
 
 /// A fresh random token (hex, from /dev/urandom).
