@@ -1,0 +1,100 @@
+//! HammerDB TPROC-C (hammerdbcli) output: NOPM and TPM from the `TEST RESULT` line, and,
+//! with the time profile on (xtprof), per-transaction latencies from the summary over all
+//! virtual users. Lines may carry a `Vuser N:` prefix.
+//!
+//! Layouts read:
+//! - v4+: `TEST RESULT : System achieved N NOPM from M <DB> TPM`; v3: `… achieved M <DB> TPM at N NOPM`.
+//! - time profile v4: `>>>>> SUMMARY OF K ACTIVE VIRTUAL USERS …`, then per transaction
+//!   `>>>>> PROC: NEWORD` / `CALLS: …  MIN: …ms  AVG: …ms  MAX: …ms  TOTAL: …ms` /
+//!   `P99: …ms  P95: …ms  P50: …ms  SD: …  RATIO: …%`; v5/v6 add `P75` and `P25`.
+
+use super::{number, perr, Metric, ParseError};
+
+const TOOL: &str = "hammerdb";
+
+fn field_re() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"([A-Z][A-Z0-9]*):\s*([^\s%]+?)(?:ms|%)?(?:\s|$)").expect("valid regex"))
+}
+
+fn strip_vuser(line: &str) -> &str {
+    let l = line.trim();
+    if let Some(rest) = l.strip_prefix("Vuser ") {
+        if let Some((n, tail)) = rest.split_once(':') {
+            if n.chars().all(|c| c.is_ascii_digit()) {
+                return tail.trim();
+            }
+        }
+    }
+    l
+}
+
+/// NOPM and TPM from one `TEST RESULT` line.
+fn test_result(line: &str) -> Option<(Result<f64, ()>, Result<f64, ()>)> {
+    let rest = line.split_once("TEST RESULT : System achieved ")?.1;
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let num = |w: Option<&&str>| w.and_then(|w| w.parse::<f64>().ok()).ok_or(());
+    if words.get(1) == Some(&"NOPM") {
+        // N NOPM from M <DB words> TPM
+        Some((num(words.first()), num(words.get(3))))
+    } else {
+        // M <DB words> TPM at N NOPM
+        let at = words.iter().position(|w| *w == "at")?;
+        Some((num(words.get(at + 1)), num(words.first())))
+    }
+}
+
+pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
+    let lines: Vec<&str> = text.lines().map(strip_vuser).collect();
+    let mut result = None;
+    for (n, l) in lines.iter().enumerate() {
+        if let Some((nopm, tpm)) = test_result(l) {
+            match (nopm, tpm) {
+                (Ok(a), Ok(b)) => result = Some((a, b)),
+                _ => return Err(perr(TOOL, format!("line {}: cannot read NOPM and TPM from {l:?}", n + 1))),
+            }
+        }
+    }
+    let (nopm, tpm) = result.ok_or_else(|| perr(TOOL, "no `TEST RESULT : System achieved …` line (truncated, or the run failed)"))?;
+    let mut out = vec![Metric::new("nopm", nopm, "NOPM", true), Metric::new("tpm", tpm, "TPM", true)];
+
+    let Some(start) = lines.iter().rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS")) else {
+        return Ok(out);
+    };
+    let mut proc: Option<(String, usize, Vec<(String, f64)>)> = None;
+    let mut blocks = Vec::new();
+    for (n, l) in lines.iter().enumerate().skip(start + 1) {
+        if let Some(name) = l.strip_prefix(">>>>> PROC:") {
+            blocks.extend(proc.take());
+            proc = Some((name.trim().to_ascii_lowercase(), n + 1, Vec::new()));
+        } else if l.starts_with(">>>>>") || l.starts_with("+-") {
+            blocks.extend(proc.take());
+            if l.starts_with("+-") {
+                break;
+            }
+        } else if let Some((_, _, fields)) = proc.as_mut() {
+            let mut any = false;
+            for c in field_re().captures_iter(l) {
+                any = true;
+                fields.push((c[1].to_string(), number(TOOL, n + 1, &c[1], &c[2])?));
+            }
+            if !any && !l.is_empty() {
+                return Err(perr(TOOL, format!("line {}: expected `KEY: VALUE` pairs in the time profile, found {l:?}", n + 1)));
+            }
+        }
+    }
+    blocks.extend(proc.take());
+    for (name, line, fields) in blocks {
+        let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| *v);
+        for key in ["P50", "P95", "P99", "AVG"] {
+            let v = get(key).ok_or_else(|| perr(TOOL, format!("line {line}: PROC {} has no {key} (truncated time profile)", name.to_uppercase())))?;
+            out.push(Metric::new(format!("{name}_{}_ms", key.to_ascii_lowercase()), v, "ms", false));
+        }
+        for key in ["P25", "P75"] {
+            if let Some(v) = get(key) {
+                out.push(Metric::new(format!("{name}_{}_ms", key.to_ascii_lowercase()), v, "ms", false));
+            }
+        }
+    }
+    Ok(out)
+}

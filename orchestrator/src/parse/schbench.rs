@@ -1,0 +1,120 @@
+//! schbench: its text report (written to stderr) and its `-j FILE` JSON. With `-i`, the
+//! text holds a report per interval; the last complete one is the run's result.
+//!
+//! Text sections: `Wakeup Latencies percentiles (usec) …`, `Request Latencies percentiles
+//! (usec) …`, `RPS percentiles (requests) …`, each followed by `[*] NN.Nth: VALUE (N samples)`
+//! lines and `min=A, max=B`; then `average rps: X`.
+
+use super::{number, perr, Metric, ParseError};
+
+const TOOL: &str = "schbench";
+
+struct Section {
+    prefix: &'static str,
+    /// Metric name stem.
+    stem: &'static str,
+    unit: &'static str,
+    higher_is_better: bool,
+}
+
+const SECTIONS: &[Section] = &[
+    Section { prefix: "Wakeup Latencies percentiles", stem: "wakeup_lat", unit: "us", higher_is_better: false },
+    Section { prefix: "Request Latencies percentiles", stem: "request_lat", unit: "us", higher_is_better: false },
+    Section { prefix: "RPS percentiles", stem: "rps", unit: "req/s", higher_is_better: true },
+];
+
+/// Percentile label as schbench prints it ("99.9") to a metric suffix ("p99.9").
+fn pct_name(label: &str) -> String {
+    let trimmed = label.trim_end_matches('0').trim_end_matches('.');
+    format!("p{trimmed}")
+}
+
+pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<Metric> = Vec::new();
+    let mut seen_any = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim();
+        let Some(section) = SECTIONS.iter().find(|s| line.starts_with(s.prefix)) else {
+            if let Some(rest) = line.strip_prefix("average rps:") {
+                let v = number(TOOL, i + 1, "average rps", rest)?;
+                out.retain(|m| m.name != "avg_rps");
+                out.push(Metric::new("avg_rps", v, "req/s", true));
+            }
+            i += 1;
+            continue;
+        };
+        seen_any = true;
+        let header = i + 1;
+        i += 1;
+        let mut block = Vec::new();
+        let mut closed = false;
+        while i < lines.len() {
+            let l = lines[i].trim().trim_start_matches('*').trim();
+            if let Some((label, rest)) = l.split_once("th:") {
+                let value = rest.split_whitespace().next().unwrap_or("");
+                let v = number(TOOL, i + 1, &format!("the {label}th percentile"), value)?;
+                let name = format!("{}_{}", section.stem, pct_name(label));
+                block.push(Metric::new(name, v, section.unit, section.higher_is_better));
+            } else if let Some(rest) = l.strip_prefix("min=") {
+                let (min, max) = rest
+                    .split_once(", max=")
+                    .ok_or_else(|| perr(TOOL, format!("line {}: expected `min=A, max=B`, found {l:?}", i + 1)))?;
+                block.push(Metric::new(format!("{}_min", section.stem), number(TOOL, i + 1, "min", min)?, section.unit, section.higher_is_better));
+                block.push(Metric::new(format!("{}_max", section.stem), number(TOOL, i + 1, "max", max)?, section.unit, section.higher_is_better));
+                closed = true;
+                i += 1;
+                break;
+            } else {
+                return Err(perr(TOOL, format!("line {}: expected a percentile or `min=…, max=…` line in the {} section, found {l:?}", i + 1, section.prefix)));
+            }
+            i += 1;
+        }
+        if !closed {
+            return Err(perr(TOOL, format!("line {header}: the {} section ends before its `min=…, max=…` line (truncated output)", section.prefix)));
+        }
+        // A later report (one per interval) replaces an earlier one.
+        out.retain(|m| !block.iter().any(|b| b.name == m.name));
+        out.extend(block);
+    }
+    if !seen_any {
+        return Err(perr(TOOL, "no `Wakeup Latencies percentiles` report in the output (truncated, or the run failed)"));
+    }
+    Ok(out)
+}
+
+/// The JSON schbench writes with `-j FILE`: `{"normal": {...}, "int": {"wakeup_latency_pct50.0": N, …}}`.
+pub fn schbench_json(text: &str) -> Result<Vec<Metric>, ParseError> {
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| perr("schbench-json", format!("line {}, column {}: {e}", e.line(), e.column())))?;
+    let ints = v
+        .get("int")
+        .and_then(|i| i.as_object())
+        .ok_or_else(|| perr("schbench-json", "no `int` object: not schbench's JSON output"))?;
+    let mut out = Vec::new();
+    for (label, stem, unit, hib) in [
+        ("wakeup_latency", "wakeup_lat", "us", false),
+        ("request_latency", "request_lat", "us", false),
+        ("rps", "rps", "req/s", true),
+    ] {
+        for (key, value) in ints {
+            let Some(rest) = key.strip_prefix(label).and_then(|r| r.strip_prefix('_')) else { continue };
+            let suffix = if let Some(p) = rest.strip_prefix("pct") {
+                pct_name(p)
+            } else if rest == "min" || rest == "max" {
+                rest.to_string()
+            } else {
+                continue;
+            };
+            let n = value
+                .as_f64()
+                .ok_or_else(|| perr("schbench-json", format!("`{key}` is {value}, not a number")))?;
+            out.push(Metric::new(format!("{stem}_{suffix}"), n, unit, hib));
+        }
+    }
+    if !out.iter().any(|m| m.name.starts_with("wakeup_lat_p")) {
+        return Err(perr("schbench-json", "no wakeup_latency percentiles in the JSON (truncated, or the run failed)"));
+    }
+    Ok(out)
+}
