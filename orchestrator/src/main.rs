@@ -42,6 +42,12 @@ enum Cmd {
         #[command(subcommand)]
         command: DbCmd,
     },
+    /// Read a tool's output by hand: print its metrics as JSON (name, value, unit, direction).
+    Parse {
+        /// hackbench, schbench, schbench-json, sysbench, netperf, hammerdb or perf-bench.
+        kind: String,
+        file: PathBuf,
+    },
     /// The local qemu lab.
     Lab {
         #[command(subcommand)]
@@ -130,6 +136,16 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Report { run } => {
             let db = connect(cfg).await?;
             print_report(&db, run).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Parse { kind, file } => {
+            let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let metrics = kreg::parse::parse(&kind, &text).with_context(|| format!("{}", file.display()))?;
+            let json: Vec<serde_json::Value> = metrics
+                .iter()
+                .map(|m| serde_json::json!({"name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction()}))
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&json)?);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Db { command: DbCmd::Url } => {

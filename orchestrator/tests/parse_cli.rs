@@ -1,0 +1,82 @@
+//! `kreg parse` on outputs its parsers were not written against: a hackbench run made
+//! here and now, and schbench and sysbench outputs whose numbers this test reads on its own.
+
+use std::process::Command;
+
+mod common;
+
+fn kreg_parse(kind: &str, file: &std::path::Path) -> (bool, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg")).arg("parse").arg(kind).arg(file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.success(), json, String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+fn value(json: &serde_json::Value, name: &str) -> f64 {
+    json.as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name} in {json}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn hackbench_run_now_is_read_exactly() {
+    let dir = common::Scratch::new("parse-hb");
+    for args in [&["-g", "1", "-l", "20"][..], &["-T", "-p", "-g", "2", "-l", "10"][..]] {
+        let out = Command::new("hackbench").args(args).output().expect("hackbench (rt-tests) is installed");
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let printed: f64 = text.lines().find_map(|l| l.strip_prefix("Time: ")).unwrap().trim().parse().unwrap();
+        let file = dir.0.join("hb.txt");
+        std::fs::write(&file, &text).unwrap();
+        let (ok, json, err) = kreg_parse("hackbench", &file);
+        assert!(ok, "{err}");
+        assert_eq!(value(&json, "time"), printed);
+        assert_eq!(json[0]["unit"], "s");
+        assert_eq!(json[0]["direction"], "lower");
+    }
+}
+
+#[test]
+fn schbench_numbers_match_what_it_printed() {
+    let file = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/schbench.6.1.txt"));
+    let text = std::fs::read_to_string(file).unwrap();
+    let (ok, json, err) = kreg_parse("schbench", file);
+    assert!(ok, "{err}");
+    // Read the printed numbers with plain string handling, independent of the parser.
+    let avg: f64 = text.lines().find_map(|l| l.strip_prefix("average rps: ")).unwrap().trim().parse().unwrap();
+    assert_eq!(value(&json, "avg_rps"), avg);
+    let mut section = "";
+    for line in text.lines() {
+        if line.starts_with("Wakeup") {
+            section = "wakeup_lat";
+        } else if line.starts_with("Request") {
+            section = "request_lat";
+        } else if line.starts_with("RPS") {
+            section = "rps";
+        }
+        let l = line.replace('*', " ");
+        if let Some(idx) = l.find("th: ") {
+            let pct = l[..idx].trim();
+            let number: f64 = l[idx + 4..].split_whitespace().next().unwrap().parse().unwrap();
+            let name = format!("{section}_p{}", pct.strip_suffix(".0").unwrap_or(pct));
+            assert_eq!(value(&json, &name), number, "{name}");
+        }
+    }
+    assert_eq!(json.as_array().unwrap().iter().filter(|m| m["direction"] == "higher").count(), 6);
+}
+
+#[test]
+fn bad_input_is_an_error_naming_tool_and_line() {
+    let dir = common::Scratch::new("parse-bad");
+    let file = dir.0.join("cut.txt");
+    std::fs::write(&file, "Wakeup Latencies percentiles (usec) runtime 3 (s) (84 total samples)\n\t  50.0th: 79         (25 samples)\n").unwrap();
+    let (ok, _, err) = kreg_parse("schbench", &file);
+    assert!(!ok);
+    assert!(err.contains("schbench: line 1: the Wakeup Latencies percentiles section ends before"), "{err}");
+    let (ok, _, err) = kreg_parse("nosuch", &file);
+    assert!(!ok && err.contains("unknown kind"), "{err}");
+}
