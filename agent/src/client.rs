@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use crate::wire::{
+use crate::wire::{ProcessState, ThreadInfo, 
     Envelope, ExecRequest, ExecResult, Identity, Reply, Step, StepError, StepOutput, Uploaded, VersionInfo,
 };
 
@@ -156,6 +156,34 @@ impl AgentClient {
         match self.step(Step::Exec(req), timeout).await? {
             StepOutput::Exec(r) => Ok(r),
             other => Err(self.unexpected("exec", &other)),
+        }
+    }
+
+    pub async fn spawn(&self, req: ExecRequest) -> Result<ProcessState, ClientError> {
+        match self.step(Step::Spawn(req), Duration::from_secs(30)).await? {
+            StepOutput::Process(p) => Ok(p),
+            other => Err(self.unexpected("spawn", &other)),
+        }
+    }
+
+    pub async fn poll(&self, id: u64) -> Result<ProcessState, ClientError> {
+        match self.step(Step::Poll { id }, Duration::from_secs(30)).await? {
+            StepOutput::Process(p) => Ok(p),
+            other => Err(self.unexpected("poll", &other)),
+        }
+    }
+
+    pub async fn stop(&self, id: u64, grace_secs: u64) -> Result<ProcessState, ClientError> {
+        match self.step(Step::Stop { id, grace_secs }, Duration::from_secs(grace_secs + 30)).await? {
+            StepOutput::Process(p) => Ok(p),
+            other => Err(self.unexpected("stop", &other)),
+        }
+    }
+
+    pub async fn threads(&self, pid: u32) -> Result<Vec<ThreadInfo>, ClientError> {
+        match self.step(Step::Threads { pid }, Duration::from_secs(30)).await? {
+            StepOutput::Threads { threads, .. } => Ok(threads),
+            other => Err(self.unexpected("threads", &other)),
         }
     }
 

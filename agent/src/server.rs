@@ -60,6 +60,7 @@ pub struct Config {
 
 struct AppState {
     config: Config,
+    procs: steps::process::Table,
 }
 
 /// Serves the API on `listener` until `shutdown` completes.
@@ -69,7 +70,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     tokio::fs::create_dir_all(&config.data_dir).await?;
-    let state = Arc::new(AppState { config });
+    let state = Arc::new(AppState { config, procs: steps::process::Table::default() });
     let authed = Router::new()
         .route("/v1/step", post(step))
         .route("/v1/files/{name}", put(upload))
@@ -142,7 +143,7 @@ async fn step(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     };
     tracing::info!(step = step.name(), "step");
     let is_kexec = matches!(step, Step::Kexec(_));
-    let result = steps::run(step, &state.config.data_dir).await;
+    let result = steps::run(step, &state.config.data_dir, &state.procs).await;
     if is_kexec && result.is_ok() {
         // Answer first, then reboot into the loaded kernel.
         tokio::spawn(async {

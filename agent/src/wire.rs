@@ -64,6 +64,14 @@ pub enum Step {
     WriteKnob { path: String, value: String },
     Schedstat,
     Kexec(KexecRequest),
+    /// Starts a long-running process (a server) and returns at once with its id.
+    Spawn(ExecRequest),
+    /// Where a spawned process stands, with all its output so far.
+    Poll { id: u64 },
+    /// SIGTERM to the process group, SIGKILL after `grace_secs`; forgets the process.
+    Stop { id: u64, grace_secs: u64 },
+    /// Every thread of a process with its scheduling policy.
+    Threads { pid: u32 },
 }
 
 impl Step {
@@ -75,6 +83,10 @@ impl Step {
             Step::WriteKnob { .. } => "write_knob",
             Step::Schedstat => "schedstat",
             Step::Kexec(_) => "kexec",
+            Step::Spawn(_) => "spawn",
+            Step::Poll { .. } => "poll",
+            Step::Stop { .. } => "stop",
+            Step::Threads { .. } => "threads",
         }
     }
 }
@@ -92,6 +104,9 @@ pub struct ExecRequest {
     /// Applied to the child between fork and exec.
     #[serde(default)]
     pub policy: Option<Policy>,
+    /// Written to the child's standard input, which is then closed.
+    #[serde(default)]
+    pub stdin: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -114,6 +129,26 @@ impl ExecResult {
     pub fn success(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out
     }
+}
+
+/// A process started by `spawn`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProcessState {
+    pub id: u64,
+    pub pid: u32,
+    pub running: bool,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Output so far (the last 4 MiB of each stream).
+    pub stdout: String,
+    pub stderr: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThreadInfo {
+    pub tid: u32,
+    pub comm: String,
+    pub policy: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -170,6 +205,11 @@ pub enum StepOutput {
     /// The kernel is loaded; the agent reboots into it right after answering.
     KexecStarted {
         kernel_release: Option<String>,
+    },
+    Process(ProcessState),
+    Threads {
+        pid: u32,
+        threads: Vec<ThreadInfo>,
     },
 }
 

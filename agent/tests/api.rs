@@ -257,3 +257,52 @@ async fn uploads_land_under_plain_names_only() {
     let err = client.step(step, Duration::from_secs(5)).await.unwrap_err();
     assert!(err.to_string().contains("was not uploaded"), "{err}");
 }
+
+#[tokio::test]
+async fn spawned_servers_run_under_the_policy_until_stopped() {
+    let agent = start("spawn").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    // A multi-threaded stand-in server: python3 with two extra threads that sleep.
+    let script = "import threading,time,sys\nfor _ in range(2): threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\nprint('ready', flush=True)\nsys.stdin.read()\ntime.sleep(60)\n";
+    let p = client
+        .spawn(ExecRequest {
+            argv: vec!["python3".into(), "-c".into(), script.into()],
+            timeout_secs: 0,
+            policy: Some(Policy::Batch),
+            stdin: Some("hello\n".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(p.running);
+    // Wait for its own word that the threads exist.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let st = client.poll(p.id).await.unwrap();
+        if st.stdout.contains("ready") {
+            break;
+        }
+        assert!(st.running, "{st:?}");
+        assert!(std::time::Instant::now() < deadline, "no ready line");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let threads = client.threads(p.pid).await.unwrap();
+    assert_eq!(threads.len(), 3, "{threads:?}");
+    assert!(threads.iter().all(|t| t.policy == "batch"), "{threads:?}");
+    let stopped = client.stop(p.id, 5).await.unwrap();
+    assert!(!stopped.running);
+    assert_eq!(stopped.signal, Some(libc::SIGTERM));
+    assert!(client.poll(p.id).await.unwrap_err().to_string().contains("no spawned process"));
+    assert!(client.threads(p.pid).await.is_err(), "the process is gone");
+}
+
+#[tokio::test]
+async fn exec_feeds_stdin() {
+    let agent = start("stdin").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let r = client
+        .exec(ExecRequest { argv: vec!["wc".into(), "-l".into()], timeout_secs: 5, stdin: Some("a\nb\nc\n".into()), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(r.stdout.trim(), "3");
+}

@@ -12,7 +12,7 @@ use crate::wire::{policy_name, ErrorKind, ExecRequest, ExecResult, StepError};
 
 const SCHED_RESET_ON_FORK: i32 = 0x4000_0000;
 
-fn policy_of(tid: i32) -> Option<i32> {
+pub(crate) fn policy_of(tid: i32) -> Option<i32> {
     // SAFETY: no pointers; returns -1 when the task is gone.
     let p = unsafe { libc::sched_getscheduler(tid) };
     (p >= 0).then_some(p & !SCHED_RESET_ON_FORK)
@@ -53,14 +53,16 @@ fn observe(pid: u32, seen: &mut Vec<String>) {
     }
 }
 
-pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
+/// The command for a request: argv (no shell), env, cwd, its own process group, and the
+/// scheduling policy set between fork and exec.
+pub(crate) fn command(req: &ExecRequest) -> Result<Command, StepError> {
     let Some((program, args)) = req.argv.split_first() else {
         return Err(super::err(ErrorKind::BadRequest, "exec needs a non-empty argv"));
     };
     let mut cmd = Command::new(program);
     cmd.args(args)
         .envs(req.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(if req.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -81,11 +83,28 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
             });
         }
     }
+    Ok(cmd)
+}
+
+/// Writes `input` to the child's stdin and closes it, without blocking the caller.
+pub(crate) fn feed_stdin(child: &mut tokio::process::Child, input: Option<String>) {
+    if let (Some(mut stdin), Some(text)) = (child.stdin.take(), input) {
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = stdin.write_all(text.as_bytes()).await;
+        });
+    }
+}
+
+pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
+    let program = req.argv.first().cloned().unwrap_or_default();
+    let mut cmd = command(&req)?;
     let started = Instant::now();
     let mut child = cmd
         .spawn()
         .map_err(|e| super::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
     let pid = child.id().unwrap_or(0);
+    feed_stdin(&mut child, req.stdin.clone());
     let mut observed = Vec::new();
     observe(pid, &mut observed);
 

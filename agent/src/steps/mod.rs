@@ -4,13 +4,14 @@ pub mod exec;
 pub mod identity;
 pub mod kexec;
 pub mod knob;
+pub mod process;
 pub mod schedstat;
 
 use std::path::{Path, PathBuf};
 
 use crate::wire::{ErrorKind, Step, StepError, StepOutput};
 
-pub async fn run(step: Step, data_dir: &Path) -> Result<StepOutput, StepError> {
+pub async fn run(step: Step, data_dir: &Path, procs: &process::Table) -> Result<StepOutput, StepError> {
     match step {
         Step::Identity => identity::run().await.map(StepOutput::Identity),
         Step::Exec(req) => exec::run(req).await.map(StepOutput::Exec),
@@ -18,6 +19,10 @@ pub async fn run(step: Step, data_dir: &Path) -> Result<StepOutput, StepError> {
         Step::WriteKnob { path, value } => knob::write(&path, &value).await.map(StepOutput::Knob),
         Step::Schedstat => schedstat::run().await.map(StepOutput::Schedstat),
         Step::Kexec(req) => kexec::load(&req, data_dir).await,
+        Step::Spawn(req) => procs.spawn(req).await.map(StepOutput::Process),
+        Step::Poll { id } => procs.poll(id).await.map(StepOutput::Process),
+        Step::Stop { id, grace_secs } => procs.stop(id, grace_secs).await.map(StepOutput::Process),
+        Step::Threads { pid } => process::threads(pid).map(|threads| StepOutput::Threads { pid, threads }),
     }
 }
 

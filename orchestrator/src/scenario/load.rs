@@ -283,6 +283,15 @@ impl<'a> Cx<'a> {
                 }
                 None => sut_name.clone().unwrap_or_default(),
             };
+            for (host, line, col) in &w.host_refs {
+                if !hosts.iter().any(|h| &h.name == host) {
+                    self.diags.push(Diagnostic {
+                        line: *line,
+                        col: *col,
+                        message: format!("workload `{}`: its server runs on `{host}`, which is not a host", w.name),
+                    });
+                }
+            }
             resolved.push(Workload {
                 name: w.name,
                 on,
@@ -581,161 +590,6 @@ impl<'a> Cx<'a> {
         self.unique(items.iter().zip(out.iter().map(|w| w.name.clone())), "workload");
         ok.then_some(out)
     }
-
-    fn workload(&mut self, node: &Node) -> Option<PendingWorkload> {
-        const KEYS: &[&str] = &[
-            "name", "kind", "on", "timeout", // every kind
-            "groups", "loops", "pipe", "threads", "fds", "datasize", // hackbench
-            "argv", "metrics", // command
-        ];
-        let f = self.map(node, "a workload", KEYS)?;
-        let name = self
-            .required(&f, "name", "a workload")
-            .and_then(|n| self.name(n, "workload name"));
-        let what = format!("workload `{}`", name.as_deref().unwrap_or("?"));
-        let on = match f.get("on") {
-            Some(n) => Some(self.name(n, "on")?),
-            None => None,
-        };
-        let timeout_secs = match f.get("timeout") {
-            Some(n) => self.duration(n, "timeout")?,
-            None => 600,
-        };
-        let kind_node = self.required(&f, "kind", &what)?;
-        let kind_name = self.string(kind_node, "kind")?;
-        let only = |cx: &mut Self, allowed: &[&str]| {
-            for (k, v) in &f.entries {
-                if !["name", "kind", "on", "timeout"].contains(k) && !allowed.contains(k) {
-                    cx.error(v, format!("`{k}` does not apply to workload kind `{kind_name}`"));
-                }
-            }
-        };
-        let kind = match kind_name.as_str() {
-            "hackbench" => {
-                only(self, &["groups", "loops", "pipe", "threads", "fds", "datasize"]);
-                let groups = f
-                    .get("groups")
-                    .map(|n| self.uint(n, "groups (-g)", 1, 10_000))
-                    .unwrap_or(Some(10));
-                let loops = f
-                    .get("loops")
-                    .map(|n| self.uint(n, "loops (-l)", 1, 100_000_000))
-                    .unwrap_or(Some(100));
-                let pipe = f
-                    .get("pipe")
-                    .map(|n| self.boolean(n, "pipe (-p)"))
-                    .unwrap_or(Some(false));
-                let threads = f
-                    .get("threads")
-                    .map(|n| self.boolean(n, "threads (-T)"))
-                    .unwrap_or(Some(false));
-                let fds = match f.get("fds") {
-                    None => Some(None),
-                    Some(n) => self.uint(n, "fds (-f)", 1, 1000).map(Some),
-                };
-                let datasize = match f.get("datasize") {
-                    None => Some(None),
-                    Some(n) => self.uint(n, "datasize (-s)", 1, 1 << 20).map(Some),
-                };
-                WorkloadKind::Hackbench(Hackbench {
-                    groups: groups? as u32,
-                    loops: loops? as u32,
-                    pipe: pipe?,
-                    threads: threads?,
-                    fds: fds?.map(|n| n as u32),
-                    datasize: datasize?.map(|n| n as u32),
-                })
-            }
-            "command" => {
-                only(self, &["argv", "metrics"]);
-                let argv = self.required(&f, "argv", &what).and_then(|n| {
-                    let items = self.seq(n, "argv")?;
-                    if items.is_empty() {
-                        self.error(n, "argv: give at least the program");
-                        return None;
-                    }
-                    items
-                        .iter()
-                        .map(|i| self.string(i, "an argv element"))
-                        .collect::<Option<Vec<_>>>()
-                });
-                let metrics = self.required(&f, "metrics", &what).and_then(|n| self.metrics(n));
-                WorkloadKind::Command(CommandWorkload {
-                    argv: argv?,
-                    metrics: metrics?,
-                })
-            }
-            other => {
-                self.error(
-                    kind_node,
-                    format!("kind: unknown workload kind `{other}`; expected hackbench or command"),
-                );
-                return None;
-            }
-        };
-        Some(PendingWorkload {
-            name: name?,
-            on,
-            timeout_secs,
-            kind,
-        })
-    }
-
-    fn metrics(&mut self, node: &Node) -> Option<Vec<MetricPattern>> {
-        let Kind::Map(entries) = &node.kind else {
-            self.expected(
-                node,
-                "metrics",
-                "a mapping of metric name to { regex, unit, higher_is_better }",
-            );
-            return None;
-        };
-        if entries.is_empty() {
-            self.error(node, "metrics: declare at least one metric");
-            return None;
-        }
-        let mut out = Vec::new();
-        for (k, v) in entries {
-            let name = self.name(k, "metric name");
-            let what = format!("metric `{}`", name.as_deref().unwrap_or("?"));
-            let Some(f) = self.map(v, &what, &["regex", "unit", "higher_is_better"]) else {
-                continue;
-            };
-            let regex = self.required(&f, "regex", &what).and_then(|n| {
-                let r = self.string(n, "regex")?;
-                match regex::Regex::new(&r) {
-                    Ok(re) if re.captures_len() >= 2 => Some(r),
-                    Ok(_) => {
-                        self.error(
-                            n,
-                            "regex: needs one capture group around the number, e.g. `Time: ([0-9.]+)`",
-                        );
-                        None
-                    }
-                    Err(e) => {
-                        self.error(n, format!("regex: {e}"));
-                        None
-                    }
-                }
-            });
-            let unit = match f.get("unit") {
-                Some(n) => self.string(n, "unit"),
-                None => Some(String::new()),
-            };
-            let hib = self
-                .required(&f, "higher_is_better", &what)
-                .and_then(|n| self.boolean(n, "higher_is_better"));
-            if let (Some(name), Some(regex), Some(unit), Some(higher_is_better)) = (name, regex, unit, hib) {
-                out.push(MetricPattern {
-                    name,
-                    regex,
-                    unit,
-                    higher_is_better,
-                });
-            }
-        }
-        Some(out)
-    }
 }
 
 /// A workload before its host is resolved against the hosts section.
@@ -744,7 +598,11 @@ struct PendingWorkload {
     on: Option<String>,
     timeout_secs: u64,
     kind: WorkloadKind,
+    /// Other hosts the workload names (a server's `on`), with where they are named.
+    host_refs: Vec<(String, usize, usize)>,
 }
+
+mod workload;
 
 #[cfg(test)]
 mod tests;
