@@ -1,12 +1,15 @@
-//! One job on a booted kernel: schedstat snapshots around the workload, the workload under
-//! the variant's policy, parsing, and storing metrics, raw outputs and the observed policy.
+//! One job on a booted kernel: the sched features and /proc/schedstat of the SUT around the
+//! measured phase, the workload under the variant's policy (on its own host, or as a client
+//! against a server session), parsing, and what to store: metrics, raw outputs, and the
+//! policy observed on the workload's (or server's) threads.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{ExecRequest, Identity, Step, StepOutput};
+use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
 
-use crate::parse;
+use super::server::Session;
+use crate::parse::{self, Metric};
 use crate::scenario::{Variant, Workload, WorkloadKind};
 use crate::store::JobOutcome;
 
@@ -20,23 +23,13 @@ pub struct JobFailure {
     pub raw: Vec<(String, String)>,
 }
 
-fn fail(reason: impl Into<String>, raw: Vec<(String, String)>) -> JobFailure {
-    JobFailure {
-        reason: reason.into(),
-        raw,
-    }
+fn fail(reason: impl Into<String>, raw: &[(String, String)]) -> JobFailure {
+    JobFailure { reason: reason.into(), raw: raw.to_vec() }
 }
 
 async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<String, String> {
-    let step = Step::WriteKnob {
-        path: path.into(),
-        value: value.into(),
-    };
-    match client
-        .step(step, Duration::from_secs(30))
-        .await
-        .map_err(|e| e.to_string())?
-    {
+    let step = Step::WriteKnob { path: path.into(), value: value.into() };
+    match client.step(step, Duration::from_secs(30)).await.map_err(|e| e.to_string())? {
         StepOutput::Knob(k) => Ok(k.value),
         other => Err(format!("unexpected answer to write_knob: {other:?}")),
     }
@@ -47,23 +40,13 @@ async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<Str
 pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
     for f in &variant.features {
         let base = f.strip_prefix("NO_").unwrap_or(f);
-        let known = defaults
-            .split_whitespace()
-            .any(|t| t.strip_prefix("NO_").unwrap_or(t) == base);
+        let known = defaults.split_whitespace().any(|t| t.strip_prefix("NO_").unwrap_or(t) == base);
         if !defaults.is_empty() && !known {
-            return Err(format!(
-                "variant {}: this kernel has no sched feature {base}; it has: {defaults}",
-                variant.name
-            ));
+            return Err(format!("variant {}: this kernel has no sched feature {base}; it has: {defaults}", variant.name));
         }
-        let back = write_knob(client, FEATURES, f)
-            .await
-            .map_err(|e| format!("variant {}: {e}", variant.name))?;
+        let back = write_knob(client, FEATURES, f).await.map_err(|e| format!("variant {}: {e}", variant.name))?;
         if !back.split_whitespace().any(|t| t == f) {
-            return Err(format!(
-                "variant {}: wrote {f} to {FEATURES} but it reads back as: {back}",
-                variant.name
-            ));
+            return Err(format!("variant {}: wrote {f} to {FEATURES} but it reads back as: {back}", variant.name));
         }
     }
     Ok(())
@@ -73,11 +56,7 @@ pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &
 pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
     for f in &variant.features {
         let base = f.strip_prefix("NO_").unwrap_or(f);
-        let value = if defaults.split_whitespace().any(|t| t == base) {
-            base.to_string()
-        } else {
-            format!("NO_{base}")
-        };
+        let value = if defaults.split_whitespace().any(|t| t == base) { base.to_string() } else { format!("NO_{base}") };
         write_knob(client, FEATURES, &value).await?;
     }
     Ok(())
@@ -90,63 +69,132 @@ async fn schedstat(client: &AgentClient) -> Option<String> {
     }
 }
 
+/// What the job runs with.
+pub struct Ctx<'a> {
+    /// The SUT's agent: sched features and schedstat are read there.
+    pub sut: &'a AgentClient,
+    pub sut_id: &'a Identity,
+    /// The agent of the host the workload (or its client side) runs on.
+    pub runner: &'a AgentClient,
+    /// The server, for two-host workloads.
+    pub session: Option<&'a Session>,
+}
+
+fn failure_text(res: &ExecResult, what: &str, timeout: u64) -> String {
+    let how = if res.timed_out {
+        format!("timed out after {timeout}s")
+    } else if let Some(sig) = res.signal {
+        format!("killed by signal {sig}")
+    } else {
+        format!("exited with status {}", res.exit_code.unwrap_or(-1))
+    };
+    let tail: Vec<&str> = res.stderr.lines().rev().take(5).collect();
+    format!("{what} {how}: {}", tail.into_iter().rev().collect::<Vec<_>>().join(" | "))
+}
+
 /// Runs one job and returns what to store.
-pub async fn run(
-    client: &AgentClient,
-    sut: &Identity,
-    variant: &Variant,
-    workload: &Workload,
-) -> Result<JobOutcome, JobFailure> {
+pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
     // Counters stay zero until this is on; a kernel without SCHEDSTATS has no such file.
-    let _ = write_knob(client, SCHEDSTATS, "1").await;
+    let _ = write_knob(ctx.sut, SCHEDSTATS, "1").await;
     let mut raw = Vec::new();
     // Provenance: the sched features in effect for this job.
-    if let Ok(StepOutput::Knob(k)) = client
-        .step(Step::ReadKnob { path: FEATURES.into() }, Duration::from_secs(30))
-        .await
-    {
+    if let Ok(StepOutput::Knob(k)) = ctx.sut.step(Step::ReadKnob { path: FEATURES.into() }, Duration::from_secs(30)).await {
         raw.push(("sched_features".to_string(), k.value));
     }
-    if let Some(s) = schedstat(client).await {
+    let mut server_policy = None;
+    if let Some(s) = ctx.session {
+        match s.check_threads(variant.policy).await {
+            Ok((policy, listing)) => {
+                raw.push(("server_threads".into(), listing));
+                server_policy = Some(policy);
+            }
+            Err(e) => return Err(fail(e, &raw)),
+        }
+    }
+    let (metrics, observed) = match &workload.kind {
+        WorkloadKind::Hackbench(_) | WorkloadKind::Schbench(_) | WorkloadKind::PerfBench(_) | WorkloadKind::Command(_) => {
+            single_host(ctx, variant, workload, &mut raw).await?
+        }
+        WorkloadKind::Sysbench(sb) => {
+            let password = &ctx.session.expect("sysbench has a session").password;
+            let argv = sb.argv(password, "run");
+            let res = measured_exec(ctx, argv, None, workload.timeout_secs, &mut raw).await?;
+            (parse::sysbench(&res.stdout).map_err(|e| fail(e.to_string(), &raw))?, server_policy.clone())
+        }
+        WorkloadKind::Netperf(n) => {
+            let clients = n.clients.resolve(ctx.sut_id.nr_cpus);
+            (netperf_clients(ctx, n, clients, workload.timeout_secs, &mut raw).await?, server_policy.clone())
+        }
+        WorkloadKind::Hammerdb(h) => {
+            let session = ctx.session.expect("hammerdb has a session");
+            let vus = h.virtual_users.resolve(ctx.sut_id.nr_cpus);
+            let script = h.script(&session.password, vus, false);
+            (hammerdb_run(ctx, script, workload.timeout_secs, &mut raw).await?, server_policy.clone())
+        }
+    };
+    let observed_policy = observed.unwrap_or_else(|| "unobserved".into());
+    Ok(JobOutcome {
+        kernel_release: ctx.sut_id.kernel_release.clone(),
+        boot_id: ctx.sut_id.boot_id.clone(),
+        observed_policy,
+        metrics,
+        raw,
+    })
+}
+
+/// schedstat before, one exec, schedstat after; stdout and stderr kept.
+async fn measured_exec(
+    ctx: &Ctx<'_>,
+    argv: Vec<String>,
+    policy: Option<Policy>,
+    timeout_secs: u64,
+    raw: &mut Vec<(String, String)>,
+) -> Result<ExecResult, JobFailure> {
+    if let Some(s) = schedstat(ctx.sut).await {
         raw.push(("schedstat_before".to_string(), s));
     }
-    let argv = match &workload.kind {
-        WorkloadKind::Hackbench(h) => h.argv(),
-        WorkloadKind::Command(c) => c.argv.clone(),
-    };
-    let req = ExecRequest {
-        argv,
-        env: vec![],
-        cwd: None,
-        timeout_secs: workload.timeout_secs,
-        policy: Some(variant.policy),
-    };
-    let res = client.exec(req).await.map_err(|e| fail(e.to_string(), raw.clone()))?;
-    if let Some(s) = schedstat(client).await {
+    let program = argv.first().cloned().unwrap_or_default();
+    let req = ExecRequest { argv, timeout_secs, policy, ..Default::default() };
+    let res = ctx.runner.exec(req).await.map_err(|e| fail(e.to_string(), raw))?;
+    if let Some(s) = schedstat(ctx.sut).await {
         raw.push(("schedstat_after".to_string(), s));
     }
     raw.push(("stdout".into(), res.stdout.clone()));
     raw.push(("stderr".into(), res.stderr.clone()));
     if !res.success() {
-        let how = if res.timed_out {
-            format!("timed out after {}s", workload.timeout_secs)
-        } else if let Some(sig) = res.signal {
-            format!("killed by signal {sig}")
-        } else {
-            format!("exited with status {}", res.exit_code.unwrap_or(-1))
-        };
-        let tail: Vec<&str> = res.stderr.lines().rev().take(5).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(fail(
-            format!("workload {} {how}: {}", workload.name, tail.join(" | ")),
-            raw,
-        ));
+        return Err(fail(failure_text(&res, &program, timeout_secs), raw));
     }
+    Ok(res)
+}
+
+async fn single_host(
+    ctx: &Ctx<'_>,
+    variant: &Variant,
+    workload: &Workload,
+    raw: &mut Vec<(String, String)>,
+) -> Result<(Vec<Metric>, Option<String>), JobFailure> {
+    let argv = match &workload.kind {
+        WorkloadKind::Hackbench(h) => h.argv(),
+        WorkloadKind::Schbench(s) => s.argv(),
+        WorkloadKind::PerfBench(p) => p.argv(),
+        WorkloadKind::Command(c) => c.argv.clone(),
+        _ => unreachable!("two-host kinds are run elsewhere"),
+    };
+    let res = measured_exec(ctx, argv, Some(variant.policy), workload.timeout_secs, raw).await?;
     let metrics = match &workload.kind {
         WorkloadKind::Hackbench(_) => parse::hackbench(&res.stdout),
+        // The text report is on stderr; with -j - the JSON is on stdout.
+        WorkloadKind::Schbench(s) if s.json => parse::schbench_json(&res.stdout).and_then(|mut m| {
+            let text = parse::schbench(&res.stderr)?;
+            m.extend(text.into_iter().filter(|t| t.name == "avg_rps"));
+            Ok(m)
+        }),
+        WorkloadKind::Schbench(_) => parse::schbench(&format!("{}\n{}", res.stdout, res.stderr)),
+        WorkloadKind::PerfBench(_) => parse::perf_bench(&res.stdout),
         WorkloadKind::Command(c) => parse::command(&c.metrics, &res.stdout, &res.stderr),
+        _ => unreachable!(),
     }
-    .map_err(|e| fail(e.to_string(), raw.clone()))?;
+    .map_err(|e| fail(e.to_string(), raw))?;
     let want = variant.policy.name();
     if res.observed_policies.iter().any(|p| p != want) {
         return Err(fail(
@@ -158,16 +206,91 @@ pub async fn run(
             raw,
         ));
     }
-    let observed_policy = if res.observed_policies.is_empty() {
-        "unobserved".to_string()
-    } else {
-        res.observed_policies.join(",")
-    };
-    Ok(JobOutcome {
-        kernel_release: sut.kernel_release.clone(),
-        boot_id: sut.boot_id.clone(),
-        observed_policy,
-        metrics,
-        raw,
-    })
+    let observed = (!res.observed_policies.is_empty()).then(|| res.observed_policies.join(","));
+    Ok((metrics, observed))
+}
+
+/// Polls a spawned process until it ends or `limit` passes (then it is stopped).
+async fn wait_spawned(client: &AgentClient, id: u64, limit: Duration) -> Result<kreg_agent::wire::ProcessState, String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let st = client.poll(id).await.map_err(|e| e.to_string())?;
+        if !st.running {
+            return client.stop(id, 1).await.map_err(|e| e.to_string());
+        }
+        if Instant::now() >= deadline {
+            let _ = client.stop(id, 5).await;
+            return Err(format!("still running after {}s; stopped", limit.as_secs()));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `clients` netperf processes at once against one netserver. Throughput is their sum;
+/// each latency figure is the mean of the clients' figures.
+async fn netperf_clients(
+    ctx: &Ctx<'_>,
+    n: &crate::scenario::Netperf,
+    clients: u32,
+    timeout_secs: u64,
+    raw: &mut Vec<(String, String)>,
+) -> Result<Vec<Metric>, JobFailure> {
+    if let Some(s) = schedstat(ctx.sut).await {
+        raw.push(("schedstat_before".to_string(), s));
+    }
+    let mut ids = Vec::new();
+    for _ in 0..clients {
+        let req = ExecRequest { argv: n.client_argv(), timeout_secs, ..Default::default() };
+        ids.push(ctx.runner.spawn(req).await.map_err(|e| fail(e.to_string(), raw))?.id);
+    }
+    let mut per_client = Vec::new();
+    for (i, id) in ids.into_iter().enumerate() {
+        let st = wait_spawned(ctx.runner, id, Duration::from_secs(timeout_secs)).await.map_err(|e| fail(format!("netperf client {}: {e}", i + 1), raw))?;
+        raw.push((format!("client{}_stdout", i + 1), st.stdout.clone()));
+        raw.push((format!("client{}_stderr", i + 1), st.stderr.clone()));
+        if st.exit_code != Some(0) {
+            return Err(fail(format!("netperf client {} exited with {:?}", i + 1, st.exit_code.or(st.signal)), raw));
+        }
+        per_client.push(parse::netperf(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1), raw))?);
+    }
+    if let Some(s) = schedstat(ctx.sut).await {
+        raw.push(("schedstat_after".to_string(), s));
+    }
+    let mut out: Vec<Metric> = per_client[0].clone();
+    for m in out.iter_mut() {
+        let values: Vec<f64> = per_client.iter().filter_map(|c| c.iter().find(|x| x.name == m.name).map(|x| x.value)).collect();
+        m.value = if m.higher_is_better { values.iter().sum() } else { values.iter().sum::<f64>() / values.len() as f64 };
+    }
+    out.push(Metric::new("clients", clients as f64, "", true));
+    Ok(out)
+}
+
+/// hammerdbcli reading the script on stdin; SUT schedstat is taken once the rampup is over,
+/// so that the snapshots bracket the timed phase only.
+async fn hammerdb_run(ctx: &Ctx<'_>, script: String, timeout_secs: u64, raw: &mut Vec<(String, String)>) -> Result<Vec<Metric>, JobFailure> {
+    let req = ExecRequest { argv: vec!["hammerdbcli".into()], stdin: Some(format!("{script}exit\n")), timeout_secs, ..Default::default() };
+    let p = ctx.runner.spawn(req).await.map_err(|e| fail(e.to_string(), raw))?;
+    let deadline = Instant::now() + Duration::from_secs(timeout_secs);
+    loop {
+        let st = ctx.runner.poll(p.id).await.map_err(|e| fail(e.to_string(), raw))?;
+        if st.stdout.contains("Rampup complete") || !st.running {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let _ = ctx.runner.stop(p.id, 5).await;
+            return Err(fail("hammerdbcli never finished its rampup", raw));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    if let Some(s) = schedstat(ctx.sut).await {
+        raw.push(("schedstat_before".to_string(), s));
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    let st = wait_spawned(ctx.runner, p.id, left).await.map_err(|e| fail(format!("hammerdbcli: {e}"), raw))?;
+    if let Some(s) = schedstat(ctx.sut).await {
+        raw.push(("schedstat_after".to_string(), s));
+    }
+    raw.push(("stdout".into(), st.stdout.clone()));
+    raw.push(("stderr".into(), st.stderr.clone()));
+    parse::hammerdb(&st.stdout).map_err(|e| fail(e.to_string(), raw))
 }

@@ -4,6 +4,7 @@
 
 mod host;
 mod job;
+mod server;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -68,6 +69,14 @@ pub enum EngineError {
 pub struct Outcome {
     pub done: usize,
     pub failed: usize,
+}
+
+async fn fail_all(db: &PgPool, jobs: &[&JobRow], reason: &str, on_event: &mut dyn FnMut(Event)) -> Result<(), EngineError> {
+    for j in jobs {
+        store::fail_job(db, j.id, reason).await?;
+        on_event(Event::JobFailed { ordinal: j.ordinal, reason: reason.to_string() });
+    }
+    Ok(())
 }
 
 /// Loads the scenario a run was created from (its stored text, not today's file).
@@ -190,55 +199,72 @@ pub async fn drive(
                 let _ = job::restore_features(&sut_client, &variant, &defaults).await;
                 continue;
             }
-            for j in vjobs {
-                let workload = scenario.workload(&j.workload).expect("jobs come from the scenario");
-                on_event(Event::JobStarted {
-                    ordinal: j.ordinal,
-                    total,
-                    kernel: j.kernel.clone(),
-                    variant: j.variant.clone(),
-                    workload: j.workload.clone(),
-                    iteration: j.iteration,
-                });
-                store::start_job(db, j.id).await?;
-                let Some(client) = conns[&workload.on].client() else {
-                    let reason = format!("host {} is not connected", workload.on);
-                    store::fail_job(db, j.id, &reason).await?;
-                    on_event(Event::JobFailed {
-                        ordinal: j.ordinal,
-                        reason,
-                    });
+            let mut w = 0;
+            while w < vjobs.len() {
+                let wname = vjobs[w].workload.clone();
+                let wjobs: Vec<&JobRow> = vjobs[w..].iter().take_while(|j| j.workload == wname).copied().collect();
+                w += wjobs.len();
+                let workload = scenario.workload(&wname).expect("jobs come from the scenario");
+                let Some(runner) = conns[&workload.on].client().cloned() else {
+                    fail_all(db, &wjobs, &format!("host {} is not connected", workload.on), on_event).await?;
                     continue;
                 };
-                match job::run(client, &sut_id, &variant, workload).await {
-                    Ok(outcome) => {
-                        let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-                        store::finish_job(&mut tx, run_id, j.id, &outcome).await?;
-                        tx.commit().await.map_err(store::StoreError::from)?;
-                        on_event(Event::JobDone {
-                            ordinal: j.ordinal,
-                            metrics: outcome
-                                .metrics
-                                .iter()
-                                .map(|m| (m.name.clone(), m.value, m.unit.clone()))
-                                .collect(),
-                            policy: outcome.observed_policy.clone(),
-                        });
-                    }
-                    Err(f) => {
-                        let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-                        store::store_raw(&mut tx, run_id, j.id, &f.raw).await?;
-                        store::fail_job(&mut *tx, j.id, &f.reason).await?;
-                        tx.commit().await.map_err(store::StoreError::from)?;
-                        let console = conns[&sut].console_tail().filter(|_| f.reason.contains("unreachable"));
-                        let reason = match console {
-                            Some(c) => format!("{}; console:\n{c}", f.reason),
-                            None => f.reason,
+                let session = match server::server_host(&workload.kind) {
+                    None => None,
+                    Some(host) => {
+                        let Some(srv) = conns[host].client().cloned() else {
+                            fail_all(db, &wjobs, &format!("host {host} is not connected"), on_event).await?;
+                            continue;
                         };
-                        on_event(Event::JobFailed {
-                            ordinal: j.ordinal,
-                            reason,
-                        });
+                        match server::open(&workload.kind, &srv, &runner, variant.policy, sut_id.nr_cpus).await {
+                            Ok(s) => s,
+                            Err(reason) => {
+                                let reason = format!("the server of workload {} on {host}: {reason}", workload.name);
+                                fail_all(db, &wjobs, &reason, on_event).await?;
+                                continue;
+                            }
+                        }
+                    }
+                };
+                let ctx = job::Ctx { sut: &sut_client, sut_id: &sut_id, runner: &runner, session: session.as_ref() };
+                for j in wjobs {
+                    on_event(Event::JobStarted {
+                        ordinal: j.ordinal,
+                        total,
+                        kernel: j.kernel.clone(),
+                        variant: j.variant.clone(),
+                        workload: j.workload.clone(),
+                        iteration: j.iteration,
+                    });
+                    store::start_job(db, j.id).await?;
+                    match job::run(&ctx, &variant, workload).await {
+                        Ok(outcome) => {
+                            let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+                            store::finish_job(&mut tx, run_id, j.id, &outcome).await?;
+                            tx.commit().await.map_err(store::StoreError::from)?;
+                            on_event(Event::JobDone {
+                                ordinal: j.ordinal,
+                                metrics: outcome.metrics.iter().map(|m| (m.name.clone(), m.value, m.unit.clone())).collect(),
+                                policy: outcome.observed_policy.clone(),
+                            });
+                        }
+                        Err(f) => {
+                            let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+                            store::store_raw(&mut tx, run_id, j.id, &f.raw).await?;
+                            store::fail_job(&mut *tx, j.id, &f.reason).await?;
+                            tx.commit().await.map_err(store::StoreError::from)?;
+                            let console = conns[&sut].console_tail().filter(|_| f.reason.contains("unreachable"));
+                            let reason = match console {
+                                Some(c) => format!("{}; console:\n{c}", f.reason),
+                                None => f.reason,
+                            };
+                            on_event(Event::JobFailed { ordinal: j.ordinal, reason });
+                        }
+                    }
+                }
+                if let Some(s) = session {
+                    if let Err(e) = s.stop().await {
+                        tracing::warn!(workload = %workload.name, error = %e, "could not stop the server");
                     }
                 }
             }

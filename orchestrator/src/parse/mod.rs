@@ -16,7 +16,7 @@ mod tests;
 pub use command::command;
 pub use hackbench::hackbench;
 pub use hammerdb::hammerdb;
-pub use netperf::netperf;
+pub use netperf::{netperf, NETPERF_SELECTORS};
 pub use perfbench::perf_bench;
 pub use schbench::{schbench, schbench_json};
 pub use sysbench::sysbench;

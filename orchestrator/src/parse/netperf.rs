@@ -7,7 +7,7 @@ use super::{number, perr, Metric, ParseError};
 const TOOL: &str = "netperf";
 
 /// The output selectors kreg asks netperf for.
-pub const SELECTORS: &str = "THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P90_LATENCY,P99_LATENCY";
+pub const NETPERF_SELECTORS: &str = "THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P90_LATENCY,P99_LATENCY";
 
 pub fn netperf(text: &str) -> Result<Vec<Metric>, ParseError> {
     let mut out = Vec::new();

@@ -335,3 +335,176 @@ pub struct MetricPattern {
     pub unit: String,
     pub higher_is_better: bool,
 }
+
+/// Quotes a string for a single-quoted SQL literal (MySQL/MariaDB, default SQL mode).
+pub fn sql_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+impl DbServer {
+    /// The server program and client program of this database kind.
+    pub fn programs(&self) -> (&'static str, &'static str) {
+        match self.kind {
+            DbKind::Mariadb => ("mariadbd", "mariadb"),
+            DbKind::Mysql => ("mysqld", "mysql"),
+        }
+    }
+
+    pub fn socket(&self) -> String {
+        format!("{}/kreg.sock", self.datadir)
+    }
+
+    /// The server, started without any option file so that nothing but these flags counts.
+    pub fn server_argv(&self) -> Vec<String> {
+        let (server, _) = self.programs();
+        vec![
+            server.into(),
+            "--no-defaults".into(),
+            "--user=mysql".into(),
+            format!("--datadir={}", self.datadir),
+            format!("--bind-address={}", self.address),
+            format!("--port={}", self.port),
+            format!("--socket={}", self.socket()),
+            format!("--pid-file={}/kreg.pid", self.datadir),
+            "--skip-name-resolve".into(),
+        ]
+    }
+
+    /// Creates the system tables in an empty datadir.
+    pub fn init_argv(&self) -> Vec<String> {
+        match self.kind {
+            DbKind::Mariadb => vec![
+                "mariadb-install-db".into(),
+                "--no-defaults".into(),
+                "--user=mysql".into(),
+                format!("--datadir={}", self.datadir),
+            ],
+            DbKind::Mysql => vec![
+                "mysqld".into(),
+                "--no-defaults".into(),
+                "--initialize-insecure".into(),
+                "--user=mysql".into(),
+                format!("--datadir={}", self.datadir),
+            ],
+        }
+    }
+
+    /// Root's client over the server's Unix socket (root authenticates as the OS user).
+    pub fn admin_argv(&self) -> Vec<String> {
+        let (_, client) = self.programs();
+        vec![client.into(), "--no-defaults".into(), format!("--socket={}", self.socket()), "--user=root".into()]
+    }
+
+    /// SQL that creates the benchmark database and user (fed on stdin, never in argv).
+    pub fn setup_sql(&self, password: &str) -> String {
+        let (db, user, pw) = (&self.database, sql_quote(&self.user), sql_quote(password));
+        format!(
+            "CREATE DATABASE IF NOT EXISTS `{db}`;\n\
+             CREATE USER IF NOT EXISTS {user}@'%' IDENTIFIED BY {pw};\n\
+             ALTER USER {user}@'%' IDENTIFIED BY {pw};\n\
+             GRANT ALL PRIVILEGES ON `{db}`.* TO {user}@'%';\n\
+             FLUSH PRIVILEGES;\n"
+        )
+    }
+
+    /// A real query from a client host over the network; the password goes in MYSQL_PWD.
+    pub fn probe_argv(&self) -> Vec<String> {
+        let (_, client) = self.programs();
+        vec![
+            client.into(),
+            "--no-defaults".into(),
+            format!("--host={}", self.address),
+            format!("--port={}", self.port),
+            format!("--user={}", self.user),
+            format!("--database={}", self.database),
+            "--execute=SELECT 1".into(),
+        ]
+    }
+}
+
+impl Sysbench {
+    /// `sysbench TEST … PHASE` (prepare, run, cleanup). sysbench reads the password only
+    /// from its command line.
+    pub fn argv(&self, password: &str, phase: &str) -> Vec<String> {
+        let s = &self.server;
+        let mut v = vec![
+            "sysbench".to_string(),
+            self.test.clone(),
+            "--db-driver=mysql".into(),
+            format!("--mysql-host={}", s.address),
+            format!("--mysql-port={}", s.port),
+            format!("--mysql-user={}", s.user),
+            format!("--mysql-password={password}"),
+            format!("--mysql-db={}", s.database),
+            format!("--tables={}", self.tables),
+            format!("--table-size={}", self.table_size),
+        ];
+        if phase == "run" {
+            v.extend([
+                format!("--threads={}", self.threads),
+                format!("--time={}", self.time_secs),
+                format!("--percentile={}", self.percentile),
+            ]);
+        } else {
+            v.push(format!("--threads={}", self.threads.min(self.tables)));
+        }
+        v.push(phase.into());
+        v
+    }
+}
+
+impl Netperf {
+    /// One netperf client; kreg starts `clients` of them at once.
+    pub fn client_argv(&self) -> Vec<String> {
+        vec![
+            "netperf".into(),
+            "-H".into(),
+            self.server_address.clone(),
+            "-p".into(),
+            self.server_port.to_string(),
+            "-t".into(),
+            self.test.name().into(),
+            "-l".into(),
+            self.duration_secs.to_string(),
+            "-P".into(),
+            "0".into(),
+            "--".into(),
+            "-k".into(),
+            crate::parse::NETPERF_SELECTORS.into(),
+        ]
+    }
+
+    /// `netserver` in the foreground (-D) on the server's address and port.
+    pub fn server_argv(&self) -> Vec<String> {
+        vec!["netserver".into(), "-D".into(), "-L".into(), self.server_address.clone(), "-p".into(), self.server_port.to_string()]
+    }
+}
+
+impl Hammerdb {
+    /// The hammerdbcli script for a TPROC-C run against MySQL/MariaDB: time profile on,
+    /// `vus` virtual users, rampup and duration in minutes. The schema is built first when
+    /// the database has none (`build`), in a script of its own.
+    pub fn script(&self, password: &str, vus: u32, build: bool) -> String {
+        let s = &self.server;
+        // Tcl braces keep the password literal; a password with braces or a backslash is
+        // refused before this point.
+        let mut out = format!(
+            "dbset db mysql\ndbset bm TPC-C\n\
+             diset connection mysql_host {}\ndiset connection mysql_port {}\n\
+             diset tpcc mysql_user {}\ndiset tpcc mysql_pass {{{password}}}\ndiset tpcc mysql_dbase {}\n\
+             diset tpcc mysql_count_ware {}\ndiset tpcc mysql_storage_engine innodb\n",
+            s.address, s.port, s.user, s.database, self.warehouses
+        );
+        if build {
+            out.push_str(&format!("diset tpcc mysql_num_vu {}\nbuildschema\nwaittocomplete\n", vus.min(self.warehouses)));
+            return out;
+        }
+        out.push_str(&format!(
+            "diset tpcc mysql_driver timed\ndiset tpcc mysql_rampup {}\ndiset tpcc mysql_duration {}\n\
+             diset tpcc mysql_timeprofile true\ndiset tpcc mysql_allwarehouse false\n\
+             loadscript\nvuset logtotemp 0\nvuset unique 1\nvuset vu {vus}\nvucreate\nvurun\nwaittocomplete\n",
+            self.rampup_min, self.duration_min
+        ));
+        out
+    }
+}

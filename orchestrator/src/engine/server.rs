@@ -1,0 +1,207 @@
+//! Server sessions for two-host workloads: a database (or netserver) started on the server
+//! host under the variant's policy, checked ready with a real query from the client host,
+//! and stopped after the variant's jobs of that workload.
+
+use std::time::{Duration, Instant};
+
+use kreg_agent::client::AgentClient;
+use kreg_agent::wire::{ExecRequest, Policy};
+
+use crate::scenario::{DbServer, Netperf, WorkloadKind};
+
+/// A running server and what the jobs need to reach it.
+pub struct Session {
+    pub server: AgentClient,
+    pub id: u64,
+    pub pid: u32,
+    /// The database user's password (never logged, never stored).
+    pub password: String,
+    pub what: String,
+}
+
+fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
+    ExecRequest { argv, timeout_secs, ..Default::default() }
+}
+
+async fn must(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, String> {
+    let res = client.exec(r).await.map_err(|e| format!("{what}: {e}"))?;
+    if !res.success() {
+        let tail: Vec<&str> = res.stderr.lines().rev().take(4).collect();
+        return Err(format!("{what} failed ({:?}): {}", res.exit_code, tail.into_iter().rev().collect::<Vec<_>>().join(" | ")));
+    }
+    Ok(res.stdout)
+}
+
+/// Repeats `probe` on `client` until it succeeds, the server dies, or `limit` passes.
+async fn wait_ready(session: &Session, client: &AgentClient, probe: ExecRequest, limit: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let st = session.server.poll(session.id).await.map_err(|e| e.to_string())?;
+        if !st.running {
+            let tail: Vec<&str> = st.stderr.lines().rev().take(6).collect();
+            return Err(format!(
+                "{} exited ({:?}) before it was ready: {}",
+                session.what,
+                st.exit_code.or(st.signal),
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ));
+        }
+        let last = match client.exec(probe.clone()).await {
+            Ok(r) if r.success() => return Ok(()),
+            Ok(r) => r.stderr.lines().last().unwrap_or("").to_string(),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(format!("{} not ready within {}s: {last}", session.what, limit.as_secs()));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn read_password(db: &DbServer) -> Result<String, String> {
+    let text = std::fs::read_to_string(&db.password_file)
+        .map_err(|e| format!("cannot read password file {}: {e}", db.password_file.display()))?;
+    let pw = text.lines().next().unwrap_or("").to_string();
+    if pw.is_empty() {
+        return Err(format!("password file {} is empty", db.password_file.display()));
+    }
+    Ok(pw)
+}
+
+/// Starts a database server on `server` under `policy` and readies it for `client`.
+pub async fn start_db(server: &AgentClient, client: &AgentClient, db: &DbServer, policy: Policy) -> Result<Session, String> {
+    let password = read_password(db)?;
+    let dir = &db.datadir;
+    must(server, req(vec!["install".into(), "-d".into(), "-m".into(), "0750".into(), "-o".into(), "mysql".into(), "-g".into(), "mysql".into(), dir.clone()], 30), "creating the datadir").await?;
+    let initialised = server.exec(req(vec!["test".into(), "-d".into(), format!("{dir}/mysql")], 10)).await.map_err(|e| e.to_string())?;
+    if !initialised.success() {
+        must(server, req(db.init_argv(), 600), "initialising the datadir").await?;
+    }
+    let spawn = ExecRequest { argv: db.server_argv(), timeout_secs: 0, policy: Some(policy), ..Default::default() };
+    let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
+    let session = Session { server: server.clone(), id: p.id, pid: p.pid, password, what: db.programs().0.to_string() };
+    let result = async {
+        let mut admin = req(db.admin_argv(), 30);
+        admin.argv.push("--execute=SELECT 1".into());
+        wait_ready(&session, server, admin, Duration::from_secs(120)).await?;
+        let setup = ExecRequest { stdin: Some(db.setup_sql(&session.password)), ..req(db.admin_argv(), 60) };
+        must(server, setup, "creating the benchmark database and user").await?;
+        // A real query over the network, from the client host.
+        let probe = ExecRequest { env: vec![("MYSQL_PWD".into(), session.password.clone())], ..req(db.probe_argv(), 30) };
+        wait_ready(&session, client, probe, Duration::from_secs(60)).await
+    }
+    .await;
+    match result {
+        Ok(()) => Ok(session),
+        Err(e) => {
+            let _ = session.stop().await;
+            Err(e)
+        }
+    }
+}
+
+/// Starts netserver on `server` under `policy`; ready once a one-second test passes.
+pub async fn start_netserver(server: &AgentClient, client: &AgentClient, n: &Netperf, policy: Policy) -> Result<Session, String> {
+    let spawn = ExecRequest { argv: n.server_argv(), timeout_secs: 0, policy: Some(policy), ..Default::default() };
+    let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
+    let session = Session { server: server.clone(), id: p.id, pid: p.pid, password: String::new(), what: "netserver".into() };
+    let mut probe = n.clone();
+    probe.duration_secs = 1;
+    match wait_ready(&session, client, req(probe.client_argv(), 30), Duration::from_secs(60)).await {
+        Ok(()) => Ok(session),
+        Err(e) => {
+            let _ = session.stop().await;
+            Err(e)
+        }
+    }
+}
+
+impl Session {
+    /// The policies on every thread of the server; an error if any differs from `want`.
+    pub async fn check_threads(&self, want: Policy) -> Result<(String, String), String> {
+        let threads = self.server.threads(self.pid).await.map_err(|e| format!("{}: {e}", self.what))?;
+        let listing: String = threads.iter().map(|t| format!("{} {} {}\n", t.tid, t.comm, t.policy)).collect();
+        let wrong: Vec<_> = threads.iter().filter(|t| t.policy != want.name()).collect();
+        if !wrong.is_empty() {
+            return Err(format!(
+                "{} has {} of {} threads not under {}: e.g. {} ({}) under {}",
+                self.what,
+                wrong.len(),
+                threads.len(),
+                want.name(),
+                wrong[0].tid,
+                wrong[0].comm,
+                wrong[0].policy
+            ));
+        }
+        Ok((want.name().to_string(), listing))
+    }
+
+    pub async fn stop(self) -> Result<(), String> {
+        self.server.stop(self.id, 60).await.map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+/// Opens the session a two-host workload needs (and readies its data: sysbench tables,
+/// the HammerDB schema). `None` for single-host kinds.
+pub async fn open(
+    kind: &WorkloadKind,
+    server: &AgentClient,
+    runner: &AgentClient,
+    policy: Policy,
+    sut_cpus: u32,
+) -> Result<Option<Session>, String> {
+    let session = match kind {
+        WorkloadKind::Sysbench(sb) => {
+            let s = start_db(server, runner, &sb.server, policy).await?;
+            // Fresh tables for each session: cleanup (which tolerates none), then prepare.
+            let _ = runner.exec(req(sb.argv(&s.password, "cleanup"), 600)).await;
+            if let Err(e) = must(runner, req(sb.argv(&s.password, "prepare"), 3600), "sysbench prepare").await {
+                let _ = s.stop().await;
+                return Err(e);
+            }
+            s
+        }
+        WorkloadKind::Hammerdb(h) => {
+            if h.server.password_file.exists() {
+                let pw = read_password(&h.server)?;
+                if pw.contains(['{', '}', '\\']) {
+                    return Err("a HammerDB password may not contain braces or backslashes".into());
+                }
+            }
+            let s = start_db(server, runner, &h.server, policy).await?;
+            let mut count = req(h.server.admin_argv(), 30);
+            count.argv.extend([
+                "--skip-column-names".into(),
+                format!(
+                    "--execute=SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{}' AND table_name = 'warehouse'",
+                    h.server.database
+                ),
+            ]);
+            let built = must(server, count, "looking for the TPROC-C schema").await?.trim() == "1";
+            if !built {
+                let vus = h.virtual_users.resolve(sut_cpus);
+                let script = h.script(&s.password, vus, true);
+                let build = ExecRequest { stdin: Some(format!("{script}exit\n")), ..req(vec!["hammerdbcli".into()], 7200) };
+                if let Err(e) = must(runner, build, "building the TPROC-C schema").await {
+                    let _ = s.stop().await;
+                    return Err(e);
+                }
+            }
+            s
+        }
+        WorkloadKind::Netperf(n) => start_netserver(server, runner, n, policy).await?,
+        _ => return Ok(None),
+    };
+    Ok(Some(session))
+}
+
+/// The host a two-host workload's server runs on.
+pub fn server_host(kind: &WorkloadKind) -> Option<&str> {
+    match kind {
+        WorkloadKind::Sysbench(s) => Some(&s.server.on),
+        WorkloadKind::Hammerdb(h) => Some(&h.server.on),
+        WorkloadKind::Netperf(n) => Some(&n.server_on),
+        _ => None,
+    }
+}

@@ -1,0 +1,181 @@
+//! Two hosts in network namespaces on this machine: a SUT running MariaDB and an LDG
+//! running sysbench oltp_read_write against it over a veth pair, each with its own
+//! kreg-agent; the controller reaches both over veth links of its own. Kernel `running`,
+//! variants default and batch, 3 iterations. Needs root, iproute2, mariadb-server and
+//! sysbench (scripts/test.sh installs them).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+mod common;
+use common::{agent_bin, fresh_db, kreg, Scratch, TOKEN};
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("iproute2");
+    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+}
+
+/// Namespaces and links, removed on drop.
+struct Net {
+    names: Vec<String>,
+}
+
+impl Net {
+    fn new(tag: &str) -> Net {
+        let sut = format!("kreg-{tag}-sut");
+        let ldg = format!("kreg-{tag}-ldg");
+        let _ = Command::new("ip").args(["netns", "del", &sut]).output();
+        let _ = Command::new("ip").args(["netns", "del", &ldg]).output();
+        ip(&["netns", "add", &sut]);
+        ip(&["netns", "add", &ldg]);
+        let net = Net { names: vec![sut.clone(), ldg.clone()] };
+        // controller <-> sut, controller <-> ldg, sut <-> ldg
+        for (a, b, ns_a, ns_b, addr_a, addr_b) in [
+            (format!("kc{tag}s"), format!("ks{tag}c"), None, Some(&sut), "10.231.1.1/30", "10.231.1.2/30"),
+            (format!("kc{tag}l"), format!("kl{tag}c"), None, Some(&ldg), "10.231.2.1/30", "10.231.2.2/30"),
+            (format!("ks{tag}l"), format!("kl{tag}s"), Some(&sut), Some(&ldg), "10.231.3.1/30", "10.231.3.2/30"),
+        ] {
+            let _ = Command::new("ip").args(["link", "del", &a]).output();
+            ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]);
+            for (dev, ns, addr) in [(&a, ns_a, addr_a), (&b, ns_b, addr_b)] {
+                match ns {
+                    Some(ns) => {
+                        ip(&["link", "set", dev, "netns", ns]);
+                        ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
+                        ip(&["-n", ns, "link", "set", dev, "up"]);
+                    }
+                    None => {
+                        ip(&["addr", "add", addr, "dev", dev]);
+                        ip(&["link", "set", dev, "up"]);
+                    }
+                }
+            }
+        }
+        for ns in [&sut, &ldg] {
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        net
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+        }
+    }
+}
+
+struct NsAgent {
+    child: Child,
+    url: String,
+}
+
+impl Drop for NsAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent_in(ns: &str, addr: &str, dir: &std::path::Path, token_file: &std::path::Path) -> NsAgent {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(agent_bin())
+        .args(["--listen", &format!("{addr}:0"), "--token-file"])
+        .arg(token_file)
+        .arg("--data-dir")
+        .arg(dir.join(ns))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let bound = line.trim().strip_prefix("kreg-agent listening on ").unwrap_or_else(|| panic!("agent said {line:?}"));
+    NsAgent { child, url: format!("http://{bound}") }
+}
+
+#[tokio::test]
+async fn mariadb_on_the_sut_sysbench_from_the_ldg() {
+    let db = fresh_db("twohosts").await;
+    let dir = Scratch::new("twohosts");
+    let tag = format!("{}", std::process::id() % 10000);
+    let net = Net::new(&tag);
+    let token_file = dir.0.join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    std::fs::write(dir.0.join("db.pass"), "s3cret-'pw\n").unwrap();
+    let sut = agent_in(&net.names[0], "10.231.1.2", &dir.0, &token_file);
+    let ldg = agent_in(&net.names[1], "10.231.2.2", &dir.0, &token_file);
+    let datadir = dir.0.join("mariadb");
+    let scenario = format!(
+        r#"
+name: two-hosts
+hosts:
+  sut: {{ role: sut, transport: {{ kind: http, url: "{sut}", token_file: token }} }}
+  ldg: {{ role: loadgen, transport: {{ kind: http, url: "{ldg}", token_file: token }} }}
+kernels: [ {{ name: current, source: running }} ]
+variants:
+  - {{ name: default }}
+  - {{ name: batch, policy: batch }}
+workloads:
+  - name: oltp
+    kind: sysbench
+    on: ldg
+    test: oltp_read_write
+    threads: 2
+    time: 3
+    tables: 2
+    table_size: 500
+    server: {{ on: sut, kind: mariadb, address: 10.231.3.1, port: 3306, datadir: {datadir}, database: sbtest, user: sb, password_file: db.pass }}
+iterations: 3
+"#,
+        sut = sut.url,
+        ldg = ldg.url,
+        datadir = datadir.display()
+    );
+    let file = dir.0.join("two.yaml");
+    std::fs::write(&file, scenario).unwrap();
+    let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kreg run failed\n{stdout}\n{stderr}");
+
+    // tps and latency per iteration, with the policy seen on the mariadbd threads.
+    let rows: Vec<(String, i32, String, f64, String)> = sqlx::query_as(
+        "SELECT j.variant, j.iteration, r.metric, r.value, r.observed_policy FROM results r JOIN jobs j ON j.id = r.job_id
+         WHERE r.metric IN ('tps', 'lat_avg_ms', 'lat_p95_ms') ORDER BY j.ordinal, r.metric",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 2 * 3 * 3, "{rows:?}");
+    for (variant, _, metric, value, policy) in &rows {
+        assert!(*value > 0.0, "{metric} = {value}");
+        let want = if variant == "batch" { "batch" } else { "other" };
+        assert_eq!(policy, want);
+    }
+    // Every mariadbd thread was listed, each under the variant's policy.
+    let listings: Vec<(String, String)> = sqlx::query_as(
+        "SELECT j.variant, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id WHERE o.kind = 'server_threads' ORDER BY j.ordinal",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(listings.len(), 6);
+    for (variant, listing) in &listings {
+        let lines: Vec<&str> = listing.lines().collect();
+        assert!(lines.len() > 3, "mariadbd runs many threads: {listing}");
+        let want = if variant == "batch" { "batch" } else { "other" };
+        assert!(lines.iter().all(|l| l.ends_with(want)), "{variant}: {listing}");
+    }
+    // The password never reaches the database.
+    let leaked: i64 = sqlx::query_scalar("SELECT count(*) FROM raw_outputs WHERE content LIKE '%s3cret%'").fetch_one(&db.pool).await.unwrap();
+    assert_eq!(leaked, 0);
+    let leaked: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE error LIKE '%s3cret%'").fetch_one(&db.pool).await.unwrap();
+    assert_eq!(leaked, 0);
+    // Both hosts were recorded.
+    let hosts: i64 = sqlx::query_scalar("SELECT count(DISTINCT name) FROM hosts").fetch_one(&db.pool).await.unwrap();
+    assert_eq!(hosts, 2);
+    drop((sut, ldg));
+}
