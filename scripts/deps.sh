@@ -6,12 +6,14 @@ kreg_need_packages() {
   # command:package pairs
   for pair in initdb-15:postgresql qemu-system-x86_64:qemu-system-x86 busybox-static:busybox-static \
               hackbench:rt-tests kexec:kexec-tools cpio:cpio xz:xz-utils modinfo:kmod ldd:libc-bin \
-              dpkg-deb:dpkg sshd:openssh-server; do
+              dpkg-deb:dpkg sshd:openssh-server mariadbd:mariadb-server sysbench:sysbench ip:iproute2 \
+              python3:python3; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     case $cmd in
       initdb-15) [ -x /usr/lib/postgresql/15/bin/initdb ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=("$pkg") ;;
       busybox-static) [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing+=("$pkg") ;;
       sshd) [ -x /usr/sbin/sshd ] || missing+=("$pkg") ;;
+      mariadbd) [ -x /usr/sbin/mariadbd ] || missing+=("$pkg") ;;
       *) command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg") ;;
     esac
   done

@@ -167,8 +167,10 @@ async fn save_upload(dir: &std::path::Path, name: &str, body: &[u8]) -> Result<U
     };
     tokio::fs::write(&tmp, body).await.map_err(io)?;
     tokio::fs::rename(&tmp, &path).await.map_err(io)?;
+    let abs = tokio::fs::canonicalize(&path).await.map_err(io)?;
     Ok(Uploaded {
         name: name.to_string(),
         bytes: body.len() as u64,
+        path: abs.display().to_string(),
     })
 }

@@ -192,6 +192,8 @@ pub struct SchedstatSnapshot {
 pub struct Uploaded {
     pub name: String,
     pub bytes: u64,
+    /// Where the file is on the agent's host.
+    pub path: String,
 }
 
 /// The successful outcome of a step.

@@ -78,6 +78,42 @@ pub struct Ctx<'a> {
     pub runner: &'a AgentClient,
     /// The server, for two-host workloads.
     pub session: Option<&'a Session>,
+    /// Tool versions seen on this boot ("tool@host" → version).
+    pub versions: &'a super::tools::Versions,
+}
+
+/// The programs a workload runs, with the host each runs on and that host's agent.
+pub fn programs(
+    workload: &Workload,
+    runner: &AgentClient,
+    conns: &std::collections::HashMap<String, super::host::Conn>,
+) -> Vec<(String, String, AgentClient)> {
+    let on = |host: &str| conns.get(host).and_then(|c| c.client()).cloned();
+    let mut out = Vec::new();
+    let mut add = |program: String, host: &str, client: Option<AgentClient>| {
+        if let Some(c) = client {
+            out.push((program, host.to_string(), c));
+        }
+    };
+    match &workload.kind {
+        WorkloadKind::Hackbench(h) => add(h.argv()[0].clone(), &workload.on, Some(runner.clone())),
+        WorkloadKind::Schbench(s) => add(s.argv()[0].clone(), &workload.on, Some(runner.clone())),
+        WorkloadKind::PerfBench(_) => add("perf".into(), &workload.on, Some(runner.clone())),
+        WorkloadKind::Command(c) => add(c.argv[0].clone(), &workload.on, Some(runner.clone())),
+        WorkloadKind::Sysbench(sb) => {
+            add("sysbench".into(), &workload.on, Some(runner.clone()));
+            add(sb.server.programs().0.into(), &sb.server.on, on(&sb.server.on));
+        }
+        WorkloadKind::Hammerdb(h) => {
+            add("hammerdbcli".into(), &workload.on, Some(runner.clone()));
+            add(h.server.programs().0.into(), &h.server.on, on(&h.server.on));
+        }
+        WorkloadKind::Netperf(n) => {
+            add("netperf".into(), &workload.on, Some(runner.clone()));
+            add("netserver".into(), &n.server_on, on(&n.server_on));
+        }
+    }
+    out
 }
 
 fn failure_text(res: &ExecResult, what: &str, timeout: u64) -> String {
@@ -134,6 +170,7 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
     };
     let observed_policy = observed.unwrap_or_else(|| "unobserved".into());
     Ok(JobOutcome {
+        tool_versions: ctx.versions.clone(),
         kernel_release: ctx.sut_id.kernel_release.clone(),
         boot_id: ctx.sut_id.boot_id.clone(),
         observed_policy,

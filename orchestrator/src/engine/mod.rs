@@ -5,6 +5,7 @@
 mod host;
 mod job;
 mod server;
+mod tools;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -180,6 +181,29 @@ pub async fn drive(
             method: method.as_str(),
         });
         let defaults = sut_id.sched_features.clone().unwrap_or_default();
+        let mut versions = tools::Versions::new();
+        let mut tool_error = None;
+        'install: for t in &scenario.tools {
+            for h in &t.on {
+                let Some(c) = conns[h].client() else {
+                    tool_error = Some(format!("tool {}: host {h} is not connected", t.name));
+                    break 'install;
+                };
+                match tools::install(c, t).await {
+                    Ok(v) => {
+                        versions.insert(format!("{}@{h}", t.name), v);
+                    }
+                    Err(e) => {
+                        tool_error = Some(format!("tool {} on {h}: {e}", t.name));
+                        break 'install;
+                    }
+                }
+            }
+        }
+        if let Some(reason) = tool_error {
+            fail_all(db, &group, &reason, on_event).await?;
+            continue;
+        }
         let sut_client = conns[&sut].client().expect("booted").clone();
 
         let mut v = 0;
@@ -226,7 +250,21 @@ pub async fn drive(
                         }
                     }
                 };
-                let ctx = job::Ctx { sut: &sut_client, sut_id: &sut_id, runner: &runner, session: session.as_ref() };
+                // The versions of the programs this workload runs, once per boot.
+                for (program, host, client) in job::programs(workload, &runner, &conns) {
+                    let key = format!("{program}@{host}");
+                    if !versions.contains_key(&key) {
+                        let v = tools::identify(&client, &program).await;
+                        versions.insert(key, v);
+                    }
+                }
+                let ctx = job::Ctx {
+                    sut: &sut_client,
+                    sut_id: &sut_id,
+                    runner: &runner,
+                    session: session.as_ref(),
+                    versions: &versions,
+                };
                 for j in wjobs {
                     on_event(Event::JobStarted {
                         ordinal: j.ordinal,

@@ -209,6 +209,7 @@ impl<'a> Cx<'a> {
             "variants",
             "workloads",
             "iterations",
+            "tools",
         ];
         let f = self.map(root, "the scenario", TOP)?;
         let name = self
@@ -238,6 +239,10 @@ impl<'a> Cx<'a> {
         let iterations = match f.get("iterations") {
             Some(n) => self.uint(n, "iterations", 1, 1000).map(|n| n as u32),
             None => Some(1),
+        };
+        let tools = match f.get("tools") {
+            Some(n) => self.tools(n),
+            None => Some(Vec::new()),
         };
 
         // Cross-references, checked once the parts they point into are known.
@@ -299,6 +304,15 @@ impl<'a> Cx<'a> {
                 kind: w.kind,
             });
         }
+        if let (Some(tools), Some(tools_node)) = (&tools, f.get("tools")) {
+            for (t, item) in tools.iter().zip(self.seq(tools_node, "tools").unwrap_or(&[])) {
+                for h in &t.on {
+                    if !hosts.iter().any(|x| &x.name == h) {
+                        self.error(item, format!("tool `{}` goes on `{h}`, which is not a host", t.name));
+                    }
+                }
+            }
+        }
         Some(Scenario {
             name: name?,
             hosts,
@@ -308,6 +322,7 @@ impl<'a> Cx<'a> {
             variants: variants?,
             workloads: resolved,
             iterations: iterations?,
+            tools: tools?,
         })
     }
 
@@ -602,6 +617,7 @@ struct PendingWorkload {
     host_refs: Vec<(String, usize, usize)>,
 }
 
+mod tools;
 mod workload;
 
 #[cfg(test)]

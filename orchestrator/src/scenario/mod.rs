@@ -22,6 +22,28 @@ pub struct Scenario {
     pub variants: Vec<Variant>,
     pub workloads: Vec<Workload>,
     pub iterations: u32,
+    /// Tools to put on hosts after each boot, before the jobs.
+    pub tools: Vec<Tool>,
+}
+
+/// A workload tool and where it comes from; installed as `install_dir/name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub on: Vec<String>,
+    pub source: ToolSource,
+    pub install_dir: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolSource {
+    /// A distribution package (`apt-get install`); its version is the package's.
+    Apt { package: String },
+    /// Built on the host: cloned, checked out at `git_ref`, built by `build` (argv) in the
+    /// tree; `binary` (relative to the tree) is installed. Its version is the commit.
+    Git { url: String, git_ref: String, build: Vec<String>, binary: String },
+    /// A file on the controller, uploaded; its version is its SHA-256.
+    Upload { path: PathBuf },
 }
 
 impl Scenario {

@@ -188,6 +188,8 @@ pub struct JobOutcome {
     pub metrics: Vec<crate::parse::Metric>,
     /// (kind, content), e.g. ("stdout", …), ("schedstat_before", …).
     pub raw: Vec<(String, String)>,
+    /// "tool@host" → version.
+    pub tool_versions: std::collections::BTreeMap<String, String>,
 }
 
 pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id: i64, o: &JobOutcome) -> Result<()> {
@@ -213,12 +215,13 @@ pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id:
     store_raw(tx, run_id, job_id, &o.raw).await?;
     sqlx::query(
         "UPDATE jobs SET state = 'done', error = NULL, finished_at = now(),
-                kernel_release = $2, boot_id = $3, observed_policy = $4 WHERE id = $1",
+                kernel_release = $2, boot_id = $3, observed_policy = $4, tool_versions = $5 WHERE id = $1",
     )
     .bind(job_id)
     .bind(&o.kernel_release)
     .bind(&o.boot_id)
     .bind(&o.observed_policy)
+    .bind(sqlx::types::Json(&o.tool_versions))
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -1,0 +1,109 @@
+//! The `tools:` section: where each workload tool comes from and which hosts get it.
+
+use super::super::yaml::Node;
+use super::super::*;
+use super::Cx;
+
+impl<'a> Cx<'a> {
+    pub(super) fn tools(&mut self, node: &Node) -> Option<Vec<Tool>> {
+        let items = self.seq(node, "tools")?;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for item in items {
+            match self.tool(item) {
+                Some(t) => out.push(t),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn tool(&mut self, node: &Node) -> Option<Tool> {
+        let f = self.map(node, "a tool", &["name", "on", "from", "install_dir"])?;
+        let name = self.required(&f, "name", "a tool").and_then(|n| self.name(n, "tool name"));
+        let what = format!("tool `{}`", name.as_deref().unwrap_or("?"));
+        let on = self.required(&f, "on", &what).and_then(|n| {
+            let items = self.seq(n, "on")?;
+            if items.is_empty() {
+                self.error(n, "on: name at least one host");
+                return None;
+            }
+            items.iter().map(|i| self.name(i, "a host name")).collect::<Option<Vec<_>>>()
+        });
+        let install_dir = match f.get("install_dir") {
+            None => Some("/usr/local/bin".to_string()),
+            Some(n) => self.string(n, "install_dir").and_then(|d| {
+                if !d.starts_with('/') || d.contains("..") {
+                    self.error(n, format!("install_dir: {d:?} must be an absolute path without `..`"));
+                    return None;
+                }
+                Some(d)
+            }),
+        };
+        let source = self.required(&f, "from", &what).and_then(|n| self.tool_source(n, &what));
+        Some(Tool { name: name?, on: on?, source: source?, install_dir: install_dir? })
+    }
+
+    fn tool_source(&mut self, node: &Node, tool: &str) -> Option<ToolSource> {
+        let what = format!("the source of {tool}");
+        let f = self.map(node, &what, &["apt", "git", "ref", "build", "binary", "upload"])?;
+        let given: Vec<&str> = ["apt", "git", "upload"].into_iter().filter(|k| f.get(k).is_some()).collect();
+        if given.len() != 1 {
+            self.error(node, format!("{what}: give exactly one of `apt`, `git` or `upload` (found {})", given.len()));
+            return None;
+        }
+        match given[0] {
+            "apt" => {
+                for k in ["ref", "build", "binary"] {
+                    if let Some(n) = f.get(k) {
+                        self.error(n, format!("`{k}` goes with `git`, not `apt`"));
+                    }
+                }
+                let n = f.get("apt").expect("given");
+                let package = self.string(n, "apt")?;
+                let ok = !package.is_empty()
+                    && package.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '+' | '-'));
+                if !ok {
+                    self.error(n, format!("apt: {package:?} is not a Debian package name"));
+                    return None;
+                }
+                Some(ToolSource::Apt { package })
+            }
+            "git" => {
+                let url = self.string(f.get("git").expect("given"), "git")?;
+                let git_ref = self.required(&f, "ref", &what).and_then(|n| self.string(n, "ref"));
+                let build = self.required(&f, "build", &what).and_then(|n| {
+                    let items = self.seq(n, "build")?;
+                    if items.is_empty() {
+                        self.error(n, "build: give the build command as an argv, e.g. [make]");
+                        return None;
+                    }
+                    items.iter().map(|i| self.string(i, "a build argv element")).collect::<Option<Vec<_>>>()
+                });
+                let binary = self.required(&f, "binary", &what).and_then(|n| {
+                    let b = self.string(n, "binary")?;
+                    if b.starts_with('/') || b.contains("..") {
+                        self.error(n, format!("binary: {b:?} must be a path inside the source tree"));
+                        return None;
+                    }
+                    Some(b)
+                });
+                if let Some(r) = &git_ref {
+                    if r.starts_with('-') {
+                        self.error(f.get("ref").expect("given"), format!("ref: {r:?} may not start with '-'"));
+                        return None;
+                    }
+                }
+                if url.starts_with('-') {
+                    self.error(f.get("git").expect("given"), "git: a URL may not start with '-'");
+                    return None;
+                }
+                Some(ToolSource::Git { url, git_ref: git_ref?, build: build?, binary: binary? })
+            }
+            _ => {
+                let path = self.string(f.get("upload").expect("given"), "upload")?;
+                Some(ToolSource::Upload { path: self.base_dir.join(path) })
+            }
+        }
+    }
+}
