@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use crate::wire::{ProcessState, ThreadInfo, 
-    Envelope, ExecRequest, ExecResult, Identity, Reply, Step, StepError, StepOutput, Uploaded, VersionInfo,
+use crate::wire::{
+    Envelope, ExecRequest, ExecResult, Identity, ProcessState, Reply, Step, StepError, StepOutput, ThreadInfo,
+    Uploaded, VersionInfo,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -174,7 +175,10 @@ impl AgentClient {
     }
 
     pub async fn stop(&self, id: u64, grace_secs: u64) -> Result<ProcessState, ClientError> {
-        match self.step(Step::Stop { id, grace_secs }, Duration::from_secs(grace_secs + 30)).await? {
+        match self
+            .step(Step::Stop { id, grace_secs }, Duration::from_secs(grace_secs + 30))
+            .await?
+        {
             StepOutput::Process(p) => Ok(p),
             other => Err(self.unexpected("stop", &other)),
         }

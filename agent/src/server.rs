@@ -70,7 +70,10 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     tokio::fs::create_dir_all(&config.data_dir).await?;
-    let state = Arc::new(AppState { config, procs: steps::process::Table::default() });
+    let state = Arc::new(AppState {
+        config,
+        procs: steps::process::Table::default(),
+    });
     let authed = Router::new()
         .route("/v1/step", post(step))
         .route("/v1/files/{name}", put(upload))

@@ -60,18 +60,30 @@ pub fn policy_name(raw: i32) -> String {
 pub enum Step {
     Identity,
     Exec(ExecRequest),
-    ReadKnob { path: String },
-    WriteKnob { path: String, value: String },
+    ReadKnob {
+        path: String,
+    },
+    WriteKnob {
+        path: String,
+        value: String,
+    },
     Schedstat,
     Kexec(KexecRequest),
     /// Starts a long-running process (a server) and returns at once with its id.
     Spawn(ExecRequest),
     /// Where a spawned process stands, with all its output so far.
-    Poll { id: u64 },
+    Poll {
+        id: u64,
+    },
     /// SIGTERM to the process group, SIGKILL after `grace_secs`; forgets the process.
-    Stop { id: u64, grace_secs: u64 },
+    Stop {
+        id: u64,
+        grace_secs: u64,
+    },
     /// Every thread of a process with its scheduling policy.
-    Threads { pid: u32 },
+    Threads {
+        pid: u32,
+    },
 }
 
 impl Step {

@@ -292,7 +292,12 @@ async fn spawned_servers_run_under_the_policy_until_stopped() {
     let stopped = client.stop(p.id, 5).await.unwrap();
     assert!(!stopped.running);
     assert_eq!(stopped.signal, Some(libc::SIGTERM));
-    assert!(client.poll(p.id).await.unwrap_err().to_string().contains("no spawned process"));
+    assert!(client
+        .poll(p.id)
+        .await
+        .unwrap_err()
+        .to_string()
+        .contains("no spawned process"));
     assert!(client.threads(p.pid).await.is_err(), "the process is gone");
 }
 
@@ -301,7 +306,12 @@ async fn exec_feeds_stdin() {
     let agent = start("stdin").await;
     let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
     let r = client
-        .exec(ExecRequest { argv: vec!["wc".into(), "-l".into()], timeout_secs: 5, stdin: Some("a\nb\nc\n".into()), ..Default::default() })
+        .exec(ExecRequest {
+            argv: vec!["wc".into(), "-l".into()],
+            timeout_secs: 5,
+            stdin: Some("a\nb\nc\n".into()),
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(r.stdout.trim(), "3");

@@ -6,10 +6,19 @@ use std::process::Command;
 mod common;
 
 fn kreg_parse(kind: &str, file: &std::path::Path) -> (bool, serde_json::Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kreg")).arg("parse").arg(kind).arg(file).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .arg("parse")
+        .arg(kind)
+        .arg(file)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let json = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
-    (out.status.success(), json, String::from_utf8_lossy(&out.stderr).to_string())
+    (
+        out.status.success(),
+        json,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
 }
 
 fn value(json: &serde_json::Value, name: &str) -> f64 {
@@ -26,10 +35,19 @@ fn value(json: &serde_json::Value, name: &str) -> f64 {
 fn hackbench_run_now_is_read_exactly() {
     let dir = common::Scratch::new("parse-hb");
     for args in [&["-g", "1", "-l", "20"][..], &["-T", "-p", "-g", "2", "-l", "10"][..]] {
-        let out = Command::new("hackbench").args(args).output().expect("hackbench (rt-tests) is installed");
+        let out = Command::new("hackbench")
+            .args(args)
+            .output()
+            .expect("hackbench (rt-tests) is installed");
         assert!(out.status.success());
         let text = String::from_utf8(out.stdout).unwrap();
-        let printed: f64 = text.lines().find_map(|l| l.strip_prefix("Time: ")).unwrap().trim().parse().unwrap();
+        let printed: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Time: "))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         let file = dir.0.join("hb.txt");
         std::fs::write(&file, &text).unwrap();
         let (ok, json, err) = kreg_parse("hackbench", &file);
@@ -47,7 +65,13 @@ fn schbench_numbers_match_what_it_printed() {
     let (ok, json, err) = kreg_parse("schbench", file);
     assert!(ok, "{err}");
     // Read the printed numbers with plain string handling, independent of the parser.
-    let avg: f64 = text.lines().find_map(|l| l.strip_prefix("average rps: ")).unwrap().trim().parse().unwrap();
+    let avg: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("average rps: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert_eq!(value(&json, "avg_rps"), avg);
     let mut section = "";
     for line in text.lines() {
@@ -66,17 +90,31 @@ fn schbench_numbers_match_what_it_printed() {
             assert_eq!(value(&json, &name), number, "{name}");
         }
     }
-    assert_eq!(json.as_array().unwrap().iter().filter(|m| m["direction"] == "higher").count(), 6);
+    assert_eq!(
+        json.as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["direction"] == "higher")
+            .count(),
+        6
+    );
 }
 
 #[test]
 fn bad_input_is_an_error_naming_tool_and_line() {
     let dir = common::Scratch::new("parse-bad");
     let file = dir.0.join("cut.txt");
-    std::fs::write(&file, "Wakeup Latencies percentiles (usec) runtime 3 (s) (84 total samples)\n\t  50.0th: 79         (25 samples)\n").unwrap();
+    std::fs::write(
+        &file,
+        "Wakeup Latencies percentiles (usec) runtime 3 (s) (84 total samples)\n\t  50.0th: 79         (25 samples)\n",
+    )
+    .unwrap();
     let (ok, _, err) = kreg_parse("schbench", &file);
     assert!(!ok);
-    assert!(err.contains("schbench: line 1: the Wakeup Latencies percentiles section ends before"), "{err}");
+    assert!(
+        err.contains("schbench: line 1: the Wakeup Latencies percentiles section ends before"),
+        "{err}"
+    );
     let (ok, _, err) = kreg_parse("nosuch", &file);
     assert!(!ok && err.contains("unknown kind"), "{err}");
 }

@@ -13,7 +13,11 @@ fn git(dir: &std::path::Path, args: &[&str]) -> String {
         .current_dir(dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -65,7 +69,12 @@ workloads:
     let file = dir.0.join("s.yaml");
     std::fs::write(&file, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let values: Vec<(String, f64)> =
         sqlx::query_as("SELECT j.workload, r.value FROM results r JOIN jobs j ON j.id = r.job_id ORDER BY j.ordinal")
@@ -75,10 +84,16 @@ workloads:
     // The git tool was built at tag v1 (value 1), not at the branch head (value 2).
     assert_eq!(values, [("up".to_string(), 41.0), ("built".to_string(), 1.0)]);
 
-    let versions: serde_json::Value = sqlx::query_scalar("SELECT tool_versions FROM jobs WHERE ordinal = 0").fetch_one(&db.pool).await.unwrap();
+    let versions: serde_json::Value = sqlx::query_scalar("SELECT tool_versions FROM jobs WHERE ordinal = 0")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     let script = std::fs::read(dir.0.join("uptool.sh")).unwrap();
     use sha2::Digest;
-    assert_eq!(versions["uptool@here"], format!("sha256 {}", hex::encode(sha2::Sha256::digest(&script))));
+    assert_eq!(
+        versions["uptool@here"],
+        format!("sha256 {}", hex::encode(sha2::Sha256::digest(&script)))
+    );
     assert_eq!(versions["gittool@here"], format!("git {first}"));
     let apt = versions["hackbench@here"].as_str().unwrap();
     assert!(apt.starts_with("rt-tests "), "{versions}");
@@ -111,6 +126,9 @@ workloads:
     std::fs::write(&file, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
-    let err: String = sqlx::query_scalar("SELECT error FROM jobs").fetch_one(&db.pool).await.unwrap();
+    let err: String = sqlx::query_scalar("SELECT error FROM jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert!(err.starts_with("tool nope on here: git clone failed"), "{err}");
 }

@@ -12,7 +12,12 @@ use common::{agent_bin, fresh_db, kreg, Scratch, TOKEN};
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("iproute2");
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Namespaces and links, removed on drop.
@@ -28,12 +33,35 @@ impl Net {
         let _ = Command::new("ip").args(["netns", "del", &ldg]).output();
         ip(&["netns", "add", &sut]);
         ip(&["netns", "add", &ldg]);
-        let net = Net { names: vec![sut.clone(), ldg.clone()] };
+        let net = Net {
+            names: vec![sut.clone(), ldg.clone()],
+        };
         // controller <-> sut, controller <-> ldg, sut <-> ldg
         for (a, b, ns_a, ns_b, addr_a, addr_b) in [
-            (format!("kc{tag}s"), format!("ks{tag}c"), None, Some(&sut), "10.231.1.1/30", "10.231.1.2/30"),
-            (format!("kc{tag}l"), format!("kl{tag}c"), None, Some(&ldg), "10.231.2.1/30", "10.231.2.2/30"),
-            (format!("ks{tag}l"), format!("kl{tag}s"), Some(&sut), Some(&ldg), "10.231.3.1/30", "10.231.3.2/30"),
+            (
+                format!("kc{tag}s"),
+                format!("ks{tag}c"),
+                None,
+                Some(&sut),
+                "10.231.1.1/30",
+                "10.231.1.2/30",
+            ),
+            (
+                format!("kc{tag}l"),
+                format!("kl{tag}c"),
+                None,
+                Some(&ldg),
+                "10.231.2.1/30",
+                "10.231.2.2/30",
+            ),
+            (
+                format!("ks{tag}l"),
+                format!("kl{tag}s"),
+                Some(&sut),
+                Some(&ldg),
+                "10.231.3.1/30",
+                "10.231.3.2/30",
+            ),
         ] {
             let _ = Command::new("ip").args(["link", "del", &a]).output();
             ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]);
@@ -91,9 +119,17 @@ fn agent_in(ns: &str, addr: &str, dir: &std::path::Path, token_file: &std::path:
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let bound = line.trim().strip_prefix("kreg-agent listening on ").unwrap_or_else(|| panic!("agent said {line:?}"));
-    NsAgent { child, url: format!("http://{bound}") }
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let bound = line
+        .trim()
+        .strip_prefix("kreg-agent listening on ")
+        .unwrap_or_else(|| panic!("agent said {line:?}"));
+    NsAgent {
+        child,
+        url: format!("http://{bound}"),
+    }
 }
 
 #[tokio::test]
@@ -170,12 +206,21 @@ iterations: 3
         assert!(lines.iter().all(|l| l.ends_with(want)), "{variant}: {listing}");
     }
     // The password never reaches the database.
-    let leaked: i64 = sqlx::query_scalar("SELECT count(*) FROM raw_outputs WHERE content LIKE '%s3cret%'").fetch_one(&db.pool).await.unwrap();
+    let leaked: i64 = sqlx::query_scalar("SELECT count(*) FROM raw_outputs WHERE content LIKE '%s3cret%'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(leaked, 0);
-    let leaked: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE error LIKE '%s3cret%'").fetch_one(&db.pool).await.unwrap();
+    let leaked: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE error LIKE '%s3cret%'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(leaked, 0);
     // Both hosts were recorded.
-    let hosts: i64 = sqlx::query_scalar("SELECT count(DISTINCT name) FROM hosts").fetch_one(&db.pool).await.unwrap();
+    let hosts: i64 = sqlx::query_scalar("SELECT count(DISTINCT name) FROM hosts")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(hosts, 2);
     drop((sut, ldg));
 }

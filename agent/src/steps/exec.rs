@@ -62,7 +62,11 @@ pub(crate) fn command(req: &ExecRequest) -> Result<Command, StepError> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .envs(req.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if req.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)

@@ -65,7 +65,10 @@ fn state(id: u64, e: &mut Entry) -> ProcessState {
 }
 
 fn not_found(id: u64) -> StepError {
-    super::err(ErrorKind::NotFound, format!("no spawned process with id {id} (the agent restarts with none)"))
+    super::err(
+        ErrorKind::NotFound,
+        format!("no spawned process with id {id} (the agent restarts with none)"),
+    )
 }
 
 impl Table {
@@ -80,7 +83,12 @@ impl Table {
         let stdout = collect(child.stdout.take().expect("piped"));
         let stderr = collect(child.stderr.take().expect("piped"));
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut entry = Entry { pid, child, stdout, stderr };
+        let mut entry = Entry {
+            pid,
+            child,
+            stdout,
+            stderr,
+        };
         let st = state(id, &mut entry);
         self.procs.lock().await.insert(id, entry);
         Ok(st)
@@ -98,7 +106,10 @@ impl Table {
         if e.child.try_wait().ok().flatten().is_none() {
             // SAFETY: signals the process group created for this child.
             unsafe { libc::kill(-pgid, libc::SIGTERM) };
-            if tokio::time::timeout(Duration::from_secs(grace_secs), e.child.wait()).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(grace_secs), e.child.wait())
+                .await
+                .is_err()
+            {
                 // SAFETY: as above.
                 unsafe { libc::kill(-pgid, libc::SIGKILL) };
                 let _ = e.child.wait().await;
@@ -116,14 +127,23 @@ impl Table {
 /// Every thread of `pid`, with its name and scheduling policy.
 pub fn threads(pid: u32) -> Result<Vec<ThreadInfo>, StepError> {
     let dir = format!("/proc/{pid}/task");
-    let entries = std::fs::read_dir(&dir)
-        .map_err(|e| super::err(ErrorKind::NotFound, format!("process {pid}: {e}")))?;
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| super::err(ErrorKind::NotFound, format!("process {pid}: {e}")))?;
     let mut out = Vec::new();
     for e in entries.flatten() {
-        let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default().trim().to_string();
+        let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(e.path().join("comm"))
+            .unwrap_or_default()
+            .trim()
+            .to_string();
         if let Some(p) = super::exec::policy_of(tid as i32) {
-            out.push(ThreadInfo { tid, comm, policy: policy_name(p) });
+            out.push(ThreadInfo {
+                tid,
+                comm,
+                policy: policy_name(p),
+            });
         }
     }
     out.sort_by_key(|t| t.tid);

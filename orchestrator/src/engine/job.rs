@@ -24,12 +24,22 @@ pub struct JobFailure {
 }
 
 fn fail(reason: impl Into<String>, raw: &[(String, String)]) -> JobFailure {
-    JobFailure { reason: reason.into(), raw: raw.to_vec() }
+    JobFailure {
+        reason: reason.into(),
+        raw: raw.to_vec(),
+    }
 }
 
 async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<String, String> {
-    let step = Step::WriteKnob { path: path.into(), value: value.into() };
-    match client.step(step, Duration::from_secs(30)).await.map_err(|e| e.to_string())? {
+    let step = Step::WriteKnob {
+        path: path.into(),
+        value: value.into(),
+    };
+    match client
+        .step(step, Duration::from_secs(30))
+        .await
+        .map_err(|e| e.to_string())?
+    {
         StepOutput::Knob(k) => Ok(k.value),
         other => Err(format!("unexpected answer to write_knob: {other:?}")),
     }
@@ -40,13 +50,23 @@ async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<Str
 pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
     for f in &variant.features {
         let base = f.strip_prefix("NO_").unwrap_or(f);
-        let known = defaults.split_whitespace().any(|t| t.strip_prefix("NO_").unwrap_or(t) == base);
+        let known = defaults
+            .split_whitespace()
+            .any(|t| t.strip_prefix("NO_").unwrap_or(t) == base);
         if !defaults.is_empty() && !known {
-            return Err(format!("variant {}: this kernel has no sched feature {base}; it has: {defaults}", variant.name));
+            return Err(format!(
+                "variant {}: this kernel has no sched feature {base}; it has: {defaults}",
+                variant.name
+            ));
         }
-        let back = write_knob(client, FEATURES, f).await.map_err(|e| format!("variant {}: {e}", variant.name))?;
+        let back = write_knob(client, FEATURES, f)
+            .await
+            .map_err(|e| format!("variant {}: {e}", variant.name))?;
         if !back.split_whitespace().any(|t| t == f) {
-            return Err(format!("variant {}: wrote {f} to {FEATURES} but it reads back as: {back}", variant.name));
+            return Err(format!(
+                "variant {}: wrote {f} to {FEATURES} but it reads back as: {back}",
+                variant.name
+            ));
         }
     }
     Ok(())
@@ -56,7 +76,11 @@ pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &
 pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
     for f in &variant.features {
         let base = f.strip_prefix("NO_").unwrap_or(f);
-        let value = if defaults.split_whitespace().any(|t| t == base) { base.to_string() } else { format!("NO_{base}") };
+        let value = if defaults.split_whitespace().any(|t| t == base) {
+            base.to_string()
+        } else {
+            format!("NO_{base}")
+        };
         write_knob(client, FEATURES, &value).await?;
     }
     Ok(())
@@ -125,7 +149,10 @@ fn failure_text(res: &ExecResult, what: &str, timeout: u64) -> String {
         format!("exited with status {}", res.exit_code.unwrap_or(-1))
     };
     let tail: Vec<&str> = res.stderr.lines().rev().take(5).collect();
-    format!("{what} {how}: {}", tail.into_iter().rev().collect::<Vec<_>>().join(" | "))
+    format!(
+        "{what} {how}: {}",
+        tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+    )
 }
 
 /// Runs one job and returns what to store.
@@ -134,7 +161,11 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
     let _ = write_knob(ctx.sut, SCHEDSTATS, "1").await;
     let mut raw = Vec::new();
     // Provenance: the sched features in effect for this job.
-    if let Ok(StepOutput::Knob(k)) = ctx.sut.step(Step::ReadKnob { path: FEATURES.into() }, Duration::from_secs(30)).await {
+    if let Ok(StepOutput::Knob(k)) = ctx
+        .sut
+        .step(Step::ReadKnob { path: FEATURES.into() }, Duration::from_secs(30))
+        .await
+    {
         raw.push(("sched_features".to_string(), k.value));
     }
     let mut server_policy = None;
@@ -148,24 +179,34 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
         }
     }
     let (metrics, observed) = match &workload.kind {
-        WorkloadKind::Hackbench(_) | WorkloadKind::Schbench(_) | WorkloadKind::PerfBench(_) | WorkloadKind::Command(_) => {
-            single_host(ctx, variant, workload, &mut raw).await?
-        }
+        WorkloadKind::Hackbench(_)
+        | WorkloadKind::Schbench(_)
+        | WorkloadKind::PerfBench(_)
+        | WorkloadKind::Command(_) => single_host(ctx, variant, workload, &mut raw).await?,
         WorkloadKind::Sysbench(sb) => {
             let password = &ctx.session.expect("sysbench has a session").password;
             let argv = sb.argv(password, "run");
             let res = measured_exec(ctx, argv, None, workload.timeout_secs, &mut raw).await?;
-            (parse::sysbench(&res.stdout).map_err(|e| fail(e.to_string(), &raw))?, server_policy.clone())
+            (
+                parse::sysbench(&res.stdout).map_err(|e| fail(e.to_string(), &raw))?,
+                server_policy.clone(),
+            )
         }
         WorkloadKind::Netperf(n) => {
             let clients = n.clients.resolve(ctx.sut_id.nr_cpus);
-            (netperf_clients(ctx, n, clients, workload.timeout_secs, &mut raw).await?, server_policy.clone())
+            (
+                netperf_clients(ctx, n, clients, workload.timeout_secs, &mut raw).await?,
+                server_policy.clone(),
+            )
         }
         WorkloadKind::Hammerdb(h) => {
             let session = ctx.session.expect("hammerdb has a session");
             let vus = h.virtual_users.resolve(ctx.sut_id.nr_cpus);
             let script = h.script(&session.password, vus, false);
-            (hammerdb_run(ctx, script, workload.timeout_secs, &mut raw).await?, server_policy.clone())
+            (
+                hammerdb_run(ctx, script, workload.timeout_secs, &mut raw).await?,
+                server_policy.clone(),
+            )
         }
     };
     let observed_policy = observed.unwrap_or_else(|| "unobserved".into());
@@ -191,7 +232,12 @@ async fn measured_exec(
         raw.push(("schedstat_before".to_string(), s));
     }
     let program = argv.first().cloned().unwrap_or_default();
-    let req = ExecRequest { argv, timeout_secs, policy, ..Default::default() };
+    let req = ExecRequest {
+        argv,
+        timeout_secs,
+        policy,
+        ..Default::default()
+    };
     let res = ctx.runner.exec(req).await.map_err(|e| fail(e.to_string(), raw))?;
     if let Some(s) = schedstat(ctx.sut).await {
         raw.push(("schedstat_after".to_string(), s));
@@ -248,7 +294,11 @@ async fn single_host(
 }
 
 /// Polls a spawned process until it ends or `limit` passes (then it is stopped).
-async fn wait_spawned(client: &AgentClient, id: u64, limit: Duration) -> Result<kreg_agent::wire::ProcessState, String> {
+async fn wait_spawned(
+    client: &AgentClient,
+    id: u64,
+    limit: Duration,
+) -> Result<kreg_agent::wire::ProcessState, String> {
     let deadline = Instant::now() + limit;
     loop {
         let st = client.poll(id).await.map_err(|e| e.to_string())?;
@@ -277,16 +327,25 @@ async fn netperf_clients(
     }
     let mut ids = Vec::new();
     for _ in 0..clients {
-        let req = ExecRequest { argv: n.client_argv(), timeout_secs, ..Default::default() };
+        let req = ExecRequest {
+            argv: n.client_argv(),
+            timeout_secs,
+            ..Default::default()
+        };
         ids.push(ctx.runner.spawn(req).await.map_err(|e| fail(e.to_string(), raw))?.id);
     }
     let mut per_client = Vec::new();
     for (i, id) in ids.into_iter().enumerate() {
-        let st = wait_spawned(ctx.runner, id, Duration::from_secs(timeout_secs)).await.map_err(|e| fail(format!("netperf client {}: {e}", i + 1), raw))?;
+        let st = wait_spawned(ctx.runner, id, Duration::from_secs(timeout_secs))
+            .await
+            .map_err(|e| fail(format!("netperf client {}: {e}", i + 1), raw))?;
         raw.push((format!("client{}_stdout", i + 1), st.stdout.clone()));
         raw.push((format!("client{}_stderr", i + 1), st.stderr.clone()));
         if st.exit_code != Some(0) {
-            return Err(fail(format!("netperf client {} exited with {:?}", i + 1, st.exit_code.or(st.signal)), raw));
+            return Err(fail(
+                format!("netperf client {} exited with {:?}", i + 1, st.exit_code.or(st.signal)),
+                raw,
+            ));
         }
         per_client.push(parse::netperf(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1), raw))?);
     }
@@ -295,8 +354,15 @@ async fn netperf_clients(
     }
     let mut out: Vec<Metric> = per_client[0].clone();
     for m in out.iter_mut() {
-        let values: Vec<f64> = per_client.iter().filter_map(|c| c.iter().find(|x| x.name == m.name).map(|x| x.value)).collect();
-        m.value = if m.higher_is_better { values.iter().sum() } else { values.iter().sum::<f64>() / values.len() as f64 };
+        let values: Vec<f64> = per_client
+            .iter()
+            .filter_map(|c| c.iter().find(|x| x.name == m.name).map(|x| x.value))
+            .collect();
+        m.value = if m.higher_is_better {
+            values.iter().sum()
+        } else {
+            values.iter().sum::<f64>() / values.len() as f64
+        };
     }
     out.push(Metric::new("clients", clients as f64, "", true));
     Ok(out)
@@ -304,8 +370,18 @@ async fn netperf_clients(
 
 /// hammerdbcli reading the script on stdin; SUT schedstat is taken once the rampup is over,
 /// so that the snapshots bracket the timed phase only.
-async fn hammerdb_run(ctx: &Ctx<'_>, script: String, timeout_secs: u64, raw: &mut Vec<(String, String)>) -> Result<Vec<Metric>, JobFailure> {
-    let req = ExecRequest { argv: vec!["hammerdbcli".into()], stdin: Some(format!("{script}exit\n")), timeout_secs, ..Default::default() };
+async fn hammerdb_run(
+    ctx: &Ctx<'_>,
+    script: String,
+    timeout_secs: u64,
+    raw: &mut Vec<(String, String)>,
+) -> Result<Vec<Metric>, JobFailure> {
+    let req = ExecRequest {
+        argv: vec!["hammerdbcli".into()],
+        stdin: Some(format!("{script}exit\n")),
+        timeout_secs,
+        ..Default::default()
+    };
     let p = ctx.runner.spawn(req).await.map_err(|e| fail(e.to_string(), raw))?;
     let deadline = Instant::now() + Duration::from_secs(timeout_secs);
     loop {
@@ -323,7 +399,9 @@ async fn hammerdb_run(ctx: &Ctx<'_>, script: String, timeout_secs: u64, raw: &mu
         raw.push(("schedstat_before".to_string(), s));
     }
     let left = deadline.saturating_duration_since(Instant::now());
-    let st = wait_spawned(ctx.runner, p.id, left).await.map_err(|e| fail(format!("hammerdbcli: {e}"), raw))?;
+    let st = wait_spawned(ctx.runner, p.id, left)
+        .await
+        .map_err(|e| fail(format!("hammerdbcli: {e}"), raw))?;
     if let Some(s) = schedstat(ctx.sut).await {
         raw.push(("schedstat_after".to_string(), s));
     }

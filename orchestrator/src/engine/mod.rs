@@ -72,10 +72,18 @@ pub struct Outcome {
     pub failed: usize,
 }
 
-async fn fail_all(db: &PgPool, jobs: &[&JobRow], reason: &str, on_event: &mut dyn FnMut(Event)) -> Result<(), EngineError> {
+async fn fail_all(
+    db: &PgPool,
+    jobs: &[&JobRow],
+    reason: &str,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(), EngineError> {
     for j in jobs {
         store::fail_job(db, j.id, reason).await?;
-        on_event(Event::JobFailed { ordinal: j.ordinal, reason: reason.to_string() });
+        on_event(Event::JobFailed {
+            ordinal: j.ordinal,
+            reason: reason.to_string(),
+        });
     }
     Ok(())
 }
@@ -282,7 +290,11 @@ pub async fn drive(
                             tx.commit().await.map_err(store::StoreError::from)?;
                             on_event(Event::JobDone {
                                 ordinal: j.ordinal,
-                                metrics: outcome.metrics.iter().map(|m| (m.name.clone(), m.value, m.unit.clone())).collect(),
+                                metrics: outcome
+                                    .metrics
+                                    .iter()
+                                    .map(|m| (m.name.clone(), m.value, m.unit.clone()))
+                                    .collect(),
                                 policy: outcome.observed_policy.clone(),
                             });
                         }
@@ -296,7 +308,10 @@ pub async fn drive(
                                 Some(c) => format!("{}; console:\n{c}", f.reason),
                                 None => f.reason,
                             };
-                            on_event(Event::JobFailed { ordinal: j.ordinal, reason });
+                            on_event(Event::JobFailed {
+                                ordinal: j.ordinal,
+                                reason,
+                            });
                         }
                     }
                 }

@@ -20,20 +20,33 @@ pub struct Session {
 }
 
 fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
-    ExecRequest { argv, timeout_secs, ..Default::default() }
+    ExecRequest {
+        argv,
+        timeout_secs,
+        ..Default::default()
+    }
 }
 
 async fn must(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, String> {
     let res = client.exec(r).await.map_err(|e| format!("{what}: {e}"))?;
     if !res.success() {
         let tail: Vec<&str> = res.stderr.lines().rev().take(4).collect();
-        return Err(format!("{what} failed ({:?}): {}", res.exit_code, tail.into_iter().rev().collect::<Vec<_>>().join(" | ")));
+        return Err(format!(
+            "{what} failed ({:?}): {}",
+            res.exit_code,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        ));
     }
     Ok(res.stdout)
 }
 
 /// Repeats `probe` on `client` until it succeeds, the server dies, or `limit` passes.
-async fn wait_ready(session: &Session, client: &AgentClient, probe: ExecRequest, limit: Duration) -> Result<(), String> {
+async fn wait_ready(
+    session: &Session,
+    client: &AgentClient,
+    probe: ExecRequest,
+    limit: Duration,
+) -> Result<(), String> {
     let deadline = Instant::now() + limit;
     loop {
         let st = session.server.poll(session.id).await.map_err(|e| e.to_string())?;
@@ -52,7 +65,11 @@ async fn wait_ready(session: &Session, client: &AgentClient, probe: ExecRequest,
             Err(e) => e.to_string(),
         };
         if Instant::now() >= deadline {
-            return Err(format!("{} not ready within {}s: {last}", session.what, limit.as_secs()));
+            return Err(format!(
+                "{} not ready within {}s: {last}",
+                session.what,
+                limit.as_secs()
+            ));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -69,25 +86,68 @@ fn read_password(db: &DbServer) -> Result<String, String> {
 }
 
 /// Starts a database server on `server` under `policy` and readies it for `client`.
-pub async fn start_db(server: &AgentClient, client: &AgentClient, db: &DbServer, policy: Policy) -> Result<Session, String> {
+pub async fn start_db(
+    server: &AgentClient,
+    client: &AgentClient,
+    db: &DbServer,
+    policy: Policy,
+) -> Result<Session, String> {
     let password = read_password(db)?;
     let dir = &db.datadir;
-    must(server, req(vec!["install".into(), "-d".into(), "-m".into(), "0750".into(), "-o".into(), "mysql".into(), "-g".into(), "mysql".into(), dir.clone()], 30), "creating the datadir").await?;
-    let initialised = server.exec(req(vec!["test".into(), "-d".into(), format!("{dir}/mysql")], 10)).await.map_err(|e| e.to_string())?;
+    must(
+        server,
+        req(
+            vec![
+                "install".into(),
+                "-d".into(),
+                "-m".into(),
+                "0750".into(),
+                "-o".into(),
+                "mysql".into(),
+                "-g".into(),
+                "mysql".into(),
+                dir.clone(),
+            ],
+            30,
+        ),
+        "creating the datadir",
+    )
+    .await?;
+    let initialised = server
+        .exec(req(vec!["test".into(), "-d".into(), format!("{dir}/mysql")], 10))
+        .await
+        .map_err(|e| e.to_string())?;
     if !initialised.success() {
         must(server, req(db.init_argv(), 600), "initialising the datadir").await?;
     }
-    let spawn = ExecRequest { argv: db.server_argv(), timeout_secs: 0, policy: Some(policy), ..Default::default() };
+    let spawn = ExecRequest {
+        argv: db.server_argv(),
+        timeout_secs: 0,
+        policy: Some(policy),
+        ..Default::default()
+    };
     let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
-    let session = Session { server: server.clone(), id: p.id, pid: p.pid, password, what: db.programs().0.to_string() };
+    let session = Session {
+        server: server.clone(),
+        id: p.id,
+        pid: p.pid,
+        password,
+        what: db.programs().0.to_string(),
+    };
     let result = async {
         let mut admin = req(db.admin_argv(), 30);
         admin.argv.push("--execute=SELECT 1".into());
         wait_ready(&session, server, admin, Duration::from_secs(120)).await?;
-        let setup = ExecRequest { stdin: Some(db.setup_sql(&session.password)), ..req(db.admin_argv(), 60) };
+        let setup = ExecRequest {
+            stdin: Some(db.setup_sql(&session.password)),
+            ..req(db.admin_argv(), 60)
+        };
         must(server, setup, "creating the benchmark database and user").await?;
         // A real query over the network, from the client host.
-        let probe = ExecRequest { env: vec![("MYSQL_PWD".into(), session.password.clone())], ..req(db.probe_argv(), 30) };
+        let probe = ExecRequest {
+            env: vec![("MYSQL_PWD".into(), session.password.clone())],
+            ..req(db.probe_argv(), 30)
+        };
         wait_ready(&session, client, probe, Duration::from_secs(60)).await
     }
     .await;
@@ -101,10 +161,26 @@ pub async fn start_db(server: &AgentClient, client: &AgentClient, db: &DbServer,
 }
 
 /// Starts netserver on `server` under `policy`; ready once a one-second test passes.
-pub async fn start_netserver(server: &AgentClient, client: &AgentClient, n: &Netperf, policy: Policy) -> Result<Session, String> {
-    let spawn = ExecRequest { argv: n.server_argv(), timeout_secs: 0, policy: Some(policy), ..Default::default() };
+pub async fn start_netserver(
+    server: &AgentClient,
+    client: &AgentClient,
+    n: &Netperf,
+    policy: Policy,
+) -> Result<Session, String> {
+    let spawn = ExecRequest {
+        argv: n.server_argv(),
+        timeout_secs: 0,
+        policy: Some(policy),
+        ..Default::default()
+    };
     let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
-    let session = Session { server: server.clone(), id: p.id, pid: p.pid, password: String::new(), what: "netserver".into() };
+    let session = Session {
+        server: server.clone(),
+        id: p.id,
+        pid: p.pid,
+        password: String::new(),
+        what: "netserver".into(),
+    };
     let mut probe = n.clone();
     probe.duration_secs = 1;
     match wait_ready(&session, client, req(probe.client_argv(), 30), Duration::from_secs(60)).await {
@@ -119,8 +195,15 @@ pub async fn start_netserver(server: &AgentClient, client: &AgentClient, n: &Net
 impl Session {
     /// The policies on every thread of the server; an error if any differs from `want`.
     pub async fn check_threads(&self, want: Policy) -> Result<(String, String), String> {
-        let threads = self.server.threads(self.pid).await.map_err(|e| format!("{}: {e}", self.what))?;
-        let listing: String = threads.iter().map(|t| format!("{} {} {}\n", t.tid, t.comm, t.policy)).collect();
+        let threads = self
+            .server
+            .threads(self.pid)
+            .await
+            .map_err(|e| format!("{}: {e}", self.what))?;
+        let listing: String = threads
+            .iter()
+            .map(|t| format!("{} {} {}\n", t.tid, t.comm, t.policy))
+            .collect();
         let wrong: Vec<_> = threads.iter().filter(|t| t.policy != want.name()).collect();
         if !wrong.is_empty() {
             return Err(format!(
@@ -138,7 +221,11 @@ impl Session {
     }
 
     pub async fn stop(self) -> Result<(), String> {
-        self.server.stop(self.id, 60).await.map(|_| ()).map_err(|e| e.to_string())
+        self.server
+            .stop(self.id, 60)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -182,7 +269,10 @@ pub async fn open(
             if !built {
                 let vus = h.virtual_users.resolve(sut_cpus);
                 let script = h.script(&s.password, vus, true);
-                let build = ExecRequest { stdin: Some(format!("{script}exit\n")), ..req(vec!["hammerdbcli".into()], 7200) };
+                let build = ExecRequest {
+                    stdin: Some(format!("{script}exit\n")),
+                    ..req(vec!["hammerdbcli".into()], 7200)
+                };
                 if let Err(e) = must(runner, build, "building the TPROC-C schema").await {
                     let _ = s.stop().await;
                     return Err(e);

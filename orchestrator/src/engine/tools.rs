@@ -14,7 +14,11 @@ use crate::scenario::{Tool, ToolSource};
 const TREES: &str = "/var/lib/kreg/tools";
 
 fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
-    ExecRequest { argv, timeout_secs, ..Default::default() }
+    ExecRequest {
+        argv,
+        timeout_secs,
+        ..Default::default()
+    }
 }
 
 async fn run(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, String> {
@@ -35,28 +39,124 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String
     let target = format!("{}/{}", tool.install_dir, tool.name);
     match &tool.source {
         ToolSource::Apt { package } => {
-            let mut r = req(vec!["apt-get".into(), "install".into(), "-y".into(), "-q".into(), package.clone()], 1800);
+            let mut r = req(
+                vec![
+                    "apt-get".into(),
+                    "install".into(),
+                    "-y".into(),
+                    "-q".into(),
+                    package.clone(),
+                ],
+                1800,
+            );
             r.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
             run(client, r, &format!("apt-get install {package}")).await?;
-            let v = run(client, req(vec!["dpkg-query".into(), "-W".into(), "-f=${Version}".into(), package.clone()], 30), "dpkg-query").await?;
+            let v = run(
+                client,
+                req(
+                    vec![
+                        "dpkg-query".into(),
+                        "-W".into(),
+                        "-f=${Version}".into(),
+                        package.clone(),
+                    ],
+                    30,
+                ),
+                "dpkg-query",
+            )
+            .await?;
             Ok(format!("{package} {v}"))
         }
-        ToolSource::Git { url, git_ref, build, binary } => {
+        ToolSource::Git {
+            url,
+            git_ref,
+            build,
+            binary,
+        } => {
             // One tree per tool and URL, reused across boots and runs.
             let url_hash = hex::encode(&sha2::Sha256::digest(url.as_bytes())[..6]);
             let tree = format!("{TREES}/{}-{url_hash}", tool.name);
-            let have = client.exec(req(vec!["test".into(), "-d".into(), format!("{tree}/.git")], 10)).await.map_err(|e| e.to_string())?;
+            let have = client
+                .exec(req(vec!["test".into(), "-d".into(), format!("{tree}/.git")], 10))
+                .await
+                .map_err(|e| e.to_string())?;
             let fetched = have.success()
-                && run(client, req(vec!["git".into(), "-C".into(), tree.clone(), "fetch".into(), "--quiet".into(), "--tags".into(), "origin".into()], 1800), "git fetch")
-                    .await
-                    .is_ok();
+                && run(
+                    client,
+                    req(
+                        vec![
+                            "git".into(),
+                            "-C".into(),
+                            tree.clone(),
+                            "fetch".into(),
+                            "--quiet".into(),
+                            "--tags".into(),
+                            "origin".into(),
+                        ],
+                        1800,
+                    ),
+                    "git fetch",
+                )
+                .await
+                .is_ok();
             if !fetched {
                 run(client, req(vec!["rm".into(), "-rf".into(), tree.clone()], 60), "rm").await?;
-                run(client, req(vec!["mkdir".into(), "-p".into(), TREES.into()], 10), "mkdir").await?;
-                run(client, req(vec!["git".into(), "clone".into(), "--quiet".into(), "--".into(), url.clone(), tree.clone()], 1800), "git clone").await?;
+                run(
+                    client,
+                    req(vec!["mkdir".into(), "-p".into(), TREES.into()], 10),
+                    "mkdir",
+                )
+                .await?;
+                run(
+                    client,
+                    req(
+                        vec![
+                            "git".into(),
+                            "clone".into(),
+                            "--quiet".into(),
+                            "--".into(),
+                            url.clone(),
+                            tree.clone(),
+                        ],
+                        1800,
+                    ),
+                    "git clone",
+                )
+                .await?;
             }
-            run(client, req(vec!["git".into(), "-C".into(), tree.clone(), "checkout".into(), "--quiet".into(), "--force".into(), git_ref.clone(), "--".into()], 60), "git checkout").await?;
-            let commit = run(client, req(vec!["git".into(), "-C".into(), tree.clone(), "rev-parse".into(), "HEAD".into()], 30), "git rev-parse").await?;
+            run(
+                client,
+                req(
+                    vec![
+                        "git".into(),
+                        "-C".into(),
+                        tree.clone(),
+                        "checkout".into(),
+                        "--quiet".into(),
+                        "--force".into(),
+                        git_ref.clone(),
+                        "--".into(),
+                    ],
+                    60,
+                ),
+                "git checkout",
+            )
+            .await?;
+            let commit = run(
+                client,
+                req(
+                    vec![
+                        "git".into(),
+                        "-C".into(),
+                        tree.clone(),
+                        "rev-parse".into(),
+                        "HEAD".into(),
+                    ],
+                    30,
+                ),
+                "git rev-parse",
+            )
+            .await?;
             let mut b = req(build.clone(), 3600);
             b.cwd = Some(tree.clone());
             run(client, b, &format!("building {}", tool.name)).await?;
@@ -66,7 +166,10 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String
         ToolSource::Upload { path } => {
             let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let hash = hex::encode(sha2::Sha256::digest(&bytes));
-            let up = client.upload(&format!("tool-{}", tool.name), bytes).await.map_err(|e| e.to_string())?;
+            let up = client
+                .upload(&format!("tool-{}", tool.name), bytes)
+                .await
+                .map_err(|e| e.to_string())?;
             install_file(client, &up.path, &tool.install_dir, &target).await?;
             Ok(format!("sha256 {hash}"))
         }
@@ -75,7 +178,15 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String
 
 async fn install_file(client: &AgentClient, from: &str, dir: &str, target: &str) -> Result<(), String> {
     run(client, req(vec!["mkdir".into(), "-p".into(), dir.into()], 10), "mkdir").await?;
-    run(client, req(vec!["install".into(), "-m".into(), "0755".into(), from.into(), target.into()], 30), "install").await?;
+    run(
+        client,
+        req(
+            vec!["install".into(), "-m".into(), "0755".into(), from.into(), target.into()],
+            30,
+        ),
+        "install",
+    )
+    .await?;
     Ok(())
 }
 
@@ -90,10 +201,25 @@ pub async fn identify(client: &AgentClient, program: &str) -> String {
             _ => return "not found".into(),
         }
     };
-    if let Ok(owner) = run(client, req(vec!["dpkg-query".into(), "-S".into(), path.clone()], 10), "dpkg-query").await {
+    if let Ok(owner) = run(
+        client,
+        req(vec!["dpkg-query".into(), "-S".into(), path.clone()], 10),
+        "dpkg-query",
+    )
+    .await
+    {
         if let Some((pkg, _)) = owner.lines().next().and_then(|l| l.split_once(':')) {
             let pkg = pkg.trim().to_string();
-            if let Ok(v) = run(client, req(vec!["dpkg-query".into(), "-W".into(), "-f=${Version}".into(), pkg.clone()], 10), "dpkg-query").await {
+            if let Ok(v) = run(
+                client,
+                req(
+                    vec!["dpkg-query".into(), "-W".into(), "-f=${Version}".into(), pkg.clone()],
+                    10,
+                ),
+                "dpkg-query",
+            )
+            .await
+            {
                 return format!("{pkg} {v}");
             }
         }

@@ -9,6 +9,11 @@ pub fn hackbench(stdout: &str) -> Result<Vec<Metric>, ParseError> {
             found = Some(number("hackbench", n + 1, "`Time:`", rest)?);
         }
     }
-    let time = found.ok_or_else(|| perr("hackbench", "no `Time:` line in the output (truncated, or the run failed)"))?;
+    let time = found.ok_or_else(|| {
+        perr(
+            "hackbench",
+            "no `Time:` line in the output (truncated, or the run failed)",
+        )
+    })?;
     Ok(vec![Metric::new("time", time, "s", false)])
 }

@@ -51,14 +51,30 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
         if let Some((nopm, tpm)) = test_result(l) {
             match (nopm, tpm) {
                 (Ok(a), Ok(b)) => result = Some((a, b)),
-                _ => return Err(perr(TOOL, format!("line {}: cannot read NOPM and TPM from {l:?}", n + 1))),
+                _ => {
+                    return Err(perr(
+                        TOOL,
+                        format!("line {}: cannot read NOPM and TPM from {l:?}", n + 1),
+                    ))
+                }
             }
         }
     }
-    let (nopm, tpm) = result.ok_or_else(|| perr(TOOL, "no `TEST RESULT : System achieved …` line (truncated, or the run failed)"))?;
-    let mut out = vec![Metric::new("nopm", nopm, "NOPM", true), Metric::new("tpm", tpm, "TPM", true)];
+    let (nopm, tpm) = result.ok_or_else(|| {
+        perr(
+            TOOL,
+            "no `TEST RESULT : System achieved …` line (truncated, or the run failed)",
+        )
+    })?;
+    let mut out = vec![
+        Metric::new("nopm", nopm, "NOPM", true),
+        Metric::new("tpm", tpm, "TPM", true),
+    ];
 
-    let Some(start) = lines.iter().rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS")) else {
+    let Some(start) = lines
+        .iter()
+        .rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS"))
+    else {
         return Ok(out);
     };
     let mut proc: Option<(String, usize, Vec<(String, f64)>)> = None;
@@ -79,7 +95,13 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
                 fields.push((c[1].to_string(), number(TOOL, n + 1, &c[1], &c[2])?));
             }
             if !any && !l.is_empty() {
-                return Err(perr(TOOL, format!("line {}: expected `KEY: VALUE` pairs in the time profile, found {l:?}", n + 1)));
+                return Err(perr(
+                    TOOL,
+                    format!(
+                        "line {}: expected `KEY: VALUE` pairs in the time profile, found {l:?}",
+                        n + 1
+                    ),
+                ));
             }
         }
     }
@@ -87,12 +109,30 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
     for (name, line, fields) in blocks {
         let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| *v);
         for key in ["P50", "P95", "P99", "AVG"] {
-            let v = get(key).ok_or_else(|| perr(TOOL, format!("line {line}: PROC {} has no {key} (truncated time profile)", name.to_uppercase())))?;
-            out.push(Metric::new(format!("{name}_{}_ms", key.to_ascii_lowercase()), v, "ms", false));
+            let v = get(key).ok_or_else(|| {
+                perr(
+                    TOOL,
+                    format!(
+                        "line {line}: PROC {} has no {key} (truncated time profile)",
+                        name.to_uppercase()
+                    ),
+                )
+            })?;
+            out.push(Metric::new(
+                format!("{name}_{}_ms", key.to_ascii_lowercase()),
+                v,
+                "ms",
+                false,
+            ));
         }
         for key in ["P25", "P75"] {
             if let Some(v) = get(key) {
-                out.push(Metric::new(format!("{name}_{}_ms", key.to_ascii_lowercase()), v, "ms", false));
+                out.push(Metric::new(
+                    format!("{name}_{}_ms", key.to_ascii_lowercase()),
+                    v,
+                    "ms",
+                    false,
+                ));
             }
         }
     }

@@ -31,7 +31,12 @@ pub struct Metric {
 
 impl Metric {
     pub fn new(name: impl Into<String>, value: f64, unit: &str, higher_is_better: bool) -> Metric {
-        Metric { name: name.into(), value, unit: unit.into(), higher_is_better }
+        Metric {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+            higher_is_better,
+        }
     }
 
     pub fn direction(&self) -> &'static str {
@@ -51,11 +56,22 @@ pub struct ParseError {
 }
 
 pub(crate) fn perr(tool: &str, message: impl Into<String>) -> ParseError {
-    ParseError { tool: tool.into(), message: message.into() }
+    ParseError {
+        tool: tool.into(),
+        message: message.into(),
+    }
 }
 
 /// The tools whose output `kreg parse` reads.
-pub const KINDS: &[&str] = &["hackbench", "schbench", "schbench-json", "sysbench", "netperf", "hammerdb", "perf-bench"];
+pub const KINDS: &[&str] = &[
+    "hackbench",
+    "schbench",
+    "schbench-json",
+    "sysbench",
+    "netperf",
+    "hammerdb",
+    "perf-bench",
+];
 
 /// Parses `text` as the output of `kind` (one of [`KINDS`]).
 pub fn parse(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
@@ -67,7 +83,10 @@ pub fn parse(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
         "netperf" => netperf(text),
         "hammerdb" => hammerdb(text),
         "perf-bench" => perf_bench(text),
-        other => Err(perr(other, format!("unknown kind; expected one of: {}", KINDS.join(", ")))),
+        other => Err(perr(
+            other,
+            format!("unknown kind; expected one of: {}", KINDS.join(", ")),
+        )),
     }
 }
 

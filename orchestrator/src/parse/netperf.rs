@@ -14,20 +14,41 @@ pub fn netperf(text: &str) -> Result<Vec<Metric>, ParseError> {
     let mut units = String::from("trans/s");
     let mut throughput = None;
     for (n, line) in text.lines().enumerate() {
-        let Some((key, value)) = line.trim().split_once('=') else { continue };
+        let Some((key, value)) = line.trim().split_once('=') else {
+            continue;
+        };
         match key {
             "THROUGHPUT" => throughput = Some(number(TOOL, n + 1, "THROUGHPUT", value)?),
             "THROUGHPUT_UNITS" => units = value.trim().to_string(),
-            "MEAN_LATENCY" => out.push(Metric::new("lat_mean_us", number(TOOL, n + 1, key, value)?, "us", false)),
+            "MEAN_LATENCY" => out.push(Metric::new(
+                "lat_mean_us",
+                number(TOOL, n + 1, key, value)?,
+                "us",
+                false,
+            )),
             "P50_LATENCY" | "P90_LATENCY" | "P99_LATENCY" => {
                 let p = &key[1..3];
-                out.push(Metric::new(format!("lat_p{p}_us"), number(TOOL, n + 1, key, value)?, "us", false))
+                out.push(Metric::new(
+                    format!("lat_p{p}_us"),
+                    number(TOOL, n + 1, key, value)?,
+                    "us",
+                    false,
+                ))
             }
             _ => {}
         }
     }
-    let t = throughput.ok_or_else(|| perr(TOOL, "no THROUGHPUT= line (truncated, or netperf ran without `-k` selectors)"))?;
-    let name = if units.to_ascii_lowercase().starts_with("trans") { "transactions_per_s" } else { "throughput" };
+    let t = throughput.ok_or_else(|| {
+        perr(
+            TOOL,
+            "no THROUGHPUT= line (truncated, or netperf ran without `-k` selectors)",
+        )
+    })?;
+    let name = if units.to_ascii_lowercase().starts_with("trans") {
+        "transactions_per_s"
+    } else {
+        "throughput"
+    };
     out.insert(0, Metric::new(name, t, &units, true));
     Ok(out)
 }

@@ -18,9 +18,24 @@ struct Section {
 }
 
 const SECTIONS: &[Section] = &[
-    Section { prefix: "Wakeup Latencies percentiles", stem: "wakeup_lat", unit: "us", higher_is_better: false },
-    Section { prefix: "Request Latencies percentiles", stem: "request_lat", unit: "us", higher_is_better: false },
-    Section { prefix: "RPS percentiles", stem: "rps", unit: "req/s", higher_is_better: true },
+    Section {
+        prefix: "Wakeup Latencies percentiles",
+        stem: "wakeup_lat",
+        unit: "us",
+        higher_is_better: false,
+    },
+    Section {
+        prefix: "Request Latencies percentiles",
+        stem: "request_lat",
+        unit: "us",
+        higher_is_better: false,
+    },
+    Section {
+        prefix: "RPS percentiles",
+        stem: "rps",
+        unit: "req/s",
+        higher_is_better: true,
+    },
 ];
 
 /// Percentile label as schbench prints it ("99.9") to a metric suffix ("p99.9").
@@ -61,33 +76,63 @@ pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
                 let (min, max) = rest
                     .split_once(", max=")
                     .ok_or_else(|| perr(TOOL, format!("line {}: expected `min=A, max=B`, found {l:?}", i + 1)))?;
-                block.push(Metric::new(format!("{}_min", section.stem), number(TOOL, i + 1, "min", min)?, section.unit, section.higher_is_better));
-                block.push(Metric::new(format!("{}_max", section.stem), number(TOOL, i + 1, "max", max)?, section.unit, section.higher_is_better));
+                block.push(Metric::new(
+                    format!("{}_min", section.stem),
+                    number(TOOL, i + 1, "min", min)?,
+                    section.unit,
+                    section.higher_is_better,
+                ));
+                block.push(Metric::new(
+                    format!("{}_max", section.stem),
+                    number(TOOL, i + 1, "max", max)?,
+                    section.unit,
+                    section.higher_is_better,
+                ));
                 closed = true;
                 i += 1;
                 break;
             } else {
-                return Err(perr(TOOL, format!("line {}: expected a percentile or `min=…, max=…` line in the {} section, found {l:?}", i + 1, section.prefix)));
+                return Err(perr(
+                    TOOL,
+                    format!(
+                        "line {}: expected a percentile or `min=…, max=…` line in the {} section, found {l:?}",
+                        i + 1,
+                        section.prefix
+                    ),
+                ));
             }
             i += 1;
         }
         if !closed {
-            return Err(perr(TOOL, format!("line {header}: the {} section ends before its `min=…, max=…` line (truncated output)", section.prefix)));
+            return Err(perr(
+                TOOL,
+                format!(
+                    "line {header}: the {} section ends before its `min=…, max=…` line (truncated output)",
+                    section.prefix
+                ),
+            ));
         }
         // A later report (one per interval) replaces an earlier one.
         out.retain(|m| !block.iter().any(|b| b.name == m.name));
         out.extend(block);
     }
     if !seen_any {
-        return Err(perr(TOOL, "no `Wakeup Latencies percentiles` report in the output (truncated, or the run failed)"));
+        return Err(perr(
+            TOOL,
+            "no `Wakeup Latencies percentiles` report in the output (truncated, or the run failed)",
+        ));
     }
     Ok(out)
 }
 
 /// The JSON schbench writes with `-j FILE`: `{"normal": {...}, "int": {"wakeup_latency_pct50.0": N, …}}`.
 pub fn schbench_json(text: &str) -> Result<Vec<Metric>, ParseError> {
-    let v: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| perr("schbench-json", format!("line {}, column {}: {e}", e.line(), e.column())))?;
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        perr(
+            "schbench-json",
+            format!("line {}, column {}: {e}", e.line(), e.column()),
+        )
+    })?;
     let ints = v
         .get("int")
         .and_then(|i| i.as_object())
@@ -99,7 +144,9 @@ pub fn schbench_json(text: &str) -> Result<Vec<Metric>, ParseError> {
         ("rps", "rps", "req/s", true),
     ] {
         for (key, value) in ints {
-            let Some(rest) = key.strip_prefix(label).and_then(|r| r.strip_prefix('_')) else { continue };
+            let Some(rest) = key.strip_prefix(label).and_then(|r| r.strip_prefix('_')) else {
+                continue;
+            };
             let suffix = if let Some(p) = rest.strip_prefix("pct") {
                 pct_name(p)
             } else if rest == "min" || rest == "max" {
@@ -114,7 +161,10 @@ pub fn schbench_json(text: &str) -> Result<Vec<Metric>, ParseError> {
         }
     }
     if !out.iter().any(|m| m.name.starts_with("wakeup_lat_p")) {
-        return Err(perr("schbench-json", "no wakeup_latency percentiles in the JSON (truncated, or the run failed)"));
+        return Err(perr(
+            "schbench-json",
+            "no wakeup_latency percentiles in the JSON (truncated, or the run failed)",
+        ));
     }
     Ok(out)
 }

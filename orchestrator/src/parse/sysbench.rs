@@ -32,22 +32,40 @@ pub fn sysbench(text: &str) -> Result<Vec<Metric>, ParseError> {
             in_latency = false;
             continue;
         }
-        let Some((key, rest)) = line.split_once(':') else { continue };
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
         let key = key.trim();
         match (in_latency, key) {
             (false, "transactions") => out.push(Metric::new("tps", per_sec(no, "transactions", rest)?, "tx/s", true)),
             (false, "queries") => out.push(Metric::new("qps", per_sec(no, "queries", rest)?, "queries/s", true)),
-            (false, "ignored errors") => {
-                out.push(Metric::new("errors_per_s", per_sec(no, "ignored errors", rest)?, "errors/s", false))
-            }
-            (false, "events/s (eps)") => out.push(Metric::new("eps", number(TOOL, no, "events/s", rest)?, "events/s", true)),
-            (true, "min" | "avg" | "max") => {
-                out.push(Metric::new(format!("lat_{key}_ms"), number(TOOL, no, key, rest)?, "ms", false))
-            }
+            (false, "ignored errors") => out.push(Metric::new(
+                "errors_per_s",
+                per_sec(no, "ignored errors", rest)?,
+                "errors/s",
+                false,
+            )),
+            (false, "events/s (eps)") => out.push(Metric::new(
+                "eps",
+                number(TOOL, no, "events/s", rest)?,
+                "events/s",
+                true,
+            )),
+            (true, "min" | "avg" | "max") => out.push(Metric::new(
+                format!("lat_{key}_ms"),
+                number(TOOL, no, key, rest)?,
+                "ms",
+                false,
+            )),
             (true, k) if k.ends_with("th percentile") => {
                 let p = k.trim_end_matches("th percentile").trim();
                 let p = p.trim_end_matches(".0");
-                out.push(Metric::new(format!("lat_p{p}_ms"), number(TOOL, no, k, rest)?, "ms", false))
+                out.push(Metric::new(
+                    format!("lat_p{p}_ms"),
+                    number(TOOL, no, k, rest)?,
+                    "ms",
+                    false,
+                ))
             }
             _ => {}
         }
@@ -55,7 +73,10 @@ pub fn sysbench(text: &str) -> Result<Vec<Metric>, ParseError> {
     let has_rate = out.iter().any(|m| m.name == "tps" || m.name == "eps");
     let has_latency = out.iter().any(|m| m.name == "lat_avg_ms");
     if !has_rate || !has_latency {
-        return Err(perr(TOOL, "no throughput or no `Latency (ms):` section in the output (truncated, or the run failed)"));
+        return Err(perr(
+            TOOL,
+            "no throughput or no `Latency (ms):` section in the output (truncated, or the run failed)",
+        ));
     }
     Ok(out)
 }

@@ -12,7 +12,11 @@ fn fixture(name: &str) -> String {
 /// Metrics as `name=value unit direction` lines, or the error, for compact expectations.
 fn render(r: Result<Vec<Metric>, ParseError>) -> String {
     match r {
-        Ok(ms) => ms.iter().map(|m| format!("{}={} {} {}", m.name, m.value, m.unit, m.direction())).collect::<Vec<_>>().join("\n"),
+        Ok(ms) => ms
+            .iter()
+            .map(|m| format!("{}={} {} {}", m.name, m.value, m.unit, m.direction()))
+            .collect::<Vec<_>>()
+            .join("\n"),
         Err(e) => format!("error: {e}"),
     }
 }
@@ -31,18 +35,44 @@ fn truncated(text: &str, n: usize) -> String {
 fn hackbench_real_outputs() {
     check("hackbench", &fixture("hackbench.6.12.txt"), "time=11.786 s lower");
     let t61 = fixture("hackbench.6.1.txt");
-    let want: f64 = t61.lines().find_map(|l| l.strip_prefix("Time: ")).unwrap().trim().parse().unwrap();
+    let want: f64 = t61
+        .lines()
+        .find_map(|l| l.strip_prefix("Time: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert_eq!(hackbench(&t61).unwrap()[0].value, want);
-    check("hackbench", &fixture("hackbench-threads-pipe.6.1.txt"), "time=4.758 s lower");
+    check(
+        "hackbench",
+        &fixture("hackbench-threads-pipe.6.1.txt"),
+        "time=4.758 s lower",
+    );
 }
 
 #[test]
 fn hackbench_truncated_and_garbled() {
     let full = fixture("hackbench.6.12.txt");
-    check("hackbench", &truncated(&full, 2), "error: hackbench: no `Time:` line in the output (truncated, or the run failed)");
-    check("hackbench", "Time: 1.2.3\n", "error: hackbench: line 1: `Time:` is \"1.2.3\", not a number");
-    check("hackbench", "Time: -4\n", "error: hackbench: line 1: `Time:` is -4, which is impossible");
-    check("hackbench", "", "error: hackbench: no `Time:` line in the output (truncated, or the run failed)");
+    check(
+        "hackbench",
+        &truncated(&full, 2),
+        "error: hackbench: no `Time:` line in the output (truncated, or the run failed)",
+    );
+    check(
+        "hackbench",
+        "Time: 1.2.3\n",
+        "error: hackbench: line 1: `Time:` is \"1.2.3\", not a number",
+    );
+    check(
+        "hackbench",
+        "Time: -4\n",
+        "error: hackbench: line 1: `Time:` is -4, which is impossible",
+    );
+    check(
+        "hackbench",
+        "",
+        "error: hackbench: no `Time:` line in the output (truncated, or the run failed)",
+    );
 }
 
 #[test]
@@ -78,7 +108,9 @@ avg_rps=28 req/s higher
 #[test]
 fn schbench_takes_the_last_interval_report() {
     let once = fixture("schbench.6.12.txt");
-    let first = once.replace("average rps: 28.00", "average rps: 11.00").replace("50.0th: 79 ", "50.0th: 5 ");
+    let first = once
+        .replace("average rps: 28.00", "average rps: 11.00")
+        .replace("50.0th: 79 ", "50.0th: 5 ");
     let both = format!("{first}{once}");
     let m = schbench(&both).unwrap();
     let get = |n: &str| m.iter().find(|x| x.name == n).unwrap().value;
@@ -90,11 +122,23 @@ fn schbench_takes_the_last_interval_report() {
 fn schbench_truncated_and_garbled() {
     let full = fixture("schbench.6.12.txt");
     check("schbench", &truncated(&full, 3), "error: schbench: line 1: the Wakeup Latencies percentiles section ends before its `min=…, max=…` line (truncated output)");
-    check("schbench", "average rps: 28.00\n", "error: schbench: no `Wakeup Latencies percentiles` report in the output (truncated, or the run failed)");
+    check(
+        "schbench",
+        "average rps: 28.00\n",
+        "error: schbench: no `Wakeup Latencies percentiles` report in the output (truncated, or the run failed)",
+    );
     let garbled = full.replace("90.0th: 2620 ", "90.0th: 26x0 ");
-    check("schbench", &garbled, "error: schbench: line 3: the 90.0th percentile is \"26x0\", not a number");
+    check(
+        "schbench",
+        &garbled,
+        "error: schbench: line 3: the 90.0th percentile is \"26x0\", not a number",
+    );
     let garbled = full.replace("min=27, max=6023", "min=27 max=6023");
-    check("schbench", &garbled, "error: schbench: line 6: expected `min=A, max=B`, found \"min=27 max=6023\"");
+    check(
+        "schbench",
+        &garbled,
+        "error: schbench: line 6: expected `min=A, max=B`, found \"min=27 max=6023\"",
+    );
 }
 
 const SCHBENCH_JSON: &str = r#"{"normal": {"version": "6.12.0","hostname": "sut1","sched_ext": "disabled","cmdline": "schbench -m 2 -t 4 -r 10 -j out.json"},"int": {"time": 1764500000, "wakeup_latency_pct20.0": 4, "wakeup_latency_pct50.0": 9, "wakeup_latency_pct90.0": 21, "wakeup_latency_pct99.0": 67, "wakeup_latency_pct99.9": 310, "wakeup_latency_min": 1,"wakeup_latency_max": 1204, "request_latency_pct20.0": 5800, "request_latency_pct50.0": 6100, "request_latency_pct90.0": 7200, "request_latency_pct99.0": 9900, "request_latency_pct99.9": 14000, "request_latency_min": 5012,"request_latency_max": 15220, "rps_pct20.0": 1300, "rps_pct50.0": 1320, "rps_pct90.0": 1336, "rps_pct99.0": 1340, "rps_pct99.9": 1340, "rps_min": 1288,"rps_max": 1340, "runtime": 10}}"#;
@@ -102,16 +146,32 @@ const SCHBENCH_JSON: &str = r#"{"normal": {"version": "6.12.0","hostname": "sut1
 #[test]
 fn schbench_json_layout() {
     let m = schbench_json(SCHBENCH_JSON).unwrap();
-    let get = |n: &str| m.iter().find(|x| x.name == n).map(|x| (x.value, x.unit.as_str(), x.higher_is_better));
+    let get = |n: &str| {
+        m.iter()
+            .find(|x| x.name == n)
+            .map(|x| (x.value, x.unit.as_str(), x.higher_is_better))
+    };
     assert_eq!(get("wakeup_lat_p99"), Some((67.0, "us", false)));
     assert_eq!(get("wakeup_lat_p99.9"), Some((310.0, "us", false)));
     assert_eq!(get("request_lat_p50"), Some((6100.0, "us", false)));
     assert_eq!(get("rps_p50"), Some((1320.0, "req/s", true)));
     assert_eq!(get("rps_min"), Some((1288.0, "req/s", true)));
     assert_eq!(m.len(), 21);
-    check("schbench-json", &SCHBENCH_JSON[..200], "error: schbench-json: line 1, column 200: EOF while parsing a string at line 1 column 200");
-    check("schbench-json", r#"{"normal": {}}"#, "error: schbench-json: no `int` object: not schbench's JSON output");
-    check("schbench-json", r#"{"int": {"wakeup_latency_pct50.0": "x"}}"#, "error: schbench-json: `wakeup_latency_pct50.0` is \"x\", not a number");
+    check(
+        "schbench-json",
+        &SCHBENCH_JSON[..200],
+        "error: schbench-json: line 1, column 200: EOF while parsing a string at line 1 column 200",
+    );
+    check(
+        "schbench-json",
+        r#"{"normal": {}}"#,
+        "error: schbench-json: no `int` object: not schbench's JSON output",
+    );
+    check(
+        "schbench-json",
+        r#"{"int": {"wakeup_latency_pct50.0": "x"}}"#,
+        "error: schbench-json: `wakeup_latency_pct50.0` is \"x\", not a number",
+    );
 }
 
 #[test]
@@ -139,24 +199,54 @@ fn sysbench_failed_truncated_and_garbled() {
         "error: sysbench: line 10: the run failed: FATAL: unable to connect to MySQL server on host '127.0.0.1', port 33306, aborting...",
     );
     let full = fixture("sysbench-oltp_read_write.txt");
-    check("sysbench", &truncated(&full, 20), "error: sysbench: no throughput or no `Latency (ms):` section in the output (truncated, or the run failed)");
+    check(
+        "sysbench",
+        &truncated(&full, 20),
+        "error: sysbench: no throughput or no `Latency (ms):` section in the output (truncated, or the run failed)",
+    );
     let garbled = full.replace("(273.44 per sec.)", "(273.44 per s)");
-    check("sysbench", &garbled, "error: sysbench: line 18: transactions has no `(N per sec.)`");
-    let garbled = full.replace("avg:                                    7.30", "avg:                                    7,30");
-    check("sysbench", &garbled, "error: sysbench: line 29: avg is \"7,30\", not a number");
+    check(
+        "sysbench",
+        &garbled,
+        "error: sysbench: line 18: transactions has no `(N per sec.)`",
+    );
+    let garbled = full.replace(
+        "avg:                                    7.30",
+        "avg:                                    7,30",
+    );
+    check(
+        "sysbench",
+        &garbled,
+        "error: sysbench: line 29: avg is \"7,30\", not a number",
+    );
 }
 
 #[test]
 fn perf_bench_real_outputs() {
     let pipe = fixture("perf-bench-pipe.6.1-perf.txt");
     let m = perf_bench(&pipe).unwrap();
-    assert_eq!(m.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["total_time", "usecs_per_op", "ops_per_s"]);
+    assert_eq!(
+        m.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
+        ["total_time", "usecs_per_op", "ops_per_s"]
+    );
     let msg = perf_bench(&fixture("perf-bench-messaging.6.1-perf.txt")).unwrap();
     assert_eq!(msg.len(), 1);
     assert!(msg[0].value > 0.0);
-    check("perf-bench", &truncated(&pipe, 3), "error: perf-bench: no `Total time:` line (truncated, or the benchmark failed)");
-    check("perf-bench", "     Total time: 0.0x4 [sec]\n", "error: perf-bench: line 1: Total time is \"0.0x4\", not a number");
-    check("perf-bench", "     Total time: 0.054\n", "error: perf-bench: line 1: `Total time:` without `[sec]`");
+    check(
+        "perf-bench",
+        &truncated(&pipe, 3),
+        "error: perf-bench: no `Total time:` line (truncated, or the benchmark failed)",
+    );
+    check(
+        "perf-bench",
+        "     Total time: 0.0x4 [sec]\n",
+        "error: perf-bench: line 1: Total time is \"0.0x4\", not a number",
+    );
+    check(
+        "perf-bench",
+        "     Total time: 0.054\n",
+        "error: perf-bench: line 1: `Total time:` without `[sec]`",
+    );
 }
 
 /// netperf's keyval output (`-k` with kreg's selectors), as its manual documents it.
@@ -175,8 +265,16 @@ lat_p90_us=36 us lower
 lat_p99_us=58 us lower
 ",
     );
-    check("netperf", &truncated(NETPERF_RR, 1), "error: netperf: no THROUGHPUT= line (truncated, or netperf ran without `-k` selectors)");
-    check("netperf", &NETPERF_RR.replace("P99_LATENCY=58", "P99_LATENCY=n/a"), "error: netperf: line 7: P99_LATENCY is \"n/a\", not a number");
+    check(
+        "netperf",
+        &truncated(NETPERF_RR, 1),
+        "error: netperf: no THROUGHPUT= line (truncated, or netperf ran without `-k` selectors)",
+    );
+    check(
+        "netperf",
+        &NETPERF_RR.replace("P99_LATENCY=58", "P99_LATENCY=n/a"),
+        "error: netperf: line 7: P99_LATENCY is \"n/a\", not a number",
+    );
 }
 
 /// hammerdbcli output with the time profile on, HammerDB v4 layout (P99/P95/P50 only).
@@ -249,22 +347,42 @@ neword_p75_ms=50.942 ms lower
 
 #[test]
 fn hammerdb_truncated_and_garbled() {
-    check("hammerdb", &truncated(HAMMERDB_V4, 5), "error: hammerdb: no `TEST RESULT : System achieved …` line (truncated, or the run failed)");
-    check("hammerdb", &truncated(HAMMERDB_V4, 14), "error: hammerdb: line 13: PROC NEWORD has no P50 (truncated time profile)");
+    check(
+        "hammerdb",
+        &truncated(HAMMERDB_V4, 5),
+        "error: hammerdb: no `TEST RESULT : System achieved …` line (truncated, or the run failed)",
+    );
+    check(
+        "hammerdb",
+        &truncated(HAMMERDB_V4, 14),
+        "error: hammerdb: line 13: PROC NEWORD has no P50 (truncated time profile)",
+    );
     check(
         "hammerdb",
         &HAMMERDB_V4.replace("21034 NOPM", "21O34 NOPM"),
         "error: hammerdb: line 6: cannot read NOPM and TPM from \"TEST RESULT : System achieved 21O34 NOPM from 48811 MariaDB TPM\"",
     );
-    check("hammerdb", &HAMMERDB_V6.replace("P50: 19.126ms", "P50: 19.1.26ms"), "error: hammerdb: line 5: P50 is \"19.1.26\", not a number");
+    check(
+        "hammerdb",
+        &HAMMERDB_V6.replace("P50: 19.126ms", "P50: 19.1.26ms"),
+        "error: hammerdb: line 5: P50 is \"19.1.26\", not a number",
+    );
 }
 
 #[test]
 fn command_metrics() {
-    let p = vec![crate::scenario::MetricPattern { name: "rps".into(), regex: r"rps: ([0-9.]+)".into(), unit: "req/s".into(), higher_is_better: true }];
+    let p = vec![crate::scenario::MetricPattern {
+        name: "rps".into(),
+        regex: r"rps: ([0-9.]+)".into(),
+        unit: "req/s".into(),
+        higher_is_better: true,
+    }];
     assert_eq!(command(&p, "x\nrps: 12.5\n", "").unwrap()[0].value, 12.5);
     assert_eq!(command(&p, "", "rps: 3\n").unwrap()[0].value, 3.0);
-    assert!(command(&p, "nothing", "").unwrap_err().to_string().contains("matched nothing"));
+    assert!(command(&p, "nothing", "")
+        .unwrap_err()
+        .to_string()
+        .contains("matched nothing"));
 }
 
 #[test]

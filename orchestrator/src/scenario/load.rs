@@ -293,7 +293,10 @@ impl<'a> Cx<'a> {
                     self.diags.push(Diagnostic {
                         line: *line,
                         col: *col,
-                        message: format!("workload `{}`: its server runs on `{host}`, which is not a host", w.name),
+                        message: format!(
+                            "workload `{}`: its server runs on `{host}`, which is not a host",
+                            w.name
+                        ),
                     });
                 }
             }

@@ -41,7 +41,12 @@ pub enum ToolSource {
     Apt { package: String },
     /// Built on the host: cloned, checked out at `git_ref`, built by `build` (argv) in the
     /// tree; `binary` (relative to the tree) is installed. Its version is the commit.
-    Git { url: String, git_ref: String, build: Vec<String>, binary: String },
+    Git {
+        url: String,
+        git_ref: String,
+        build: Vec<String>,
+        binary: String,
+    },
     /// A file on the controller, uploaded; its version is its SHA-256.
     Upload { path: PathBuf },
 }
@@ -414,7 +419,12 @@ impl DbServer {
     /// Root's client over the server's Unix socket (root authenticates as the OS user).
     pub fn admin_argv(&self) -> Vec<String> {
         let (_, client) = self.programs();
-        vec![client.into(), "--no-defaults".into(), format!("--socket={}", self.socket()), "--user=root".into()]
+        vec![
+            client.into(),
+            "--no-defaults".into(),
+            format!("--socket={}", self.socket()),
+            "--user=root".into(),
+        ]
     }
 
     /// SQL that creates the benchmark database and user (fed on stdin, never in argv).
@@ -498,7 +508,14 @@ impl Netperf {
 
     /// `netserver` in the foreground (-D) on the server's address and port.
     pub fn server_argv(&self) -> Vec<String> {
-        vec!["netserver".into(), "-D".into(), "-L".into(), self.server_address.clone(), "-p".into(), self.server_port.to_string()]
+        vec![
+            "netserver".into(),
+            "-D".into(),
+            "-L".into(),
+            self.server_address.clone(),
+            "-p".into(),
+            self.server_port.to_string(),
+        ]
     }
 }
 
@@ -518,7 +535,10 @@ impl Hammerdb {
             s.address, s.port, s.user, s.database, self.warehouses
         );
         if build {
-            out.push_str(&format!("diset tpcc mysql_num_vu {}\nbuildschema\nwaittocomplete\n", vus.min(self.warehouses)));
+            out.push_str(&format!(
+                "diset tpcc mysql_num_vu {}\nbuildschema\nwaittocomplete\n",
+                vus.min(self.warehouses)
+            ));
             return out;
         }
         out.push_str(&format!(
@@ -528,5 +548,117 @@ impl Hammerdb {
             self.rampup_min, self.duration_min
         ));
         out
+    }
+}
+
+#[cfg(test)]
+mod generator_tests {
+    use super::*;
+
+    fn db(kind: DbKind) -> DbServer {
+        DbServer {
+            on: "sut".into(),
+            kind,
+            address: "192.0.2.1".into(),
+            port: 3307,
+            datadir: "/var/lib/kreg/db".into(),
+            database: "tpcc".into(),
+            user: "bench".into(),
+            password_file: "pw".into(),
+        }
+    }
+
+    #[test]
+    fn database_commands() {
+        let d = db(DbKind::Mariadb);
+        assert_eq!(
+            d.server_argv().join(" "),
+            "mariadbd --no-defaults --user=mysql --datadir=/var/lib/kreg/db --bind-address=192.0.2.1 --port=3307 --socket=/var/lib/kreg/db/kreg.sock --pid-file=/var/lib/kreg/db/kreg.pid --skip-name-resolve"
+        );
+        assert_eq!(
+            db(DbKind::Mysql).init_argv()[..3],
+            ["mysqld", "--no-defaults", "--initialize-insecure"]
+        );
+        assert_eq!(db(DbKind::Mysql).probe_argv()[0], "mysql");
+        let sql = d.setup_sql("it's\\x");
+        assert!(sql.contains("IDENTIFIED BY 'it''s\\\\x'"), "{sql}");
+        assert!(sql.contains("GRANT ALL PRIVILEGES ON `tpcc`.* TO 'bench'@'%'"), "{sql}");
+        assert!(
+            !d.probe_argv().iter().any(|a| a.contains("it's")),
+            "the password travels in MYSQL_PWD only"
+        );
+    }
+
+    #[test]
+    fn sysbench_phases() {
+        let sb = Sysbench {
+            test: "oltp_read_write".into(),
+            threads: 8,
+            time_secs: 30,
+            tables: 4,
+            table_size: 1000,
+            percentile: 99,
+            server: db(DbKind::Mariadb),
+        };
+        let run = sb.argv("pw", "run").join(" ");
+        assert_eq!(run, "sysbench oltp_read_write --db-driver=mysql --mysql-host=192.0.2.1 --mysql-port=3307 --mysql-user=bench --mysql-password=pw --mysql-db=tpcc --tables=4 --table-size=1000 --threads=8 --time=30 --percentile=99 run");
+        let prep = sb.argv("pw", "prepare");
+        assert_eq!(prep[prep.len() - 2..], ["--threads=4", "prepare"]);
+    }
+
+    #[test]
+    fn netperf_commands() {
+        let n = Netperf {
+            test: NetTest::UdpRr,
+            clients: Count::PercentOfCpus(25),
+            duration_secs: 30,
+            server_on: "sut".into(),
+            server_address: "192.0.2.1".into(),
+            server_port: 12865,
+        };
+        assert_eq!(
+            n.client_argv().join(" "),
+            "netperf -H 192.0.2.1 -p 12865 -t UDP_RR -l 30 -P 0 -- -k THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P90_LATENCY,P99_LATENCY"
+        );
+        assert_eq!(n.server_argv().join(" "), "netserver -D -L 192.0.2.1 -p 12865");
+        assert_eq!(
+            (
+                Count::PercentOfCpus(25).resolve(240),
+                Count::PercentOfCpus(25).resolve(2)
+            ),
+            (60, 1)
+        );
+    }
+
+    #[test]
+    fn hammerdb_scripts() {
+        let h = Hammerdb {
+            warehouses: 24,
+            virtual_users: Count::PerCpu(1.0),
+            rampup_min: 2,
+            duration_min: 5,
+            server: db(DbKind::Mysql),
+        };
+        let run = h.script("pw", 16, false);
+        for line in [
+            "dbset db mysql",
+            "dbset bm TPC-C",
+            "diset connection mysql_host 192.0.2.1",
+            "diset connection mysql_port 3307",
+            "diset tpcc mysql_user bench",
+            "diset tpcc mysql_pass {pw}",
+            "diset tpcc mysql_count_ware 24",
+            "diset tpcc mysql_driver timed",
+            "diset tpcc mysql_rampup 2",
+            "diset tpcc mysql_duration 5",
+            "diset tpcc mysql_timeprofile true",
+            "vuset vu 16",
+            "vurun",
+        ] {
+            assert!(run.lines().any(|l| l == line), "missing {line:?} in:\n{run}");
+        }
+        let build = h.script("pw", 64, true);
+        assert!(build.contains("diset tpcc mysql_num_vu 24\nbuildschema\n"), "{build}");
+        assert!(!build.contains("vurun"));
     }
 }

@@ -125,3 +125,119 @@ f.yaml:9:58: higher_is_better: expected true or false, found a string
 ",
     );
 }
+
+const HOSTS: &str = "name: x\nhosts:\n  sut: { role: sut, transport: { kind: lab } }\n  ldg: { role: loadgen, transport: { kind: lab } }\nkernels: [ { name: k, source: running } ]\n";
+
+fn load(workloads: &str) -> Result<Scenario, Vec<Diagnostic>> {
+    from_str(&format!("{HOSTS}{workloads}"), Path::new("/scn"))
+}
+
+#[test]
+fn tool_options_are_typed_with_their_ranges() {
+    check(
+        &format!(
+            "{HOSTS}workloads:\n  - {{ name: s, kind: schbench, message_threads: 0, message_cpus: 0-x, threads: 4 }}\n"
+        ),
+        "
+f.yaml:7:49: message_threads (-m): 0 is out of range (1 to 4096)
+f.yaml:7:66: message_cpus (-M): \"0-x\" is not a CPU list like 0-3,8 or `auto`
+",
+    );
+    check(
+        &format!("{HOSTS}workloads:\n  - {{ name: p, kind: perf-bench, bench: pipe, groups: 2 }}\n"),
+        "f.yaml:7:55: `groups` does not apply to perf bench sched pipe",
+    );
+    check(
+        &format!("{HOSTS}workloads:\n  - {{ name: h, kind: hackbench, runtime: 3 }}\n"),
+        "f.yaml:7:42: `runtime` does not apply to workload kind `hackbench`; it takes: groups, loops, pipe, threads, process, fds, datasize",
+    );
+    check(
+        &format!("{HOSTS}workloads:\n  - {{ name: n, kind: netperf, test: UDP_STREAM, clients: lots, server: {{ on: db, address: 10.0.0.300 }} }}\n"),
+        "
+f.yaml:7:37: test: `UDP_STREAM` is not supported; expected UDP_RR or TCP_RR
+f.yaml:7:58: clients: expected a count (8) or a % of the SUT's CPUs (50%), found a string
+f.yaml:7:91: address: \"10.0.0.300\" is not an IP address
+",
+    );
+}
+
+#[test]
+fn two_host_workloads_and_their_servers() {
+    let s = load(
+        "workloads:\n  - { name: o, kind: sysbench, on: ldg, test: oltp_read_only, threads: 8, server: { on: sut, address: 192.0.2.1, datadir: /var/lib/db, password_file: pw } }\n  - { name: n, kind: netperf, on: ldg, test: TCP_RR, clients: 50%, server: { on: sut, address: 192.0.2.1 } }\n  - { name: t, kind: hammerdb, on: ldg, virtual_users: 2/cpu, server: { on: sut, kind: mysql, address: 192.0.2.1, datadir: /d, password_file: pw } }\n",
+    )
+    .unwrap();
+    let WorkloadKind::Sysbench(sb) = &s.workloads[0].kind else {
+        panic!()
+    };
+    assert_eq!(
+        (sb.threads, sb.server.port, sb.server.database.as_str()),
+        (8, 3306, "kreg")
+    );
+    assert_eq!(sb.server.password_file, Path::new("/scn/pw"));
+    let WorkloadKind::Netperf(n) = &s.workloads[1].kind else {
+        panic!()
+    };
+    assert_eq!(
+        (n.clients.resolve(16), n.clients.resolve(1), n.server_port),
+        (8, 1, 12865)
+    );
+    let WorkloadKind::Hammerdb(h) = &s.workloads[2].kind else {
+        panic!()
+    };
+    assert_eq!(h.virtual_users, Count::PerCpu(2.0));
+    assert_eq!(h.virtual_users.resolve(16), 32);
+    assert_eq!(h.server.kind, DbKind::Mysql);
+
+    check(
+        &format!("{HOSTS}workloads:\n  - {{ name: o, kind: sysbench, test: tpcc, server: {{ on: db9, address: 192.0.2.1, datadir: rel, user: \"a b\", password_file: pw }} }}\n"),
+        "
+f.yaml:7:38: test: \"tpcc\" is not a sysbench OLTP test (oltp_read_write, oltp_read_only, oltp_point_select, …)
+f.yaml:7:92: datadir: \"rel\" must be an absolute path without `..`
+f.yaml:7:103: user: \"a b\" must be 1 to 32 letters, digits or '_'
+",
+    );
+}
+
+#[test]
+fn tools_sections() {
+    let s = load("tools:\n  - { name: sb, on: [sut], from: { git: /src/sb, ref: v1, build: [make, -j2], binary: sb } }\n  - { name: hb, on: [sut, ldg], from: { apt: rt-tests } }\n  - { name: up, on: [ldg], from: { upload: bin/up } }\nworkloads: [ { name: h, kind: hackbench } ]\n").unwrap();
+    assert_eq!(s.tools.len(), 3);
+    assert_eq!(
+        s.tools[0].source,
+        ToolSource::Git {
+            url: "/src/sb".into(),
+            git_ref: "v1".into(),
+            build: vec!["make".into(), "-j2".into()],
+            binary: "sb".into()
+        }
+    );
+    assert_eq!(s.tools[1].on, ["sut", "ldg"]);
+    assert_eq!(
+        s.tools[2].source,
+        ToolSource::Upload {
+            path: "/scn/bin/up".into()
+        }
+    );
+    assert_eq!(s.tools[2].install_dir, "/usr/local/bin");
+    check(
+        &format!("{HOSTS}tools:\n  - {{ name: a, on: [nowhere], from: {{ apt: x, upload: y }} }}\n  - {{ name: b, on: [sut], from: {{ git: u, ref: --exec=x, build: [make], binary: ../b }} }}\nworkloads: [ {{ name: h, kind: hackbench }} ]\n"),
+        "
+f.yaml:7:37: the source of tool `a`: give exactly one of `apt`, `git` or `upload` (found 2)
+f.yaml:8:48: ref: \"--exec=x\" may not start with '-'
+f.yaml:8:81: binary: \"../b\" must be a path inside the source tree
+",
+    );
+}
+
+#[test]
+fn a_server_on_an_unknown_host_is_reported_where_it_is_named() {
+    check(
+        &format!("{HOSTS}workloads:\n  - {{ name: n, kind: netperf, on: ldg, test: TCP_RR, server: {{ on: db9, address: 192.0.2.1 }} }}\n"),
+        "f.yaml:7:68: workload `n`: its server runs on `db9`, which is not a host",
+    );
+    check(
+        &format!("{HOSTS}tools:\n  - {{ name: a, on: [nowhere], from: {{ apt: x }} }}\nworkloads: [ {{ name: h, kind: hackbench }} ]\n"),
+        "f.yaml:7:5: tool `a` goes on `nowhere`, which is not a host",
+    );
+}

@@ -20,7 +20,9 @@ impl<'a> Cx<'a> {
 
     fn tool(&mut self, node: &Node) -> Option<Tool> {
         let f = self.map(node, "a tool", &["name", "on", "from", "install_dir"])?;
-        let name = self.required(&f, "name", "a tool").and_then(|n| self.name(n, "tool name"));
+        let name = self
+            .required(&f, "name", "a tool")
+            .and_then(|n| self.name(n, "tool name"));
         let what = format!("tool `{}`", name.as_deref().unwrap_or("?"));
         let on = self.required(&f, "on", &what).and_then(|n| {
             let items = self.seq(n, "on")?;
@@ -28,7 +30,10 @@ impl<'a> Cx<'a> {
                 self.error(n, "on: name at least one host");
                 return None;
             }
-            items.iter().map(|i| self.name(i, "a host name")).collect::<Option<Vec<_>>>()
+            items
+                .iter()
+                .map(|i| self.name(i, "a host name"))
+                .collect::<Option<Vec<_>>>()
         });
         let install_dir = match f.get("install_dir") {
             None => Some("/usr/local/bin".to_string()),
@@ -40,16 +45,32 @@ impl<'a> Cx<'a> {
                 Some(d)
             }),
         };
-        let source = self.required(&f, "from", &what).and_then(|n| self.tool_source(n, &what));
-        Some(Tool { name: name?, on: on?, source: source?, install_dir: install_dir? })
+        let source = self
+            .required(&f, "from", &what)
+            .and_then(|n| self.tool_source(n, &what));
+        Some(Tool {
+            name: name?,
+            on: on?,
+            source: source?,
+            install_dir: install_dir?,
+        })
     }
 
     fn tool_source(&mut self, node: &Node, tool: &str) -> Option<ToolSource> {
         let what = format!("the source of {tool}");
         let f = self.map(node, &what, &["apt", "git", "ref", "build", "binary", "upload"])?;
-        let given: Vec<&str> = ["apt", "git", "upload"].into_iter().filter(|k| f.get(k).is_some()).collect();
+        let given: Vec<&str> = ["apt", "git", "upload"]
+            .into_iter()
+            .filter(|k| f.get(k).is_some())
+            .collect();
         if given.len() != 1 {
-            self.error(node, format!("{what}: give exactly one of `apt`, `git` or `upload` (found {})", given.len()));
+            self.error(
+                node,
+                format!(
+                    "{what}: give exactly one of `apt`, `git` or `upload` (found {})",
+                    given.len()
+                ),
+            );
             return None;
         }
         match given[0] {
@@ -62,7 +83,9 @@ impl<'a> Cx<'a> {
                 let n = f.get("apt").expect("given");
                 let package = self.string(n, "apt")?;
                 let ok = !package.is_empty()
-                    && package.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '+' | '-'));
+                    && package
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '+' | '-'));
                 if !ok {
                     self.error(n, format!("apt: {package:?} is not a Debian package name"));
                     return None;
@@ -78,7 +101,10 @@ impl<'a> Cx<'a> {
                         self.error(n, "build: give the build command as an argv, e.g. [make]");
                         return None;
                     }
-                    items.iter().map(|i| self.string(i, "a build argv element")).collect::<Option<Vec<_>>>()
+                    items
+                        .iter()
+                        .map(|i| self.string(i, "a build argv element"))
+                        .collect::<Option<Vec<_>>>()
                 });
                 let binary = self.required(&f, "binary", &what).and_then(|n| {
                     let b = self.string(n, "binary")?;
@@ -90,7 +116,10 @@ impl<'a> Cx<'a> {
                 });
                 if let Some(r) = &git_ref {
                     if r.starts_with('-') {
-                        self.error(f.get("ref").expect("given"), format!("ref: {r:?} may not start with '-'"));
+                        self.error(
+                            f.get("ref").expect("given"),
+                            format!("ref: {r:?} may not start with '-'"),
+                        );
                         return None;
                     }
                 }
@@ -98,11 +127,18 @@ impl<'a> Cx<'a> {
                     self.error(f.get("git").expect("given"), "git: a URL may not start with '-'");
                     return None;
                 }
-                Some(ToolSource::Git { url, git_ref: git_ref?, build: build?, binary: binary? })
+                Some(ToolSource::Git {
+                    url,
+                    git_ref: git_ref?,
+                    build: build?,
+                    binary: binary?,
+                })
             }
             _ => {
                 let path = self.string(f.get("upload").expect("given"), "upload")?;
-                Some(ToolSource::Upload { path: self.base_dir.join(path) })
+                Some(ToolSource::Upload {
+                    path: self.base_dir.join(path),
+                })
             }
         }
     }

@@ -76,21 +76,64 @@ impl<'a> Cx<'a> {
     fn only(&mut self, f: &Fields, kind: &str, allowed: &[&str]) {
         for (k, v) in &f.entries {
             if !COMMON.contains(k) && !allowed.contains(k) {
-                self.error(v, format!("`{k}` does not apply to workload kind `{kind}`; it takes: {}", allowed.join(", ")));
+                self.error(
+                    v,
+                    format!(
+                        "`{k}` does not apply to workload kind `{kind}`; it takes: {}",
+                        allowed.join(", ")
+                    ),
+                );
             }
         }
     }
 
     pub(super) fn workload(&mut self, node: &Node) -> Option<PendingWorkload> {
         const KEYS: &[&str] = &[
-            "name", "kind", "on", "timeout", "groups", "loops", "pipe", "threads", "fds", "datasize", "process",
-            "argv", "metrics", "message_threads", "runtime", "operations", "cache_footprint_kb", "requests_per_sec",
-            "auto_rps", "intervaltime", "warmuptime", "sleep_usec", "zerotime", "no_locking", "calibrate",
-            "message_cpus", "worker_cpus", "json", "bench", "test", "time", "tables", "table_size", "percentile",
-            "server", "clients", "duration", "warehouses", "virtual_users", "rampup",
+            "name",
+            "kind",
+            "on",
+            "timeout",
+            "groups",
+            "loops",
+            "pipe",
+            "threads",
+            "fds",
+            "datasize",
+            "process",
+            "argv",
+            "metrics",
+            "message_threads",
+            "runtime",
+            "operations",
+            "cache_footprint_kb",
+            "requests_per_sec",
+            "auto_rps",
+            "intervaltime",
+            "warmuptime",
+            "sleep_usec",
+            "zerotime",
+            "no_locking",
+            "calibrate",
+            "message_cpus",
+            "worker_cpus",
+            "json",
+            "bench",
+            "test",
+            "time",
+            "tables",
+            "table_size",
+            "percentile",
+            "server",
+            "clients",
+            "duration",
+            "warehouses",
+            "virtual_users",
+            "rampup",
         ];
         let f = self.map(node, "a workload", KEYS)?;
-        let name = self.required(&f, "name", "a workload").and_then(|n| self.name(n, "workload name"));
+        let name = self
+            .required(&f, "name", "a workload")
+            .and_then(|n| self.name(n, "workload name"));
         let what = format!("workload `{}`", name.as_deref().unwrap_or("?"));
         let on = match f.get("on") {
             Some(n) => Some(self.name(n, "on")?),
@@ -119,15 +162,37 @@ impl<'a> Cx<'a> {
                 return None;
             }
         };
-        Some(PendingWorkload { name: name?, on, timeout_secs, kind, host_refs })
+        Some(PendingWorkload {
+            name: name?,
+            on,
+            timeout_secs,
+            kind,
+            host_refs,
+        })
     }
 
     fn hackbench(&mut self, f: &Fields) -> Option<Hackbench> {
-        self.only(f, "hackbench", &["groups", "loops", "pipe", "threads", "process", "fds", "datasize"]);
-        let groups = f.get("groups").map(|n| self.uint(n, "groups (-g)", 1, 10_000)).unwrap_or(Some(10));
-        let loops = f.get("loops").map(|n| self.uint(n, "loops (-l)", 1, 100_000_000)).unwrap_or(Some(100));
-        let pipe = f.get("pipe").map(|n| self.boolean(n, "pipe (-p)")).unwrap_or(Some(false));
-        let threads = f.get("threads").map(|n| self.boolean(n, "threads (-T)")).unwrap_or(Some(false));
+        self.only(
+            f,
+            "hackbench",
+            &["groups", "loops", "pipe", "threads", "process", "fds", "datasize"],
+        );
+        let groups = f
+            .get("groups")
+            .map(|n| self.uint(n, "groups (-g)", 1, 10_000))
+            .unwrap_or(Some(10));
+        let loops = f
+            .get("loops")
+            .map(|n| self.uint(n, "loops (-l)", 1, 100_000_000))
+            .unwrap_or(Some(100));
+        let pipe = f
+            .get("pipe")
+            .map(|n| self.boolean(n, "pipe (-p)"))
+            .unwrap_or(Some(false));
+        let threads = f
+            .get("threads")
+            .map(|n| self.boolean(n, "threads (-T)"))
+            .unwrap_or(Some(false));
         if let (Some(t), Some(p)) = (f.get("threads"), f.get("process")) {
             if matches!((&t.kind, &p.kind), (Kind::Scalar(a, _), Kind::Scalar(b, _)) if a == "true" && b == "true") {
                 self.error(p, "process (-P) and threads (-T) exclude each other");
@@ -166,14 +231,20 @@ impl<'a> Cx<'a> {
                 match self.string(n, key) {
                     Some(s) if is_cpu_list(&s) => flags.push((flag.to_string(), Some(s))),
                     Some(s) => {
-                        self.error(n, format!("{key} ({flag}): {s:?} is not a CPU list like 0-3,8 or `auto`"));
+                        self.error(
+                            n,
+                            format!("{key} ({flag}): {s:?} is not a CPU list like 0-3,8 or `auto`"),
+                        );
                         ok = false;
                     }
                     None => ok = false,
                 }
             }
         }
-        let json = f.get("json").map(|n| self.boolean(n, "json (-j)")).unwrap_or(Some(false));
+        let json = f
+            .get("json")
+            .map(|n| self.boolean(n, "json (-j)"))
+            .unwrap_or(Some(false));
         ok.then_some(Schbench { flags, json: json? })
     }
 
@@ -184,7 +255,10 @@ impl<'a> Cx<'a> {
             "messaging" => PerfBenchKind::Messaging,
             "pipe" => PerfBenchKind::Pipe,
             other => {
-                self.error(node, format!("bench: `{other}` is not a perf sched benchmark; expected messaging or pipe"));
+                self.error(
+                    node,
+                    format!("bench: `{other}` is not a perf sched benchmark; expected messaging or pipe"),
+                );
                 return None;
             }
         };
@@ -209,7 +283,16 @@ impl<'a> Cx<'a> {
 
     fn db_server(&mut self, node: &Node, what: &str, refs: &mut Vec<(String, usize, usize)>) -> Option<DbServer> {
         let what = format!("the server of {what}");
-        const KEYS: &[&str] = &["on", "kind", "address", "port", "datadir", "database", "user", "password_file"];
+        const KEYS: &[&str] = &[
+            "on",
+            "kind",
+            "address",
+            "port",
+            "datadir",
+            "database",
+            "user",
+            "password_file",
+        ];
         let f = self.map(node, &what, KEYS)?;
         let on_node = self.required(&f, "on", &what)?;
         let on = self.name(on_node, "on")?;
@@ -220,7 +303,10 @@ impl<'a> Cx<'a> {
                 "mariadb" => Some(DbKind::Mariadb),
                 "mysql" => Some(DbKind::Mysql),
                 other => {
-                    self.error(n, format!("kind: unknown database `{other}`; expected mariadb or mysql"));
+                    self.error(
+                        n,
+                        format!("kind: unknown database `{other}`; expected mariadb or mysql"),
+                    );
                     None
                 }
             },
@@ -233,7 +319,10 @@ impl<'a> Cx<'a> {
             }
             Some(s)
         });
-        let port = f.get("port").map(|n| self.uint(n, "port", 1, 65535)).unwrap_or(Some(3306));
+        let port = f
+            .get("port")
+            .map(|n| self.uint(n, "port", 1, 65535))
+            .unwrap_or(Some(3306));
         let datadir = self.required(&f, "datadir", &what).and_then(|n| {
             let s = self.string(n, "datadir")?;
             if !s.starts_with('/') || s.contains("..") {
@@ -257,7 +346,9 @@ impl<'a> Cx<'a> {
         };
         let database = plain(self, "database", "kreg");
         let user = plain(self, "user", "kreg");
-        let password_file = self.required(&f, "password_file", &what).and_then(|n| self.string(n, "password_file"));
+        let password_file = self
+            .required(&f, "password_file", &what)
+            .and_then(|n| self.string(n, "password_file"));
         Some(DbServer {
             on,
             kind: kind?,
@@ -271,7 +362,19 @@ impl<'a> Cx<'a> {
     }
 
     fn sysbench(&mut self, f: &Fields, what: &str, refs: &mut Vec<(String, usize, usize)>) -> Option<Sysbench> {
-        self.only(f, "sysbench", &["test", "threads", "time", "tables", "table_size", "percentile", "server"]);
+        self.only(
+            f,
+            "sysbench",
+            &[
+                "test",
+                "threads",
+                "time",
+                "tables",
+                "table_size",
+                "percentile",
+                "server",
+            ],
+        );
         let test = self.required(f, "test", what).and_then(|n| {
             let t = self.string(n, "test")?;
             if !t.starts_with("oltp_") || !t.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
@@ -280,12 +383,29 @@ impl<'a> Cx<'a> {
             }
             Some(t)
         });
-        let threads = f.get("threads").map(|n| self.uint(n, "threads", 1, 4096)).unwrap_or(Some(1));
-        let time = f.get("time").map(|n| self.uint(n, "time", 1, 86400)).unwrap_or(Some(60));
-        let tables = f.get("tables").map(|n| self.uint(n, "tables", 1, 1000)).unwrap_or(Some(1));
-        let table_size = f.get("table_size").map(|n| self.uint(n, "table_size", 1, 1_000_000_000)).unwrap_or(Some(10_000));
-        let percentile = f.get("percentile").map(|n| self.uint(n, "percentile", 1, 100)).unwrap_or(Some(95));
-        let server = self.required(f, "server", what).and_then(|n| self.db_server(n, what, refs));
+        let threads = f
+            .get("threads")
+            .map(|n| self.uint(n, "threads", 1, 4096))
+            .unwrap_or(Some(1));
+        let time = f
+            .get("time")
+            .map(|n| self.uint(n, "time", 1, 86400))
+            .unwrap_or(Some(60));
+        let tables = f
+            .get("tables")
+            .map(|n| self.uint(n, "tables", 1, 1000))
+            .unwrap_or(Some(1));
+        let table_size = f
+            .get("table_size")
+            .map(|n| self.uint(n, "table_size", 1, 1_000_000_000))
+            .unwrap_or(Some(10_000));
+        let percentile = f
+            .get("percentile")
+            .map(|n| self.uint(n, "percentile", 1, 100))
+            .unwrap_or(Some(95));
+        let server = self
+            .required(f, "server", what)
+            .and_then(|n| self.db_server(n, what, refs));
         Some(Sysbench {
             test: test?,
             threads: threads? as u32,
@@ -304,14 +424,29 @@ impl<'a> Cx<'a> {
             _ => String::new(),
         };
         let parsed = if let Some(p) = text.strip_suffix('%') {
-            p.trim().parse::<u32>().ok().filter(|p| (1..=1000).contains(p)).map(Count::PercentOfCpus)
+            p.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|p| (1..=1000).contains(p))
+                .map(Count::PercentOfCpus)
         } else if let Some(f) = text.strip_suffix("/cpu").filter(|_| allow_per_cpu) {
-            f.trim().parse::<f64>().ok().filter(|f| *f > 0.0 && *f <= 100.0).map(Count::PerCpu)
+            f.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| *f > 0.0 && *f <= 100.0)
+                .map(Count::PerCpu)
         } else {
-            text.parse::<u32>().ok().filter(|n| (1..=100_000).contains(n)).map(Count::Fixed)
+            text.parse::<u32>()
+                .ok()
+                .filter(|n| (1..=100_000).contains(n))
+                .map(Count::Fixed)
         };
         if parsed.is_none() {
-            let forms = if allow_per_cpu { "a count (8), a % of the SUT's CPUs (50%) or a number per CPU (2/cpu)" } else { "a count (8) or a % of the SUT's CPUs (50%)" };
+            let forms = if allow_per_cpu {
+                "a count (8), a % of the SUT's CPUs (50%) or a number per CPU (2/cpu)"
+            } else {
+                "a count (8) or a % of the SUT's CPUs (50%)"
+            };
             self.expected(node, what, forms);
         }
         parsed
@@ -319,19 +454,27 @@ impl<'a> Cx<'a> {
 
     fn netperf(&mut self, f: &Fields, what: &str, refs: &mut Vec<(String, usize, usize)>) -> Option<Netperf> {
         self.only(f, "netperf", &["test", "clients", "duration", "server"]);
-        let test = self.required(f, "test", what).and_then(|n| match self.string(n, "test")?.as_str() {
-            "UDP_RR" => Some(NetTest::UdpRr),
-            "TCP_RR" => Some(NetTest::TcpRr),
-            other => {
-                self.error(n, format!("test: `{other}` is not supported; expected UDP_RR or TCP_RR"));
-                None
-            }
-        });
+        let test = self
+            .required(f, "test", what)
+            .and_then(|n| match self.string(n, "test")?.as_str() {
+                "UDP_RR" => Some(NetTest::UdpRr),
+                "TCP_RR" => Some(NetTest::TcpRr),
+                other => {
+                    self.error(
+                        n,
+                        format!("test: `{other}` is not supported; expected UDP_RR or TCP_RR"),
+                    );
+                    None
+                }
+            });
         let clients = match f.get("clients") {
             Some(n) => self.count(n, "clients", false),
             None => Some(Count::Fixed(1)),
         };
-        let duration = f.get("duration").map(|n| self.uint(n, "duration (-l)", 1, 86400)).unwrap_or(Some(30));
+        let duration = f
+            .get("duration")
+            .map(|n| self.uint(n, "duration (-l)", 1, 86400))
+            .unwrap_or(Some(30));
         let server = self.required(f, "server", what).and_then(|n| {
             let sf = self.map(n, "the netperf server", &["on", "address", "port"])?;
             let on_node = self.required(&sf, "on", "the netperf server")?;
@@ -345,23 +488,48 @@ impl<'a> Cx<'a> {
                 }
                 Some(s)
             });
-            let port = sf.get("port").map(|p| self.uint(p, "port", 1, 65535)).unwrap_or(Some(12865));
+            let port = sf
+                .get("port")
+                .map(|p| self.uint(p, "port", 1, 65535))
+                .unwrap_or(Some(12865));
             Some((on, address?, port? as u16))
         });
         let (server_on, server_address, server_port) = server?;
-        Some(Netperf { test: test?, clients: clients?, duration_secs: duration? as u32, server_on, server_address, server_port })
+        Some(Netperf {
+            test: test?,
+            clients: clients?,
+            duration_secs: duration? as u32,
+            server_on,
+            server_address,
+            server_port,
+        })
     }
 
     fn hammerdb(&mut self, f: &Fields, what: &str, refs: &mut Vec<(String, usize, usize)>) -> Option<Hammerdb> {
-        self.only(f, "hammerdb", &["warehouses", "virtual_users", "rampup", "duration", "server"]);
-        let warehouses = f.get("warehouses").map(|n| self.uint(n, "warehouses", 1, 100_000)).unwrap_or(Some(10));
+        self.only(
+            f,
+            "hammerdb",
+            &["warehouses", "virtual_users", "rampup", "duration", "server"],
+        );
+        let warehouses = f
+            .get("warehouses")
+            .map(|n| self.uint(n, "warehouses", 1, 100_000))
+            .unwrap_or(Some(10));
         let vu = match f.get("virtual_users") {
             Some(n) => self.count(n, "virtual_users", true),
             None => Some(Count::PerCpu(1.0)),
         };
-        let rampup = f.get("rampup").map(|n| self.uint(n, "rampup (minutes)", 0, 600)).unwrap_or(Some(2));
-        let duration = f.get("duration").map(|n| self.uint(n, "duration (minutes)", 1, 1440)).unwrap_or(Some(5));
-        let server = self.required(f, "server", what).and_then(|n| self.db_server(n, what, refs));
+        let rampup = f
+            .get("rampup")
+            .map(|n| self.uint(n, "rampup (minutes)", 0, 600))
+            .unwrap_or(Some(2));
+        let duration = f
+            .get("duration")
+            .map(|n| self.uint(n, "duration (minutes)", 1, 1440))
+            .unwrap_or(Some(5));
+        let server = self
+            .required(f, "server", what)
+            .and_then(|n| self.db_server(n, what, refs));
         Some(Hammerdb {
             warehouses: warehouses? as u32,
             virtual_users: vu?,
@@ -379,15 +547,25 @@ impl<'a> Cx<'a> {
                 self.error(n, "argv: give at least the program");
                 return None;
             }
-            items.iter().map(|i| self.string(i, "an argv element")).collect::<Option<Vec<_>>>()
+            items
+                .iter()
+                .map(|i| self.string(i, "an argv element"))
+                .collect::<Option<Vec<_>>>()
         });
         let metrics = self.required(f, "metrics", what).and_then(|n| self.metrics(n));
-        Some(CommandWorkload { argv: argv?, metrics: metrics? })
+        Some(CommandWorkload {
+            argv: argv?,
+            metrics: metrics?,
+        })
     }
 
     fn metrics(&mut self, node: &Node) -> Option<Vec<MetricPattern>> {
         let Kind::Map(entries) = &node.kind else {
-            self.expected(node, "metrics", "a mapping of metric name to { regex, unit, higher_is_better }");
+            self.expected(
+                node,
+                "metrics",
+                "a mapping of metric name to { regex, unit, higher_is_better }",
+            );
             return None;
         };
         if entries.is_empty() {
@@ -398,13 +576,18 @@ impl<'a> Cx<'a> {
         for (k, v) in entries {
             let name = self.name(k, "metric name");
             let what = format!("metric `{}`", name.as_deref().unwrap_or("?"));
-            let Some(f) = self.map(v, &what, &["regex", "unit", "higher_is_better"]) else { continue };
+            let Some(f) = self.map(v, &what, &["regex", "unit", "higher_is_better"]) else {
+                continue;
+            };
             let regex = self.required(&f, "regex", &what).and_then(|n| {
                 let r = self.string(n, "regex")?;
                 match regex::Regex::new(&r) {
                     Ok(re) if re.captures_len() >= 2 => Some(r),
                     Ok(_) => {
-                        self.error(n, "regex: needs one capture group around the number, e.g. `Time: ([0-9.]+)`");
+                        self.error(
+                            n,
+                            "regex: needs one capture group around the number, e.g. `Time: ([0-9.]+)`",
+                        );
                         None
                     }
                     Err(e) => {
@@ -417,9 +600,16 @@ impl<'a> Cx<'a> {
                 Some(n) => self.string(n, "unit"),
                 None => Some(String::new()),
             };
-            let hib = self.required(&f, "higher_is_better", &what).and_then(|n| self.boolean(n, "higher_is_better"));
+            let hib = self
+                .required(&f, "higher_is_better", &what)
+                .and_then(|n| self.boolean(n, "higher_is_better"));
             if let (Some(name), Some(regex), Some(unit), Some(higher_is_better)) = (name, regex, unit, hib) {
-                out.push(MetricPattern { name, regex, unit, higher_is_better });
+                out.push(MetricPattern {
+                    name,
+                    regex,
+                    unit,
+                    higher_is_better,
+                });
             }
         }
         Some(out)
