@@ -208,7 +208,9 @@ pub async fn identify(client: &AgentClient, program: &str) -> String {
     )
     .await
     {
-        if let Some((pkg, _)) = owner.lines().next().and_then(|l| l.split_once(':')) {
+        // `dpkg-query -S` also lists diversions ("diversion by PKG from: PATH"): skip them.
+        let owning = owner.lines().find(|l| !l.starts_with("diversion by"));
+        if let Some((pkg, _)) = owning.and_then(|l| l.split_once(':')) {
             let pkg = pkg.trim().to_string();
             if let Ok(v) = run(
                 client,
