@@ -29,7 +29,12 @@ iterations: 2
     let file = dir.0.join("s.yaml");
     std::fs::write(&file, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let rows: Vec<(String, String, String, bool, i64)> = sqlx::query_as(
         "SELECT j.workload, r.metric, r.unit, r.higher_is_better, count(*) FROM results r JOIN jobs j ON j.id = r.job_id
@@ -38,7 +43,10 @@ iterations: 2
     .fetch_all(&db.pool)
     .await
     .unwrap();
-    let got: Vec<String> = rows.iter().map(|(w, m, u, h, n)| format!("{w} {m} {u} {h} {n}")).collect();
+    let got: Vec<String> = rows
+        .iter()
+        .map(|(w, m, u, h, n)| format!("{w} {m} {u} {h} {n}"))
+        .collect();
     assert_eq!(
         got,
         [
@@ -57,9 +65,22 @@ iterations: 2
     .fetch_one(&db.pool)
     .await
     .unwrap();
-    let printed: f64 = stdout.lines().find_map(|l| l.trim().strip_suffix("usecs/op")).unwrap().trim().parse().unwrap();
+    let printed: f64 = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_suffix("usecs/op"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert_eq!(value, printed);
     // perf's version is recorded with each job (Debian's linux-perf package).
-    let versions: serde_json::Value = sqlx::query_scalar("SELECT tool_versions FROM jobs WHERE workload = 'pipe' LIMIT 1").fetch_one(&db.pool).await.unwrap();
-    assert!(versions["perf@here"].as_str().unwrap().starts_with("linux-perf"), "{versions}");
+    let versions: serde_json::Value =
+        sqlx::query_scalar("SELECT tool_versions FROM jobs WHERE workload = 'pipe' LIMIT 1")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(
+        versions["perf@here"].as_str().unwrap().starts_with("linux-perf"),
+        "{versions}"
+    );
 }
