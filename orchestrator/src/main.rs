@@ -244,6 +244,13 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             bar.set_message(format!("booting kernel {kernel}"));
             say(&bar, format!("kernel {kernel}: booting"));
         }
+        Event::BuildOutput { kernel, line } => {
+            if tty {
+                bar.set_message(format!("building {kernel}: {line}"));
+            } else {
+                eprintln!("build {kernel}: {line}");
+            }
+        }
         Event::KernelReady {
             kernel,
             release,
@@ -353,9 +360,11 @@ async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Resul
         package: kernel.to_string(),
     };
     let cache = cfg.cache_dir.clone();
-    let prepared = tokio::task::spawn_blocking(move || kreg::kernel::prepare(&source, &cache))
-        .await??
-        .expect("deb");
+    let prepared = tokio::task::spawn_blocking(move || {
+        kreg::kernel::prepare(&source, &cache, None, &mut |l: &str| eprintln!("{l}"))
+    })
+    .await??
+    .expect("deb");
     let dir = cfg.data_dir.join("lab").join(format!("up-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let token = lab::random_token()?;
@@ -374,6 +383,7 @@ async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Resul
         memory_mib,
         accel: cfg.lab_accel.clone(),
         dir: dir.clone(),
+        cmdline: lab::CMDLINE.to_string(),
     };
     let (vm, _client, id) = lab::boot(&spec, &token, std::time::Duration::from_secs(300))
         .await

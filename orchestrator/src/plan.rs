@@ -107,6 +107,17 @@ fn describe_source(src: &crate::scenario::KernelSource) -> String {
         Deb { package } => format!("Debian package {package}"),
         Path { vmlinuz } => format!("image {}", vmlinuz.display()),
         Running => "the running kernel".into(),
+        Build(b) => {
+            let tree = match &b.tree {
+                crate::scenario::TreeSource::Git { url, git_ref } => format!("{url} at {git_ref}"),
+                crate::scenario::TreeSource::Tarball { path } => path.display().to_string(),
+            };
+            format!(
+                "built from {tree}, {} option(s) set, {} patch(es)",
+                b.config.set.len(),
+                b.patches.len()
+            )
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use kreg_agent::wire::{Identity, KexecRequest, Step, StepOutput};
 use crate::config::Config;
 use crate::kernel::{self, Prepared};
 use crate::lab::{self, initramfs, Vm, VmSpec};
-use crate::scenario::{Host, Kernel, Transport};
+use crate::scenario::{ConfigBase, Host, Kernel, KernelSource, Transport};
 
 /// How the engine reaches one host.
 pub enum Conn {
@@ -68,6 +68,27 @@ impl Conn {
         }
     }
 
+    /// The running kernel's config on this host: /proc/config.gz, else /boot/config-RELEASE.
+    async fn running_config(&self) -> Option<String> {
+        let client = self.client()?;
+        let req = |argv: Vec<String>| kreg_agent::wire::ExecRequest {
+            argv,
+            timeout_secs: 30,
+            ..Default::default()
+        };
+        if let Ok(r) = client.exec(req(vec!["zcat".into(), "/proc/config.gz".into()])).await {
+            if r.success() && r.stdout.contains("CONFIG_") {
+                return Some(r.stdout);
+            }
+        }
+        let rel = client.identity().await.ok()?.kernel_release;
+        let r = client
+            .exec(req(vec!["cat".into(), format!("/boot/config-{rel}")]))
+            .await
+            .ok()?;
+        (r.success() && r.stdout.contains("CONFIG_")).then_some(r.stdout)
+    }
+
     /// Brings the host up on `kernel` and checks that it runs it. Returns the identity seen
     /// after the boot and how the host got there.
     pub async fn boot(
@@ -75,13 +96,22 @@ impl Conn {
         kernel: &Kernel,
         cfg: &Config,
         timeout: Duration,
+        log: tokio::sync::mpsc::UnboundedSender<String>,
     ) -> Result<(Identity, BootMethod), String> {
         let source = kernel.source.clone();
         let cache = cfg.cache_dir.clone();
-        let prepared = tokio::task::spawn_blocking(move || kernel::prepare(&source, &cache))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
+        let running_config = match &kernel.source {
+            KernelSource::Build(b) if b.config.base == ConfigBase::Running => self.running_config().await,
+            _ => None,
+        };
+        let prepared = tokio::task::spawn_blocking(move || {
+            kernel::prepare(&source, &cache, running_config, &mut |line: &str| {
+                let _ = log.send(line.to_string());
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
         let (id, method) = match self {
             Conn::Http { client } => {
                 let id = client.identity().await.map_err(|e| e.to_string())?;
@@ -103,6 +133,14 @@ impl Conn {
                     "kernel {}: booted {}, expected {}",
                     kernel.name, id.kernel_release, p.release
                 ));
+            }
+            if let Some(uts) = p.built.as_ref().and_then(|b| b.uts_version.as_ref()) {
+                if !id.proc_version.contains(uts.as_str()) {
+                    return Err(format!(
+                        "kernel {}: /proc/version is {:?}, not the build kreg made ({uts})",
+                        kernel.name, id.proc_version
+                    ));
+                }
             }
         }
         Ok((id, method))
@@ -137,6 +175,10 @@ impl LabConn {
         cfg: &Config,
         timeout: Duration,
     ) -> Result<(Identity, BootMethod), String> {
+        let cmdline = match &kernel.cmdline {
+            Some(extra) => format!("{} {extra}", lab::CMDLINE),
+            None => lab::CMDLINE.to_string(),
+        };
         let Some(p) = prepared else {
             if let (Some(c), Some(vm)) = (&self.client, self.vm.as_mut()) {
                 if vm.exited().is_none() {
@@ -178,11 +220,11 @@ impl LabConn {
         let result = match running {
             Some(id) if id.kernel_release == p.release => Ok((id, BootMethod::None)),
             Some(id) => self
-                .kexec(p, &initrd_bytes, &id, timeout)
+                .kexec(p, &initrd_bytes, &id, timeout, &cmdline)
                 .await
                 .map(|id| (id, BootMethod::Kexec)),
             None => self
-                .cold_boot(p, &initrd, cfg, timeout)
+                .cold_boot(p, &initrd, cfg, timeout, &cmdline)
                 .await
                 .map(|id| (id, BootMethod::Start)),
         };
@@ -200,6 +242,7 @@ impl LabConn {
         initrd: &std::path::Path,
         cfg: &Config,
         timeout: Duration,
+        cmdline: &str,
     ) -> Result<Identity, String> {
         self.vm = None;
         let spec = VmSpec {
@@ -209,6 +252,7 @@ impl LabConn {
             memory_mib: self.memory_mib,
             accel: cfg.lab_accel.clone(),
             dir: self.dir.clone(),
+            cmdline: cmdline.to_string(),
         };
         let (vm, client, id) = lab::boot(&spec, &self.token, timeout)
             .await
@@ -224,6 +268,7 @@ impl LabConn {
         initrd: &[u8],
         old: &Identity,
         timeout: Duration,
+        cmdline: &str,
     ) -> Result<Identity, String> {
         let client = self.client.clone().expect("checked by caller");
         let image = std::fs::read(&p.vmlinuz).map_err(|e| format!("{}: {e}", p.vmlinuz.display()))?;
@@ -237,7 +282,7 @@ impl LabConn {
         let step = Step::Kexec(KexecRequest {
             kernel: kname,
             initrd: Some(iname),
-            cmdline: lab::CMDLINE.into(),
+            cmdline: cmdline.to_string(),
         });
         match client
             .step(step, Duration::from_secs(60))

@@ -23,6 +23,11 @@ pub enum Event {
     KernelBooting {
         kernel: String,
     },
+    /// A line of a kernel build's output (or of kreg's own build steps).
+    BuildOutput {
+        kernel: String,
+        line: String,
+    },
     KernelReady {
         kernel: String,
         release: String,
@@ -157,7 +162,26 @@ pub async fn drive(
         on_event(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });
-        let booted = conns.get_mut(&sut).expect("sut").boot(&kernel, cfg, boot_timeout).await;
+        let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let booted = {
+            let boot = conns
+                .get_mut(&sut)
+                .expect("sut")
+                .boot(&kernel, cfg, boot_timeout, log_tx);
+            tokio::pin!(boot);
+            loop {
+                tokio::select! {
+                    r = &mut boot => break r,
+                    Some(line) = log_rx.recv() => on_event(Event::BuildOutput { kernel: kernel.name.clone(), line }),
+                }
+            }
+        };
+        while let Ok(line) = log_rx.try_recv() {
+            on_event(Event::BuildOutput {
+                kernel: kernel.name.clone(),
+                line,
+            });
+        }
         let (sut_id, method) = match booted {
             Ok(x) => x,
             Err(reason) => {

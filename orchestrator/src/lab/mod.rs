@@ -31,6 +31,8 @@ pub struct VmSpec {
     pub accel: String,
     /// Holds the console log and the pid file.
     pub dir: PathBuf,
+    /// The kernel command line ([`CMDLINE`] and any extra arguments).
+    pub cmdline: String,
 }
 
 /// Kernel command line used for the first boot and for every kexec.
@@ -83,7 +85,8 @@ impl Vm {
         .arg(&spec.vmlinuz)
         .arg("-initrd")
         .arg(&spec.initrd)
-        .args(["-append", CMDLINE])
+        .arg("-append")
+        .arg(&spec.cmdline)
         .arg("-serial")
         .arg(format!("file:{}", console.display()))
         .args([

@@ -462,58 +462,6 @@ impl<'a> Cx<'a> {
         ok.then_some(out)
     }
 
-    fn kernel(&mut self, node: &Node) -> Option<Kernel> {
-        let f = self.map(node, "a kernel", &["name", "source"])?;
-        let name = self
-            .required(&f, "name", "a kernel")
-            .and_then(|n| self.name(n, "kernel name"));
-        let what = format!("kernel `{}`", name.as_deref().unwrap_or("?"));
-        let source = self
-            .required(&f, "source", &what)
-            .and_then(|n| self.kernel_source(n, &what));
-        Some(Kernel {
-            name: name?,
-            source: source?,
-        })
-    }
-
-    fn kernel_source(&mut self, node: &Node, kernel: &str) -> Option<KernelSource> {
-        if let Kind::Scalar(s, _) = &node.kind {
-            if s == "running" {
-                return Some(KernelSource::Running);
-            }
-        }
-        let what = format!("the source of {kernel}");
-        let f = self.map(node, &what, &["deb", "path"])?;
-        match (f.get("deb"), f.get("path")) {
-            (Some(d), None) => {
-                let package = self.string(d, "deb")?;
-                if !package.starts_with("linux-image-") {
-                    self.error(
-                        d,
-                        format!("deb: {package:?} is not a Debian kernel image package (linux-image-…)"),
-                    );
-                    return None;
-                }
-                Some(KernelSource::Deb { package })
-            }
-            (None, Some(p)) => Some(KernelSource::Path {
-                vmlinuz: self.base_dir.join(self.string(p, "path")?),
-            }),
-            (Some(_), Some(p)) => {
-                self.error(p, format!("{what}: give one of `deb` or `path`, not both"));
-                None
-            }
-            (None, None) => {
-                self.error(
-                    node,
-                    format!("{what}: expected `running`, {{ deb: PACKAGE }} or {{ path: VMLINUZ }}"),
-                );
-                None
-            }
-        }
-    }
-
     fn boot(&mut self, node: &Node) -> Option<Boot> {
         let f = self.map(node, "boot", &["timeout"])?;
         let timeout_secs = match f.get("timeout") {
@@ -620,6 +568,7 @@ struct PendingWorkload {
     host_refs: Vec<(String, usize, usize)>,
 }
 
+mod kernel;
 mod tools;
 mod workload;
 

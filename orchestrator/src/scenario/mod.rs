@@ -98,6 +98,8 @@ pub enum Transport {
 pub struct Kernel {
     pub name: String,
     pub source: KernelSource,
+    /// Appended to the kernel command line kreg boots it with.
+    pub cmdline: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +110,40 @@ pub enum KernelSource {
     Path { vmlinuz: PathBuf },
     /// Whatever kernel the SUT runs: nothing is booted.
     Running,
+    /// Built from source with a declared config and patches.
+    Build(BuildSpec),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildSpec {
+    pub tree: TreeSource,
+    pub config: ConfigSpec,
+    /// Applied in order with `patch -p1`.
+    pub patches: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TreeSource {
+    /// A git repository (URL or local path) at a ref.
+    Git { url: String, git_ref: String },
+    /// A source tarball such as Debian's /usr/src/linux-source-6.1.tar.xz.
+    Tarball { path: PathBuf },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigSpec {
+    pub base: ConfigBase,
+    /// `CONFIG_NAME` → value (`y`, `m`, `n`, a number or a quoted string), applied in order.
+    pub set: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigBase {
+    /// The SUT's running config (/proc/config.gz, else /boot/config-RELEASE).
+    Running,
+    Defconfig,
+    Tinyconfig,
+    File(PathBuf),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -63,7 +63,7 @@ workloads:
   - { kind: hackbench }
 "#,
         "
-f.yaml:6:34: unknown field `colour` in a kernel; expected one of: name, source
+f.yaml:6:34: unknown field `colour` in a kernel; expected one of: name, source, config, patches, cmdline
 f.yaml:8:41: loops (-l): expected a whole number from 1 to 100000000, found a string
 f.yaml:9:5: missing field `name` in a workload
 ",

@@ -6,13 +6,16 @@ use std::process::Command;
 
 use crate::scenario::KernelSource;
 
+pub mod build;
+pub mod kconfig;
+
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error("{0}")]
     Msg(String),
 }
 
-fn msg(s: impl Into<String>) -> KernelError {
+pub(crate) fn msg(s: impl Into<String>) -> KernelError {
     KernelError::Msg(s.into())
 }
 
@@ -25,10 +28,18 @@ pub struct Prepared {
     pub modules_dir: Option<PathBuf>,
     /// For a Debian package: the concrete package name the request resolved to.
     pub package: Option<String>,
+    /// For a kernel kreg built: the build.
+    pub built: Option<build::Built>,
 }
 
-/// Prepares a kernel on the controller's machine. `None` for `running`.
-pub fn prepare(source: &KernelSource, cache: &Path) -> Result<Option<Prepared>, KernelError> {
+/// Prepares a kernel on the controller's machine. `None` for `running`. A kernel built from
+/// source needs `running_config` when its config base is `running`; build output goes to `log`.
+pub fn prepare(
+    source: &KernelSource,
+    cache: &Path,
+    running_config: Option<String>,
+    log: &mut dyn FnMut(&str),
+) -> Result<Option<Prepared>, KernelError> {
     match source {
         KernelSource::Running => Ok(None),
         KernelSource::Path { vmlinuz } => {
@@ -44,9 +55,23 @@ pub fn prepare(source: &KernelSource, cache: &Path) -> Result<Option<Prepared>, 
                 vmlinuz: vmlinuz.clone(),
                 modules_dir: None,
                 package: None,
+                built: None,
             }))
         }
         KernelSource::Deb { package } => fetch_deb(package, cache, 0).map(Some),
+        KernelSource::Build(spec) => {
+            let jobs = std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(2);
+            let b = build::build(spec, cache, running_config, jobs, log)?;
+            Ok(Some(Prepared {
+                release: b.release.clone(),
+                vmlinuz: b.image(),
+                modules_dir: b.modules_dir(),
+                package: None,
+                built: Some(b),
+            }))
+        }
     }
 }
 
@@ -128,6 +153,7 @@ fn fetch_deb(package: &str, cache: &Path, depth: u32) -> Result<Prepared, Kernel
                 vmlinuz: v,
                 modules_dir: modules.exists().then_some(modules),
                 package: Some(package.to_string()),
+                built: None,
             })
         }
         None => {

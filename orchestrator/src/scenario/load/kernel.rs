@@ -1,0 +1,164 @@
+//! A kernel entry: where the kernel comes from, and for built kernels the config and patches.
+
+use super::super::yaml::{Kind, Node};
+use super::super::*;
+use super::{Cx, Fields};
+
+impl<'a> Cx<'a> {
+    pub(super) fn kernel(&mut self, node: &Node) -> Option<Kernel> {
+        let f = self.map(node, "a kernel", &["name", "source", "config", "patches", "cmdline"])?;
+        let name = self
+            .required(&f, "name", "a kernel")
+            .and_then(|n| self.name(n, "kernel name"));
+        let what = format!("kernel `{}`", name.as_deref().unwrap_or("?"));
+        let cmdline = match f.get("cmdline") {
+            None => Some(None),
+            Some(n) => self.string(n, "cmdline").map(Some),
+        };
+        let source = self
+            .required(&f, "source", &what)
+            .and_then(|n| self.kernel_source(n, &f, &what));
+        Some(Kernel {
+            name: name?,
+            source: source?,
+            cmdline: cmdline?,
+        })
+    }
+
+    fn kernel_source(&mut self, node: &Node, kernel: &Fields, what: &str) -> Option<KernelSource> {
+        let built_only = |cx: &mut Self| {
+            for key in ["config", "patches"] {
+                if let Some(n) = kernel.get(key) {
+                    cx.error(
+                        n,
+                        format!("`{key}` applies only to kernels built from `git` or `tarball` sources"),
+                    );
+                }
+            }
+        };
+        if let Kind::Scalar(s, _) = &node.kind {
+            if s == "running" {
+                built_only(self);
+                return Some(KernelSource::Running);
+            }
+        }
+        let src_what = format!("the source of {what}");
+        let f = self.map(node, &src_what, &["deb", "path", "git", "ref", "tarball"])?;
+        let given: Vec<&str> = ["deb", "path", "git", "tarball"]
+            .into_iter()
+            .filter(|k| f.get(k).is_some())
+            .collect();
+        if given.len() != 1 {
+            self.error(
+                node,
+                format!("{src_what}: expected `running`, {{ deb: PACKAGE }}, {{ path: VMLINUZ }}, {{ git: URL, ref: REF }} or {{ tarball: FILE }}"),
+            );
+            return None;
+        }
+        if given[0] != "git" {
+            if let Some(n) = f.get("ref") {
+                self.error(n, "`ref` goes with `git`");
+            }
+        }
+        match given[0] {
+            "deb" => {
+                built_only(self);
+                let d = f.get("deb").expect("given");
+                let package = self.string(d, "deb")?;
+                if !package.starts_with("linux-image-") {
+                    self.error(
+                        d,
+                        format!("deb: {package:?} is not a Debian kernel image package (linux-image-…)"),
+                    );
+                    return None;
+                }
+                Some(KernelSource::Deb { package })
+            }
+            "path" => {
+                built_only(self);
+                Some(KernelSource::Path {
+                    vmlinuz: self.base_dir.join(self.string(f.get("path").expect("given"), "path")?),
+                })
+            }
+            kind => {
+                let tree = if kind == "git" {
+                    let url = self.string(f.get("git").expect("given"), "git");
+                    let git_ref = self.required(&f, "ref", &src_what).and_then(|n| {
+                        let r = self.string(n, "ref")?;
+                        if r.starts_with('-') || r.is_empty() {
+                            self.error(n, format!("ref: {r:?} is not a git ref"));
+                            return None;
+                        }
+                        Some(r)
+                    });
+                    let url = url?;
+                    // A local repository path is taken from the scenario's folder.
+                    let url = if url.contains("://") || url.starts_with('/') || url.contains('@') {
+                        url
+                    } else {
+                        self.base_dir.join(url).display().to_string()
+                    };
+                    TreeSource::Git { url, git_ref: git_ref? }
+                } else {
+                    TreeSource::Tarball {
+                        path: self
+                            .base_dir
+                            .join(self.string(f.get("tarball").expect("given"), "tarball")?),
+                    }
+                };
+                let config = self.required(kernel, "config", what).and_then(|n| self.config_spec(n));
+                let patches = match kernel.get("patches") {
+                    None => Some(Vec::new()),
+                    Some(n) => {
+                        let items = self.seq(n, "patches")?;
+                        items
+                            .iter()
+                            .map(|i| self.string(i, "a patch file").map(|p| self.base_dir.join(p)))
+                            .collect()
+                    }
+                };
+                Some(KernelSource::Build(BuildSpec {
+                    tree,
+                    config: config?,
+                    patches: patches?,
+                }))
+            }
+        }
+    }
+
+    fn config_spec(&mut self, node: &Node) -> Option<ConfigSpec> {
+        let f = self.map(node, "config", &["base", "set"])?;
+        let base = match f.get("base") {
+            None => Some(ConfigBase::Defconfig),
+            Some(n) => self.string(n, "base").map(|b| match b.as_str() {
+                "running" => ConfigBase::Running,
+                "defconfig" => ConfigBase::Defconfig,
+                "tinyconfig" => ConfigBase::Tinyconfig,
+                file => ConfigBase::File(self.base_dir.join(file)),
+            }),
+        };
+        let set = match f.get("set") {
+            None => Some(Vec::new()),
+            Some(n) => {
+                let items = self.seq(n, "set")?;
+                let mut out = Vec::new();
+                let mut ok = true;
+                for item in items {
+                    let Some(s) = self.string(item, "a config option") else {
+                        ok = false;
+                        continue;
+                    };
+                    match crate::kernel::kconfig::parse_assignment(&s) {
+                        Ok(pair) => out.push(pair),
+                        Err(e) => {
+                            self.error(item, format!("set: {e}"));
+                            ok = false;
+                        }
+                    }
+                }
+                ok.then_some(out)
+            }
+        };
+        Some(ConfigSpec { base: base?, set: set? })
+    }
+}
