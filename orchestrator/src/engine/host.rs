@@ -25,6 +25,9 @@ pub struct LabConn {
     dir: PathBuf,
     vm: Option<Vm>,
     client: Option<AgentClient>,
+    /// What the VM runs now: image and command line. Another kernel entry with the same
+    /// release but another build or command line still gets booted.
+    current: Option<(PathBuf, String)>,
 }
 
 impl Conn {
@@ -48,6 +51,7 @@ impl Conn {
                 dir: run_dir.join(format!("lab-{}", host.name)),
                 vm: None,
                 client: None,
+                current: None,
             })),
         }
     }
@@ -217,8 +221,9 @@ impl LabConn {
             Some(c) if alive => c.identity().await.ok(),
             _ => None,
         };
+        let wanted = (p.vmlinuz.clone(), cmdline.clone());
         let result = match running {
-            Some(id) if id.kernel_release == p.release => Ok((id, BootMethod::None)),
+            Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) => Ok((id, BootMethod::None)),
             Some(id) => self
                 .kexec(p, &initrd_bytes, &id, timeout, &cmdline)
                 .await
@@ -232,6 +237,9 @@ impl LabConn {
             // The VM is in an unknown state: the next kernel starts a fresh one.
             self.vm = None;
             self.client = None;
+            self.current = None;
+        } else {
+            self.current = Some(wanted);
         }
         result
     }

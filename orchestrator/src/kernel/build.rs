@@ -295,7 +295,7 @@ fn build_in(
         log(&format!("applying {}", p.display()));
         run(
             Command::new("patch")
-                .args(["-p1", "--forward", "--batch", "-i"])
+                .args(["-p1", "--forward", "--batch", "--fuzz=0", "-i"])
                 .arg(p)
                 .current_dir(work),
             "patch",
@@ -308,7 +308,7 @@ fn build_in(
         ConfigBase::Defconfig => drop(make(work, &["defconfig"], "make defconfig")?),
         ConfigBase::Tinyconfig => drop(make(work, &["tinyconfig"], "make tinyconfig")?),
         ConfigBase::File(p) => {
-            drop(std::fs::copy(p, &dotconfig).map_err(|e| msg(format!("config {}: {e}", p.display())))?)
+            std::fs::copy(p, &dotconfig).map_err(|e| msg(format!("config {}: {e}", p.display())))?;
         }
         ConfigBase::Running => {
             std::fs::write(&dotconfig, running_config.unwrap_or_default()).map_err(|e| msg(e.to_string()))?

@@ -1,0 +1,209 @@
+//! The kernel pipeline on a small local git repository holding a stand-in tree: its
+//! Makefile answers kbuild's targets quickly (the "image" is Debian's 6.12 vmlinuz and its
+//! virtio-net modules, `olddefconfig` drops CONFIG_NEEDS_PCI unless CONFIG_PCI=y, as kconfig
+//! would for `depends on PCI`). Fetch, ref, config, patches, cache, install into the lab and
+//! boot by kexec all run for real; only the compile is stood in for. The real compile of
+//! Debian's linux-source-6.1 is `scripts/test-kernel.sh`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+use common::{fresh_db, kreg, Agent, Scratch};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=kreg", "-c", "user.email=kreg@localhost"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+const MAKEFILE: &str = r#"RELEASE := $(shell cat release)
+defconfig tinyconfig:
+	cp base.config .config
+olddefconfig:
+	sh olddefconfig.sh
+bzImage:
+	mkdir -p arch/x86/boot
+	cp image arch/x86/boot/bzImage
+	echo "ffffffff81000000 T _text" > System.map
+	echo compiled >> "$(KREG_TEST_BUILD_LOG)"
+	@echo "  LD      vmlinux"
+	@echo "  BUILD   arch/x86/boot/bzImage"
+modules:
+	@echo "  MODPOST modules"
+kernelrelease:
+	@cat release
+modules_install:
+	mkdir -p $(INSTALL_MOD_PATH)/lib/modules/$(RELEASE)
+	cp -r mods/kernel $(INSTALL_MOD_PATH)/lib/modules/$(RELEASE)/
+"#;
+
+const OLDDEFCONFIG: &str = r#"# kconfig's job, reduced to one rule: NEEDS_PCI depends on PCI.
+if ! grep -q '^CONFIG_PCI=y' .config; then
+  grep -v '^CONFIG_NEEDS_PCI=' .config > .config.new && mv .config.new .config
+fi
+"#;
+
+/// Builds the stand-in repository from Debian's 6.12 kernel package; returns (repo, release).
+fn standin_repo(dir: &Path) -> (PathBuf, String) {
+    let cache = std::env::var("KREG_CACHE_DIR").map(PathBuf::from).unwrap_or_else(|_| {
+        PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/kreg")
+    });
+    let src = kreg::scenario::KernelSource::Deb { package: "linux-image-6.12-amd64".into() };
+    let p = kreg::kernel::prepare(&src, &cache, None, &mut |l: &str| eprintln!("{l}")).unwrap().unwrap();
+    let repo = dir.join("linux");
+    std::fs::create_dir_all(repo.join("mods")).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("Makefile"), MAKEFILE).unwrap();
+    std::fs::write(repo.join("olddefconfig.sh"), OLDDEFCONFIG).unwrap();
+    std::fs::write(repo.join("Kconfig"), "config PCI\n\tbool \"PCI\"\n\nconfig NEEDS_PCI\n\tbool \"needs PCI\"\n\tdepends on PCI\n").unwrap();
+    std::fs::write(repo.join("base.config"), "CONFIG_64BIT=y\nCONFIG_MODULES=y\nCONFIG_HZ=250\nCONFIG_LOCALVERSION=\"\"\n").unwrap();
+    std::fs::write(repo.join("release"), format!("{}\n", p.release)).unwrap();
+    std::fs::write(repo.join("README"), "stand-in tree\n").unwrap();
+    std::fs::copy(&p.vmlinuz, repo.join("image")).unwrap();
+    let status = Command::new("cp").arg("-r").arg(p.modules_dir.unwrap().join("kernel")).arg(repo.join("mods/")).status().unwrap();
+    assert!(status.success());
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "stand-in v1"]);
+    git(&repo, &["tag", "v1"]);
+    // A later commit the scenario must not pick up.
+    std::fs::write(repo.join("README"), "stand-in tree, later\n").unwrap();
+    git(&repo, &["commit", "-q", "-am", "later"]);
+    (repo, p.release)
+}
+
+const PATCH: &str = "--- a/README\n+++ b/README\n@@ -1 +1,2 @@\n stand-in tree\n+patched by kreg's test\n";
+
+#[tokio::test]
+async fn built_kernel_boots_by_kexec_once_built_then_cached_and_a_bad_init_fails_alone() {
+    let db = fresh_db("kbuild").await;
+    let dir = Scratch::new("kbuild");
+    let cache = dir.0.join("cache");
+    let (repo, release) = standin_repo(&dir.0);
+    std::fs::write(dir.0.join("fix.patch"), PATCH).unwrap();
+    let builds = dir.0.join("builds.log");
+    let scenario = format!(
+        r#"
+name: kbuild
+hosts:
+  sut: {{ role: sut, transport: {{ kind: lab }} }}
+kernels:
+  - {{ name: deb61, source: {{ deb: linux-image-amd64 }} }}
+  - name: built
+    source: {{ git: "{repo}", ref: v1 }}
+    config: {{ base: defconfig, set: [CONFIG_HZ=1000, CONFIG_SCHEDSTATS=y] }}
+    patches: [fix.patch]
+  - name: bad-init
+    source: {{ git: "{repo}", ref: v1 }}
+    config: {{ base: defconfig, set: [CONFIG_HZ=1000, CONFIG_SCHEDSTATS=y] }}
+    patches: [fix.patch]
+    cmdline: rdinit=/no/such/init
+  - {{ name: deb61-again, source: {{ deb: linux-image-amd64 }} }}
+baseline: deb61
+boot: {{ timeout: 3m }}
+workloads:
+  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true }}
+"#,
+        repo = repo.display()
+    );
+    let file = dir.0.join("k.yaml");
+    std::fs::write(&file, &scenario).unwrap();
+    let run = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_kreg"));
+        c.env("DATABASE_URL", &db.url)
+            .env("KREG_DATA_DIR", &dir.0)
+            .env("KREG_CACHE_DIR", &cache)
+            .env("KREG_AGENT_BIN", common::agent_bin())
+            .env("KREG_TEST_BUILD_LOG", &builds)
+            .arg("run")
+            .arg(&file);
+        c.output().unwrap()
+    };
+    let out = run();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "only bad-init fails\n{stdout}\n{stderr}");
+    assert!(stderr.contains("build built:   BUILD   arch/x86/boot/bzImage"), "the build log reaches the terminal:\n{stderr}");
+
+    let jobs: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT kernel, state, error FROM jobs ORDER BY ordinal").fetch_all(&db.pool).await.unwrap();
+    assert_eq!(jobs.iter().map(|j| (j.0.as_str(), j.1.as_str())).collect::<Vec<_>>(), [("deb61", "done"), ("built", "done"), ("bad-init", "failed"), ("deb61-again", "done")]);
+    let bad = jobs[2].2.as_deref().unwrap();
+    assert!(bad.starts_with("boot failed: kexec from") && bad.contains("the VM stopped"), "{bad}");
+    assert!(bad.contains("Kernel panic"), "the console tail says why: {bad}");
+    // built came by kexec and runs the release its tree reports.
+    let hosts: Vec<(String, String)> = sqlx::query_as("SELECT kernel_release, boot_method FROM hosts ORDER BY id").fetch_all(&db.pool).await.unwrap();
+    assert_eq!(hosts[1], (release.clone(), "kexec".to_string()), "{hosts:?}");
+
+    // One compile, for both `built` and `bad-init` (same tree, config, patches, compiler).
+    assert_eq!(std::fs::read_to_string(&builds).unwrap().lines().count(), 1);
+    let builds_dir = cache.join("builds");
+    let keys: Vec<_> = std::fs::read_dir(&builds_dir).unwrap().flatten().filter(|e| e.path().join("meta.json").exists()).collect();
+    assert_eq!(keys.len(), 1);
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(keys[0].path().join("meta.json")).unwrap()).unwrap();
+    let key = meta["key"].as_str().unwrap();
+    let config = std::fs::read_to_string(keys[0].path().join("config")).unwrap();
+    assert!(config.contains(&format!("CONFIG_LOCALVERSION=\"-kreg-{}\"", &key[..8])), "{config}");
+    assert!(config.contains("CONFIG_HZ=1000") && config.contains("CONFIG_SCHEDSTATS=y"), "{config}");
+    assert_eq!(meta["release"], release.as_str());
+    // The tree was v1 with the patch applied: the later commit is not in it.
+    assert_eq!(meta["tree_hash"].as_str().unwrap(), git(&repo, &["rev-parse", "v1^{tree}"]));
+
+    // The same kernel asked for again (in a scenario of its own): nothing is compiled.
+    let again = scenario.replace("  - { name: deb61, source: { deb: linux-image-amd64 } }\n", "");
+    let again = &again[..again.find("  - name: bad-init").unwrap()];
+    std::fs::write(&file, format!("{again}workloads:\n  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true }}\n").replace("baseline: deb61\n", "")).unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&builds).unwrap().lines().count(), 1, "built twice");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is in the cache"));
+}
+
+#[tokio::test]
+async fn dropped_options_and_bad_patches_are_named() {
+    let db = fresh_db("kconfig").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("kconfig");
+    let (repo, _) = standin_repo(&dir.0);
+    // Its context is not in the tree: with --fuzz=0 it must not apply.
+    std::fs::write(dir.0.join("bad.patch"), PATCH.replace(" stand-in tree\n+", " stand-in tree, other\n+")).unwrap();
+    let scenario = format!(
+        r#"
+name: kconfig
+hosts:
+  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
+kernels:
+  - {{ name: dropped, source: {{ git: "{repo}", ref: v1 }}, config: {{ base: tinyconfig, set: [CONFIG_NEEDS_PCI=y, CONFIG_HZ=300] }} }}
+  - {{ name: badpatch, source: {{ git: "{repo}", ref: v1 }}, config: {{ base: tinyconfig }}, patches: [bad.patch] }}
+  - {{ name: noref, source: {{ git: "{repo}", ref: v9 }}, config: {{ base: tinyconfig }} }}
+workloads:
+  - {{ name: w, kind: command, argv: [true], metrics: {{ v: {{ regex: "(1)", higher_is_better: true }} }} }}
+"#,
+        url = agent.url,
+        token = agent.token_file.display(),
+        repo = repo.display()
+    );
+    let file = dir.0.join("k.yaml");
+    std::fs::write(&file, scenario).unwrap();
+    let out = kreg(&db, &dir.0)
+        .env("KREG_CACHE_DIR", dir.0.join("cache"))
+        .env("KREG_TEST_BUILD_LOG", dir.0.join("builds.log"))
+        .arg("run")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let errors: Vec<(String, String)> = sqlx::query_as("SELECT kernel, error FROM jobs ORDER BY ordinal").fetch_all(&db.pool).await.unwrap();
+    assert!(
+        errors[0].1.contains("CONFIG_NEEDS_PCI=y did not survive olddefconfig (now not set); it depends on: PCI"),
+        "{}",
+        errors[0].1
+    );
+    assert!(errors[1].1.contains("bad.patch does not apply"), "{}", errors[1].1);
+    assert!(errors[2].1.contains("ref \"v9\" does not exist"), "{}", errors[2].1);
+}
