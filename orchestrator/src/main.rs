@@ -42,6 +42,8 @@ enum Cmd {
         #[command(subcommand)]
         command: DbCmd,
     },
+    /// Kernels kreg built: release, content key, where, and the runs that used them.
+    Kernels,
     /// Read a tool's output by hand: print its metrics as JSON (name, value, unit, direction).
     Parse {
         /// hackbench, schbench, schbench-json, sysbench, netperf, hammerdb or perf-bench.
@@ -136,6 +138,39 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Report { run } => {
             let db = connect(cfg).await?;
             print_report(&db, run).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Kernels => {
+            let db = connect(cfg).await?;
+            let builds = store::builds(&db).await?;
+            if builds.is_empty() {
+                println!("no kernels built yet");
+            }
+            let mut table = comfy_table::Table::new();
+            table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+            table.set_header([
+                "key",
+                "release",
+                "config hash",
+                "compiler",
+                "built on",
+                "built",
+                "used by (run:kernel)",
+                "files",
+            ]);
+            for b in builds {
+                table.add_row(vec![
+                    b.key,
+                    b.release,
+                    b.config_hash[..12.min(b.config_hash.len())].to_string(),
+                    b.compiler,
+                    b.built_on,
+                    b.created_at.format("%Y-%m-%d %H:%M").to_string(),
+                    b.used_by.join(" "),
+                    b.path,
+                ]);
+            }
+            println!("{table}");
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Parse { kind, file } => {

@@ -18,7 +18,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .current_dir(dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -51,22 +55,39 @@ fi
 
 /// Builds the stand-in repository from Debian's 6.12 kernel package; returns (repo, release).
 fn standin_repo(dir: &Path) -> (PathBuf, String) {
-    let cache = std::env::var("KREG_CACHE_DIR").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/kreg")
-    });
-    let src = kreg::scenario::KernelSource::Deb { package: "linux-image-6.12-amd64".into() };
-    let p = kreg::kernel::prepare(&src, &cache, None, &mut |l: &str| eprintln!("{l}")).unwrap().unwrap();
+    let cache = std::env::var("KREG_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/kreg"));
+    let src = kreg::scenario::KernelSource::Deb {
+        package: "linux-image-6.12-amd64".into(),
+    };
+    let p = kreg::kernel::prepare(&src, &cache, None, &mut |l: &str| eprintln!("{l}"))
+        .unwrap()
+        .unwrap();
     let repo = dir.join("linux");
     std::fs::create_dir_all(repo.join("mods")).unwrap();
     git(&repo, &["init", "-q"]);
     std::fs::write(repo.join("Makefile"), MAKEFILE).unwrap();
     std::fs::write(repo.join("olddefconfig.sh"), OLDDEFCONFIG).unwrap();
-    std::fs::write(repo.join("Kconfig"), "config PCI\n\tbool \"PCI\"\n\nconfig NEEDS_PCI\n\tbool \"needs PCI\"\n\tdepends on PCI\n").unwrap();
-    std::fs::write(repo.join("base.config"), "CONFIG_64BIT=y\nCONFIG_MODULES=y\nCONFIG_HZ=250\nCONFIG_LOCALVERSION=\"\"\n").unwrap();
+    std::fs::write(
+        repo.join("Kconfig"),
+        "config PCI\n\tbool \"PCI\"\n\nconfig NEEDS_PCI\n\tbool \"needs PCI\"\n\tdepends on PCI\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("base.config"),
+        "CONFIG_64BIT=y\nCONFIG_MODULES=y\nCONFIG_HZ=250\nCONFIG_LOCALVERSION=\"\"\n",
+    )
+    .unwrap();
     std::fs::write(repo.join("release"), format!("{}\n", p.release)).unwrap();
     std::fs::write(repo.join("README"), "stand-in tree\n").unwrap();
     std::fs::copy(&p.vmlinuz, repo.join("image")).unwrap();
-    let status = Command::new("cp").arg("-r").arg(p.modules_dir.unwrap().join("kernel")).arg(repo.join("mods/")).status().unwrap();
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(p.modules_dir.unwrap().join("kernel"))
+        .arg(repo.join("mods/"))
+        .status()
+        .unwrap();
     assert!(status.success());
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-q", "-m", "stand-in v1"]);
@@ -128,40 +149,116 @@ workloads:
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "only bad-init fails\n{stdout}\n{stderr}");
-    assert!(stderr.contains("build built:   BUILD   arch/x86/boot/bzImage"), "the build log reaches the terminal:\n{stderr}");
+    assert!(
+        stderr.contains("build built:   BUILD   arch/x86/boot/bzImage"),
+        "the build log reaches the terminal:\n{stderr}"
+    );
 
     let jobs: Vec<(String, String, Option<String>)> =
-        sqlx::query_as("SELECT kernel, state, error FROM jobs ORDER BY ordinal").fetch_all(&db.pool).await.unwrap();
-    assert_eq!(jobs.iter().map(|j| (j.0.as_str(), j.1.as_str())).collect::<Vec<_>>(), [("deb61", "done"), ("built", "done"), ("bad-init", "failed"), ("deb61-again", "done")]);
+        sqlx::query_as("SELECT kernel, state, error FROM jobs ORDER BY ordinal")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        jobs.iter().map(|j| (j.0.as_str(), j.1.as_str())).collect::<Vec<_>>(),
+        [
+            ("deb61", "done"),
+            ("built", "done"),
+            ("bad-init", "failed"),
+            ("deb61-again", "done")
+        ]
+    );
     let bad = jobs[2].2.as_deref().unwrap();
-    assert!(bad.starts_with("boot failed: kexec from") && bad.contains("the VM stopped"), "{bad}");
+    assert!(
+        bad.starts_with("boot failed: kexec from") && bad.contains("the VM stopped"),
+        "{bad}"
+    );
     assert!(bad.contains("Kernel panic"), "the console tail says why: {bad}");
     // built came by kexec and runs the release its tree reports.
-    let hosts: Vec<(String, String)> = sqlx::query_as("SELECT kernel_release, boot_method FROM hosts ORDER BY id").fetch_all(&db.pool).await.unwrap();
+    let hosts: Vec<(String, String)> = sqlx::query_as("SELECT kernel_release, boot_method FROM hosts ORDER BY id")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(hosts[1], (release.clone(), "kexec".to_string()), "{hosts:?}");
 
     // One compile, for both `built` and `bad-init` (same tree, config, patches, compiler).
     assert_eq!(std::fs::read_to_string(&builds).unwrap().lines().count(), 1);
     let builds_dir = cache.join("builds");
-    let keys: Vec<_> = std::fs::read_dir(&builds_dir).unwrap().flatten().filter(|e| e.path().join("meta.json").exists()).collect();
+    let keys: Vec<_> = std::fs::read_dir(&builds_dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("meta.json").exists())
+        .collect();
     assert_eq!(keys.len(), 1);
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(keys[0].path().join("meta.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(keys[0].path().join("meta.json")).unwrap()).unwrap();
     let key = meta["key"].as_str().unwrap();
     let config = std::fs::read_to_string(keys[0].path().join("config")).unwrap();
-    assert!(config.contains(&format!("CONFIG_LOCALVERSION=\"-kreg-{}\"", &key[..8])), "{config}");
-    assert!(config.contains("CONFIG_HZ=1000") && config.contains("CONFIG_SCHEDSTATS=y"), "{config}");
+    assert!(
+        config.contains(&format!("CONFIG_LOCALVERSION=\"-kreg-{}\"", &key[..8])),
+        "{config}"
+    );
+    assert!(
+        config.contains("CONFIG_HZ=1000") && config.contains("CONFIG_SCHEDSTATS=y"),
+        "{config}"
+    );
     assert_eq!(meta["release"], release.as_str());
     // The tree was v1 with the patch applied: the later commit is not in it.
-    assert_eq!(meta["tree_hash"].as_str().unwrap(), git(&repo, &["rev-parse", "v1^{tree}"]));
+    assert_eq!(
+        meta["tree_hash"].as_str().unwrap(),
+        git(&repo, &["rev-parse", "v1^{tree}"])
+    );
 
     // The same kernel asked for again (in a scenario of its own): nothing is compiled.
     let again = scenario.replace("  - { name: deb61, source: { deb: linux-image-amd64 } }\n", "");
     let again = &again[..again.find("  - name: bad-init").unwrap()];
-    std::fs::write(&file, format!("{again}workloads:\n  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true }}\n").replace("baseline: deb61\n", "")).unwrap();
+    std::fs::write(
+        &file,
+        format!("{again}workloads:\n  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true }}\n")
+            .replace("baseline: deb61\n", ""),
+    )
+    .unwrap();
     let out = run();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read_to_string(&builds).unwrap().lines().count(), 1, "built twice");
+    assert_eq!(
+        std::fs::read_to_string(&builds).unwrap().lines().count(),
+        1,
+        "built twice"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("is in the cache"));
+
+    // The build, its final .config and its log are in Postgres, with the runs that used it.
+    let (stored_key, stored_config, log): (String, String, String) =
+        sqlx::query_as("SELECT key, config, build_log FROM kernel_builds")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored_key, key);
+    assert_eq!(stored_config, config);
+    assert!(log.contains("BUILD   arch/x86/boot/bzImage"), "{log}");
+    let uses: Vec<(i64, String)> =
+        sqlx::query_as("SELECT run_id, kernel FROM kernel_build_runs ORDER BY run_id, kernel")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        uses,
+        [
+            (1, "bad-init".to_string()),
+            (1, "built".to_string()),
+            (2, "built".to_string())
+        ]
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .arg("kernels")
+        .env("DATABASE_URL", &db.url)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains(key) && listing.contains("1:bad-init 1:built 2:built"),
+        "{listing}"
+    );
 }
 
 #[tokio::test]
@@ -171,7 +268,11 @@ async fn dropped_options_and_bad_patches_are_named() {
     let dir = Scratch::new("kconfig");
     let (repo, _) = standin_repo(&dir.0);
     // Its context is not in the tree: with --fuzz=0 it must not apply.
-    std::fs::write(dir.0.join("bad.patch"), PATCH.replace(" stand-in tree\n+", " stand-in tree, other\n+")).unwrap();
+    std::fs::write(
+        dir.0.join("bad.patch"),
+        PATCH.replace(" stand-in tree\n+", " stand-in tree, other\n+"),
+    )
+    .unwrap();
     let scenario = format!(
         r#"
 name: kconfig
@@ -198,9 +299,14 @@ workloads:
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    let errors: Vec<(String, String)> = sqlx::query_as("SELECT kernel, error FROM jobs ORDER BY ordinal").fetch_all(&db.pool).await.unwrap();
+    let errors: Vec<(String, String)> = sqlx::query_as("SELECT kernel, error FROM jobs ORDER BY ordinal")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
     assert!(
-        errors[0].1.contains("CONFIG_NEEDS_PCI=y did not survive olddefconfig (now not set); it depends on: PCI"),
+        errors[0]
+            .1
+            .contains("CONFIG_NEEDS_PCI=y did not survive olddefconfig (now not set); it depends on: PCI"),
         "{}",
         errors[0].1
     );

@@ -13,20 +13,56 @@ const TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
 
 /// What a tinyconfig kernel needs to boot kreg's lab initramfs and run its agent.
 const FRAGMENT: &[&str] = &[
-    "CONFIG_64BIT=y", "CONFIG_SMP=y", "CONFIG_NR_CPUS=8", "CONFIG_ACPI=y", "CONFIG_X86_MPPARSE=y",
-    "CONFIG_RELOCATABLE=y", "CONFIG_PRINTK=y", "CONFIG_TTY=y", "CONFIG_SERIAL_8250=y",
-    "CONFIG_SERIAL_8250_CONSOLE=y", "CONFIG_BLK_DEV_INITRD=y", "CONFIG_PROC_FS=y", "CONFIG_PROC_SYSCTL=y",
-    "CONFIG_SYSFS=y", "CONFIG_DEVTMPFS=y", "CONFIG_TMPFS=y", "CONFIG_SHMEM=y", "CONFIG_BINFMT_ELF=y",
-    "CONFIG_BINFMT_SCRIPT=y", "CONFIG_FUTEX=y", "CONFIG_EPOLL=y", "CONFIG_EVENTFD=y", "CONFIG_SIGNALFD=y",
-    "CONFIG_TIMERFD=y", "CONFIG_UNIX=y", "CONFIG_NET=y", "CONFIG_INET=y", "CONFIG_PCI=y",
-    "CONFIG_NETDEVICES=y", "CONFIG_NET_CORE=y", "CONFIG_VIRTIO_MENU=y", "CONFIG_VIRTIO=y",
-    "CONFIG_VIRTIO_PCI=y", "CONFIG_VIRTIO_NET=y", "CONFIG_DEBUG_FS=y", "CONFIG_SCHED_DEBUG=y",
-    "CONFIG_SCHEDSTATS=y", "CONFIG_KEXEC=y", "CONFIG_KEXEC_FILE=y", "CONFIG_HZ_250=y",
+    "CONFIG_64BIT=y",
+    "CONFIG_SMP=y",
+    "CONFIG_NR_CPUS=8",
+    "CONFIG_ACPI=y",
+    "CONFIG_X86_MPPARSE=y",
+    "CONFIG_RELOCATABLE=y",
+    "CONFIG_PRINTK=y",
+    "CONFIG_TTY=y",
+    "CONFIG_SERIAL_8250=y",
+    "CONFIG_SERIAL_8250_CONSOLE=y",
+    "CONFIG_BLK_DEV_INITRD=y",
+    "CONFIG_PROC_FS=y",
+    "CONFIG_PROC_SYSCTL=y",
+    "CONFIG_SYSFS=y",
+    "CONFIG_DEVTMPFS=y",
+    "CONFIG_TMPFS=y",
+    "CONFIG_SHMEM=y",
+    "CONFIG_BINFMT_ELF=y",
+    "CONFIG_BINFMT_SCRIPT=y",
+    "CONFIG_FUTEX=y",
+    "CONFIG_EPOLL=y",
+    "CONFIG_EVENTFD=y",
+    "CONFIG_SIGNALFD=y",
+    "CONFIG_TIMERFD=y",
+    "CONFIG_UNIX=y",
+    "CONFIG_NET=y",
+    "CONFIG_INET=y",
+    "CONFIG_PCI=y",
+    "CONFIG_NETDEVICES=y",
+    "CONFIG_NET_CORE=y",
+    "CONFIG_VIRTIO_MENU=y",
+    "CONFIG_VIRTIO=y",
+    "CONFIG_VIRTIO_PCI=y",
+    "CONFIG_VIRTIO_NET=y",
+    "CONFIG_DEBUG_FS=y",
+    "CONFIG_SCHED_DEBUG=y",
+    "CONFIG_SCHEDSTATS=y",
+    "CONFIG_KEXEC=y",
+    "CONFIG_CRYPTO=y",
+    "CONFIG_CRYPTO_SHA256=y",
+    "CONFIG_KEXEC_FILE=y",
+    "CONFIG_HZ_250=y",
 ];
 
 #[tokio::test]
 async fn linux_source_6_1_tinyconfig_builds_kexecs_and_runs() {
-    assert!(std::path::Path::new(TARBALL).exists(), "{TARBALL} is missing: apt-get install linux-source-6.1");
+    assert!(
+        std::path::Path::new(TARBALL).exists(),
+        "{TARBALL} is missing: apt-get install linux-source-6.1"
+    );
     let db = fresh_db("kreal").await;
     let dir = Scratch::new("kreal");
     let set: Vec<String> = FRAGMENT.iter().map(|s| format!("      - {s}\n")).collect();
@@ -39,8 +75,16 @@ async fn linux_source_6_1_tinyconfig_builds_kexecs_and_runs() {
     let started = Instant::now();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("kreg run took {:.0} s (build included unless cached)", started.elapsed().as_secs_f64());
-    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), &stderr[stderr.len().saturating_sub(8000)..]);
+    eprintln!(
+        "kreg run took {:.0} s (build included unless cached)",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        &stderr[stderr.len().saturating_sub(8000)..]
+    );
 
     let rows: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT j.kernel, r.kernel_release, r.observed_policy FROM results r JOIN jobs j ON j.id = r.job_id ORDER BY j.ordinal",
@@ -50,9 +94,17 @@ async fn linux_source_6_1_tinyconfig_builds_kexecs_and_runs() {
     .unwrap();
     assert_eq!(rows.len(), 2, "{rows:?}");
     let tiny = &rows[1];
-    assert!(tiny.1.starts_with("6.1.") && tiny.1.contains("-kreg-"), "release {:?} lacks kreg's LOCALVERSION", tiny.1);
+    assert!(
+        tiny.1.starts_with("6.1.") && tiny.1.contains("-kreg-"),
+        "release {:?} lacks kreg's LOCALVERSION",
+        tiny.1
+    );
     assert_eq!(tiny.2, "batch");
-    let method: String = sqlx::query_scalar("SELECT boot_method FROM hosts WHERE kernel_release = $1").bind(&tiny.1).fetch_one(&db.pool).await.unwrap();
+    let method: String = sqlx::query_scalar("SELECT boot_method FROM hosts WHERE kernel_release = $1")
+        .bind(&tiny.1)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(method, "kexec");
     let snap: String = sqlx::query_scalar(
         "SELECT o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id WHERE j.kernel = 'tiny61' AND o.kind = 'schedstat_after'",

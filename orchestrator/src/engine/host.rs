@@ -93,33 +93,43 @@ impl Conn {
         (r.success() && r.stdout.contains("CONFIG_")).then_some(r.stdout)
     }
 
-    /// Brings the host up on `kernel` and checks that it runs it. Returns the identity seen
-    /// after the boot and how the host got there.
-    pub async fn boot(
-        &mut self,
+    /// Fetches, unpacks or builds `kernel` on the controller (a `running` config base is
+    /// read from this host). Build output goes to `log`.
+    pub async fn prepare(
+        &self,
         kernel: &Kernel,
         cfg: &Config,
-        timeout: Duration,
         log: tokio::sync::mpsc::UnboundedSender<String>,
-    ) -> Result<(Identity, BootMethod), String> {
+    ) -> Result<Option<Prepared>, String> {
         let source = kernel.source.clone();
         let cache = cfg.cache_dir.clone();
         let running_config = match &kernel.source {
             KernelSource::Build(b) if b.config.base == ConfigBase::Running => self.running_config().await,
             _ => None,
         };
-        let prepared = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             kernel::prepare(&source, &cache, running_config, &mut |line: &str| {
                 let _ = log.send(line.to_string());
             })
         })
         .await
         .map_err(|e| e.to_string())?
-        .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
+        .map_err(|e| format!("kernel {}: {e}", kernel.name))
+    }
+
+    /// Brings the host up on the prepared `kernel` and checks that it runs it. Returns the
+    /// identity seen after the boot and how the host got there.
+    pub async fn boot(
+        &mut self,
+        kernel: &Kernel,
+        prepared: Option<&Prepared>,
+        cfg: &Config,
+        timeout: Duration,
+    ) -> Result<(Identity, BootMethod), String> {
         let (id, method) = match self {
             Conn::Http { client } => {
                 let id = client.identity().await.map_err(|e| e.to_string())?;
-                if let Some(p) = &prepared {
+                if let Some(p) = prepared {
                     if p.release != id.kernel_release {
                         return Err(format!(
                             "kernel {}: the host runs {}, and booting {} on an http host is not supported yet; boot it by hand or use the lab",
@@ -129,9 +139,9 @@ impl Conn {
                 }
                 (id, BootMethod::None)
             }
-            Conn::Lab(lab) => lab.boot(kernel, prepared.as_ref(), cfg, timeout).await?,
+            Conn::Lab(lab) => lab.boot(kernel, prepared, cfg, timeout).await?,
         };
-        if let Some(p) = &prepared {
+        if let Some(p) = prepared {
             if id.kernel_release != p.release {
                 return Err(format!(
                     "kernel {}: booted {}, expected {}",
@@ -223,7 +233,9 @@ impl LabConn {
         };
         let wanted = (p.vmlinuz.clone(), cmdline.clone());
         let result = match running {
-            Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) => Ok((id, BootMethod::None)),
+            Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) => {
+                Ok((id, BootMethod::None))
+            }
             Some(id) => self
                 .kexec(p, &initrd_bytes, &id, timeout, &cmdline)
                 .await

@@ -163,15 +163,12 @@ pub async fn drive(
             kernel: kernel.name.clone(),
         });
         let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let booted = {
-            let boot = conns
-                .get_mut(&sut)
-                .expect("sut")
-                .boot(&kernel, cfg, boot_timeout, log_tx);
-            tokio::pin!(boot);
+        let prepared = {
+            let prep = conns[&sut].prepare(&kernel, cfg, log_tx);
+            tokio::pin!(prep);
             loop {
                 tokio::select! {
-                    r = &mut boot => break r,
+                    r = &mut prep => break r,
                     Some(line) = log_rx.recv() => on_event(Event::BuildOutput { kernel: kernel.name.clone(), line }),
                 }
             }
@@ -182,6 +179,29 @@ pub async fn drive(
                 line,
             });
         }
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(reason) => {
+                for j in &group {
+                    store::fail_job(db, j.id, &format!("boot failed: {reason}")).await?;
+                }
+                on_event(Event::KernelFailed {
+                    kernel: kernel.name.clone(),
+                    reason,
+                    jobs: group.len(),
+                });
+                continue;
+            }
+        };
+        if let Some(b) = prepared.as_ref().and_then(|p| p.built.as_ref()) {
+            store::record_build(db, b, "controller").await?;
+            store::link_build(db, &b.key, run_id, &kernel.name).await?;
+        }
+        let booted = conns
+            .get_mut(&sut)
+            .expect("sut")
+            .boot(&kernel, prepared.as_ref(), cfg, boot_timeout)
+            .await;
         let (sut_id, method) = match booted {
             Ok(x) => x,
             Err(reason) => {

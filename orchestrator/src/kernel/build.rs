@@ -159,15 +159,20 @@ fn make(dir: &Path, args: &[&str], what: &str) -> Result<String, KernelError> {
     run(Command::new("make").arg("-C").arg(dir).args(args), what)
 }
 
-/// All Kconfig files of a tree, for explaining dropped options.
+/// The Kconfig files of a tree that count on x86 (other architectures' are left out), for
+/// explaining dropped options.
 fn kconfigs(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
+    let arch = dir.join("arch");
     while let Some(d) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&d) else { continue };
         for e in entries.flatten() {
             let p = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
+            if d == arch && p.is_dir() && name != "x86" {
+                continue;
+            }
             if p.is_dir() && !name.starts_with('.') {
                 stack.push(p);
             } else if name.starts_with("Kconfig") {

@@ -119,6 +119,8 @@ pub fn depends_on(kconfigs: &[(String, String)], symbol: &str) -> Option<String>
                         deps.extend(ifs.iter().cloned());
                     }
                 }
+                // Dependencies come before the help text; what follows `help` is prose.
+                "help" | "---help---" => inside = false,
                 "depends" if inside => {
                     if let Some(expr) = line.strip_prefix("depends on") {
                         deps.push(expr.trim().to_string());
@@ -196,7 +198,7 @@ mod tests {
     fn dependencies_from_kconfig() {
         let k = vec![(
             "kernel/Kconfig".to_string(),
-            "menu \"x\"\nif NET\nconfig FOO\n\tbool \"foo\"\n\tdepends on PCI && !BAR\n\thelp\n\t  text\nendif\nconfig BAZ\n\tbool\n".to_string(),
+            "menu \"x\"\nif NET\nconfig FOO\n\tbool \"foo\"\n\tdepends on PCI && !BAR\n\thelp\n\t  It depends on your machine.\n\t  depends on nothing in prose\nendif\nconfig BAZ\n\tbool\n".to_string(),
         )];
         assert_eq!(depends_on(&k, "FOO").as_deref(), Some("NET && PCI && !BAR"));
         assert_eq!(

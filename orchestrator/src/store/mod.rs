@@ -1,7 +1,10 @@
 //! PostgreSQL through sqlx: the only module that speaks SQL. Functions take any executor
 //! (pool, connection or transaction) so callers choose the transaction boundaries.
 
+mod builds;
 pub mod cluster;
+
+pub use builds::{builds, link_build, record_build, BuildRow};
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};

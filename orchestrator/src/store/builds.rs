@@ -1,0 +1,66 @@
+//! Kernel builds and the runs that used them.
+
+use sqlx::PgExecutor;
+
+use super::Result;
+use crate::kernel::build::Built;
+
+/// Records a build (once per key; the first record wins, as the build is the same).
+pub async fn record_build(db: impl PgExecutor<'_>, b: &Built, built_on: &str) -> Result<()> {
+    let config = std::fs::read_to_string(b.config_path()).unwrap_or_default();
+    let log = std::fs::read_to_string(b.log_path()).unwrap_or_default();
+    sqlx::query(
+        "INSERT INTO kernel_builds (key, release, localversion, tree_hash, config_hash, patches_hash, compiler,
+                                    build_id, built_on, path, config, build_log)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (key) DO NOTHING",
+    )
+    .bind(&b.key)
+    .bind(&b.release)
+    .bind(&b.localversion)
+    .bind(&b.tree_hash)
+    .bind(&b.config_hash)
+    .bind(&b.patches_hash)
+    .bind(&b.compiler)
+    .bind(&b.build_id)
+    .bind(built_on)
+    .bind(b.dir.display().to_string())
+    .bind(config.replace('\0', ""))
+    .bind(log.replace('\0', ""))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn link_build(db: impl PgExecutor<'_>, key: &str, run_id: i64, kernel: &str) -> Result<()> {
+    sqlx::query("INSERT INTO kernel_build_runs (build_key, run_id, kernel) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+        .bind(key)
+        .bind(run_id)
+        .bind(kernel)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct BuildRow {
+    pub key: String,
+    pub release: String,
+    pub config_hash: String,
+    pub compiler: String,
+    pub built_on: String,
+    pub path: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// "run:kernel" pairs.
+    pub used_by: Vec<String>,
+}
+
+pub async fn builds(db: impl PgExecutor<'_>) -> Result<Vec<BuildRow>> {
+    Ok(sqlx::query_as(
+        "SELECT b.key, b.release, b.config_hash, b.compiler, b.built_on, b.path, b.created_at,
+                COALESCE(array_agg(r.run_id::TEXT || ':' || r.kernel ORDER BY r.run_id) FILTER (WHERE r.run_id IS NOT NULL), '{}') AS used_by
+         FROM kernel_builds b LEFT JOIN kernel_build_runs r ON r.build_key = b.key
+         GROUP BY b.key ORDER BY b.created_at",
+    )
+    .fetch_all(db)
+    .await?)
+}
