@@ -57,7 +57,7 @@ pub struct BuildRow {
 pub async fn builds(db: impl PgExecutor<'_>) -> Result<Vec<BuildRow>> {
     Ok(sqlx::query_as(
         "SELECT b.key, b.release, b.config_hash, b.compiler, b.built_on, b.path, b.created_at,
-                COALESCE(array_agg(r.run_id::TEXT || ':' || r.kernel ORDER BY r.run_id) FILTER (WHERE r.run_id IS NOT NULL), '{}') AS used_by
+                COALESCE(array_agg(r.run_id::TEXT || ':' || r.kernel ORDER BY r.run_id, r.kernel) FILTER (WHERE r.run_id IS NOT NULL), '{}') AS used_by
          FROM kernel_builds b LEFT JOIN kernel_build_runs r ON r.build_key = b.key
          GROUP BY b.key ORDER BY b.created_at",
     )
