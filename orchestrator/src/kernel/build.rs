@@ -403,10 +403,12 @@ fn build_in(
                 &sha256_file(&out.join("bzImage")).unwrap_or_default()[..16]
             )
         });
-    let uts_version = std::fs::read_to_string(work.join("include/generated/compile.h"))
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
+    // UTS_VERSION ("#1 SMP PREEMPT_DYNAMIC <date>") lives in utsversion.h since 5.19,
+    // in compile.h before.
+    let uts_version = ["include/generated/utsversion.h", "include/generated/compile.h"]
+        .iter()
+        .find_map(|f| {
+            std::fs::read_to_string(work.join(f)).ok()?.lines().find_map(|l| {
                 l.strip_prefix("#define UTS_VERSION ")
                     .map(|v| v.trim().trim_matches('"').to_string())
             })

@@ -1,9 +1,20 @@
-//! Summary statistics over a metric's samples, and the change against a baseline.
+//! Statistics over a metric's samples: summaries, two-sample tests, multiple-comparison
+//! control, and verdicts against a baseline. Pure.
 
-#[derive(Debug, Clone, PartialEq)]
+mod tests_impl;
+pub mod verdict;
+
+pub use tests_impl::{benjamini_hochberg, mann_whitney, t_quantile, welch};
+pub use verdict::{compare, settle, Comparison, Settings, Test, Verdict};
+
+#[cfg(test)]
+mod sim_tests;
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,
+    pub median: f64,
     /// Sample standard deviation (n − 1); 0 for a single sample.
     pub stddev: f64,
     pub min: f64,
@@ -24,9 +35,17 @@ impl Summary {
         };
         let min = samples.iter().cloned().fold(f64::INFINITY, f64::min);
         let max = samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(|a, b| a.partial_cmp(b).expect("finite samples"));
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
         Some(Summary {
             n,
             mean,
+            median,
             stddev: var.sqrt(),
             min,
             max,
@@ -40,6 +59,16 @@ impl Summary {
         } else {
             100.0 * self.stddev / self.mean.abs()
         }
+    }
+}
+
+impl Summary {
+    /// The 95% confidence interval of the mean (Student t); `None` for a single sample.
+    pub fn ci95(&self) -> Option<(f64, f64)> {
+        (self.n >= 2).then(|| {
+            let half = t_quantile(0.05, (self.n - 1) as f64) * self.stddev / (self.n as f64).sqrt();
+            (self.mean - half, self.mean + half)
+        })
     }
 }
 
