@@ -35,8 +35,16 @@ enum Cmd {
     Resume { run: i64 },
     /// Show where runs stand.
     Status { run: Option<i64> },
-    /// Per metric: kernel × variant with n, mean, stddev% and change against the baseline.
-    Report { run: i64 },
+    /// Per metric: kernel × variant with n, mean, stddev%, change against the baseline and
+    /// a verdict (regression, improvement, no change, inconclusive).
+    Report {
+        run: i64,
+        /// Compare against this kernel instead of the scenario's baseline.
+        #[arg(long)]
+        baseline: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// kreg's private PostgreSQL cluster (used when DATABASE_URL is not set).
     Db {
         #[command(subcommand)]
@@ -55,6 +63,14 @@ enum Cmd {
         #[command(subcommand)]
         command: LabCmd,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Text,
+    Markdown,
+    Csv,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -135,9 +151,9 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             let db = connect(cfg).await?;
             status(&db, run).await
         }
-        Cmd::Report { run } => {
+        Cmd::Report { run, baseline, format } => {
             let db = connect(cfg).await?;
-            print_report(&db, run).await?;
+            print_report(&db, run, baseline.as_deref(), format).await?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Kernels => {
@@ -334,7 +350,7 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     };
     let outcome = engine::drive(db, run_id, cfg, &mut on_event).await?;
     bar.finish_and_clear();
-    print_report(db, run_id).await?;
+    print_report(db, run_id, None, Format::Text).await?;
     println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
     Ok(if outcome.failed == 0 {
         ExitCode::SUCCESS
@@ -343,11 +359,30 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     })
 }
 
-async fn print_report(db: &PgPool, run_id: i64) -> Result<()> {
+async fn print_report(db: &PgPool, run_id: i64, baseline: Option<&str>, format: Format) -> Result<()> {
     let run = store::run(db, run_id).await?;
     let s = engine::scenario_of(&run)?;
+    let baseline = baseline.unwrap_or(&s.baseline).to_string();
+    if s.kernel(&baseline).is_none() {
+        let names: Vec<&str> = s.kernels.iter().map(|k| k.name.as_str()).collect();
+        bail!(
+            "kernel {baseline:?} is not in run {run_id} (kernels: {})",
+            names.join(", ")
+        );
+    }
     let samples = store::samples(db, run_id).await?;
-    print!("{}", report::render_text(run_id, &s, &report::tables(&s, &samples)));
+    let settings = kreg::stats::Settings::default();
+    let tables = report::tables(&s, &samples, &baseline, &settings);
+    let text = match format {
+        Format::Text => report::render_text(run_id, &s, &baseline, &tables, &settings),
+        Format::Markdown => report::render_markdown(run_id, &s, &baseline, &tables, &settings),
+        Format::Csv => report::render_csv(&tables),
+        Format::Json => report::render_json(run_id, &s, &baseline, &tables, &settings),
+    };
+    print!("{text}");
+    if !text.ends_with('\n') {
+        println!();
+    }
     Ok(())
 }
 

@@ -1,0 +1,358 @@
+//! `kreg report`: per workload metric, one row per kernel × variant with the summary
+//! statistics and, against the baseline kernel with the same variant, the change, the test
+//! behind it and a verdict. The report controls false discoveries across all its rows
+//! (Benjamini–Hochberg). Pure: samples in, tables out; `render` writes them.
+
+mod render;
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+
+pub use render::{render_csv, render_json, render_markdown};
+
+use crate::scenario::Scenario;
+use crate::stats::{self, change_pct, Comparison, Settings, Summary};
+use crate::store::Sample;
+
+/// One row of a metric's table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub kernel: String,
+    pub variant: String,
+    pub releases: Vec<String>,
+    pub policies: Vec<String>,
+    pub summary: Summary,
+    /// Against the baseline kernel with the same variant; `None` for the baseline itself
+    /// or when the baseline has no samples.
+    pub change_pct: Option<f64>,
+    /// The test and verdict against the baseline (same variant), when there is one.
+    pub comparison: Option<Comparison>,
+    pub samples: Vec<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricTable {
+    pub workload: String,
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub rows: Vec<Row>,
+}
+
+fn push_unique(v: &mut Vec<String>, s: &str) {
+    if !v.iter().any(|x| x == s) {
+        v.push(s.to_string());
+    }
+}
+
+/// Groups samples into tables, in the scenario's order of workloads, kernels and variants,
+/// compares every row with `baseline` (same variant) and settles the verdicts across the
+/// whole report.
+pub fn tables(s: &Scenario, samples: &[Sample], baseline: &str, settings: &Settings) -> Vec<MetricTable> {
+    let mut out = group(s, samples, baseline);
+    for t in out.iter_mut() {
+        let bases: Vec<(String, Vec<f64>)> = t
+            .rows
+            .iter()
+            .filter(|r| r.kernel == baseline)
+            .map(|r| (r.variant.clone(), r.samples.clone()))
+            .collect();
+        for r in t.rows.iter_mut().filter(|r| r.kernel != baseline) {
+            if let Some((_, base)) = bases.iter().find(|(v, _)| *v == r.variant) {
+                r.comparison = stats::compare(base, &r.samples, &t.metric, settings);
+            }
+        }
+    }
+    // Benjamini–Hochberg over every comparison in the report.
+    let ps: Vec<f64> = out
+        .iter()
+        .flat_map(|t| t.rows.iter().filter_map(|r| r.comparison.as_ref().map(|c| c.p)))
+        .collect();
+    let mut adjusted = stats::benjamini_hochberg(&ps).into_iter();
+    for t in out.iter_mut() {
+        let hib = t.higher_is_better;
+        let bases: Vec<(String, usize)> = t
+            .rows
+            .iter()
+            .filter(|r| r.kernel == baseline)
+            .map(|r| (r.variant.clone(), r.summary.n))
+            .collect();
+        for r in t.rows.iter_mut() {
+            let n_base = bases
+                .iter()
+                .find(|(v, _)| *v == r.variant)
+                .map(|(_, n)| *n)
+                .unwrap_or(0);
+            let n_new = r.summary.n;
+            if let Some(c) = r.comparison.as_mut() {
+                c.p_adjusted = adjusted.next().expect("one adjusted p per comparison");
+                stats::settle(c, n_base, n_new, hib, settings);
+            }
+        }
+    }
+    out
+}
+
+/// How many comparisons a report makes (the BH family size).
+pub fn comparisons(tables: &[MetricTable]) -> usize {
+    tables
+        .iter()
+        .map(|t| t.rows.iter().filter(|r| r.comparison.is_some()).count())
+        .sum()
+}
+
+fn group(s: &Scenario, samples: &[Sample], baseline: &str) -> Vec<MetricTable> {
+    let mut out = Vec::new();
+    for w in &s.workloads {
+        let mut metrics: Vec<(String, String, bool)> = Vec::new();
+        for x in samples.iter().filter(|x| x.workload == w.name) {
+            if !metrics.iter().any(|(m, _, _)| *m == x.metric) {
+                metrics.push((x.metric.clone(), x.unit.clone(), x.higher_is_better));
+            }
+        }
+        for (metric, unit, hib) in metrics {
+            let mut rows = Vec::new();
+            for k in &s.kernels {
+                for v in &s.variants {
+                    let mine: Vec<&Sample> = samples
+                        .iter()
+                        .filter(|x| {
+                            x.workload == w.name && x.metric == metric && x.kernel == k.name && x.variant == v.name
+                        })
+                        .collect();
+                    let values: Vec<f64> = mine.iter().map(|x| x.value).collect();
+                    let Some(summary) = Summary::of(&values) else {
+                        continue;
+                    };
+                    let mut releases = Vec::new();
+                    let mut policies = Vec::new();
+                    for x in &mine {
+                        push_unique(&mut releases, &x.kernel_release);
+                        push_unique(&mut policies, &x.observed_policy);
+                    }
+                    rows.push(Row {
+                        kernel: k.name.clone(),
+                        variant: v.name.clone(),
+                        releases,
+                        policies,
+                        summary,
+                        change_pct: None,
+                        comparison: None,
+                        samples: values,
+                    });
+                }
+            }
+            let bases: Vec<(String, f64)> = rows
+                .iter()
+                .filter(|r| r.kernel == baseline)
+                .map(|r| (r.variant.clone(), r.summary.mean))
+                .collect();
+            for r in rows.iter_mut().filter(|r| r.kernel != baseline) {
+                if let Some((_, base)) = bases.iter().find(|(v, _)| *v == r.variant) {
+                    r.change_pct = change_pct(*base, r.summary.mean);
+                }
+            }
+            out.push(MetricTable {
+                workload: w.name.clone(),
+                metric,
+                unit,
+                higher_is_better: hib,
+                rows,
+            });
+        }
+    }
+    out
+}
+
+pub(crate) fn fmt_value(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// What the verdicts rest on, for the top of every report.
+pub fn method_line(tables: &[MetricTable], settings: &Settings) -> String {
+    format!(
+        "verdicts: Welch t-test on means, Mann-Whitney U on latencies and percentiles; alpha {} with Benjamini-Hochberg over {} comparisons; minimum effect {}%; median ratio CI by bootstrap ({} resamples)",
+        settings.alpha,
+        comparisons(tables),
+        100.0 * settings.min_effect,
+        settings.bootstrap_resamples
+    )
+}
+
+pub(crate) fn unit_and_direction(t: &MetricTable) -> String {
+    let better = if t.higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    if t.unit.is_empty() {
+        better.to_string()
+    } else {
+        format!("{}, {better}", t.unit)
+    }
+}
+
+pub(crate) fn change_text(r: &Row, baseline: &str) -> String {
+    match (&r.comparison, r.change_pct) {
+        (Some(c), _) => format!("{:+.2}%", c.change_pct),
+        (None, Some(c)) => format!("{c:+.2}%"),
+        (None, None) if r.kernel == baseline => "(base)".into(),
+        _ => "-".into(),
+    }
+}
+
+/// The text report for a terminal.
+pub fn render_text(run_id: i64, s: &Scenario, baseline: &str, tables: &[MetricTable], settings: &Settings) -> String {
+    let mut out = format!(
+        "run {run_id}: scenario {}, baseline kernel {baseline}
+{}
+",
+        s.name,
+        method_line(tables, settings)
+    );
+    if tables.is_empty() {
+        out.push_str("no results stored yet\n");
+    }
+    for t in tables {
+        out.push_str(&format!(
+            "\n{} / {} ({})\n",
+            t.workload,
+            t.metric,
+            unit_and_direction(t)
+        ));
+        let mut table = Table::new();
+        table.load_preset(UTF8_FULL_CONDENSED);
+        table.set_header([
+            "kernel", "variant", "release", "policy", "n", "mean", "stddev%", "change%", "verdict", "p (adj)",
+        ]);
+        for r in &t.rows {
+            let (verdict, p) = match &r.comparison {
+                Some(c) => (
+                    c.verdict.as_str().to_string(),
+                    format!("{:.3} ({:.3})", c.p, c.p_adjusted),
+                ),
+                None => (String::new(), String::new()),
+            };
+            table.add_row(vec![
+                Cell::new(&r.kernel),
+                Cell::new(&r.variant),
+                Cell::new(r.releases.join(",")),
+                Cell::new(r.policies.join(",")),
+                Cell::new(r.summary.n).set_alignment(CellAlignment::Right),
+                Cell::new(fmt_value(r.summary.mean)).set_alignment(CellAlignment::Right),
+                Cell::new(format!("{:.2}%", r.summary.stddev_pct())).set_alignment(CellAlignment::Right),
+                Cell::new(change_text(r, baseline)).set_alignment(CellAlignment::Right),
+                Cell::new(verdict),
+                Cell::new(p).set_alignment(CellAlignment::Right),
+            ]);
+        }
+        out.push_str(&table.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Verdict;
+
+    fn sample(kernel: &str, variant: &str, value: f64) -> Sample {
+        Sample {
+            kernel: kernel.into(),
+            variant: variant.into(),
+            workload: "hb".into(),
+            iteration: 1,
+            metric: "time".into(),
+            value,
+            unit: "s".into(),
+            higher_is_better: false,
+            kernel_release: format!("rel-{kernel}"),
+            observed_policy: variant.into(),
+        }
+    }
+
+    fn scenario() -> Scenario {
+        let text = "name: r\nhosts: { s: { role: sut, transport: { kind: lab } } }\nkernels: [ {name: a, source: running}, {name: b, source: running} ]\nbaseline: a\nvariants: [ {name: other}, {name: batch, policy: batch} ]\nworkloads: [ {name: hb, kind: hackbench} ]\n";
+        crate::scenario::from_str(text, std::path::Path::new("/")).unwrap()
+    }
+
+    #[test]
+    fn change_is_against_baseline_with_same_variant() {
+        let s = scenario();
+        let mut samples = Vec::new();
+        for v in [10.0, 10.1, 9.9, 10.05, 9.95] {
+            samples.push(sample("a", "other", v));
+            samples.push(sample("b", "other", v * 1.5));
+            samples.push(sample("a", "batch", v * 2.0));
+            samples.push(sample("b", "batch", v));
+        }
+        let t = tables(&s, &samples, "a", &Settings::default());
+        assert_eq!(t.len(), 1);
+        let rows = &t[0].rows;
+        assert_eq!(rows.len(), 4);
+        assert_eq!((rows[0].summary.n, rows[0].comparison.is_none()), (5, true));
+        let c2 = rows[2].comparison.as_ref().unwrap();
+        let c3 = rows[3].comparison.as_ref().unwrap();
+        assert!((c2.change_pct - 50.0).abs() < 1e-9 && (c3.change_pct + 50.0).abs() < 1e-9);
+        // time: lower is better.
+        assert_eq!((c2.verdict, c3.verdict), (Verdict::Regression, Verdict::Improvement));
+        let out = render_text(1, &s, "a", &t, &Settings::default());
+        assert!(
+            out.contains("+50.00%") && out.contains("-50.00%") && out.contains("regression"),
+            "{out}"
+        );
+        // Another baseline flips the comparison.
+        let t = tables(&s, &samples, "b", &Settings::default());
+        assert_eq!(t[0].rows[0].comparison.as_ref().unwrap().verdict, Verdict::Improvement);
+    }
+
+    #[test]
+    fn markdown_has_a_well_formed_table_per_metric() {
+        let s = scenario();
+        let mut samples = Vec::new();
+        for (i, v) in [10.0, 10.1, 9.9].into_iter().enumerate() {
+            for k in ["a", "b"] {
+                for var in ["other", "batch"] {
+                    samples.push(sample(k, var, v + i as f64 * 0.01));
+                    let mut m = sample(k, var, v * 100.0);
+                    m.metric = "lat_p99".into();
+                    samples.push(m);
+                }
+            }
+        }
+        let t = tables(&s, &samples, "a", &Settings::default());
+        let md = render_markdown(7, &s, "a", &t, &Settings::default());
+        let headings = md.lines().filter(|l| l.starts_with("### ")).count();
+        assert_eq!(headings, 2, "{md}");
+        // Each table: a header, an alignment row of the same width, then data rows.
+        let lines: Vec<&str> = md.lines().collect();
+        let mut tables_seen = 0;
+        for (i, l) in lines.iter().enumerate() {
+            if l.starts_with("| kernel |") {
+                tables_seen += 1;
+                let cols = l.matches('|').count();
+                assert!(
+                    lines[i + 1].starts_with("|:--") && lines[i + 1].matches('|').count() == cols,
+                    "{md}"
+                );
+                let body: Vec<&&str> = lines[i + 2..].iter().take_while(|r| r.starts_with('|')).collect();
+                assert_eq!(body.len(), 4, "{md}");
+                assert!(body.iter().all(|r| r.matches('|').count() == cols), "{md}");
+            }
+        }
+        assert_eq!(tables_seen, 2);
+        let csv = render_csv(&t);
+        let width = csv.lines().next().unwrap().split(',').count();
+        assert_eq!(csv.lines().count(), 1 + 8);
+        assert!(csv.lines().all(|l| l.split(',').count() >= width), "{csv}");
+        let json: serde_json::Value = serde_json::from_str(&render_json(7, &s, "a", &t, &Settings::default())).unwrap();
+        assert_eq!(json["rows"].as_array().unwrap().len(), 8);
+        assert_eq!(json["settings"]["comparisons"], 4);
+    }
+}

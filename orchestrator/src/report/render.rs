@@ -1,0 +1,146 @@
+//! Reports as markdown (to paste into a mail), CSV and JSON (every statistic).
+
+use super::{change_text, fmt_value, method_line, unit_and_direction, MetricTable};
+use crate::scenario::Scenario;
+use crate::stats::{Settings, Verdict};
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Markdown: a heading and a table per metric, value ± stddev%, change, verdict; a
+/// significant change is marked in bold with its adjusted p.
+pub fn render_markdown(
+    run_id: i64,
+    s: &Scenario,
+    baseline: &str,
+    tables: &[MetricTable],
+    settings: &Settings,
+) -> String {
+    let mut out = format!(
+        "## kreg run {run_id}: {}\n\nBaseline kernel: {baseline}. {}.\n",
+        md_escape(&s.name),
+        method_line(tables, settings)
+    );
+    for t in tables {
+        out.push_str(&format!(
+            "\n### {} / {} ({})\n\n",
+            md_escape(&t.workload),
+            md_escape(&t.metric),
+            unit_and_direction(t)
+        ));
+        out.push_str("| kernel | variant | n | mean ± stddev% | change | verdict |\n");
+        out.push_str("|:--|:--|--:|--:|--:|:--|\n");
+        for r in &t.rows {
+            let (change, verdict) = match &r.comparison {
+                Some(c) => {
+                    let significant = matches!(c.verdict, Verdict::Regression | Verdict::Improvement);
+                    let change = change_text(r, baseline);
+                    if significant {
+                        (
+                            format!("**{change}**"),
+                            format!("**{}** (p={:.3})", c.verdict.as_str(), c.p_adjusted),
+                        )
+                    } else {
+                        (change, c.verdict.as_str().to_string())
+                    }
+                }
+                None => (change_text(r, baseline), String::new()),
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} ± {:.2}% | {} | {} |\n",
+                md_escape(&r.kernel),
+                md_escape(&r.variant),
+                r.summary.n,
+                fmt_value(r.summary.mean),
+                r.summary.stddev_pct(),
+                change,
+                verdict
+            ));
+        }
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// CSV with every statistic, one line per workload × metric × kernel × variant.
+pub fn render_csv(tables: &[MetricTable]) -> String {
+    let mut out = String::from(
+        "workload,metric,unit,higher_is_better,kernel,variant,releases,policies,n,mean,median,stddev,cov_pct,min,max,ci95_low,ci95_high,change_pct,change_ci_low_pct,change_ci_high_pct,median_ratio_ci_low,median_ratio_ci_high,test,p,p_adjusted,verdict,reason\n",
+    );
+    for t in tables {
+        for r in &t.rows {
+            let sm = &r.summary;
+            let ci = sm.ci95();
+            let c = r.comparison.as_ref();
+            let num = |v: Option<f64>| v.filter(|x| x.is_finite()).map(|x| x.to_string()).unwrap_or_default();
+            let fields = [
+                csv_field(&t.workload),
+                csv_field(&t.metric),
+                csv_field(&t.unit),
+                t.higher_is_better.to_string(),
+                csv_field(&r.kernel),
+                csv_field(&r.variant),
+                csv_field(&r.releases.join(" ")),
+                csv_field(&r.policies.join(" ")),
+                sm.n.to_string(),
+                sm.mean.to_string(),
+                sm.median.to_string(),
+                sm.stddev.to_string(),
+                sm.stddev_pct().to_string(),
+                sm.min.to_string(),
+                sm.max.to_string(),
+                num(ci.map(|c| c.0)),
+                num(ci.map(|c| c.1)),
+                num(c.map(|c| c.change_pct)),
+                num(c.map(|c| c.change_ci_pct.0)),
+                num(c.map(|c| c.change_ci_pct.1)),
+                num(c.map(|c| c.median_ratio_ci.0)),
+                num(c.map(|c| c.median_ratio_ci.1)),
+                c.map(|c| format!("{:?}", c.test).to_lowercase()).unwrap_or_default(),
+                num(c.map(|c| c.p)),
+                num(c.map(|c| c.p_adjusted)),
+                c.map(|c| c.verdict.as_str().to_string()).unwrap_or_default(),
+                csv_field(c.map(|c| c.reason.as_str()).unwrap_or("")),
+            ];
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// JSON with every statistic and the settings behind the verdicts.
+pub fn render_json(run_id: i64, s: &Scenario, baseline: &str, tables: &[MetricTable], settings: &Settings) -> String {
+    let rows: Vec<serde_json::Value> = tables
+        .iter()
+        .flat_map(|t| {
+            t.rows.iter().map(move |r| {
+                serde_json::json!({
+                    "workload": t.workload, "metric": t.metric, "unit": t.unit,
+                    "direction": if t.higher_is_better { "higher" } else { "lower" },
+                    "kernel": r.kernel, "variant": r.variant, "releases": r.releases, "policies": r.policies,
+                    "summary": r.summary, "ci95": r.summary.ci95(), "samples": r.samples,
+                    "comparison": r.comparison,
+                })
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "run": run_id,
+        "scenario": s.name,
+        "baseline": baseline,
+        "settings": { "alpha": settings.alpha, "min_effect": settings.min_effect,
+                      "bootstrap_resamples": settings.bootstrap_resamples,
+                      "multiple_comparisons": "benjamini-hochberg", "comparisons": super::comparisons(tables) },
+        "rows": rows,
+    });
+    serde_json::to_string_pretty(&doc).expect("serialisable")
+}
