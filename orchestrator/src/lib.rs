@@ -8,5 +8,6 @@ pub mod parse;
 pub mod plan;
 pub mod report;
 pub mod scenario;
+pub mod schedstat;
 pub mod stats;
 pub mod store;

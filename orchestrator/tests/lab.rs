@@ -119,4 +119,27 @@ async fn two_debian_kernels_through_kexec_into_postgres() {
         };
         assert!(snap.starts_with(want), "{kernel}: {}", &snap[..40]);
     }
+
+    // Scheduler statistics between the two kernels, from the stored snapshots.
+    let out = kreg(&db, &dir.0)
+        .args(["schedstat", "compare", "1", "old", "new/batch"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("old (2 jobs) vs new/batch (1 jobs)") && text.contains("avg wait per timeslice"),
+        "{text}"
+    );
+    // The markdown report: a table per metric, paste-ready.
+    let out = kreg(&db, &dir.0)
+        .args(["report", "1", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("### hb / time (s, lower is better)")
+            && md.contains("| kernel | variant | n | mean ± stddev% | change | verdict |"),
+        "{md}"
+    );
 }

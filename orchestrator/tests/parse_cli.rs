@@ -118,3 +118,50 @@ fn bad_input_is_an_error_naming_tool_and_line() {
     let (ok, _, err) = kreg_parse("nosuch", &file);
     assert!(!ok && err.contains("unknown kind"), "{err}");
 }
+
+#[test]
+fn schedstat_diff_on_real_snapshots() {
+    let f = |n: &str| format!("{}/fixtures/{n}", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .args([
+            "schedstat",
+            "diff",
+            &f("schedstat-before.6.1.txt"),
+            &f("schedstat-after.6.1.txt"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // sched_count summed over both CPUs, read here from the files themselves.
+    let count = |name: &str| -> u64 {
+        std::fs::read_to_string(f(name))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("cpu"))
+            .map(|l| l.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    let delta = count("schedstat-after.6.1.txt") - count("schedstat-before.6.1.txt");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("sched_count"))
+        .unwrap();
+    assert_eq!(
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap(),
+        delta,
+        "{text}"
+    );
+    assert!(text.starts_with("schedstat version 15,"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .args([
+            "schedstat",
+            "diff",
+            &f("schedstat-before.6.1.txt"),
+            &f("schedstat-after.6.12.txt"),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("versions differ"));
+}

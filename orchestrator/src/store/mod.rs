@@ -312,3 +312,20 @@ pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Res
             .await?,
     )
 }
+
+/// /proc/schedstat before and after each done job of a run: (kernel, variant, workload, before, after).
+pub async fn schedstat_pairs(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+) -> Result<Vec<(String, String, String, String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT j.kernel, j.variant, j.workload, b.content, a.content
+         FROM jobs j
+         JOIN raw_outputs b ON b.job_id = j.id AND b.kind = 'schedstat_before'
+         JOIN raw_outputs a ON a.job_id = j.id AND a.kind = 'schedstat_after'
+         WHERE j.run_id = $1 AND j.state = 'done' ORDER BY j.ordinal",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?)
+}
