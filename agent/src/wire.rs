@@ -119,6 +119,9 @@ pub struct ExecRequest {
     /// Written to the child's standard input, which is then closed.
     #[serde(default)]
     pub stdin: Option<String>,
+    /// CPUs the child may run on (sched_setaffinity before exec); all when absent.
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -40,10 +40,19 @@ enum Cmd {
     Report {
         run: i64,
         /// Compare against this kernel instead of the scenario's baseline.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "baseline_variant")]
         baseline: Option<String>,
+        /// Compare variants instead: each row against this variant on the same kernel.
+        #[arg(long)]
+        baseline_variant: Option<String>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Significance level, after the multiple-comparison control.
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+        /// Smallest change worth calling one, in percent.
+        #[arg(long, default_value_t = 2.0)]
+        min_effect: f64,
     },
     /// kreg's private PostgreSQL cluster (used when DATABASE_URL is not set).
     Db {
@@ -171,9 +180,29 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             let db = connect(cfg).await?;
             status(&db, run).await
         }
-        Cmd::Report { run, baseline, format } => {
+        Cmd::Report {
+            run,
+            baseline,
+            baseline_variant,
+            format,
+            alpha,
+            min_effect,
+        } => {
+            if !(alpha > 0.0 && alpha < 1.0) || !(min_effect >= 0.0) {
+                bail!("--alpha must be between 0 and 1 and --min-effect a percentage ≥ 0");
+            }
+            let settings = kreg::stats::Settings {
+                alpha,
+                min_effect: min_effect / 100.0,
+                ..Default::default()
+            };
             let db = connect(cfg).await?;
-            print_report(&db, run, baseline.as_deref(), format).await?;
+            let base = match (baseline, baseline_variant) {
+                (_, Some(v)) => Some(report::Baseline::Variant(v)),
+                (Some(k), None) => Some(report::Baseline::Kernel(k)),
+                (None, None) => None,
+            };
+            print_report(&db, run, base, format, &settings).await?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Schedstat {
@@ -387,7 +416,7 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     };
     let outcome = engine::drive(db, run_id, cfg, &mut on_event).await?;
     bar.finish_and_clear();
-    print_report(db, run_id, None, Format::Text).await?;
+    print_report(db, run_id, None, Format::Text, &kreg::stats::Settings::default()).await?;
     println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
     Ok(if outcome.failed == 0 {
         ExitCode::SUCCESS
@@ -396,25 +425,34 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     })
 }
 
-async fn print_report(db: &PgPool, run_id: i64, baseline: Option<&str>, format: Format) -> Result<()> {
+async fn print_report(
+    db: &PgPool,
+    run_id: i64,
+    baseline: Option<report::Baseline>,
+    format: Format,
+    settings: &kreg::stats::Settings,
+) -> Result<()> {
     let run = store::run(db, run_id).await?;
     let s = engine::scenario_of(&run)?;
-    let baseline = baseline.unwrap_or(&s.baseline).to_string();
-    if s.kernel(&baseline).is_none() {
-        let names: Vec<&str> = s.kernels.iter().map(|k| k.name.as_str()).collect();
-        bail!(
-            "kernel {baseline:?} is not in run {run_id} (kernels: {})",
-            names.join(", ")
-        );
+    let baseline = baseline.unwrap_or_else(|| report::Baseline::Kernel(s.baseline.clone()));
+    match &baseline {
+        report::Baseline::Kernel(k) if s.kernel(k).is_none() => {
+            let names: Vec<&str> = s.kernels.iter().map(|k| k.name.as_str()).collect();
+            bail!("kernel {k:?} is not in run {run_id} (kernels: {})", names.join(", "));
+        }
+        report::Baseline::Variant(v) if s.variant(v).is_none() => {
+            let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+            bail!("variant {v:?} is not in run {run_id} (variants: {})", names.join(", "));
+        }
+        _ => {}
     }
     let samples = store::samples(db, run_id).await?;
-    let settings = kreg::stats::Settings::default();
-    let tables = report::tables(&s, &samples, &baseline, &settings);
+    let tables = report::tables(&s, &samples, &baseline, settings);
     let text = match format {
-        Format::Text => report::render_text(run_id, &s, &baseline, &tables, &settings),
-        Format::Markdown => report::render_markdown(run_id, &s, &baseline, &tables, &settings),
+        Format::Text => report::render_text(run_id, &s, &baseline, &tables, settings),
+        Format::Markdown => report::render_markdown(run_id, &s, &baseline, &tables, settings),
         Format::Csv => report::render_csv(&tables),
-        Format::Json => report::render_json(run_id, &s, &baseline, &tables, &settings),
+        Format::Json => report::render_json(run_id, &s, &baseline, &tables, settings),
     };
     print!("{text}");
     if !text.ends_with('\n') {

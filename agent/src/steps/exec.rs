@@ -74,14 +74,27 @@ pub(crate) fn command(req: &ExecRequest) -> Result<Command, StepError> {
     if let Some(cwd) = &req.cwd {
         cmd.current_dir(cwd);
     }
-    if let Some(policy) = req.policy {
-        let raw = policy.as_raw();
-        // SAFETY: only async-signal-safe calls between fork and exec.
+    let policy = req.policy.map(|p| p.as_raw());
+    let cpus = req.cpus.clone();
+    if policy.is_some() || cpus.is_some() {
+        // SAFETY: only async-signal-safe calls between fork and exec; the CPU set is built
+        // on the stack from a vector allocated before the fork.
         unsafe {
             cmd.pre_exec(move || {
-                let param = libc::sched_param { sched_priority: 0 };
-                if libc::sched_setscheduler(0, raw, &param) != 0 {
-                    return Err(std::io::Error::last_os_error());
+                if let Some(cpus) = &cpus {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    for &c in cpus {
+                        libc::CPU_SET(c as usize, &mut set);
+                    }
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if let Some(raw) = policy {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    if libc::sched_setscheduler(0, raw, &param) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 Ok(())
             });

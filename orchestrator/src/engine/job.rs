@@ -186,7 +186,7 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
         WorkloadKind::Sysbench(sb) => {
             let password = &ctx.session.expect("sysbench has a session").password;
             let argv = sb.argv(password, "run");
-            let res = measured_exec(ctx, argv, None, workload.timeout_secs, &mut raw).await?;
+            let res = measured_exec(ctx, argv, None, None, workload.timeout_secs, &mut raw).await?;
             (
                 parse::sysbench(&res.stdout).map_err(|e| fail(e.to_string(), &raw))?,
                 server_policy.clone(),
@@ -225,6 +225,7 @@ async fn measured_exec(
     ctx: &Ctx<'_>,
     argv: Vec<String>,
     policy: Option<Policy>,
+    cpus: Option<Vec<u32>>,
     timeout_secs: u64,
     raw: &mut Vec<(String, String)>,
 ) -> Result<ExecResult, JobFailure> {
@@ -236,6 +237,7 @@ async fn measured_exec(
         argv,
         timeout_secs,
         policy,
+        cpus,
         ..Default::default()
     };
     let res = ctx.runner.exec(req).await.map_err(|e| fail(e.to_string(), raw))?;
@@ -263,7 +265,15 @@ async fn single_host(
         WorkloadKind::Command(c) => c.argv.clone(),
         _ => unreachable!("two-host kinds are run elsewhere"),
     };
-    let res = measured_exec(ctx, argv, Some(variant.policy), workload.timeout_secs, raw).await?;
+    let res = measured_exec(
+        ctx,
+        argv,
+        Some(variant.policy),
+        variant.cpus.clone(),
+        workload.timeout_secs,
+        raw,
+    )
+    .await?;
     let metrics = match &workload.kind {
         WorkloadKind::Hackbench(_) => parse::hackbench(&res.stdout),
         // The text report is on stderr; with -j - the JSON is on stdout.

@@ -10,7 +10,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 pub use render::{render_csv, render_json, render_markdown};
 
 use crate::scenario::Scenario;
-use crate::stats::{self, change_pct, Comparison, Settings, Summary};
+use crate::stats::{self, Comparison, Settings, Summary};
 use crate::store::Sample;
 
 /// One row of a metric's table.
@@ -44,21 +44,49 @@ fn push_unique(v: &mut Vec<String>, s: &str) {
     }
 }
 
+/// What each row is compared with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Baseline {
+    /// The row of this kernel with the same variant (kernels compared).
+    Kernel(String),
+    /// The row of this variant on the same kernel (variants compared).
+    Variant(String),
+}
+
+impl Baseline {
+    fn is_base(&self, r: &Row) -> bool {
+        match self {
+            Baseline::Kernel(k) => &r.kernel == k,
+            Baseline::Variant(v) => &r.variant == v,
+        }
+    }
+
+    fn base_of<'r>(&self, rows: &'r [Row], r: &Row) -> Option<&'r Row> {
+        rows.iter().find(|b| match self {
+            Baseline::Kernel(k) => &b.kernel == k && b.variant == r.variant,
+            Baseline::Variant(v) => &b.variant == v && b.kernel == r.kernel,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Baseline::Kernel(k) => format!("baseline kernel {k} (same variant)"),
+            Baseline::Variant(v) => format!("baseline variant {v} (same kernel)"),
+        }
+    }
+}
+
 /// Groups samples into tables, in the scenario's order of workloads, kernels and variants,
-/// compares every row with `baseline` (same variant) and settles the verdicts across the
-/// whole report.
-pub fn tables(s: &Scenario, samples: &[Sample], baseline: &str, settings: &Settings) -> Vec<MetricTable> {
-    let mut out = group(s, samples, baseline);
+/// compares every row with its baseline row and settles the verdicts across the whole
+/// report.
+pub fn tables(s: &Scenario, samples: &[Sample], baseline: &Baseline, settings: &Settings) -> Vec<MetricTable> {
+    let mut out = group(s, samples);
     for t in out.iter_mut() {
-        let bases: Vec<(String, Vec<f64>)> = t
-            .rows
-            .iter()
-            .filter(|r| r.kernel == baseline)
-            .map(|r| (r.variant.clone(), r.samples.clone()))
-            .collect();
-        for r in t.rows.iter_mut().filter(|r| r.kernel != baseline) {
-            if let Some((_, base)) = bases.iter().find(|(v, _)| *v == r.variant) {
-                r.comparison = stats::compare(base, &r.samples, &t.metric, settings);
+        let snapshot = t.rows.clone();
+        for r in t.rows.iter_mut().filter(|r| !baseline.is_base(r)) {
+            if let Some(base) = baseline.base_of(&snapshot, r) {
+                r.comparison = stats::compare(&base.samples, &r.samples, &t.metric, settings);
+                r.change_pct = r.comparison.as_ref().map(|c| c.change_pct);
             }
         }
     }
@@ -70,18 +98,9 @@ pub fn tables(s: &Scenario, samples: &[Sample], baseline: &str, settings: &Setti
     let mut adjusted = stats::benjamini_hochberg(&ps).into_iter();
     for t in out.iter_mut() {
         let hib = t.higher_is_better;
-        let bases: Vec<(String, usize)> = t
-            .rows
-            .iter()
-            .filter(|r| r.kernel == baseline)
-            .map(|r| (r.variant.clone(), r.summary.n))
-            .collect();
+        let snapshot = t.rows.clone();
         for r in t.rows.iter_mut() {
-            let n_base = bases
-                .iter()
-                .find(|(v, _)| *v == r.variant)
-                .map(|(_, n)| *n)
-                .unwrap_or(0);
+            let n_base = baseline.base_of(&snapshot, r).map(|b| b.summary.n).unwrap_or(0);
             let n_new = r.summary.n;
             if let Some(c) = r.comparison.as_mut() {
                 c.p_adjusted = adjusted.next().expect("one adjusted p per comparison");
@@ -100,7 +119,7 @@ pub fn comparisons(tables: &[MetricTable]) -> usize {
         .sum()
 }
 
-fn group(s: &Scenario, samples: &[Sample], baseline: &str) -> Vec<MetricTable> {
+fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
     let mut out = Vec::new();
     for w in &s.workloads {
         let mut metrics: Vec<(String, String, bool)> = Vec::new();
@@ -139,16 +158,6 @@ fn group(s: &Scenario, samples: &[Sample], baseline: &str) -> Vec<MetricTable> {
                         comparison: None,
                         samples: values,
                     });
-                }
-            }
-            let bases: Vec<(String, f64)> = rows
-                .iter()
-                .filter(|r| r.kernel == baseline)
-                .map(|r| (r.variant.clone(), r.summary.mean))
-                .collect();
-            for r in rows.iter_mut().filter(|r| r.kernel != baseline) {
-                if let Some((_, base)) = bases.iter().find(|(v, _)| *v == r.variant) {
-                    r.change_pct = change_pct(*base, r.summary.mean);
                 }
             }
             out.push(MetricTable {
@@ -197,22 +206,27 @@ pub(crate) fn unit_and_direction(t: &MetricTable) -> String {
     }
 }
 
-pub(crate) fn change_text(r: &Row, baseline: &str) -> String {
+pub(crate) fn change_text(r: &Row, baseline: &Baseline) -> String {
     match (&r.comparison, r.change_pct) {
         (Some(c), _) => format!("{:+.2}%", c.change_pct),
         (None, Some(c)) => format!("{c:+.2}%"),
-        (None, None) if r.kernel == baseline => "(base)".into(),
+        (None, None) if baseline.is_base(r) => "(base)".into(),
         _ => "-".into(),
     }
 }
 
 /// The text report for a terminal.
-pub fn render_text(run_id: i64, s: &Scenario, baseline: &str, tables: &[MetricTable], settings: &Settings) -> String {
+pub fn render_text(
+    run_id: i64,
+    s: &Scenario,
+    baseline: &Baseline,
+    tables: &[MetricTable],
+    settings: &Settings,
+) -> String {
     let mut out = format!(
-        "run {run_id}: scenario {}, baseline kernel {baseline}
-{}
-",
+        "run {run_id}: scenario {}, {}\n{}\n",
         s.name,
+        baseline.describe(),
         method_line(tables, settings)
     );
     if tables.is_empty() {
@@ -292,7 +306,8 @@ mod tests {
             samples.push(sample("a", "batch", v * 2.0));
             samples.push(sample("b", "batch", v));
         }
-        let t = tables(&s, &samples, "a", &Settings::default());
+        let base = Baseline::Kernel("a".into());
+        let t = tables(&s, &samples, &base, &Settings::default());
         assert_eq!(t.len(), 1);
         let rows = &t[0].rows;
         assert_eq!(rows.len(), 4);
@@ -302,14 +317,24 @@ mod tests {
         assert!((c2.change_pct - 50.0).abs() < 1e-9 && (c3.change_pct + 50.0).abs() < 1e-9);
         // time: lower is better.
         assert_eq!((c2.verdict, c3.verdict), (Verdict::Regression, Verdict::Improvement));
-        let out = render_text(1, &s, "a", &t, &Settings::default());
+        let out = render_text(1, &s, &base, &t, &Settings::default());
         assert!(
             out.contains("+50.00%") && out.contains("-50.00%") && out.contains("regression"),
             "{out}"
         );
         // Another baseline flips the comparison.
-        let t = tables(&s, &samples, "b", &Settings::default());
+        let t = tables(&s, &samples, &Baseline::Kernel("b".into()), &Settings::default());
         assert_eq!(t[0].rows[0].comparison.as_ref().unwrap().verdict, Verdict::Improvement);
+        // Variants compared on each kernel: batch against other.
+        let t = tables(&s, &samples, &Baseline::Variant("other".into()), &Settings::default());
+        let rows = &t[0].rows;
+        assert!(rows[0].comparison.is_none() && rows[2].comparison.is_none());
+        assert_eq!(
+            rows[1].comparison.as_ref().unwrap().verdict,
+            Verdict::Regression,
+            "a/batch is 2x a/other"
+        );
+        assert!((rows[3].comparison.as_ref().unwrap().change_pct + 100.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]
@@ -326,8 +351,9 @@ mod tests {
                 }
             }
         }
-        let t = tables(&s, &samples, "a", &Settings::default());
-        let md = render_markdown(7, &s, "a", &t, &Settings::default());
+        let base = Baseline::Kernel("a".into());
+        let t = tables(&s, &samples, &base, &Settings::default());
+        let md = render_markdown(7, &s, &base, &t, &Settings::default());
         let headings = md.lines().filter(|l| l.starts_with("### ")).count();
         assert_eq!(headings, 2, "{md}");
         // Each table: a header, an alignment row of the same width, then data rows.
@@ -351,7 +377,8 @@ mod tests {
         let width = csv.lines().next().unwrap().split(',').count();
         assert_eq!(csv.lines().count(), 1 + 8);
         assert!(csv.lines().all(|l| l.split(',').count() >= width), "{csv}");
-        let json: serde_json::Value = serde_json::from_str(&render_json(7, &s, "a", &t, &Settings::default())).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&render_json(7, &s, &base, &t, &Settings::default())).unwrap();
         assert_eq!(json["rows"].as_array().unwrap().len(), 8);
         assert_eq!(json["settings"]["comparisons"], 4);
     }

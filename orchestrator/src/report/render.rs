@@ -1,6 +1,6 @@
 //! Reports as markdown (to paste into a mail), CSV and JSON (every statistic).
 
-use super::{change_text, fmt_value, method_line, unit_and_direction, MetricTable};
+use super::{change_text, fmt_value, method_line, unit_and_direction, Baseline, MetricTable};
 use crate::scenario::Scenario;
 use crate::stats::{Settings, Verdict};
 
@@ -13,13 +13,14 @@ fn md_escape(s: &str) -> String {
 pub fn render_markdown(
     run_id: i64,
     s: &Scenario,
-    baseline: &str,
+    baseline: &Baseline,
     tables: &[MetricTable],
     settings: &Settings,
 ) -> String {
     let mut out = format!(
-        "## kreg run {run_id}: {}\n\nBaseline kernel: {baseline}. {}.\n",
+        "## kreg run {run_id}: {}\n\nCompared with the {}. {}.\n",
         md_escape(&s.name),
+        baseline.describe(),
         method_line(tables, settings)
     );
     for t in tables {
@@ -118,7 +119,13 @@ pub fn render_csv(tables: &[MetricTable]) -> String {
 }
 
 /// JSON with every statistic and the settings behind the verdicts.
-pub fn render_json(run_id: i64, s: &Scenario, baseline: &str, tables: &[MetricTable], settings: &Settings) -> String {
+pub fn render_json(
+    run_id: i64,
+    s: &Scenario,
+    baseline: &Baseline,
+    tables: &[MetricTable],
+    settings: &Settings,
+) -> String {
     let rows: Vec<serde_json::Value> = tables
         .iter()
         .flat_map(|t| {
@@ -136,7 +143,7 @@ pub fn render_json(run_id: i64, s: &Scenario, baseline: &str, tables: &[MetricTa
     let doc = serde_json::json!({
         "run": run_id,
         "scenario": s.name,
-        "baseline": baseline,
+        "baseline": baseline.describe(),
         "settings": { "alpha": settings.alpha, "min_effect": settings.min_effect,
                       "bootstrap_resamples": settings.bootstrap_resamples,
                       "multiple_comparisons": "benjamini-hochberg", "comparisons": super::comparisons(tables) },

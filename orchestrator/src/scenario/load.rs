@@ -231,6 +231,7 @@ impl<'a> Cx<'a> {
                 name: "default".into(),
                 policy: Policy::Other,
                 features: vec![],
+                cpus: None,
             }]),
         };
         let workloads = self
@@ -490,7 +491,7 @@ impl<'a> Cx<'a> {
     }
 
     fn variant(&mut self, node: &Node) -> Option<Variant> {
-        let f = self.map(node, "a variant", &["name", "policy", "features"])?;
+        let f = self.map(node, "a variant", &["name", "policy", "features", "cpus"])?;
         let name = self
             .required(&f, "name", "a variant")
             .and_then(|n| self.name(n, "variant name"));
@@ -532,10 +533,21 @@ impl<'a> Cx<'a> {
                 Some(out)
             }
         };
+        let cpus = match f.get("cpus") {
+            None => Some(None),
+            Some(n) => self.string(n, "cpus").and_then(|text| match parse_cpu_list(&text) {
+                Some(list) => Some(Some(list)),
+                None => {
+                    self.error(n, format!("cpus: {text:?} is not a CPU list like 0-3,8"));
+                    None
+                }
+            }),
+        };
         Some(Variant {
             name: name?,
             policy: policy?,
             features: features?,
+            cpus: cpus?,
         })
     }
 
@@ -556,6 +568,33 @@ impl<'a> Cx<'a> {
         self.unique(items.iter().zip(out.iter().map(|w| w.name.clone())), "workload");
         ok.then_some(out)
     }
+}
+
+/// "0-3,8" → [0, 1, 2, 3, 8]; `None` when malformed.
+pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                if a > b || b >= 8192 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => {
+                let c: u32 = part.parse().ok()?;
+                if c >= 8192 {
+                    return None;
+                }
+                out.push(c);
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    (!out.is_empty()).then_some(out)
 }
 
 /// A workload before its host is resolved against the hosts section.

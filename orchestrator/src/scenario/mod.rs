@@ -157,6 +157,8 @@ pub struct Variant {
     pub policy: Policy,
     /// Written one by one to /sys/kernel/debug/sched/features, e.g. `NO_PLACE_LAG`.
     pub features: Vec<String>,
+    /// CPUs the workload (or server) may run on; all when absent.
+    pub cpus: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,88 @@
+//! Verdicts on the lab: the same kernel measured twice is no significant change, and a
+//! variant that gives the workload half the CPUs is a regression of its wall time. The
+//! workload is two CPU-bound busybox shells at once, timed by busybox `time`: with two
+//! vCPUs they run side by side, with one they take turns. (hackbench is no good here:
+//! under TCG, cross-vCPU wakeups cost so much that one vCPU is often faster.)
+
+mod common;
+use common::{fresh_db, kreg, Scratch};
+
+const SCENARIO: &str = r#"
+name: lab-verdicts
+hosts:
+  sut: { role: sut, transport: { kind: lab, cpus: 2 } }
+kernels:
+  - { name: first, source: { deb: linux-image-6.12-amd64 } }
+  - { name: again, source: { deb: linux-image-6.12-amd64 } }
+baseline: first
+variants:
+  - { name: all }
+  - { name: half, cpus: "0" }
+workloads:
+  - name: spin2
+    kind: command
+    argv: [time, sh, -c, "for i in 1 2; do (n=0; while [ $n -lt 20000 ]; do n=$((n+1)); done) & done; wait"]
+    metrics:
+      wall: { regex: 'real\s+0m\s*([0-9.]+)s', unit: s, higher_is_better: false }
+iterations: 5
+"#;
+
+fn verdicts(json: &serde_json::Value) -> Vec<(String, String, String)> {
+    json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["comparison"].is_null())
+        .map(|r| {
+            (
+                r["kernel"].as_str().unwrap().to_string(),
+                r["variant"].as_str().unwrap().to_string(),
+                r["comparison"]["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn same_kernel_twice_is_no_change_and_half_the_cpus_is_a_regression() {
+    let db = fresh_db("labstats").await;
+    let dir = Scratch::new("labstats");
+    let file = dir.0.join("v.yaml");
+    std::fs::write(&file, SCENARIO).unwrap();
+    let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let report = |args: &[&str]| -> serde_json::Value {
+        // alpha 0.01 so that the A/A half of this test fails about once in a hundred runs
+        // by chance, not once in twenty.
+        let out = kreg(&db, &dir.0)
+            .args(["report", "1", "--format", "json", "--alpha", "0.01"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // Kernels compared: `again` is `first` booted again.
+    let by_kernel = report(&[]);
+    for (kernel, variant, verdict) in verdicts(&by_kernel) {
+        assert_eq!(kernel, "again");
+        assert!(
+            verdict == "no change" || verdict == "inconclusive",
+            "{variant}: {verdict}\n{by_kernel:#}"
+        );
+    }
+    // Variants compared: one CPU instead of two makes hackbench slower (lower is better).
+    let by_variant = report(&["--baseline-variant", "all"]);
+    let v = verdicts(&by_variant);
+    assert_eq!(v.len(), 2);
+    for (kernel, variant, verdict) in v {
+        assert_eq!(variant, "half");
+        assert_eq!(verdict, "regression", "{kernel}\n{by_variant:#}");
+    }
+}
