@@ -187,6 +187,12 @@ pub struct Identity {
     /// Content of `/sys/kernel/debug/sched/features`, when debugfs shows it.
     pub sched_features: Option<String>,
     pub agent_version: String,
+    /// `model name` from /proc/cpuinfo.
+    #[serde(default)]
+    pub cpu_model: String,
+    /// /proc/cmdline.
+    #[serde(default)]
+    pub cmdline: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

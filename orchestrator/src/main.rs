@@ -59,6 +59,13 @@ enum Cmd {
         #[command(subcommand)]
         command: DbCmd,
     },
+    /// Two runs of one scenario: run B's rows against run A's (same kernel, variant, workload).
+    Compare {
+        run_a: i64,
+        run_b: i64,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Kernels kreg built: release, content key, where, and the runs that used them.
     Kernels,
     /// /proc/schedstat: the difference between two snapshots, or between two kernels or
@@ -221,6 +228,43 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         } => {
             let db = connect(cfg).await?;
             schedstat_compare(&db, run, &a, &b).await
+        }
+        Cmd::Compare { run_a, run_b, format } => {
+            let db = connect(cfg).await?;
+            let (ra, rb) = (store::run(&db, run_a).await?, store::run(&db, run_b).await?);
+            let (sa, sb) = (engine::scenario_of(&ra)?, engine::scenario_of(&rb)?);
+            if sa.name != sb.name {
+                bail!(
+                    "run {run_a} is of scenario {:?}, run {run_b} of {:?}: compare runs of one scenario",
+                    sa.name,
+                    sb.name
+                );
+            }
+            let settings = kreg::stats::Settings::default();
+            let tables = report::compare_runs(
+                &sa,
+                &store::samples(&db, run_a).await?,
+                &sb,
+                &store::samples(&db, run_b).await?,
+                &settings,
+            );
+            let base = report::Baseline::Run(run_a);
+            let mut prov = store::provenance(&db, run_a).await?;
+            for p in prov.iter_mut() {
+                p.kernel = format!("{} (run {run_a})", p.kernel);
+            }
+            for mut p in store::provenance(&db, run_b).await? {
+                p.kernel = format!("{} (run {run_b})", p.kernel);
+                prov.push(p);
+            }
+            let text = match format {
+                Format::Text => report::render_text(run_b, &sb, &base, &tables, &settings, &prov),
+                Format::Markdown => report::render_markdown(run_b, &sb, &base, &tables, &settings, &prov),
+                Format::Csv => report::render_csv(&tables),
+                Format::Json => report::render_json(run_b, &sb, &base, &tables, &settings, &prov),
+            };
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Kernels => {
             let db = connect(cfg).await?;
@@ -448,11 +492,12 @@ async fn print_report(
     }
     let samples = store::samples(db, run_id).await?;
     let tables = report::tables(&s, &samples, &baseline, settings);
+    let prov = store::provenance(db, run_id).await?;
     let text = match format {
-        Format::Text => report::render_text(run_id, &s, &baseline, &tables, settings),
-        Format::Markdown => report::render_markdown(run_id, &s, &baseline, &tables, settings),
+        Format::Text => report::render_text(run_id, &s, &baseline, &tables, settings, &prov),
+        Format::Markdown => report::render_markdown(run_id, &s, &baseline, &tables, settings, &prov),
         Format::Csv => report::render_csv(&tables),
-        Format::Json => report::render_json(run_id, &s, &baseline, &tables, settings),
+        Format::Json => report::render_json(run_id, &s, &baseline, &tables, settings, &prov),
     };
     print!("{text}");
     if !text.ends_with('\n') {

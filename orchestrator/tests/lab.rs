@@ -139,7 +139,9 @@ async fn two_debian_kernels_through_kexec_into_postgres() {
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(
         md.contains("### hb / time (s, lower is better)")
-            && md.contains("| kernel | variant | n | mean ± stddev% | change | verdict |"),
+            && md.contains("| kernel | variant | n | mean ± stddev% | change | verdict | flags |")
+            && md.contains("- kernel old: sut: 6.1.0-")
+            && md.contains("tuning: none applied by kreg"),
         "{md}"
     );
 }

@@ -83,4 +83,28 @@ iterations: 2
         versions["perf@here"].as_str().unwrap().starts_with("linux-perf"),
         "{versions}"
     );
+
+    // The same scenario again, then the two runs compared row by row.
+    let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let out = kreg(&db, &dir.0)
+        .args(["compare", "1", "2", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["baseline"], "baseline run 1 (same kernel, variant and workload)");
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10, "5 metrics × 2 variants");
+    for r in rows {
+        let verdict = r["comparison"]["verdict"].as_str().unwrap();
+        assert!(["regression", "improvement", "no change", "inconclusive"].contains(&verdict));
+        // Two iterations per side: too few samples to call anything.
+        assert_eq!(verdict, "inconclusive", "{r}");
+    }
+    let text = String::from_utf8(kreg(&db, &dir.0).args(["compare", "1", "2"]).output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains("kernel current (run 1)") && text.contains("kernel current (run 2)"),
+        "{text}"
+    );
 }

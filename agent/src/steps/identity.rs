@@ -26,5 +26,17 @@ pub async fn run() -> Result<Identity, StepError> {
         schedstat_version,
         sched_features: read_trim("/sys/kernel/debug/sched/features").await.ok(),
         agent_version: env!("CARGO_PKG_VERSION").to_string(),
+        cpu_model: tokio::fs::read_to_string("/proc/cpuinfo")
+            .await
+            .ok()
+            .and_then(|t| {
+                t.lines().find_map(|l| {
+                    l.strip_prefix("model name")
+                        .and_then(|r| r.split_once(':'))
+                        .map(|(_, v)| v.trim().to_string())
+                })
+            })
+            .unwrap_or_default(),
+        cmdline: read_trim("/proc/cmdline").await.unwrap_or_default(),
     })
 }

@@ -11,7 +11,7 @@ pub use render::{render_csv, render_json, render_markdown};
 
 use crate::scenario::Scenario;
 use crate::stats::{self, Comparison, Settings, Summary};
-use crate::store::Sample;
+use crate::store::{KernelProvenance, Sample};
 
 /// One row of a metric's table.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +27,12 @@ pub struct Row {
     /// The test and verdict against the baseline (same variant), when there is one.
     pub comparison: Option<Comparison>,
     pub samples: Vec<f64>,
+    /// Samples the robust outlier rule flags.
+    pub outliers: Vec<f64>,
+    /// Whether the samples look like two modes.
+    pub bimodal: bool,
+    /// The baseline's sample count (for `kreg compare`).
+    pub base_n: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +57,8 @@ pub enum Baseline {
     Kernel(String),
     /// The row of this variant on the same kernel (variants compared).
     Variant(String),
+    /// The same kernel, variant and workload in another run (`kreg compare`).
+    Run(i64),
 }
 
 impl Baseline {
@@ -58,6 +66,7 @@ impl Baseline {
         match self {
             Baseline::Kernel(k) => &r.kernel == k,
             Baseline::Variant(v) => &r.variant == v,
+            Baseline::Run(_) => false,
         }
     }
 
@@ -65,6 +74,7 @@ impl Baseline {
         rows.iter().find(|b| match self {
             Baseline::Kernel(k) => &b.kernel == k && b.variant == r.variant,
             Baseline::Variant(v) => &b.variant == v && b.kernel == r.kernel,
+            Baseline::Run(_) => false,
         })
     }
 
@@ -72,6 +82,7 @@ impl Baseline {
         match self {
             Baseline::Kernel(k) => format!("baseline kernel {k} (same variant)"),
             Baseline::Variant(v) => format!("baseline variant {v} (same kernel)"),
+            Baseline::Run(id) => format!("baseline run {id} (same kernel, variant and workload)"),
         }
     }
 }
@@ -109,6 +120,46 @@ pub fn tables(s: &Scenario, samples: &[Sample], baseline: &Baseline, settings: &
         }
     }
     out
+}
+
+/// Run B's rows, each compared with the row of run A that has the same workload, metric,
+/// kernel and variant; verdicts settled over all of them.
+pub fn compare_runs(sa: &Scenario, a: &[Sample], sb: &Scenario, b: &[Sample], settings: &Settings) -> Vec<MetricTable> {
+    let ta = group(sa, a);
+    let mut tb = group(sb, b);
+    for t in tb.iter_mut() {
+        let Some(base) = ta.iter().find(|x| x.workload == t.workload && x.metric == t.metric) else {
+            continue;
+        };
+        for r in t.rows.iter_mut() {
+            if let Some(br) = base
+                .rows
+                .iter()
+                .find(|x| x.kernel == r.kernel && x.variant == r.variant)
+            {
+                r.comparison = stats::compare(&br.samples, &r.samples, &t.metric, settings);
+                r.change_pct = r.comparison.as_ref().map(|c| c.change_pct);
+                // Remember the baseline's n for the verdict.
+                r.base_n = br.summary.n;
+            }
+        }
+    }
+    let ps: Vec<f64> = tb
+        .iter()
+        .flat_map(|t| t.rows.iter().filter_map(|r| r.comparison.as_ref().map(|c| c.p)))
+        .collect();
+    let mut adjusted = stats::benjamini_hochberg(&ps).into_iter();
+    for t in tb.iter_mut() {
+        let hib = t.higher_is_better;
+        for r in t.rows.iter_mut() {
+            let (n_base, n_new) = (r.base_n, r.summary.n);
+            if let Some(c) = r.comparison.as_mut() {
+                c.p_adjusted = adjusted.next().expect("one adjusted p per comparison");
+                stats::settle(c, n_base, n_new, hib, settings);
+            }
+        }
+    }
+    tb
 }
 
 /// How many comparisons a report makes (the BH family size).
@@ -156,6 +207,9 @@ fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
                         summary,
                         change_pct: None,
                         comparison: None,
+                        base_n: 0,
+                        outliers: stats::outliers(&values),
+                        bimodal: stats::bimodal(&values),
                         samples: values,
                     });
                 }
@@ -215,6 +269,82 @@ pub(crate) fn change_text(r: &Row, baseline: &Baseline) -> String {
     }
 }
 
+/// The command line without what names the image itself.
+fn comparable_cmdline(c: &str) -> String {
+    c.split_whitespace()
+        .filter(|w| !w.starts_with("BOOT_IMAGE=") && !w.starts_with("initrd="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Provenance lines for the top of a report, warnings first: compared sides that ran on
+/// other CPU models or with other kernel command lines.
+pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
+    let mut out = Vec::new();
+    let models: Vec<&String> = {
+        let mut m: Vec<&String> = prov
+            .iter()
+            .flat_map(|p| &p.cpu_models)
+            .filter(|m| !m.is_empty())
+            .collect();
+        m.sort();
+        m.dedup();
+        m
+    };
+    if models.len() > 1 {
+        out.push(format!(
+            "WARNING: the kernels ran on different CPU models: {}",
+            models.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    let cmdlines: Vec<String> = {
+        let mut c: Vec<String> = prov
+            .iter()
+            .flat_map(|p| &p.cmdlines)
+            .map(|c| comparable_cmdline(c))
+            .collect();
+        c.sort();
+        c.dedup();
+        c
+    };
+    if cmdlines.len() > 1 {
+        out.push(format!(
+            "WARNING: the kernels booted with different command lines: {}",
+            cmdlines.join(" | ")
+        ));
+    }
+    out.push("tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them)".into());
+    for p in prov {
+        let mut parts = vec![format!("kernel {}: {}", p.kernel, p.boots.join("; "))];
+        if !p.cpu_models.is_empty() {
+            parts.push(format!("CPU {}", p.cpu_models.join(" / ")));
+        }
+        if !p.builds.is_empty() {
+            parts.push(format!("built {}", p.builds.join(", ")));
+        }
+        if !p.tools.is_empty() {
+            parts.push(format!("tools {}", p.tools.join(", ")));
+        }
+        out.push(parts.join("; "));
+    }
+    out
+}
+
+/// "outliers: 31.0; bimodal" or empty.
+pub(crate) fn flags(r: &Row) -> String {
+    let mut f = Vec::new();
+    if !r.outliers.is_empty() {
+        f.push(format!(
+            "outliers: {}",
+            r.outliers.iter().map(|v| fmt_value(*v)).collect::<Vec<_>>().join(" ")
+        ));
+    }
+    if r.bimodal {
+        f.push("bimodal".to_string());
+    }
+    f.join("; ")
+}
+
 /// The text report for a terminal.
 pub fn render_text(
     run_id: i64,
@@ -222,6 +352,7 @@ pub fn render_text(
     baseline: &Baseline,
     tables: &[MetricTable],
     settings: &Settings,
+    prov: &[KernelProvenance],
 ) -> String {
     let mut out = format!(
         "run {run_id}: scenario {}, {}\n{}\n",
@@ -229,6 +360,10 @@ pub fn render_text(
         baseline.describe(),
         method_line(tables, settings)
     );
+    for line in provenance_lines(prov) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     if tables.is_empty() {
         out.push_str("no results stored yet\n");
     }
@@ -263,6 +398,7 @@ pub fn render_text(
                 Cell::new(change_text(r, baseline)).set_alignment(CellAlignment::Right),
                 Cell::new(verdict),
                 Cell::new(p).set_alignment(CellAlignment::Right),
+                Cell::new(flags(r)),
             ]);
         }
         out.push_str(&table.to_string());
@@ -317,7 +453,7 @@ mod tests {
         assert!((c2.change_pct - 50.0).abs() < 1e-9 && (c3.change_pct + 50.0).abs() < 1e-9);
         // time: lower is better.
         assert_eq!((c2.verdict, c3.verdict), (Verdict::Regression, Verdict::Improvement));
-        let out = render_text(1, &s, &base, &t, &Settings::default());
+        let out = render_text(1, &s, &base, &t, &Settings::default(), &[]);
         assert!(
             out.contains("+50.00%") && out.contains("-50.00%") && out.contains("regression"),
             "{out}"
@@ -353,7 +489,29 @@ mod tests {
         }
         let base = Baseline::Kernel("a".into());
         let t = tables(&s, &samples, &base, &Settings::default());
-        let md = render_markdown(7, &s, &base, &t, &Settings::default());
+        let prov = vec![
+            KernelProvenance {
+                kernel: "a".into(),
+                cpu_models: vec!["Xeon".into()],
+                cmdlines: vec!["BOOT_IMAGE=/a quiet".into()],
+                ..Default::default()
+            },
+            KernelProvenance {
+                kernel: "b".into(),
+                cpu_models: vec!["EPYC".into()],
+                cmdlines: vec!["BOOT_IMAGE=/b quiet".into()],
+                ..Default::default()
+            },
+        ];
+        let md = render_markdown(7, &s, &base, &t, &Settings::default(), &prov);
+        assert!(
+            md.contains("WARNING: the kernels ran on different CPU models: EPYC") && md.contains("Xeon"),
+            "{md}"
+        );
+        assert!(
+            !md.contains("different command lines"),
+            "BOOT_IMAGE differs by design: {md}"
+        );
         let headings = md.lines().filter(|l| l.starts_with("### ")).count();
         assert_eq!(headings, 2, "{md}");
         // Each table: a header, an alignment row of the same width, then data rows.
@@ -378,7 +536,7 @@ mod tests {
         assert_eq!(csv.lines().count(), 1 + 8);
         assert!(csv.lines().all(|l| l.split(',').count() >= width), "{csv}");
         let json: serde_json::Value =
-            serde_json::from_str(&render_json(7, &s, &base, &t, &Settings::default())).unwrap();
+            serde_json::from_str(&render_json(7, &s, &base, &t, &Settings::default(), &prov)).unwrap();
         assert_eq!(json["rows"].as_array().unwrap().len(), 8);
         assert_eq!(json["settings"]["comparisons"], 4);
     }

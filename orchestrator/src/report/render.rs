@@ -3,6 +3,7 @@
 use super::{change_text, fmt_value, method_line, unit_and_direction, Baseline, MetricTable};
 use crate::scenario::Scenario;
 use crate::stats::{Settings, Verdict};
+use crate::store::KernelProvenance;
 
 fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
@@ -16,13 +17,17 @@ pub fn render_markdown(
     baseline: &Baseline,
     tables: &[MetricTable],
     settings: &Settings,
+    prov: &[KernelProvenance],
 ) -> String {
     let mut out = format!(
-        "## kreg run {run_id}: {}\n\nCompared with the {}. {}.\n",
+        "## kreg run {run_id}: {}\n\nCompared with the {}. {}.\n\n",
         md_escape(&s.name),
         baseline.describe(),
         method_line(tables, settings)
     );
+    for line in super::provenance_lines(prov) {
+        out.push_str(&format!("- {}\n", md_escape(&line)));
+    }
     for t in tables {
         out.push_str(&format!(
             "\n### {} / {} ({})\n\n",
@@ -30,8 +35,8 @@ pub fn render_markdown(
             md_escape(&t.metric),
             unit_and_direction(t)
         ));
-        out.push_str("| kernel | variant | n | mean ± stddev% | change | verdict |\n");
-        out.push_str("|:--|:--|--:|--:|--:|:--|\n");
+        out.push_str("| kernel | variant | n | mean ± stddev% | change | verdict | flags |\n");
+        out.push_str("|:--|:--|--:|--:|--:|:--|:--|\n");
         for r in &t.rows {
             let (change, verdict) = match &r.comparison {
                 Some(c) => {
@@ -49,14 +54,15 @@ pub fn render_markdown(
                 None => (change_text(r, baseline), String::new()),
             };
             out.push_str(&format!(
-                "| {} | {} | {} | {} ± {:.2}% | {} | {} |\n",
+                "| {} | {} | {} | {} ± {:.2}% | {} | {} | {} |\n",
                 md_escape(&r.kernel),
                 md_escape(&r.variant),
                 r.summary.n,
                 fmt_value(r.summary.mean),
                 r.summary.stddev_pct(),
                 change,
-                verdict
+                verdict,
+                md_escape(&super::flags(r))
             ));
         }
     }
@@ -74,7 +80,7 @@ fn csv_field(s: &str) -> String {
 /// CSV with every statistic, one line per workload × metric × kernel × variant.
 pub fn render_csv(tables: &[MetricTable]) -> String {
     let mut out = String::from(
-        "workload,metric,unit,higher_is_better,kernel,variant,releases,policies,n,mean,median,stddev,cov_pct,min,max,ci95_low,ci95_high,change_pct,change_ci_low_pct,change_ci_high_pct,median_ratio_ci_low,median_ratio_ci_high,test,p,p_adjusted,verdict,reason\n",
+        "workload,metric,unit,higher_is_better,kernel,variant,releases,policies,n,mean,median,stddev,cov_pct,min,max,outliers,bimodal,ci95_low,ci95_high,change_pct,change_ci_low_pct,change_ci_high_pct,median_ratio_ci_low,median_ratio_ci_high,test,p,p_adjusted,verdict,reason\n",
     );
     for t in tables {
         for r in &t.rows {
@@ -98,6 +104,8 @@ pub fn render_csv(tables: &[MetricTable]) -> String {
                 sm.stddev_pct().to_string(),
                 sm.min.to_string(),
                 sm.max.to_string(),
+                r.outliers.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" "),
+                r.bimodal.to_string(),
                 num(ci.map(|c| c.0)),
                 num(ci.map(|c| c.1)),
                 num(c.map(|c| c.change_pct)),
@@ -125,6 +133,7 @@ pub fn render_json(
     baseline: &Baseline,
     tables: &[MetricTable],
     settings: &Settings,
+    prov: &[KernelProvenance],
 ) -> String {
     let rows: Vec<serde_json::Value> = tables
         .iter()
@@ -135,6 +144,7 @@ pub fn render_json(
                     "direction": if t.higher_is_better { "higher" } else { "lower" },
                     "kernel": r.kernel, "variant": r.variant, "releases": r.releases, "policies": r.policies,
                     "summary": r.summary, "ci95": r.summary.ci95(), "samples": r.samples,
+                    "outliers": r.outliers, "bimodal": r.bimodal,
                     "comparison": r.comparison,
                 })
             })
@@ -144,6 +154,8 @@ pub fn render_json(
         "run": run_id,
         "scenario": s.name,
         "baseline": baseline.describe(),
+        "provenance": prov,
+        "warnings": super::provenance_lines(prov).into_iter().filter(|l| l.starts_with("WARNING")).collect::<Vec<_>>(),
         "settings": { "alpha": settings.alpha, "min_effect": settings.min_effect,
                       "bootstrap_resamples": settings.bootstrap_resamples,
                       "multiple_comparisons": "benjamini-hochberg", "comparisons": super::comparisons(tables) },

@@ -62,6 +62,50 @@ impl Summary {
     }
 }
 
+/// Samples farther than 3 scaled median absolute deviations from the median (a robust
+/// outlier rule that a single wild sample cannot hide itself from).
+pub fn outliers(samples: &[f64]) -> Vec<f64> {
+    if samples.len() < 4 {
+        return Vec::new();
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let m = med(&mut samples.to_vec());
+    let mad = 1.4826 * med(&mut samples.iter().map(|x| (x - m).abs()).collect());
+    if mad == 0.0 {
+        return samples.iter().copied().filter(|x| *x != m).collect();
+    }
+    samples.iter().copied().filter(|x| (x - m).abs() > 3.0 * mad).collect()
+}
+
+/// Sarle's bimodality coefficient above 5/9 (the value of a uniform distribution) flags
+/// a sample that looks like two modes; needs at least 8 samples to mean anything.
+pub fn bimodal(samples: &[f64]) -> bool {
+    let n = samples.len() as f64;
+    if samples.len() < 8 {
+        return false;
+    }
+    let m = samples.iter().sum::<f64>() / n;
+    let m2 = samples.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n;
+    if m2 == 0.0 {
+        return false;
+    }
+    let m3 = samples.iter().map(|x| (x - m).powi(3)).sum::<f64>() / n;
+    let m4 = samples.iter().map(|x| (x - m).powi(4)).sum::<f64>() / n;
+    // Sample (bias-corrected) skewness and excess kurtosis.
+    let g1 = m3 / m2.powf(1.5) * (n * (n - 1.0)).sqrt() / (n - 2.0);
+    let g2 = ((n + 1.0) * (m4 / m2.powi(2) - 3.0) + 6.0) * (n - 1.0) / ((n - 2.0) * (n - 3.0));
+    let b = (g1 * g1 + 1.0) / (g2 + 3.0 * (n - 1.0).powi(2) / ((n - 2.0) * (n - 3.0)));
+    b > 5.0 / 9.0
+}
+
 impl Summary {
     /// The 95% confidence interval of the mean (Student t); `None` for a single sample.
     pub fn ci95(&self) -> Option<(f64, f64)> {
@@ -91,6 +135,21 @@ mod tests {
         assert!((s.stddev_pct() - 42.7617987).abs() < 1e-6);
         assert_eq!(Summary::of(&[3.0]).unwrap().stddev, 0.0);
         assert!(Summary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn outliers_and_bimodality() {
+        assert_eq!(outliers(&[10.0, 10.2, 9.9, 10.1, 10.0, 31.0]), vec![31.0]);
+        assert!(outliers(&[10.0, 10.2, 9.9, 10.1, 10.0]).is_empty());
+        assert!(
+            outliers(&[1.0, 50.0, 2.0]).is_empty(),
+            "too few samples to call one an outlier"
+        );
+        let two_modes = [1.0, 1.1, 0.9, 1.0, 1.05, 5.0, 5.1, 4.9, 5.0, 4.95];
+        let one_mode = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.02, 0.98, 1.01, 0.99];
+        assert!(bimodal(&two_modes));
+        assert!(!bimodal(&one_mode));
+        assert!(!bimodal(&two_modes[..6]));
     }
 
     #[test]

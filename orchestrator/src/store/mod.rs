@@ -260,8 +260,9 @@ pub async fn record_host(
     boot_method: &str,
 ) -> Result<()> {
     sqlx::query(
-        "INSERT INTO hosts (run_id, name, boot_id, kernel_release, proc_version, nr_cpus, schedstat_version, boot_method)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, name, boot_id) DO NOTHING",
+        "INSERT INTO hosts (run_id, name, boot_id, kernel_release, proc_version, nr_cpus, schedstat_version, boot_method,
+                            cpu_model, cmdline)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (run_id, name, boot_id) DO NOTHING",
     )
     .bind(run_id)
     .bind(name)
@@ -271,6 +272,8 @@ pub async fn record_host(
     .bind(id.nr_cpus as i32)
     .bind(id.schedstat_version.map(|v| v as i32))
     .bind(boot_method)
+    .bind(&id.cpu_model)
+    .bind(&id.cmdline)
     .execute(db)
     .await?;
     Ok(())
@@ -328,4 +331,84 @@ pub async fn schedstat_pairs(
     .bind(run_id)
     .fetch_all(db)
     .await?)
+}
+
+/// Provenance of one kernel of a run: the boots it ran on and what its jobs ran with.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct KernelProvenance {
+    pub kernel: String,
+    /// "host: release, N CPUs, cpu model, cmdline", one per distinct boot setting.
+    pub boots: Vec<String>,
+    pub cpu_models: Vec<String>,
+    pub cmdlines: Vec<String>,
+    /// "tool@host version", distinct.
+    pub tools: Vec<String>,
+    /// kreg's builds: "key (config hash …)".
+    pub builds: Vec<String>,
+}
+
+pub async fn provenance(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<KernelProvenance>> {
+    // Boots: a host row is tied to its kernel through the jobs that ran on its boot id.
+    let boots: Vec<(String, String, String, i32, String, String)> = sqlx::query_as(
+        "SELECT DISTINCT j.kernel, h.name, h.kernel_release, h.nr_cpus, h.cpu_model, h.cmdline
+         FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
+         WHERE h.run_id = $1 ORDER BY 1, 2",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?;
+    let tools: Vec<(String, serde_json::Value)> =
+        sqlx::query_as("SELECT DISTINCT kernel, tool_versions FROM jobs WHERE run_id = $1 AND state = 'done'")
+            .bind(run_id)
+            .fetch_all(db)
+            .await?;
+    let builds: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT r.kernel, b.key, b.config_hash FROM kernel_build_runs r JOIN kernel_builds b ON b.key = r.build_key WHERE r.run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?;
+    let mut out: Vec<KernelProvenance> = Vec::new();
+    let entry = |out: &mut Vec<KernelProvenance>, k: &str| -> usize {
+        match out.iter().position(|p| p.kernel == k) {
+            Some(i) => i,
+            None => {
+                out.push(KernelProvenance {
+                    kernel: k.to_string(),
+                    ..Default::default()
+                });
+                out.len() - 1
+            }
+        }
+    };
+    fn add(v: &mut Vec<String>, s: String) {
+        if !v.contains(&s) {
+            v.push(s);
+        }
+    }
+    for (k, host, rel, cpus, model, cmdline) in boots {
+        let i = entry(&mut out, &k);
+        add(&mut out[i].boots, format!("{host}: {rel}, {cpus} CPUs"));
+        add(&mut out[i].cpu_models, model);
+        add(&mut out[i].cmdlines, cmdline);
+    }
+    for (k, v) in tools {
+        let i = entry(&mut out, &k);
+        if let Some(map) = v.as_object() {
+            for (tool, ver) in map {
+                add(&mut out[i].tools, format!("{tool} {}", ver.as_str().unwrap_or("")));
+            }
+        }
+    }
+    for (k, key, hash) in builds {
+        let i = entry(&mut out, &k);
+        add(
+            &mut out[i].builds,
+            format!("{key} (config {})", &hash[..12.min(hash.len())]),
+        );
+    }
+    for p in out.iter_mut() {
+        p.tools.sort();
+    }
+    Ok(out)
 }
