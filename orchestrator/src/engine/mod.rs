@@ -292,7 +292,16 @@ pub async fn drive(
                             fail_all(db, &wjobs, &format!("host {host} is not connected"), on_event).await?;
                             continue;
                         };
-                        match server::open(&workload.kind, &srv, &runner, variant.policy, sut_id.nr_cpus).await {
+                        match server::open(
+                            &workload.kind,
+                            &srv,
+                            &runner,
+                            variant.policy,
+                            variant.cpus.clone(),
+                            sut_id.nr_cpus,
+                        )
+                        .await
+                        {
                             Ok(s) => s,
                             Err(reason) => {
                                 let reason = format!("the server of workload {} on {host}: {reason}", workload.name);

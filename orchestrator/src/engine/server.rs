@@ -91,6 +91,7 @@ pub async fn start_db(
     client: &AgentClient,
     db: &DbServer,
     policy: Policy,
+    cpus: Option<Vec<u32>>,
 ) -> Result<Session, String> {
     let password = read_password(db)?;
     let dir = &db.datadir;
@@ -124,6 +125,7 @@ pub async fn start_db(
         argv: db.server_argv(),
         timeout_secs: 0,
         policy: Some(policy),
+        cpus: cpus.clone(),
         ..Default::default()
     };
     let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
@@ -166,11 +168,13 @@ pub async fn start_netserver(
     client: &AgentClient,
     n: &Netperf,
     policy: Policy,
+    cpus: Option<Vec<u32>>,
 ) -> Result<Session, String> {
     let spawn = ExecRequest {
         argv: n.server_argv(),
         timeout_secs: 0,
         policy: Some(policy),
+        cpus: cpus.clone(),
         ..Default::default()
     };
     let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
@@ -236,11 +240,12 @@ pub async fn open(
     server: &AgentClient,
     runner: &AgentClient,
     policy: Policy,
+    cpus: Option<Vec<u32>>,
     sut_cpus: u32,
 ) -> Result<Option<Session>, String> {
     let session = match kind {
         WorkloadKind::Sysbench(sb) => {
-            let s = start_db(server, runner, &sb.server, policy).await?;
+            let s = start_db(server, runner, &sb.server, policy, cpus.clone()).await?;
             // Fresh tables for each session: cleanup (which tolerates none), then prepare.
             let _ = runner.exec(req(sb.argv(&s.password, "cleanup"), 600)).await;
             if let Err(e) = must(runner, req(sb.argv(&s.password, "prepare"), 3600), "sysbench prepare").await {
@@ -256,7 +261,7 @@ pub async fn open(
                     return Err("a HammerDB password may not contain braces or backslashes".into());
                 }
             }
-            let s = start_db(server, runner, &h.server, policy).await?;
+            let s = start_db(server, runner, &h.server, policy, cpus.clone()).await?;
             let mut count = req(h.server.admin_argv(), 30);
             count.argv.extend([
                 "--skip-column-names".into(),
@@ -280,7 +285,7 @@ pub async fn open(
             }
             s
         }
-        WorkloadKind::Netperf(n) => start_netserver(server, runner, n, policy).await?,
+        WorkloadKind::Netperf(n) => start_netserver(server, runner, n, policy, cpus).await?,
         _ => return Ok(None),
     };
     Ok(Some(session))
