@@ -9,22 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{fresh_db, kreg, Agent, Scratch};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=kreg", "-c", "user.email=kreg@localhost"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
+use common::{fresh_db, git, kreg, Agent, Scratch};
 
 const MAKEFILE: &str = r#"RELEASE := $(shell cat release)
 defconfig tinyconfig:

@@ -1,25 +1,8 @@
 //! Tools on hosts: uploaded from the controller, built from a git tree, or installed from
 //! the distribution; each tool's version is stored with every job that ran.
 
-use std::process::Command;
-
 mod common;
-use common::{fresh_db, kreg, Agent, Scratch};
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=kreg", "-c", "user.email=kreg@localhost"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
+use common::{fresh_db, git, kreg, Agent, Scratch};
 
 #[tokio::test]
 async fn tools_are_installed_and_their_versions_stored() {

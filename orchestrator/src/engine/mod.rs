@@ -77,6 +77,25 @@ pub struct Outcome {
     pub failed: usize,
 }
 
+/// A kernel that could not be prepared or booted: its jobs fail with the reason.
+async fn fail_kernel(
+    db: &PgPool,
+    jobs: &[&JobRow],
+    kernel: &str,
+    reason: String,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(), EngineError> {
+    for j in jobs {
+        store::fail_job(db, j.id, &format!("boot failed: {reason}")).await?;
+    }
+    on_event(Event::KernelFailed {
+        kernel: kernel.to_string(),
+        reason,
+        jobs: jobs.len(),
+    });
+    Ok(())
+}
+
 async fn fail_all(
     db: &PgPool,
     jobs: &[&JobRow],
@@ -182,14 +201,7 @@ pub async fn drive(
         let prepared = match prepared {
             Ok(p) => p,
             Err(reason) => {
-                for j in &group {
-                    store::fail_job(db, j.id, &format!("boot failed: {reason}")).await?;
-                }
-                on_event(Event::KernelFailed {
-                    kernel: kernel.name.clone(),
-                    reason,
-                    jobs: group.len(),
-                });
+                fail_kernel(db, &group, &kernel.name, reason, on_event).await?;
                 continue;
             }
         };
@@ -205,14 +217,7 @@ pub async fn drive(
         let (sut_id, method) = match booted {
             Ok(x) => x,
             Err(reason) => {
-                for j in &group {
-                    store::fail_job(db, j.id, &format!("boot failed: {reason}")).await?;
-                }
-                on_event(Event::KernelFailed {
-                    kernel: kernel.name.clone(),
-                    reason,
-                    jobs: group.len(),
-                });
+                fail_kernel(db, &group, &kernel.name, reason, on_event).await?;
                 continue;
             }
         };

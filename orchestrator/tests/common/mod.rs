@@ -139,3 +139,19 @@ pub fn kreg(db: &TestDb, data_dir: &Path) -> Command {
         .env("KREG_AGENT_BIN", agent_bin());
     c
 }
+
+/// Runs git in `dir` with a fixed identity; returns its trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=kreg", "-c", "user.email=kreg@localhost"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
