@@ -17,17 +17,36 @@ pub struct Job {
 
 pub fn expand(s: &Scenario) -> Vec<Job> {
     let mut jobs = Vec::new();
+    let mut push = |k: &str, v: &str, w: &str, i: u32| {
+        jobs.push(Job {
+            ordinal: jobs.len() as u32,
+            kernel: k.into(),
+            variant: v.into(),
+            workload: w.into(),
+            iteration: i,
+        })
+    };
     for k in &s.kernels {
-        for v in &s.variants {
-            for w in &s.workloads {
+        match s.order {
+            // Each variant's iterations together: sched features and servers change least.
+            crate::scenario::Order::Blocked => {
+                for v in &s.variants {
+                    for w in &s.workloads {
+                        for i in 1..=s.iterations {
+                            push(&k.name, &v.name, &w.name, i);
+                        }
+                    }
+                }
+            }
+            // Iteration by iteration across variants: drift over time hits every variant
+            // alike, at the cost of switching variants (and restarting servers) each job.
+            crate::scenario::Order::Interleaved => {
                 for i in 1..=s.iterations {
-                    jobs.push(Job {
-                        ordinal: jobs.len() as u32,
-                        kernel: k.name.clone(),
-                        variant: v.name.clone(),
-                        workload: w.name.clone(),
-                        iteration: i,
-                    });
+                    for v in &s.variants {
+                        for w in &s.workloads {
+                            push(&k.name, &v.name, &w.name, i);
+                        }
+                    }
                 }
             }
         }

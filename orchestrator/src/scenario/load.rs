@@ -210,6 +210,7 @@ impl<'a> Cx<'a> {
             "workloads",
             "iterations",
             "tools",
+            "order",
         ];
         let f = self.map(root, "the scenario", TOP)?;
         let name = self
@@ -240,6 +241,21 @@ impl<'a> Cx<'a> {
         let iterations = match f.get("iterations") {
             Some(n) => self.uint(n, "iterations", 1, 1000).map(|n| n as u32),
             None => Some(1),
+        };
+        let order = match f.get("order") {
+            None => Some(Order::Blocked),
+            Some(n) => match self.string(n, "order").as_deref() {
+                Some("blocked") => Some(Order::Blocked),
+                Some("interleaved") => Some(Order::Interleaved),
+                Some(other) => {
+                    self.error(
+                        n,
+                        format!("order: `{other}` is not an order; expected blocked or interleaved"),
+                    );
+                    None
+                }
+                None => None,
+            },
         };
         let tools = match f.get("tools") {
             Some(n) => self.tools(n),
@@ -327,6 +343,7 @@ impl<'a> Cx<'a> {
             workloads: resolved,
             iterations: iterations?,
             tools: tools?,
+            order: order?,
         })
     }
 

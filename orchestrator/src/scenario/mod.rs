@@ -24,6 +24,17 @@ pub struct Scenario {
     pub iterations: u32,
     /// Tools to put on hosts after each boot, before the jobs.
     pub tools: Vec<Tool>,
+    /// The order of jobs within a kernel.
+    pub order: Order,
+}
+
+/// How jobs are ordered within a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// variant, workload, iteration (the default).
+    Blocked,
+    /// iteration, variant, workload.
+    Interleaved,
 }
 
 /// A workload tool and where it comes from; installed as `install_dir/name`.
