@@ -62,8 +62,9 @@ impl Summary {
     }
 }
 
-/// Samples farther than 3 scaled median absolute deviations from the median (a robust
-/// outlier rule that a single wild sample cannot hide itself from).
+/// Samples farther than 3.5 scaled median absolute deviations from the median (the
+/// modified z-score rule of Iglewicz and Hoaglin: robust, and a single wild sample cannot
+/// hide itself by inflating the spread).
 pub fn outliers(samples: &[f64]) -> Vec<f64> {
     if samples.len() < 4 {
         return Vec::new();
@@ -82,7 +83,7 @@ pub fn outliers(samples: &[f64]) -> Vec<f64> {
     if mad == 0.0 {
         return samples.iter().copied().filter(|x| *x != m).collect();
     }
-    samples.iter().copied().filter(|x| (x - m).abs() > 3.0 * mad).collect()
+    samples.iter().copied().filter(|x| (x - m).abs() > 3.5 * mad).collect()
 }
 
 /// Sarle's bimodality coefficient above 5/9 (the value of a uniform distribution) flags
