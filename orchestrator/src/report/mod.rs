@@ -377,7 +377,7 @@ pub fn render_text(
         let mut table = Table::new();
         table.load_preset(UTF8_FULL_CONDENSED);
         table.set_header([
-            "kernel", "variant", "release", "policy", "n", "mean", "stddev%", "change%", "verdict", "p (adj)",
+            "kernel", "variant", "release", "policy", "n", "mean", "stddev%", "change%", "verdict", "p (adj)", "flags",
         ]);
         for r in &t.rows {
             let (verdict, p) = match &r.comparison {
@@ -454,6 +454,7 @@ mod tests {
         // time: lower is better.
         assert_eq!((c2.verdict, c3.verdict), (Verdict::Regression, Verdict::Improvement));
         let out = render_text(1, &s, &base, &t, &Settings::default(), &[]);
+        assert!(out.contains("p (adj)") && out.contains("flags"), "{out}");
         assert!(
             out.contains("+50.00%") && out.contains("-50.00%") && out.contains("regression"),
             "{out}"
