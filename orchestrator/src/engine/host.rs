@@ -28,6 +28,9 @@ pub struct LabConn {
     /// What the VM runs now: image and command line. Another kernel entry with the same
     /// release but another build or command line still gets booted.
     current: Option<(PathBuf, String)>,
+    /// The kernel that booted last, to start again when a kexec away from it crashes:
+    /// (kernel as prepared, its initrd file, its command line).
+    last_good: Option<(Prepared, PathBuf, String)>,
 }
 
 impl Conn {
@@ -52,6 +55,7 @@ impl Conn {
                 vm: None,
                 client: None,
                 current: None,
+                last_good: None,
             })),
         }
     }
@@ -236,10 +240,28 @@ impl LabConn {
             Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) => {
                 Ok((id, BootMethod::None))
             }
-            Some(id) => self
-                .kexec(p, &initrd_bytes, &id, timeout, &cmdline)
-                .await
-                .map(|id| (id, BootMethod::Kexec)),
+            Some(id) => match self.kexec(p, &initrd_bytes, &id, timeout, &cmdline).await {
+                Ok(id) => Ok((id, BootMethod::Kexec)),
+                // A guest that crashed on the way (under TCG, a 6.12 kernel kexec'd from 6.1
+                // has been seen to oops in early boot once in a while) gets one more try:
+                // the last good kernel is started again and the kexec repeated.
+                Err(first) if self.vm.as_mut().is_some_and(|vm| vm.exited().is_some()) && self.last_good.is_some() => {
+                    let (good, good_initrd, good_cmdline) = self.last_good.clone().expect("checked");
+                    eprintln!(
+                        "kreg: kexec into {} crashed; starting {} again and retrying once",
+                        p.release, good.release
+                    );
+                    let retry = async {
+                        let old = self.cold_boot(&good, &good_initrd, cfg, timeout, &good_cmdline).await?;
+                        self.kexec(p, &initrd_bytes, &old, timeout, &cmdline).await
+                    }
+                    .await;
+                    retry
+                        .map(|id| (id, BootMethod::Kexec))
+                        .map_err(|second| format!("{first}\nretried once: {second}"))
+                }
+                Err(e) => Err(e),
+            },
             None => self
                 .cold_boot(p, &initrd, cfg, timeout, &cmdline)
                 .await
@@ -252,6 +274,7 @@ impl LabConn {
             self.current = None;
         } else {
             self.current = Some(wanted);
+            self.last_good = Some((p.clone(), initrd.clone(), cmdline.clone()));
         }
         result
     }
