@@ -168,7 +168,21 @@ impl AgentClient {
     }
 
     pub async fn poll(&self, id: u64) -> Result<ProcessState, ClientError> {
-        match self.step(Step::Poll { id }, Duration::from_secs(30)).await? {
+        match self
+            .step(Step::Poll { id, since: None }, Duration::from_secs(30))
+            .await?
+        {
+            StepOutput::Process(p) => Ok(p),
+            other => Err(self.unexpected("poll", &other)),
+        }
+    }
+
+    /// Like [`poll`](Self::poll), with only the output past `since` (stdout, stderr).
+    pub async fn poll_since(&self, id: u64, since: [u64; 2]) -> Result<ProcessState, ClientError> {
+        match self
+            .step(Step::Poll { id, since: Some(since) }, Duration::from_secs(30))
+            .await?
+        {
             StepOutput::Process(p) => Ok(p),
             other => Err(self.unexpected("poll", &other)),
         }
@@ -202,6 +216,43 @@ impl AgentClient {
             .await
             .map_err(|e| self.unreachable(e))?;
         self.decode("upload", resp).await
+    }
+
+    /// Fetches a file from the agent's data folder into `dest`, chunk by chunk.
+    pub async fn download(&self, name: &str, dest: &std::path::Path) -> Result<u64, ClientError> {
+        use tokio::io::AsyncWriteExt;
+        let mut resp = self
+            .http
+            .get(format!("{}/v1/files/{name}", self.base))
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(3600))
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        if !resp.status().is_success() {
+            return Err(self
+                .decode::<Uploaded>("download", resp)
+                .await
+                .err()
+                .unwrap_or_else(|| ClientError::Unexpected {
+                    url: self.base.clone(),
+                    step: "download",
+                    detail: "an error status with a success body".into(),
+                }));
+        }
+        let io = |e: std::io::Error| ClientError::Unexpected {
+            url: self.base.clone(),
+            step: "download",
+            detail: format!("{}: {e}", dest.display()),
+        };
+        let mut file = tokio::fs::File::create(dest).await.map_err(io)?;
+        let mut n = 0u64;
+        while let Some(chunk) = resp.chunk().await.map_err(|e| self.unreachable(e))? {
+            n += chunk.len() as u64;
+            file.write_all(&chunk).await.map_err(io)?;
+        }
+        file.flush().await.map_err(io)?;
+        Ok(n)
     }
 
     fn unexpected(&self, step: &'static str, got: &StepOutput) -> ClientError {

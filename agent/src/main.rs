@@ -17,6 +17,12 @@ struct Args {
     /// Where uploaded files (kernels, initrds) are kept.
     #[arg(long, default_value = "/var/lib/kreg-agent")]
     data_dir: PathBuf,
+    /// Where kernels are installed (vmlinuz-RELEASE, System.map, config, initramfs).
+    #[arg(long, default_value = "/boot")]
+    boot_dir: PathBuf,
+    /// Where kernel modules are installed (RELEASE/ under it).
+    #[arg(long, default_value = "/lib/modules")]
+    modules_dir: PathBuf,
 }
 
 #[tokio::main]
@@ -53,6 +59,10 @@ async fn real_main(args: Args) -> Result<(), String> {
         Config {
             token,
             data_dir: args.data_dir,
+            layout: kreg_agent::steps::install::Layout {
+                boot_dir: args.boot_dir,
+                modules_dir: args.modules_dir,
+            },
         },
         listener,
         shutdown,

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
@@ -56,6 +56,8 @@ pub struct Config {
     pub token: Token,
     /// Where uploaded files go.
     pub data_dir: PathBuf,
+    /// Where kernels get installed.
+    pub layout: steps::install::Layout,
 }
 
 struct AppState {
@@ -76,8 +78,9 @@ pub async fn run(
     });
     let authed = Router::new()
         .route("/v1/step", post(step))
-        .route("/v1/files/{name}", put(upload))
-        .layer(DefaultBodyLimit::max(1 << 30))
+        .route("/v1/files/{name}", put(upload).get(download))
+        // Steps are read whole (exec stdin may carry SQL); uploads stream and check their own size.
+        .layer(DefaultBodyLimit::max(256 << 20))
         .layer(middleware::from_fn_with_state(state.clone(), require_token));
     let app = Router::new()
         .route("/v1/version", get(version))
@@ -145,35 +148,109 @@ async fn step(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
         Err(e) => return reply_error(ErrorKind::BadRequest, format!("malformed step: {e}")),
     };
     tracing::info!(step = step.name(), "step");
-    let is_kexec = matches!(step, Step::Kexec(_));
-    let result = steps::run(step, &state.config.data_dir, &state.procs).await;
-    if is_kexec && result.is_ok() {
-        // Answer first, then reboot into the loaded kernel.
-        tokio::spawn(async {
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            steps::kexec::reboot_into_loaded();
-        });
+    let reboots = step.reboots();
+    let result = steps::run(step, &state.config.data_dir, &state.config.layout, &state.procs).await;
+    if reboots {
+        match &result {
+            // Answer first, then reboot: into the loaded kernel, or through the firmware.
+            Ok(StepOutput::KexecStarted { .. }) => {
+                tokio::spawn(async {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    steps::kexec::reboot_into_loaded();
+                });
+            }
+            Ok(StepOutput::Rebooting { .. }) => {
+                tokio::spawn(async {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    steps::install::reboot_now();
+                });
+            }
+            _ => {}
+        }
     }
     reply::<StepOutput>(result)
 }
 
-async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Response {
-    reply(save_upload(&state.config.data_dir, &name, &body).await)
+async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Body) -> Response {
+    reply(save_upload(&state.config.data_dir, &name, body).await)
 }
 
-async fn save_upload(dir: &std::path::Path, name: &str, body: &[u8]) -> Result<Uploaded, StepError> {
+/// Streams the body to a file, frame by frame: a kernel's modules are hundreds of MB, and
+/// the agent runs on the machine being measured, often with little memory to spare.
+async fn save_upload(dir: &std::path::Path, name: &str, mut body: Body) -> Result<Uploaded, StepError> {
+    use http_body_util::BodyExt;
+    use tokio::io::AsyncWriteExt;
     let path = steps::upload_path(dir, name)?;
     let tmp = path.with_extension("partial");
     let io = |e: std::io::Error| StepError {
         kind: ErrorKind::Io,
         message: format!("writing {name}: {e}"),
     };
-    tokio::fs::write(&tmp, body).await.map_err(io)?;
+    let mut file = tokio::fs::File::create(&tmp).await.map_err(io)?;
+    let mut bytes = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| StepError {
+            kind: ErrorKind::Io,
+            message: format!("receiving {name}: {e}"),
+        })?;
+        if let Ok(data) = frame.into_data() {
+            bytes += data.len() as u64;
+            if bytes > MAX_UPLOAD {
+                drop(file);
+                let _ = tokio::fs::remove_file(&tmp).await;
+                return Err(StepError {
+                    kind: ErrorKind::BadRequest,
+                    message: format!("{name} is larger than {} GiB", MAX_UPLOAD >> 30),
+                });
+            }
+            file.write_all(&data).await.map_err(io)?;
+        }
+    }
+    file.sync_all().await.map_err(io)?;
+    drop(file);
     tokio::fs::rename(&tmp, &path).await.map_err(io)?;
     let abs = tokio::fs::canonicalize(&path).await.map_err(io)?;
     Ok(Uploaded {
         name: name.to_string(),
-        bytes: body.len() as u64,
+        bytes,
         path: abs.display().to_string(),
     })
 }
+
+/// A file of the data folder (a build's output packed there), streamed.
+async fn download(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
+    let path = match steps::upload_path(&state.config.data_dir, &name) {
+        Ok(p) => p,
+        Err(e) => return reply_error(e.kind, e.message),
+    };
+    match tokio::fs::File::open(&path).await {
+        Ok(file) => {
+            let stream = tokio_util_stream(file);
+            Response::builder()
+                .header(header::CONTENT_TYPE, "application/octet-stream")
+                .body(Body::from_stream(stream))
+                .unwrap_or_else(|e| reply_error(ErrorKind::Io, e.to_string()))
+        }
+        Err(e) => reply_error(ErrorKind::NotFound, format!("{name}: {e}")),
+    }
+}
+
+/// A file as a stream of chunks, without another crate: each read is one chunk.
+fn tokio_util_stream(file: tokio::fs::File) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> {
+    use tokio::io::AsyncReadExt;
+    futures_util::stream::unfold(Some(file), |state| async move {
+        let mut file = state?;
+        let mut buf = vec![0u8; 1 << 20];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(Bytes::from(buf)), Some(file)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}
+
+/// The largest upload the agent takes.
+const MAX_UPLOAD: u64 = 4 << 30;

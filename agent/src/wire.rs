@@ -74,6 +74,10 @@ pub enum Step {
     /// Where a spawned process stands, with all its output so far.
     Poll {
         id: u64,
+        /// Only the output past these absolute offsets (stdout, stderr), as the last
+        /// answer's `stdout_end` and `stderr_end` gave them: long outputs are read once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<[u64; 2]>,
     },
     /// SIGTERM to the process group, SIGKILL after `grace_secs`; forgets the process.
     Stop {
@@ -84,6 +88,26 @@ pub enum Step {
     Threads {
         pid: u32,
     },
+    /// Puts a kernel's files where the machine boots from: image, System.map and config in
+    /// the boot directory, modules under the modules directory (depmod), and an initramfs
+    /// made by the distribution's tool where there is one.
+    InstallKernel(InstallRequest),
+    /// `kexec` into a kernel installed by [`Step::InstallKernel`] (or by the distribution),
+    /// with its initramfs; the agent reboots into it right after answering.
+    KexecInstalled {
+        release: String,
+        cmdline: String,
+    },
+    /// Regenerates the GRUB menu, makes the entry of `release` the next boot only
+    /// (`grub-reboot`), and reboots after answering. GRUB_DEFAULT is left alone, so the boot
+    /// after that one is the machine's default again.
+    GrubReboot {
+        release: String,
+        /// The entry's kernel command line.
+        cmdline: String,
+    },
+    /// Reboots into the machine's default boot entry after answering.
+    Reboot,
 }
 
 impl Step {
@@ -99,8 +123,44 @@ impl Step {
             Step::Poll { .. } => "poll",
             Step::Stop { .. } => "stop",
             Step::Threads { .. } => "threads",
+            Step::InstallKernel(_) => "install_kernel",
+            Step::KexecInstalled { .. } => "kexec_installed",
+            Step::GrubReboot { .. } => "grub_reboot",
+            Step::Reboot => "reboot",
         }
     }
+
+    /// Whether the agent reboots after a successful answer to this step.
+    pub fn reboots(&self) -> bool {
+        matches!(
+            self,
+            Step::Kexec(_) | Step::KexecInstalled { .. } | Step::GrubReboot { .. } | Step::Reboot
+        )
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InstallRequest {
+    /// The release the kernel reports (`uname -r`); names its files.
+    pub release: String,
+    /// Uploaded files, by name.
+    pub image: String,
+    pub system_map: Option<String>,
+    pub config: Option<String>,
+    /// An uploaded tar whose members all sit under `RELEASE/` (a `lib/modules/RELEASE` tree).
+    pub modules: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Installed {
+    pub release: String,
+    /// Where the image now is: /boot/kreg/RELEASE/vmlinuz.
+    pub kernel: String,
+    pub initrd: Option<String>,
+    /// The program that made the initramfs (update-initramfs, dracut), if any.
+    pub initramfs_tool: Option<String>,
+    /// What depmod and the initramfs tool printed.
+    pub log: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -154,9 +214,14 @@ pub struct ProcessState {
     pub running: bool,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
-    /// Output so far (the last 4 MiB of each stream).
+    /// Output so far (the last 4 MiB of each stream), or since the offsets a poll gave.
     pub stdout: String,
     pub stderr: String,
+    /// Absolute offsets just past the output seen so far, for the next poll's `since`.
+    #[serde(default)]
+    pub stdout_end: u64,
+    #[serde(default)]
+    pub stderr_end: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -233,6 +298,12 @@ pub enum StepOutput {
     Threads {
         pid: u32,
         threads: Vec<ThreadInfo>,
+    },
+    Installed(Installed),
+    /// The machine reboots right after this answer: into `entry` (a GRUB menu entry) once,
+    /// or into its default entry when `entry` is `None`.
+    Rebooting {
+        entry: Option<String>,
     },
 }
 

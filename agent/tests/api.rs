@@ -30,6 +30,10 @@ async fn start(name: &str) -> Agent {
     let config = Config {
         token: Token::from_file_text(TOKEN).unwrap(),
         data_dir: dir.join("data"),
+        layout: kreg_agent::steps::install::Layout {
+            boot_dir: dir.join("root/boot"),
+            modules_dir: dir.join("root/lib/modules"),
+        },
     };
     tokio::spawn(server::run(config, listener, async {
         let _ = rx.await;
@@ -315,4 +319,123 @@ async fn exec_feeds_stdin() {
         .await
         .unwrap();
     assert_eq!(r.stdout.trim(), "3");
+}
+
+/// A file with a bzImage setup header announcing `release` (enough for the install step,
+/// which copies the image and checks the release it announces).
+fn fake_bzimage(release: &str) -> Vec<u8> {
+    let mut img = vec![0u8; 0x1000];
+    img[0x202..0x206].copy_from_slice(b"HdrS");
+    let at = 0x400usize;
+    img[0x20e..0x210].copy_from_slice(&((at - 0x200) as u16).to_le_bytes());
+    img[at..at + release.len()].copy_from_slice(release.as_bytes());
+    img
+}
+
+fn tar_of(dir: &std::path::Path, member: &str) -> Vec<u8> {
+    let out = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(dir)
+        .args(["-cf", "-", member])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+#[tokio::test]
+async fn install_kernel_puts_files_in_boot_and_modules_and_runs_depmod() {
+    let agent = start("install").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let rel = "6.1.99-kreg-test1234";
+    client.upload("img", fake_bzimage(rel)).await.unwrap();
+    client
+        .upload("map", b"ffffffff81000000 T _text\n".to_vec())
+        .await
+        .unwrap();
+    client.upload("cfg", b"CONFIG_HZ=250\n".to_vec()).await.unwrap();
+    let src = agent.dir.join("src");
+    std::fs::create_dir_all(src.join(rel).join("kernel/drivers")).unwrap();
+    std::fs::write(src.join(rel).join("modules.order"), "").unwrap();
+    std::fs::write(src.join(rel).join("modules.builtin"), "").unwrap();
+    client.upload("mods.tar", tar_of(&src, rel)).await.unwrap();
+    let req = |modules: &str| {
+        Step::InstallKernel(kreg_agent::wire::InstallRequest {
+            release: rel.into(),
+            image: "img".into(),
+            system_map: Some("map".into()),
+            config: Some("cfg".into()),
+            modules: Some(modules.into()),
+        })
+    };
+    let out = client.step(req("mods.tar"), Duration::from_secs(60)).await.unwrap();
+    let StepOutput::Installed(inst) = out else {
+        panic!("{out:?}")
+    };
+    let boot = agent.dir.join("root/boot");
+    // kreg's kernels stay out of the distribution's menu: /boot/kreg/RELEASE/vmlinuz.
+    assert_eq!(
+        inst.kernel,
+        boot.join("kreg").join(rel).join("vmlinuz").display().to_string()
+    );
+    assert!(!boot.join(format!("vmlinuz-{rel}")).exists());
+    assert_eq!(std::fs::read(&inst.kernel).unwrap(), fake_bzimage(rel));
+    assert!(std::fs::read_to_string(boot.join(format!("config-{rel}")))
+        .unwrap()
+        .contains("CONFIG_HZ=250"));
+    assert!(boot.join(format!("System.map-{rel}")).is_file());
+    let mods = agent.dir.join("root/lib/modules").join(rel);
+    assert!(mods.join("kernel/drivers").is_dir());
+    // depmod ran on the installed tree (it writes modules.dep).
+    assert!(mods.join("modules.dep").is_file(), "{}", inst.log);
+    // Outside /lib/modules no initramfs tool is run, and the answer says so.
+    assert_eq!(inst.initrd, None);
+    assert!(inst.log.contains("no initramfs"), "{}", inst.log);
+
+    // An archive with a member outside RELEASE/ is refused before anything is extracted.
+    std::fs::create_dir_all(src.join("evil")).unwrap();
+    std::fs::write(src.join("evil/x"), "x").unwrap();
+    client.upload("evil.tar", tar_of(&src, "evil")).await.unwrap();
+    let err = client.step(req("evil.tar"), Duration::from_secs(60)).await.unwrap_err();
+    assert!(err.to_string().contains("outside"), "{err}");
+    assert!(!agent.dir.join("root/lib/modules/evil").exists());
+
+    // An image announcing another release is refused.
+    client.upload("img", fake_bzimage("6.1.98")).await.unwrap();
+    let err = client.step(req("mods.tar"), Duration::from_secs(60)).await.unwrap_err();
+    assert!(err.to_string().contains("announces release 6.1.98"), "{err}");
+
+    // The running kernel is never installed over.
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let step = Step::InstallKernel(kreg_agent::wire::InstallRequest {
+        release: running.trim().into(),
+        image: "img".into(),
+        system_map: None,
+        config: None,
+        modules: None,
+    });
+    let err = client.step(step, Duration::from_secs(60)).await.unwrap_err();
+    assert!(err.to_string().contains("running kernel"), "{err}");
+
+    // A release that is not a plain name never becomes a path.
+    let step = Step::KexecInstalled {
+        release: "../../etc".into(),
+        cmdline: String::new(),
+    };
+    let err = client.step(step, Duration::from_secs(5)).await.unwrap_err();
+    assert!(err.to_string().contains("bad kernel release"), "{err}");
+    // kexec of a release that is not installed names the missing file.
+    let step = Step::KexecInstalled {
+        release: "6.0.0-nothere".into(),
+        cmdline: String::new(),
+    };
+    let err = client.step(step, Duration::from_secs(5)).await.unwrap_err();
+    assert!(err.to_string().contains("is not installed"), "{err}");
+    // A command line GRUB would interpret is refused before anything is written.
+    let step = Step::GrubReboot {
+        release: rel.into(),
+        cmdline: "ro; reboot".into(),
+    };
+    let err = client.step(step, Duration::from_secs(5)).await.unwrap_err();
+    assert!(err.to_string().contains("command line holds ';'"), "{err}");
 }

@@ -128,6 +128,20 @@ enum LabCmd {
         #[arg(long, default_value_t = 1024)]
         memory_mib: u32,
     },
+    /// Start a lab machine (a disk with GRUB and Debian made by scripts/lab-machine.sh) and
+    /// keep it up until Ctrl-C; prints the http host entry to put in a scenario.
+    Machine {
+        /// The folder holding disk.raw.
+        #[arg(long)]
+        image: PathBuf,
+        #[arg(long, default_value_t = 2)]
+        cpus: u32,
+        #[arg(long, default_value_t = 1024)]
+        memory_mib: u32,
+    },
+    /// Press the reset button of a lab machine: `system_reset` on its qemu monitor socket
+    /// (for a host's `reset:` command).
+    Reset { monitor: PathBuf },
 }
 
 #[tokio::main]
@@ -329,6 +343,20 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
                     memory_mib,
                 },
         } => lab_up(cfg, &kernel, cpus, memory_mib).await,
+        Cmd::Lab {
+            command:
+                LabCmd::Machine {
+                    image,
+                    cpus,
+                    memory_mib,
+                },
+        } => lab_machine(cfg, &image, cpus, memory_mib).await,
+        Cmd::Lab {
+            command: LabCmd::Reset { monitor },
+        } => {
+            kreg::lab::machine::reset(&monitor)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -601,6 +629,40 @@ async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
             );
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn lab_machine(cfg: &Config, image: &Path, cpus: u32, memory_mib: u32) -> Result<ExitCode> {
+    use kreg::lab;
+    let dir = cfg.data_dir.join("lab").join(format!("machine-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let token = lab::random_token()?;
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, &token)?;
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    let machine = lab::machine::Machine::start(&lab::machine::MachineSpec {
+        golden: image.join("disk.raw"),
+        dir: dir.clone(),
+        agent_bin: cfg.agent_bin.clone(),
+        token: token.clone(),
+        cpus,
+        memory_mib,
+    })?;
+    let client = kreg_agent::client::AgentClient::new(&machine.url(), &token);
+    let id = lab::wait_for_agent(&client, None, std::time::Duration::from_secs(600), None)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}; console:\n{}", machine.console_tail(25)))?;
+    println!("lab machine up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);
+    println!("host entry for a scenario:");
+    println!(
+        "  sut: {{ role: sut, transport: {{ kind: http, url: \"{}\", token_file: \"{}\", reset: [kreg, lab, reset, \"{}\"] }} }}",
+        machine.url(),
+        token_file.display(),
+        machine.monitor.display()
+    );
+    println!("console: {}", machine.console.display());
+    println!("Ctrl-C stops it");
+    tokio::signal::ctrl_c().await?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,89 +1,14 @@
-//! The kernel pipeline on a small local git repository holding a stand-in tree: its
-//! Makefile answers kbuild's targets quickly (the "image" is Debian's 6.12 vmlinuz and its
-//! virtio-net modules, `olddefconfig` drops CONFIG_NEEDS_PCI unless CONFIG_PCI=y, as kconfig
-//! would for `depends on PCI`). Fetch, ref, config, patches, cache, install into the lab and
-//! boot by kexec all run for real; only the compile is stood in for. The real compile of
-//! Debian's linux-source-6.1 is `scripts/test-kernel.sh`.
+//! The kernel pipeline on a small local git repository holding a stand-in tree (see
+//! common/standin.rs). Fetch, ref, config, patches, cache, and boot in the lab by kexec all
+//! run for real; only the compile is stood in for. Installing into a machine's /boot and
+//! booting by kexec or GRUB is tests/machine.rs. The real compile of Debian's
+//! linux-source-6.1 is `scripts/test-kernel.sh`.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
+use common::standin::{standin_repo, PATCH};
 use common::{fresh_db, git, kreg, Agent, Scratch};
-
-const MAKEFILE: &str = r#"RELEASE := $(shell cat release)
-defconfig tinyconfig:
-	cp base.config .config
-olddefconfig:
-	sh olddefconfig.sh
-bzImage:
-	mkdir -p arch/x86/boot
-	cp image arch/x86/boot/bzImage
-	echo "ffffffff81000000 T _text" > System.map
-	echo compiled >> "$(KREG_TEST_BUILD_LOG)"
-	@echo "  LD      vmlinux"
-	@echo "  BUILD   arch/x86/boot/bzImage"
-modules:
-	@echo "  MODPOST modules"
-kernelrelease:
-	@cat release
-modules_install:
-	mkdir -p $(INSTALL_MOD_PATH)/lib/modules/$(RELEASE)
-	cp -r mods/kernel $(INSTALL_MOD_PATH)/lib/modules/$(RELEASE)/
-"#;
-
-const OLDDEFCONFIG: &str = r#"# kconfig's job, reduced to one rule: NEEDS_PCI depends on PCI.
-if ! grep -q '^CONFIG_PCI=y' .config; then
-  grep -v '^CONFIG_NEEDS_PCI=' .config > .config.new && mv .config.new .config
-fi
-"#;
-
-/// Builds the stand-in repository from Debian's 6.12 kernel package; returns (repo, release).
-fn standin_repo(dir: &Path) -> (PathBuf, String) {
-    let cache = std::env::var("KREG_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/kreg"));
-    let src = kreg::scenario::KernelSource::Deb {
-        package: "linux-image-6.12-amd64".into(),
-    };
-    let p = kreg::kernel::prepare(&src, &cache, None, &mut |l: &str| eprintln!("{l}"))
-        .unwrap()
-        .unwrap();
-    let repo = dir.join("linux");
-    std::fs::create_dir_all(repo.join("mods")).unwrap();
-    git(&repo, &["init", "-q"]);
-    std::fs::write(repo.join("Makefile"), MAKEFILE).unwrap();
-    std::fs::write(repo.join("olddefconfig.sh"), OLDDEFCONFIG).unwrap();
-    std::fs::write(
-        repo.join("Kconfig"),
-        "config PCI\n\tbool \"PCI\"\n\nconfig NEEDS_PCI\n\tbool \"needs PCI\"\n\tdepends on PCI\n",
-    )
-    .unwrap();
-    std::fs::write(
-        repo.join("base.config"),
-        "CONFIG_64BIT=y\nCONFIG_MODULES=y\nCONFIG_HZ=250\nCONFIG_LOCALVERSION=\"\"\n",
-    )
-    .unwrap();
-    std::fs::write(repo.join("release"), format!("{}\n", p.release)).unwrap();
-    std::fs::write(repo.join("README"), "stand-in tree\n").unwrap();
-    std::fs::copy(&p.vmlinuz, repo.join("image")).unwrap();
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(p.modules_dir.unwrap().join("kernel"))
-        .arg(repo.join("mods/"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "stand-in v1"]);
-    git(&repo, &["tag", "v1"]);
-    // A later commit the scenario must not pick up.
-    std::fs::write(repo.join("README"), "stand-in tree, later\n").unwrap();
-    git(&repo, &["commit", "-q", "-am", "later"]);
-    (repo, p.release)
-}
-
-const PATCH: &str = "--- a/README\n+++ b/README\n@@ -1 +1,2 @@\n stand-in tree\n+patched by kreg's test\n";
 
 #[tokio::test]
 async fn built_kernel_boots_by_kexec_once_built_then_cached_and_a_bad_init_fails_alone() {

@@ -16,14 +16,26 @@ pub async fn load(req: &KexecRequest, data_dir: &Path) -> Result<StepOutput, Ste
         Some(n) => Some(super::upload_path(data_dir, n)?),
         None => None,
     };
-    let open = |p: &Path| {
-        std::fs::File::open(p)
-            .map_err(|e| super::err(ErrorKind::NotFound, format!("{} was not uploaded: {e}", p.display())))
-    };
-    let kernel = open(&kernel_path)?;
-    let initrd = initrd_path.as_deref().map(open).transpose()?;
-    let release = std::fs::read(&kernel_path).ok().and_then(|b| bzimage_release(&b));
-    let cmdline = CString::new(req.cmdline.clone())
+    for (name, path) in std::iter::once((&req.kernel, &kernel_path)).chain(req.initrd.iter().zip(initrd_path.iter())) {
+        if !path.is_file() {
+            return Err(super::err(ErrorKind::NotFound, format!("{name} was not uploaded")));
+        }
+    }
+    load_files(&kernel_path, initrd_path.as_deref(), &req.cmdline).await
+}
+
+/// Loads `kernel` (and `initrd`) with `kexec_file_load`.
+pub async fn load_files(
+    kernel_path: &Path,
+    initrd_path: Option<&Path>,
+    cmdline: &str,
+) -> Result<StepOutput, StepError> {
+    let open =
+        |p: &Path| std::fs::File::open(p).map_err(|e| super::err(ErrorKind::NotFound, format!("{}: {e}", p.display())));
+    let kernel = open(kernel_path)?;
+    let initrd = initrd_path.map(open).transpose()?;
+    let release = std::fs::read(kernel_path).ok().and_then(|b| bzimage_release(&b));
+    let cmdline = CString::new(cmdline.to_string())
         .map_err(|_| super::err(ErrorKind::BadRequest, "the kernel command line contains a NUL byte"))?;
     let (initrd_fd, flags) = match &initrd {
         Some(f) => (f.as_raw_fd(), 0),
@@ -45,7 +57,7 @@ pub async fn load(req: &KexecRequest, data_dir: &Path) -> Result<StepOutput, Ste
         let e = std::io::Error::last_os_error();
         return Err(super::err(
             ErrorKind::Kernel,
-            format!("kexec_file_load of {} refused: {e}", req.kernel),
+            format!("kexec_file_load of {} refused: {e}", kernel_path.display()),
         ));
     }
     Ok(StepOutput::KexecStarted {

@@ -2,6 +2,7 @@
 
 pub mod exec;
 pub mod identity;
+pub mod install;
 pub mod kexec;
 pub mod knob;
 pub mod process;
@@ -11,7 +12,12 @@ use std::path::{Path, PathBuf};
 
 use crate::wire::{ErrorKind, Step, StepError, StepOutput};
 
-pub async fn run(step: Step, data_dir: &Path, procs: &process::Table) -> Result<StepOutput, StepError> {
+pub async fn run(
+    step: Step,
+    data_dir: &Path,
+    layout: &install::Layout,
+    procs: &process::Table,
+) -> Result<StepOutput, StepError> {
     match step {
         Step::Identity => identity::run().await.map(StepOutput::Identity),
         Step::Exec(req) => exec::run(req).await.map(StepOutput::Exec),
@@ -20,9 +26,13 @@ pub async fn run(step: Step, data_dir: &Path, procs: &process::Table) -> Result<
         Step::Schedstat => schedstat::run().await.map(StepOutput::Schedstat),
         Step::Kexec(req) => kexec::load(&req, data_dir).await,
         Step::Spawn(req) => procs.spawn(req).await.map(StepOutput::Process),
-        Step::Poll { id } => procs.poll(id).await.map(StepOutput::Process),
+        Step::Poll { id, since } => procs.poll(id, since).await.map(StepOutput::Process),
         Step::Stop { id, grace_secs } => procs.stop(id, grace_secs).await.map(StepOutput::Process),
         Step::Threads { pid } => process::threads(pid).map(|threads| StepOutput::Threads { pid, threads }),
+        Step::InstallKernel(req) => install::install(&req, data_dir, layout).await,
+        Step::KexecInstalled { release, cmdline } => install::kexec_installed(&release, &cmdline, layout).await,
+        Step::GrubReboot { release, cmdline } => install::grub_reboot(&release, &cmdline, layout).await,
+        Step::Reboot => Ok(StepOutput::Rebooting { entry: None }),
     }
 }
 

@@ -14,7 +14,29 @@ use crate::wire::{policy_name, ErrorKind, ExecRequest, ProcessState, StepError, 
 /// Output kept per stream: the last 4 MiB.
 const KEEP: usize = 4 << 20;
 
-type Buffer = Arc<Mutex<Vec<u8>>>;
+/// A stream's kept output, and how many bytes were dropped from its front.
+#[derive(Default)]
+struct Kept {
+    data: Vec<u8>,
+    dropped: u64,
+}
+
+impl Kept {
+    /// Absolute offset just past the last byte.
+    fn end(&self) -> u64 {
+        self.dropped + self.data.len() as u64
+    }
+
+    /// The bytes from absolute offset `from` (or everything kept, when `from` is older).
+    fn since(&self, from: Option<u64>) -> &[u8] {
+        let start = from.map_or(0, |f| {
+            f.saturating_sub(self.dropped).min(self.data.len() as u64) as usize
+        });
+        &self.data[start..]
+    }
+}
+
+type Buffer = Arc<Mutex<Kept>>;
 
 struct Entry {
     pid: u32,
@@ -39,28 +61,38 @@ fn collect(mut stream: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Bu
                 break;
             }
             let mut b = out.lock().expect("buffer lock");
-            b.extend_from_slice(&chunk[..n]);
-            if b.len() > KEEP {
-                let cut = b.len() - KEEP;
-                b.drain(..cut);
+            b.data.extend_from_slice(&chunk[..n]);
+            if b.data.len() > KEEP {
+                let cut = b.data.len() - KEEP;
+                b.data.drain(..cut);
+                b.dropped += cut as u64;
             }
         }
     });
     buf
 }
 
-fn state(id: u64, e: &mut Entry) -> ProcessState {
+/// The process's state with its output from the absolute offsets `since` (stdout,
+/// stderr), or all output kept when `since` is `None`.
+fn state(id: u64, e: &mut Entry, since: Option<[u64; 2]>) -> ProcessState {
     use std::os::unix::process::ExitStatusExt;
     let status = e.child.try_wait().ok().flatten();
-    let text = |b: &Buffer| String::from_utf8_lossy(&b.lock().expect("buffer lock")).into_owned();
+    let text = |b: &Buffer, from: Option<u64>| {
+        let k = b.lock().expect("buffer lock");
+        (String::from_utf8_lossy(k.since(from)).into_owned(), k.end())
+    };
+    let (stdout, stdout_end) = text(&e.stdout, since.map(|s| s[0]));
+    let (stderr, stderr_end) = text(&e.stderr, since.map(|s| s[1]));
     ProcessState {
         id,
         pid: e.pid,
         running: status.is_none(),
         exit_code: status.and_then(|s| s.code()),
         signal: status.and_then(|s| s.signal()),
-        stdout: text(&e.stdout),
-        stderr: text(&e.stderr),
+        stdout,
+        stderr,
+        stdout_end,
+        stderr_end,
     }
 }
 
@@ -89,15 +121,15 @@ impl Table {
             stdout,
             stderr,
         };
-        let st = state(id, &mut entry);
+        let st = state(id, &mut entry, None);
         self.procs.lock().await.insert(id, entry);
         Ok(st)
     }
 
-    pub async fn poll(&self, id: u64) -> Result<ProcessState, StepError> {
+    pub async fn poll(&self, id: u64, since: Option<[u64; 2]>) -> Result<ProcessState, StepError> {
         let mut procs = self.procs.lock().await;
         let e = procs.get_mut(&id).ok_or_else(|| not_found(id))?;
-        Ok(state(id, e))
+        Ok(state(id, e, since))
     }
 
     pub async fn stop(&self, id: u64, grace_secs: u64) -> Result<ProcessState, StepError> {
@@ -120,7 +152,7 @@ impl Table {
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
         // Let the readers drain what is left in the pipes.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        Ok(state(id, &mut e))
+        Ok(state(id, &mut e, None))
     }
 }
 

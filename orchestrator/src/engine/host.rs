@@ -1,20 +1,22 @@
 //! Connections to a run's hosts, and bringing the SUT up on a kernel: the lab boots or
-//! kexecs its VM; an http host must already run the kernel asked for.
+//! kexecs its VM; on an http host the kernel is installed into /boot and /lib/modules and
+//! booted by kexec or a one-shot GRUB entry, and a kernel that does not come back right
+//! is followed by a return to the machine's known-good kernel (see [`HttpConn`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{Identity, KexecRequest, Step, StepOutput};
+use kreg_agent::wire::{Identity, InstallRequest, KexecRequest, Step, StepOutput};
 
 use crate::config::Config;
 use crate::kernel::{self, Prepared};
 use crate::lab::{self, initramfs, Vm, VmSpec};
-use crate::scenario::{ConfigBase, Host, Kernel, KernelSource, Transport};
+use crate::scenario::{BootVia, ConfigBase, Host, Kernel, KernelSource, Transport};
 
 /// How the engine reaches one host.
 pub enum Conn {
-    Http { client: AgentClient },
+    Http(HttpConn),
     Lab(LabConn),
 }
 
@@ -36,16 +38,27 @@ pub struct LabConn {
 impl Conn {
     pub fn open(host: &Host, run_dir: &std::path::Path) -> Result<Conn, String> {
         match &host.transport {
-            Transport::Http { url, token_file } => {
+            Transport::Http {
+                url,
+                token_file,
+                boot,
+                reset,
+            } => {
                 let text = std::fs::read_to_string(token_file)
                     .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
                 let token = text.trim();
                 if token.is_empty() {
                     return Err(format!("token file {} is empty", token_file.display()));
                 }
-                Ok(Conn::Http {
+                Ok(Conn::Http(HttpConn {
+                    name: host.name.clone(),
                     client: AgentClient::new(url, token),
-                })
+                    boot: *boot,
+                    reset: reset.clone(),
+                    known_good: None,
+                    booted: None,
+                    down: None,
+                }))
             }
             Transport::Lab { cpus, memory_mib } => Ok(Conn::Lab(LabConn {
                 cpus: *cpus,
@@ -63,7 +76,8 @@ impl Conn {
     /// The agent client, when the host is up.
     pub fn client(&self) -> Option<&AgentClient> {
         match self {
-            Conn::Http { client } => Some(client),
+            Conn::Http(h) if h.down.is_none() => Some(&h.client),
+            Conn::Http(_) => None,
             Conn::Lab(l) => l.client.as_ref(),
         }
     }
@@ -97,12 +111,14 @@ impl Conn {
         (r.success() && r.stdout.contains("CONFIG_")).then_some(r.stdout)
     }
 
-    /// Fetches, unpacks or builds `kernel` on the controller (a `running` config base is
-    /// read from this host). Build output goes to `log`.
+    /// Fetches, unpacks or builds `kernel` (a `running` config base is read from this
+    /// host). A kernel built from source compiles on `builder` (a host's name and agent)
+    /// when given, else on the controller. Build output goes to `log`.
     pub async fn prepare(
         &self,
         kernel: &Kernel,
         cfg: &Config,
+        builder: Option<(String, AgentClient)>,
         log: tokio::sync::mpsc::UnboundedSender<String>,
     ) -> Result<Option<Prepared>, String> {
         let source = kernel.source.clone();
@@ -111,10 +127,29 @@ impl Conn {
             KernelSource::Build(b) if b.config.base == ConfigBase::Running => self.running_config().await,
             _ => None,
         };
+        let remote = match builder {
+            Some((name, client)) => {
+                let id = client
+                    .identity()
+                    .await
+                    .map_err(|e| format!("kernel {}: build host {name}: {e}", kernel.name))?;
+                Some(kernel::remote::Remote {
+                    name,
+                    client,
+                    handle: tokio::runtime::Handle::current(),
+                    cpus: id.nr_cpus,
+                })
+            }
+            None => None,
+        };
         tokio::task::spawn_blocking(move || {
-            kernel::prepare(&source, &cache, running_config, &mut |line: &str| {
+            let mut log = |line: &str| {
                 let _ = log.send(line.to_string());
-            })
+            };
+            match remote {
+                Some(mut r) => kernel::prepare_with(&source, &cache, running_config, &mut r, &mut log),
+                None => kernel::prepare(&source, &cache, running_config, &mut log),
+            }
         })
         .await
         .map_err(|e| e.to_string())?
@@ -131,38 +166,30 @@ impl Conn {
         timeout: Duration,
     ) -> Result<(Identity, BootMethod), String> {
         let (id, method) = match self {
-            Conn::Http { client } => {
-                let id = client.identity().await.map_err(|e| e.to_string())?;
-                if let Some(p) = prepared {
-                    if p.release != id.kernel_release {
-                        return Err(format!(
-                            "kernel {}: the host runs {}, and booting {} on an http host is not supported yet; boot it by hand or use the lab",
-                            kernel.name, id.kernel_release, p.release
-                        ));
-                    }
-                }
-                (id, BootMethod::None)
-            }
+            Conn::Http(http) => return http.boot(kernel, prepared, timeout).await,
             Conn::Lab(lab) => lab.boot(kernel, prepared, cfg, timeout).await?,
         };
         if let Some(p) = prepared {
-            if id.kernel_release != p.release {
-                return Err(format!(
-                    "kernel {}: booted {}, expected {}",
-                    kernel.name, id.kernel_release, p.release
-                ));
-            }
-            if let Some(uts) = p.built.as_ref().and_then(|b| b.uts_version.as_ref()) {
-                if !id.proc_version.contains(uts.as_str()) {
-                    return Err(format!(
-                        "kernel {}: /proc/version is {:?}, not the build kreg made ({uts})",
-                        kernel.name, id.proc_version
-                    ));
-                }
-            }
+            check_booted(p, &id).map_err(|e| format!("kernel {}: {e}", kernel.name))?;
         }
         Ok((id, method))
     }
+}
+
+/// Whether `id` is the boot of `p`: its release and, for kreg's builds, its build string.
+fn check_booted(p: &Prepared, id: &Identity) -> Result<(), String> {
+    if id.kernel_release != p.release {
+        return Err(format!("booted {}, expected {}", id.kernel_release, p.release));
+    }
+    if let Some(uts) = p.built.as_ref().and_then(|b| b.uts_version.as_ref()) {
+        if !id.proc_version.contains(uts.as_str()) {
+            return Err(format!(
+                "/proc/version is {:?}, not the build kreg made ({uts})",
+                id.proc_version
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// How a host got onto the boot that runs a kernel's jobs.
@@ -173,6 +200,8 @@ pub enum BootMethod {
     /// The lab started a VM with the kernel.
     Start,
     Kexec,
+    /// A one-shot GRUB entry and a reboot.
+    GrubReboot,
 }
 
 impl BootMethod {
@@ -181,6 +210,7 @@ impl BootMethod {
             BootMethod::None => "none",
             BootMethod::Start => "start",
             BootMethod::Kexec => "kexec",
+            BootMethod::GrubReboot => "grub-reboot",
         }
     }
 }
@@ -338,5 +368,317 @@ impl LabConn {
         lab::wait_for_agent(&client, Some(&old.boot_id), timeout, self.vm.as_mut())
             .await
             .map_err(|e| format!("kexec from {} into {}: {e}", old.kernel_release, p.release))
+    }
+}
+
+/// A machine reached over http. Kernels are installed on it and booted by kexec or a
+/// one-shot GRUB entry. The boot it was on when the run reached it is its known-good
+/// kernel: after a kernel that is wrong or not back in time, kreg brings the machine back
+/// there (a reboot into the default entry, or the `reset` command when it does not answer)
+/// and the run goes on with the next kernel.
+pub struct HttpConn {
+    name: String,
+    client: AgentClient,
+    boot: BootVia,
+    reset: Option<Vec<String>>,
+    known_good: Option<Identity>,
+    /// The last boot kreg made on this machine: (boot id, image, command line).
+    booted: Option<(String, PathBuf, String)>,
+    /// Why the machine is lost to this run, once it is: later kernels fail at once.
+    down: Option<String>,
+}
+
+impl HttpConn {
+    async fn boot(
+        &mut self,
+        kernel: &Kernel,
+        prepared: Option<&Prepared>,
+        timeout: Duration,
+    ) -> Result<(Identity, BootMethod), String> {
+        if let Some(reason) = &self.down {
+            return Err(format!("host {} is lost to this run: {reason}", self.name));
+        }
+        let id = self
+            .client
+            .identity()
+            .await
+            .map_err(|e| format!("host {}: {e}", self.name))?;
+        let good = self.known_good.get_or_insert_with(|| id.clone()).clone();
+        let Some(p) = prepared else {
+            return Ok((id, BootMethod::None));
+        };
+        let extra = kernel.cmdline.as_deref().unwrap_or("");
+        let cmdline_ok = extra
+            .split_whitespace()
+            .all(|w| id.cmdline.split_whitespace().any(|c| c == w));
+        if id.kernel_release == p.release {
+            match &self.booted {
+                // kreg booted this boot: it is the same kernel if it is the same image.
+                Some((boot_id, image, _)) if *boot_id == id.boot_id => {
+                    if *image == p.vmlinuz && cmdline_ok {
+                        return Ok((id, BootMethod::None));
+                    }
+                    // Another kernel of the same release: back to the known-good one first.
+                    self.recover(timeout)
+                        .await
+                        .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
+                }
+                // The machine's own kernel.
+                _ => {
+                    if check_booted(p, &id).is_ok() && cmdline_ok {
+                        return Ok((id, BootMethod::None));
+                    }
+                    return Err(format!(
+                        "kernel {}: the host runs release {} already, but not this build or command line, and kreg does not install over the running kernel; boot another kernel first",
+                        kernel.name, p.release
+                    ));
+                }
+            }
+        }
+        let before = self
+            .client
+            .identity()
+            .await
+            .map_err(|e| format!("host {}: {e}", self.name))?;
+        self.install(p)
+            .await
+            .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
+
+        let cmdline = kexec_cmdline(&good.cmdline, extra);
+        let cmdline_used = cmdline.clone();
+        let (step, method) = match self.boot {
+            BootVia::Kexec => (
+                Step::KexecInstalled {
+                    release: p.release.clone(),
+                    cmdline,
+                },
+                BootMethod::Kexec,
+            ),
+            BootVia::GrubReboot => (
+                Step::GrubReboot {
+                    release: p.release.clone(),
+                    cmdline,
+                },
+                BootMethod::GrubReboot,
+            ),
+        };
+        match self.client.step(step, Duration::from_secs(600)).await {
+            Ok(StepOutput::KexecStarted { .. } | StepOutput::Rebooting { .. }) => {}
+            Ok(other) => return Err(format!("kernel {}: unexpected answer: {other:?}", kernel.name)),
+            // Refused before any reboot: the machine stays where it is.
+            Err(e) => {
+                return Err(format!(
+                    "kernel {}: {} on {}: {e}",
+                    kernel.name,
+                    method.as_str(),
+                    self.name
+                ))
+            }
+        }
+        let detail = match lab::wait_for_agent(&self.client, Some(&before.boot_id), timeout, None).await {
+            Ok(new) => match check_booted(p, &new) {
+                Ok(()) => {
+                    self.booted = Some((new.boot_id.clone(), p.vmlinuz.clone(), cmdline_used));
+                    return Ok((new, method));
+                }
+                Err(wrong) => wrong,
+            },
+            Err(e) => e,
+        };
+        let outcome = format!(
+            "kernel {}: {} into {} on {}: {detail}",
+            kernel.name,
+            method.as_str(),
+            p.release,
+            self.name
+        );
+        match self.recover(timeout).await {
+            Ok(back) => Err(format!("{outcome}; {back}")),
+            Err(lost) => Err(format!("{outcome}; {lost}")),
+        }
+    }
+
+    /// Uploads the kernel's files and has the agent install them.
+    async fn install(&self, p: &Prepared) -> Result<(), String> {
+        let tag = &p.release;
+        let upload = |name: String, path: PathBuf| async move {
+            let bytes = tokio::fs::read(&path)
+                .await
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            self.client.upload(&name, bytes).await.map_err(|e| e.to_string())?;
+            Ok::<String, String>(name)
+        };
+        let image = upload(format!("vmlinuz-{tag}"), p.vmlinuz.clone()).await?;
+        // kreg's build folder, or the boot/ folder of an unpacked package (the initramfs
+        // tool reads the config to learn which compressions the kernel takes).
+        let (map, config) = match (&p.built, &p.modules_dir) {
+            (Some(b), _) => (b.dir.join("System.map"), b.config_path()),
+            (None, Some(m)) => {
+                let root = m.ancestors().nth(3).unwrap_or(m);
+                (
+                    root.join(format!("boot/System.map-{tag}")),
+                    root.join(format!("boot/config-{tag}")),
+                )
+            }
+            (None, None) => (PathBuf::new(), PathBuf::new()),
+        };
+        let system_map = match map.is_file() {
+            true => Some(upload(format!("System.map-{tag}"), map).await?),
+            false => None,
+        };
+        let config = match config.is_file() {
+            true => Some(upload(format!("config-{tag}"), config).await?),
+            false => None,
+        };
+        let modules = match &p.modules_dir {
+            Some(dir) => {
+                let tar = tar_modules(dir, tag).await?;
+                self.client
+                    .upload(&format!("modules-{tag}.tar.gz"), tar)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Some(format!("modules-{tag}.tar.gz"))
+            }
+            None => None,
+        };
+        let step = Step::InstallKernel(InstallRequest {
+            release: p.release.clone(),
+            image,
+            system_map,
+            config,
+            modules,
+        });
+        match self
+            .client
+            .step(step, Duration::from_secs(1800))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            StepOutput::Installed(inst) => {
+                tracing::info!(
+                    host = %self.name,
+                    kernel = %inst.kernel,
+                    initrd = ?inst.initrd,
+                    tool = ?inst.initramfs_tool,
+                    "kernel installed"
+                );
+                Ok(())
+            }
+            other => Err(format!("unexpected answer to install_kernel: {other:?}")),
+        }
+    }
+
+    /// Brings the machine back to its known-good kernel. Ok with what happened, or Err when
+    /// the machine is lost to the run (it then stays marked down).
+    async fn recover(&mut self, timeout: Duration) -> Result<String, String> {
+        let good = self.known_good.clone().expect("set before any boot");
+        let back = match self.client.identity().await {
+            Ok(id) if id.kernel_release == good.kernel_release => {
+                self.known_good = Some(id);
+                return Ok(format!("the machine is back on {}", good.kernel_release));
+            }
+            Ok(id) => {
+                // It answers on another kernel: reboot into the default entry.
+                match self.client.step(Step::Reboot, Duration::from_secs(60)).await {
+                    Ok(_) => lab::wait_for_agent(&self.client, Some(&id.boot_id), timeout, None).await,
+                    Err(e) => Err(format!("reboot refused: {e}")),
+                }
+            }
+            Err(_) => match &self.reset {
+                Some(argv) => match run_reset(argv).await {
+                    Ok(()) => lab::wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
+                    Err(e) => Err(e),
+                },
+                None => Err(format!(
+                    "it does not answer and has no `reset:` command; bring it back by hand (power cycle: its default boot entry is untouched), then `kreg resume`"
+                )),
+            },
+        };
+        match back {
+            Ok(id) => {
+                let note = if id.kernel_release == good.kernel_release {
+                    format!("the machine is back on {} (known good)", id.kernel_release)
+                } else {
+                    format!(
+                        "the machine is back on {}, its default entry (the run started on {})",
+                        id.kernel_release, good.kernel_release
+                    )
+                };
+                self.known_good = Some(id);
+                Ok(note)
+            }
+            Err(e) => {
+                let reason = format!("host {} could not be brought back: {e}", self.name);
+                self.down = Some(reason.clone());
+                Err(reason)
+            }
+        }
+    }
+}
+
+/// The command line for a kreg kernel: the known-good kernel's, without what the
+/// bootloader added for itself, plus the kernel entry's extra arguments.
+pub fn kexec_cmdline(good: &str, extra: &str) -> String {
+    let mut words: Vec<&str> = good
+        .split_whitespace()
+        .filter(|w| !w.starts_with("BOOT_IMAGE=") && !w.starts_with("initrd="))
+        .collect();
+    words.extend(extra.split_whitespace());
+    words.join(" ")
+}
+
+/// `lib/modules/RELEASE` as a gzip'd tar whose members sit under `RELEASE/` (gzip -1:
+/// modules shrink to a third at little cost; the agent's tar detects the compression).
+async fn tar_modules(dir: &std::path::Path, release: &str) -> Result<Vec<u8>, String> {
+    let parent = dir.parent().ok_or("modules folder has no parent")?;
+    let name = dir.file_name().and_then(|n| n.to_str()).ok_or("bad modules folder")?;
+    let mut cmd = tokio::process::Command::new("tar");
+    cmd.arg("-C")
+        .arg(parent)
+        .args(["-cf", "-", "--owner=0", "--group=0", "--use-compress-program=gzip -1"]);
+    if name != release {
+        cmd.arg(format!("--transform=s,^{name},{release},"));
+    }
+    let out = cmd.arg(name).output().await.map_err(|e| format!("tar: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "tar of {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(out.stdout)
+}
+
+/// Runs a host's reset command on the controller (argv, no shell), bounded to two minutes.
+async fn run_reset(argv: &[String]) -> Result<(), String> {
+    let (prog, args) = argv.split_first().ok_or("empty reset command")?;
+    let child = tokio::process::Command::new(prog)
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(120), child).await {
+        Ok(Ok(out)) if out.status.success() => Ok(()),
+        Ok(Ok(out)) => Err(format!(
+            "reset command {prog} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Ok(Err(e)) => Err(format!("reset command {prog} did not start: {e}")),
+        Err(_) => Err(format!("reset command {prog} did not finish within 120s")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kexec_cmdline_drops_bootloader_words_and_appends_extras() {
+        assert_eq!(
+            super::kexec_cmdline(
+                "BOOT_IMAGE=/boot/vmlinuz-6.1.0-50-amd64 root=UUID=ab ro console=ttyS0 panic=5",
+                "sched_verbose nohz_full=1"
+            ),
+            "root=UUID=ab ro console=ttyS0 panic=5 sched_verbose nohz_full=1"
+        );
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 
 use crate::config::Config;
-use crate::scenario::{self, Scenario};
+use crate::scenario::{self, BuildSpec, KernelSource, Scenario};
 use crate::store::{self, JobRow};
 
 /// Everything the engine tells the outside world while it works.
@@ -182,13 +182,24 @@ pub async fn drive(
             kernel: kernel.name.clone(),
         });
         let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let prepared = {
-            let prep = conns[&sut].prepare(&kernel, cfg, log_tx);
-            tokio::pin!(prep);
-            loop {
-                tokio::select! {
-                    r = &mut prep => break r,
-                    Some(line) = log_rx.recv() => on_event(Event::BuildOutput { kernel: kernel.name.clone(), line }),
+        // A kernel built on a host of the scenario compiles through that host's agent.
+        let builder = match &kernel.source {
+            KernelSource::Build(BuildSpec { build_on: Some(h), .. }) => match conns.get(h).and_then(|c| c.client()) {
+                Some(c) => Ok(Some((h.clone(), c.clone()))),
+                None => Err(format!("kernel {}: build host {h} is not reachable", kernel.name)),
+            },
+            _ => Ok(None),
+        };
+        let prepared = match builder {
+            Err(reason) => Err(reason),
+            Ok(builder) => {
+                let prep = conns[&sut].prepare(&kernel, cfg, builder, log_tx);
+                tokio::pin!(prep);
+                loop {
+                    tokio::select! {
+                        r = &mut prep => break r,
+                        Some(line) = log_rx.recv() => on_event(Event::BuildOutput { kernel: kernel.name.clone(), line }),
+                    }
                 }
             }
         };
@@ -206,7 +217,7 @@ pub async fn drive(
             }
         };
         if let Some(b) = prepared.as_ref().and_then(|p| p.built.as_ref()) {
-            store::record_build(db, b, "controller").await?;
+            store::record_build(db, b, &b.built_on).await?;
             store::link_build(db, &b.key, run_id, &kernel.name).await?;
         }
         let booted = conns

@@ -28,6 +28,9 @@ pub struct Built {
     pub uts_version: Option<String>,
     pub dir: PathBuf,
     pub has_modules: bool,
+    /// Where it was compiled: "controller" or a host's name.
+    #[serde(default = "controller")]
+    pub built_on: String,
     /// Whether this call compiled it (false: taken from the cache).
     #[serde(skip)]
     pub built_now: bool,
@@ -46,6 +49,119 @@ impl Built {
     pub fn modules_dir(&self) -> Option<PathBuf> {
         self.has_modules
             .then(|| self.dir.join("modroot/lib/modules").join(&self.release))
+    }
+}
+
+fn controller() -> String {
+    "controller".into()
+}
+
+/// Where a kernel gets compiled: this machine ([`Local`]) or a host of the scenario through
+/// its agent ([`super::remote::Remote`]). Fetching, patching and configuring always happen
+/// on the controller; the compile runs on the build host with its compiler and cores.
+pub trait BuildHost {
+    /// "controller" or the host's name, as `kreg kernels` shows it.
+    fn place(&self) -> String;
+    /// The compiler, as the first line of `gcc --version` there names it.
+    fn compiler(&mut self) -> Result<String, KernelError>;
+    /// Parallel jobs for make.
+    fn jobs(&self) -> u32;
+    /// Compiles the configured tree `work` (its .config final) and leaves in `out`:
+    /// bzImage, System.map and, with modules, modroot/lib/modules/RELEASE. Every output
+    /// line goes to `log` and to out/build.log.
+    fn compile(
+        &mut self,
+        work: &Path,
+        out: &Path,
+        has_modules: bool,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Compiled, KernelError>;
+}
+
+/// What a compile tells about its result.
+pub struct Compiled {
+    /// `make kernelrelease`.
+    pub release: String,
+    /// The GNU build id of vmlinux, when readelf finds one.
+    pub build_id: Option<String>,
+    pub uts_version: Option<String>,
+}
+
+/// UTS_VERSION ("#1 SMP PREEMPT_DYNAMIC <date>") from a generated header's text (it
+/// lives in utsversion.h since 5.19, in compile.h before).
+pub(crate) fn uts_version_of(header: &str) -> Option<String> {
+    header.lines().find_map(|l| {
+        l.strip_prefix("#define UTS_VERSION ")
+            .map(|v| v.trim().trim_matches('"').to_string())
+    })
+}
+
+/// The GNU build id in `readelf -n` output.
+pub(crate) fn build_id_of(readelf: &str) -> Option<String> {
+    readelf
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID:").map(|s| s.trim().to_string()))
+}
+
+/// The controller's own machine.
+pub struct Local {
+    pub jobs: u32,
+}
+
+impl BuildHost for Local {
+    fn place(&self) -> String {
+        controller()
+    }
+
+    fn compiler(&mut self) -> Result<String, KernelError> {
+        compiler()
+    }
+
+    fn jobs(&self) -> u32 {
+        self.jobs
+    }
+
+    fn compile(
+        &mut self,
+        work: &Path,
+        out: &Path,
+        has_modules: bool,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Compiled, KernelError> {
+        let mut targets = vec!["bzImage"];
+        if has_modules {
+            targets.push("modules");
+        }
+        stream_make(work, self.jobs, &targets, &out.join("build.log"), log)?;
+        let release = make(work, &["-s", "kernelrelease"], "make kernelrelease")?;
+        std::fs::copy(work.join("arch/x86/boot/bzImage"), out.join("bzImage"))
+            .map_err(|e| msg(format!("no bzImage: {e}")))?;
+        let _ = std::fs::copy(work.join("System.map"), out.join("System.map"));
+        if has_modules {
+            let modroot = out.join("modroot");
+            run(
+                Command::new("make")
+                    .arg("-C")
+                    .arg(work)
+                    .arg(format!("INSTALL_MOD_PATH={}", modroot.display()))
+                    .args(["modules_install"]),
+                "make modules_install",
+            )?;
+        }
+        let build_id = Command::new("readelf")
+            .args(["-n"])
+            .arg(work.join("vmlinux"))
+            .output()
+            .ok()
+            .and_then(|o| build_id_of(&String::from_utf8_lossy(&o.stdout)));
+        let uts_version = ["include/generated/utsversion.h", "include/generated/compile.h"]
+            .iter()
+            .find_map(|f| uts_version_of(&std::fs::read_to_string(work.join(f)).ok()?));
+        Ok(Compiled {
+            release,
+            build_id,
+            uts_version,
+        })
     }
 }
 
@@ -191,10 +307,10 @@ pub fn build(
     spec: &BuildSpec,
     cache: &Path,
     running_config: Option<String>,
-    jobs: u32,
+    host: &mut dyn BuildHost,
     log: &mut dyn FnMut(&str),
 ) -> Result<Built, KernelError> {
-    let compiler = compiler()?;
+    let compiler = host.compiler()?;
     let patches = patches_hash(&spec.patches)?;
     if matches!(spec.config.base, ConfigBase::Running) && running_config.is_none() {
         return Err(msg(
@@ -229,7 +345,7 @@ pub fn build(
         cache,
         &work,
         running_config,
-        jobs,
+        host,
         log,
         &tree_hash,
         git,
@@ -258,7 +374,7 @@ fn build_in(
     cache: &Path,
     work: &Path,
     running_config: Option<String>,
-    jobs: u32,
+    host: &mut dyn BuildHost,
     log: &mut dyn FnMut(&str),
     tree_hash: &str,
     git: Option<(PathBuf, String)>,
@@ -366,53 +482,20 @@ fn build_in(
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).map_err(|e| msg(e.to_string()))?;
     let has_modules = kconfig::value_of(&read(&dotconfig)?, "CONFIG_MODULES") == Some("y");
-    let mut targets = vec!["bzImage"];
-    if has_modules {
-        targets.push("modules");
+    let place = host.place();
+    if place != "controller" {
+        log(&format!("compiling on {place}"));
     }
-    stream_make(work, jobs, &targets, &out.join("build.log"), log)?;
-    let release = make(work, &["-s", "kernelrelease"], "make kernelrelease")?;
-    std::fs::copy(work.join("arch/x86/boot/bzImage"), out.join("bzImage"))
-        .map_err(|e| msg(format!("no bzImage: {e}")))?;
-    let _ = std::fs::copy(work.join("System.map"), out.join("System.map"));
+    let compiled = host.compile(work, &out, has_modules, log)?;
     std::fs::copy(&dotconfig, out.join("config")).map_err(|e| msg(e.to_string()))?;
-    if has_modules {
-        let modroot = out.join("modroot");
-        run(
-            Command::new("make")
-                .arg("-C")
-                .arg(work)
-                .arg(format!("INSTALL_MOD_PATH={}", modroot.display()))
-                .args(["modules_install"]),
-            "make modules_install",
-        )?;
-    }
-    let build_id = Command::new("readelf")
-        .args(["-n"])
-        .arg(work.join("vmlinux"))
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("Build ID:").map(|s| s.trim().to_string()))
-        })
-        .unwrap_or_else(|| {
-            format!(
-                "sha256:{}",
-                &sha256_file(&out.join("bzImage")).unwrap_or_default()[..16]
-            )
-        });
-    // UTS_VERSION ("#1 SMP PREEMPT_DYNAMIC <date>") lives in utsversion.h since 5.19,
-    // in compile.h before.
-    let uts_version = ["include/generated/utsversion.h", "include/generated/compile.h"]
-        .iter()
-        .find_map(|f| {
-            std::fs::read_to_string(work.join(f)).ok()?.lines().find_map(|l| {
-                l.strip_prefix("#define UTS_VERSION ")
-                    .map(|v| v.trim().trim_matches('"').to_string())
-            })
-        });
+    let release = compiled.release;
+    let uts_version = compiled.uts_version;
+    let build_id = compiled.build_id.unwrap_or_else(|| {
+        format!(
+            "sha256:{}",
+            &sha256_file(&out.join("bzImage")).unwrap_or_default()[..16]
+        )
+    });
     let built = Built {
         key: key.clone(),
         release,
@@ -425,6 +508,7 @@ fn build_in(
         uts_version,
         dir: out.clone(),
         has_modules,
+        built_on: place,
         built_now: true,
     };
     std::fs::write(

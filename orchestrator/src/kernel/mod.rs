@@ -8,6 +8,7 @@ use crate::scenario::KernelSource;
 
 pub mod build;
 pub mod kconfig;
+pub mod remote;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
@@ -40,6 +41,20 @@ pub fn prepare(
     running_config: Option<String>,
     log: &mut dyn FnMut(&str),
 ) -> Result<Option<Prepared>, KernelError> {
+    let jobs = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(2);
+    prepare_with(source, cache, running_config, &mut build::Local { jobs }, log)
+}
+
+/// [`prepare`], with kernels built from source compiled on `host`.
+pub fn prepare_with(
+    source: &KernelSource,
+    cache: &Path,
+    running_config: Option<String>,
+    host: &mut dyn build::BuildHost,
+    log: &mut dyn FnMut(&str),
+) -> Result<Option<Prepared>, KernelError> {
     match source {
         KernelSource::Running => Ok(None),
         KernelSource::Path { vmlinuz } => {
@@ -60,10 +75,7 @@ pub fn prepare(
         }
         KernelSource::Deb { package } => fetch_deb(package, cache, 0).map(Some),
         KernelSource::Build(spec) => {
-            let jobs = std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(2);
-            let b = build::build(spec, cache, running_config, jobs, log)?;
+            let b = build::build(spec, cache, running_config, host, log)?;
             Ok(Some(Prepared {
                 release: b.release.clone(),
                 vmlinuz: b.image(),

@@ -5,6 +5,7 @@
 
 pub mod cpio;
 pub mod initramfs;
+pub mod machine;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

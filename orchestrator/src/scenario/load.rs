@@ -168,6 +168,23 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// A non-empty list of strings: a program and its arguments, never a shell line.
+    fn argv(&mut self, node: &Node, what: &str) -> Option<Vec<String>> {
+        let items = self.seq(node, what)?;
+        if items.is_empty() {
+            self.error(
+                node,
+                format!("{what}: give a program and its arguments, e.g. [ipmitool, …]"),
+            );
+            return None;
+        }
+        let out: Vec<Option<String>> = items
+            .iter()
+            .map(|i| self.string(i, &format!("an element of {what}")))
+            .collect();
+        out.into_iter().collect()
+    }
+
     fn seq<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [Node]> {
         match &node.kind {
             Kind::Seq(items) => Some(items),
@@ -324,6 +341,32 @@ impl<'a> Cx<'a> {
                 kind: w.kind,
             });
         }
+        if let Some(kernels_node) = f.get("kernels") {
+            for (k, item) in kernels.iter().zip(self.seq(kernels_node, "kernels").unwrap_or(&[])) {
+                if let KernelSource::Build(BuildSpec { build_on: Some(h), .. }) = &k.source {
+                    if !hosts.iter().any(|x| &x.name == h) {
+                        self.error(
+                            item,
+                            format!(
+                                "kernel `{}` builds on `{h}`, which is neither `controller` nor a host",
+                                k.name
+                            ),
+                        );
+                    } else if hosts
+                        .iter()
+                        .any(|x| &x.name == h && matches!(x.transport, Transport::Lab { .. }))
+                    {
+                        self.error(
+                            item,
+                            format!(
+                                "kernel `{}`: a lab host has no compiler; build on the controller or on a machine",
+                                k.name
+                            ),
+                        );
+                    }
+                }
+            }
+        }
         if let (Some(tools), Some(tools_node)) = (&tools, f.get("tools")) {
             for (t, item) in tools.iter().zip(self.seq(tools_node, "tools").unwrap_or(&[])) {
                 for h in &t.on {
@@ -408,7 +451,11 @@ impl<'a> Cx<'a> {
 
     fn transport(&mut self, node: &Node, host: &str) -> Option<Transport> {
         let what = format!("the transport of {host}");
-        let f = self.map(node, &what, &["kind", "url", "token_file", "cpus", "memory_mib"])?;
+        let f = self.map(
+            node,
+            &what,
+            &["kind", "url", "token_file", "cpus", "memory_mib", "boot", "reset"],
+        )?;
         let kind_node = self.required(&f, "kind", &what)?;
         let kind = self.string(kind_node, "kind")?;
         let refuse = |cx: &mut Self, keys: &[&str], kind: &str| {
@@ -432,13 +479,33 @@ impl<'a> Cx<'a> {
                 let token = self
                     .required(&f, "token_file", &what)
                     .and_then(|n| self.string(n, "token_file"));
+                let boot = match f.get("boot") {
+                    None => Some(BootVia::Kexec),
+                    Some(n) => match self.string(n, "boot")?.as_str() {
+                        "kexec" => Some(BootVia::Kexec),
+                        "grub-reboot" => Some(BootVia::GrubReboot),
+                        other => {
+                            self.error(
+                                n,
+                                format!("boot: unknown method `{other}`; expected kexec or grub-reboot"),
+                            );
+                            None
+                        }
+                    },
+                };
+                let reset = match f.get("reset") {
+                    None => Some(None),
+                    Some(n) => self.argv(n, "reset").map(Some),
+                };
                 Some(Transport::Http {
                     url: url?,
                     token_file: self.base_dir.join(token?),
+                    boot: boot?,
+                    reset: reset?,
                 })
             }
             "lab" => {
-                refuse(self, &["url", "token_file"], "lab");
+                refuse(self, &["url", "token_file", "boot", "reset"], "lab");
                 let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
                 let mem = f
                     .get("memory_mib")

@@ -100,9 +100,27 @@ pub struct Host {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
     /// A running `kreg-agent`; the token file is resolved against the scenario's folder.
-    Http { url: String, token_file: PathBuf },
+    Http {
+        url: String,
+        token_file: PathBuf,
+        /// How a kernel other than the running one gets booted after it is installed.
+        boot: BootVia,
+        /// A command run on the controller to reset the machine (a BMC's power cycle, say)
+        /// when a kernel does not come back; the default boot entry then brings it up.
+        reset: Option<Vec<String>>,
+    },
     /// A qemu VM that kreg starts on this machine.
     Lab { cpus: u32, memory_mib: u32 },
+}
+
+/// How an http host boots an installed kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BootVia {
+    /// kexec from the running kernel: no firmware, no bootloader.
+    Kexec,
+    /// A one-shot GRUB entry (`grub-reboot`) and a reboot: a kernel that hangs falls back
+    /// to the default entry at the next reset.
+    GrubReboot,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +149,9 @@ pub struct BuildSpec {
     pub config: ConfigSpec,
     /// Applied in order with `patch -p1`.
     pub patches: Vec<PathBuf>,
+    /// Where the compile runs: on the controller's machine (`None`), or on a host of the
+    /// scenario (`build_on: sut`) with that host's compiler and cores.
+    pub build_on: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -3,6 +3,8 @@
 //! process on a loopback port.
 #![allow(dead_code)]
 
+pub mod standin;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -6,7 +6,11 @@ use super::{Cx, Fields};
 
 impl<'a> Cx<'a> {
     pub(super) fn kernel(&mut self, node: &Node) -> Option<Kernel> {
-        let f = self.map(node, "a kernel", &["name", "source", "config", "patches", "cmdline"])?;
+        let f = self.map(
+            node,
+            "a kernel",
+            &["name", "source", "config", "patches", "cmdline", "build_on"],
+        )?;
         let name = self
             .required(&f, "name", "a kernel")
             .and_then(|n| self.name(n, "kernel name"));
@@ -27,7 +31,7 @@ impl<'a> Cx<'a> {
 
     fn kernel_source(&mut self, node: &Node, kernel: &Fields, what: &str) -> Option<KernelSource> {
         let built_only = |cx: &mut Self| {
-            for key in ["config", "patches"] {
+            for key in ["config", "patches", "build_on"] {
                 if let Some(n) = kernel.get(key) {
                     cx.error(
                         n,
@@ -117,10 +121,18 @@ impl<'a> Cx<'a> {
                             .collect()
                     }
                 };
+                let build_on = match kernel.get("build_on") {
+                    None => Some(None),
+                    Some(n) => match self.string(n, "build_on")?.as_str() {
+                        "controller" => Some(None),
+                        host => Some(Some(host.to_string())),
+                    },
+                };
                 Some(KernelSource::Build(BuildSpec {
                     tree,
                     config: config?,
                     patches: patches?,
+                    build_on: build_on?,
                 }))
             }
         }

@@ -241,3 +241,54 @@ fn a_server_on_an_unknown_host_is_reported_where_it_is_named() {
         "f.yaml:7:5: tool `a` goes on `nowhere`, which is not a host",
     );
 }
+
+#[test]
+fn boot_method_and_reset_of_http_hosts() {
+    let ok = r#"
+name: x
+hosts:
+  s:
+    role: sut
+    transport: { kind: http, url: "http://10.0.0.5:7878", token_file: t, boot: grub-reboot, reset: [ipmitool, -H, bmc5, chassis, power, reset] }
+kernels: [ { name: k, source: running } ]
+workloads: [ { name: w, kind: hackbench } ]
+"#;
+    let s = from_str(ok, Path::new("/etc/kreg")).unwrap();
+    match &s.hosts[0].transport {
+        Transport::Http {
+            boot,
+            reset,
+            token_file,
+            ..
+        } => {
+            assert_eq!(*boot, BootVia::GrubReboot);
+            assert_eq!(reset.as_ref().unwrap()[0], "ipmitool");
+            assert_eq!(token_file, Path::new("/etc/kreg/t"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // kexec and no reset by default.
+    let plain = ok.replace(
+        ", boot: grub-reboot, reset: [ipmitool, -H, bmc5, chassis, power, reset]",
+        "",
+    );
+    match &from_str(&plain, Path::new(".")).unwrap().hosts[0].transport {
+        Transport::Http { boot, reset, .. } => assert_eq!((*boot, reset.is_none()), (BootVia::Kexec, true)),
+        other => panic!("{other:?}"),
+    }
+    check(
+        r#"
+name: x
+hosts:
+  s: { role: sut, transport: { kind: http, url: "http://h:1", token_file: t, boot: pxe, reset: "ipmitool reset" } }
+  l: { role: loadgen, transport: { kind: lab, reset: [x] } }
+kernels: [ { name: k, source: running } ]
+workloads: [ { name: w, kind: hackbench } ]
+"#,
+        "
+f.yaml:4:84: boot: unknown method `pxe`; expected kexec or grub-reboot
+f.yaml:4:96: reset: expected a list, found a string
+f.yaml:5:54: `reset` does not apply to transport kind `lab`
+",
+    );
+}

@@ -1,0 +1,617 @@
+//! `install_kernel`, `kexec_installed`, `grub_reboot` and `reboot`: a kernel's files go where
+//! the machine boots from, and the machine boots into it by kexec or by a one-shot GRUB
+//! entry. Every program runs from an argv array; the release is checked to be a plain name
+//! before it becomes part of any path.
+//!
+//! kreg's kernels live in `/boot/kreg/RELEASE/` (vmlinuz, initrd.img, cmdline), with
+//! `/boot/config-RELEASE` and `/boot/System.map-RELEASE` where tools look for them and the
+//! modules in `/lib/modules/RELEASE`. The distribution's menu generator only lists
+//! `/boot/vmlinuz-*`, so the machine's default entry (GRUB_DEFAULT, typically the newest
+//! distribution kernel) never changes: kreg's kernels get their own submenu, written by
+//! `/etc/grub.d/45_kreg`, at the end of the menu, and are only ever booted once.
+
+use std::path::{Path, PathBuf};
+
+use crate::wire::{ErrorKind, ExecRequest, InstallRequest, Installed, StepError, StepOutput};
+
+/// Where kernels are installed. The defaults are the machine's own /boot and /lib/modules.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub boot_dir: PathBuf,
+    pub modules_dir: PathBuf,
+}
+
+impl Layout {
+    /// Where kreg keeps one kernel's image, initramfs and command line.
+    pub fn kernel_dir(&self, release: &str) -> PathBuf {
+        self.boot_dir.join("kreg").join(release)
+    }
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            boot_dir: PathBuf::from("/boot"),
+            modules_dir: PathBuf::from("/lib/modules"),
+        }
+    }
+}
+
+fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
+    super::err(kind, message)
+}
+
+/// A release is a plain name: letters, digits, `.`, `_`, `-`, `+`, `~`; not `.` or `..`.
+pub fn check_release(release: &str) -> Result<(), StepError> {
+    let ok = !release.is_empty()
+        && release.len() <= 128
+        && !release.starts_with('.')
+        && release
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '~'));
+    if ok {
+        Ok(())
+    } else {
+        Err(err(ErrorKind::BadRequest, format!("bad kernel release {release:?}")))
+    }
+}
+
+fn running_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The first of `names` found in PATH (or the usual sbin folders), as an absolute path.
+pub(crate) fn find_program(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    for extra in ["/usr/sbin", "/sbin", "/usr/bin", "/bin"] {
+        dirs.push(PathBuf::from(extra));
+    }
+    for name in names {
+        for d in &dirs {
+            let p = d.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// Runs a program to completion; a failure carries its output.
+async fn run(argv: Vec<String>, timeout_secs: u64, log: &mut String) -> Result<(), StepError> {
+    let shown = argv.join(" ");
+    let r = super::exec::run(ExecRequest {
+        argv,
+        timeout_secs,
+        ..Default::default()
+    })
+    .await?;
+    log.push_str(&format!("$ {shown}\n{}{}", r.stdout, r.stderr));
+    if r.success() {
+        Ok(())
+    } else {
+        Err(err(
+            ErrorKind::Io,
+            format!(
+                "`{shown}` failed ({}): {}",
+                r.exit_code.map_or("killed".to_string(), |c| format!("exit {c}")),
+                tail(&format!("{}{}", r.stdout, r.stderr), 15)
+            ),
+        ))
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+fn copy_into(from: &Path, to: &Path) -> Result<(), StepError> {
+    let tmp = to.with_extension("kreg-partial");
+    std::fs::copy(from, &tmp)
+        .and_then(|_| std::fs::rename(&tmp, to))
+        .map_err(|e| err(ErrorKind::Io, format!("installing {}: {e}", to.display())))
+}
+
+pub async fn install(req: &InstallRequest, data_dir: &Path, layout: &Layout) -> Result<StepOutput, StepError> {
+    let r = &req.release;
+    check_release(r)?;
+    if *r == running_release() {
+        return Err(err(
+            ErrorKind::Forbidden,
+            format!("{r} is the running kernel; kreg does not install over the kernel a machine runs"),
+        ));
+    }
+    let upload = |name: &str| -> Result<PathBuf, StepError> {
+        let p = super::upload_path(data_dir, name)?;
+        if p.is_file() {
+            Ok(p)
+        } else {
+            Err(err(ErrorKind::NotFound, format!("{name} was not uploaded")))
+        }
+    };
+    let boot = &layout.boot_dir;
+    std::fs::create_dir_all(boot).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", boot.display())))?;
+    let image = upload(&req.image)?;
+    let header = std::fs::read(&image).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", image.display())))?;
+    match super::kexec::bzimage_release(&header) {
+        Some(announced) if announced != *r => {
+            return Err(err(
+                ErrorKind::BadRequest,
+                format!("the image announces release {announced}, not {r}"),
+            ))
+        }
+        _ => {}
+    }
+    let home = layout.kernel_dir(r);
+    if home.exists() {
+        std::fs::remove_dir_all(&home).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", home.display())))?;
+    }
+    std::fs::create_dir_all(&home).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", home.display())))?;
+    let kernel = home.join("vmlinuz");
+    copy_into(&image, &kernel)?;
+    if let Some(m) = &req.system_map {
+        copy_into(&upload(m)?, &boot.join(format!("System.map-{r}")))?;
+    }
+    if let Some(c) = &req.config {
+        copy_into(&upload(c)?, &boot.join(format!("config-{r}")))?;
+    }
+
+    let mut log = String::new();
+    if let Some(tar_name) = &req.modules {
+        install_modules(r, &upload(tar_name)?, layout, &mut log).await?;
+    }
+
+    let (initrd, tool) = make_initramfs(r, layout, &mut log).await?;
+    Ok(StepOutput::Installed(Installed {
+        release: r.clone(),
+        kernel: kernel.display().to_string(),
+        initrd: initrd.map(|p| p.display().to_string()),
+        initramfs_tool: tool,
+        log,
+    }))
+}
+
+async fn install_modules(r: &str, tar: &Path, layout: &Layout, log: &mut String) -> Result<(), StepError> {
+    let tar_prog = find_program(&["tar"]).ok_or_else(|| err(ErrorKind::Spawn, "tar is not installed"))?;
+    let list = super::exec::run(ExecRequest {
+        argv: vec![tar_prog.display().to_string(), "-tf".into(), tar.display().to_string()],
+        timeout_secs: 300,
+        ..Default::default()
+    })
+    .await?;
+    if !list.success() {
+        return Err(err(
+            ErrorKind::BadRequest,
+            format!("the modules archive is not a tar: {}", tail(&list.stderr, 5)),
+        ));
+    }
+    let prefix = format!("{r}/");
+    if let Some(bad) = list
+        .stdout
+        .lines()
+        .find(|m| !(m.starts_with(&prefix) || *m == r) || m.split('/').any(|part| part == ".."))
+    {
+        return Err(err(
+            ErrorKind::BadRequest,
+            format!("the modules archive holds {bad:?}, outside {prefix}"),
+        ));
+    }
+    let mods = &layout.modules_dir;
+    std::fs::create_dir_all(mods).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", mods.display())))?;
+    let dest = mods.join(r);
+    if dest.exists() {
+        std::fs::remove_dir_all(&dest).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", dest.display())))?;
+    }
+    run(
+        vec![
+            tar_prog.display().to_string(),
+            "-xf".into(),
+            tar.display().to_string(),
+            "-C".into(),
+            mods.display().to_string(),
+            "--no-same-owner".into(),
+        ],
+        600,
+        log,
+    )
+    .await?;
+    // depmod's base is the folder that holds lib/modules.
+    if let Some(depmod) = find_program(&["depmod"]) {
+        let mut argv = vec![depmod.display().to_string()];
+        if mods.ends_with("lib/modules") && mods != Path::new("/lib/modules") {
+            if let Some(base) = mods.parent().and_then(|p| p.parent()) {
+                argv.extend(["-b".to_string(), base.display().to_string()]);
+            }
+        }
+        argv.extend(["-a".to_string(), r.to_string()]);
+        if mods.ends_with("lib/modules") {
+            run(argv, 300, log).await?;
+        } else {
+            log.push_str("depmod skipped: the modules folder is not a lib/modules tree\n");
+        }
+    }
+    Ok(())
+}
+
+/// An initramfs by the distribution's tool: update-initramfs (Debian, Ubuntu) or dracut
+/// (Fedora, RHEL, SUSE). Without either, the kernel boots without one.
+async fn make_initramfs(
+    r: &str,
+    layout: &Layout,
+    log: &mut String,
+) -> Result<(Option<PathBuf>, Option<String>), StepError> {
+    let home = layout.kernel_dir(r);
+    let out = home.join("initrd.img");
+    let system_modules = layout.modules_dir == Path::new("/lib/modules");
+    if !system_modules {
+        log.push_str("no initramfs: the modules are not in /lib/modules, where the tools look\n");
+        return Ok((None, None));
+    }
+    if !layout.modules_dir.join(r).is_dir() {
+        log.push_str(&format!(
+            "no initramfs: {r} has no modules installed, so it boots on what is built in\n"
+        ));
+        return Ok((None, None));
+    }
+    if let Some(tool) = find_program(&["update-initramfs"]) {
+        // It writes initrd.img-RELEASE into the folder given with -b.
+        let made = home.join(format!("initrd.img-{r}"));
+        let _ = std::fs::remove_file(&made);
+        run(
+            vec![
+                tool.display().to_string(),
+                "-c".into(),
+                "-k".into(),
+                r.to_string(),
+                "-b".into(),
+                home.display().to_string(),
+            ],
+            1200,
+            log,
+        )
+        .await?;
+        std::fs::rename(&made, &out).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", made.display())))?;
+        return Ok((Some(out), Some("update-initramfs".into())));
+    }
+    if let Some(tool) = find_program(&["dracut"]) {
+        run(
+            vec![
+                tool.display().to_string(),
+                "--force".into(),
+                "--kver".into(),
+                r.to_string(),
+                out.display().to_string(),
+            ],
+            1200,
+            log,
+        )
+        .await?;
+        return Ok((Some(out), Some("dracut".into())));
+    }
+    log.push_str("no initramfs tool (update-initramfs, dracut) on this machine: booting without an initramfs\n");
+    Ok((None, None))
+}
+
+/// A kernel kreg installed, or the machine's own under /boot: (image, initramfs).
+fn installed(release: &str, layout: &Layout) -> Result<(PathBuf, Option<PathBuf>), StepError> {
+    check_release(release)?;
+    let home = layout.kernel_dir(release);
+    let ours = home.join("vmlinuz");
+    if ours.is_file() {
+        let initrd = home.join("initrd.img");
+        return Ok((ours, initrd.is_file().then_some(initrd)));
+    }
+    let distro = layout.boot_dir.join(format!("vmlinuz-{release}"));
+    if distro.is_file() {
+        let initrd = [format!("initrd.img-{release}"), format!("initramfs-{release}.img")]
+            .into_iter()
+            .map(|n| layout.boot_dir.join(n))
+            .find(|p| p.is_file());
+        return Ok((distro, initrd));
+    }
+    Err(err(
+        ErrorKind::NotFound,
+        format!(
+            "neither {} nor {} exists: the kernel is not installed",
+            ours.display(),
+            distro.display()
+        ),
+    ))
+}
+
+/// Command lines end up in GRUB's script: only characters that mean nothing to it.
+pub fn check_cmdline(cmdline: &str) -> Result<(), StepError> {
+    match cmdline
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || " ._,:=/+@%-~".contains(*c)))
+    {
+        None => Ok(()),
+        Some(c) => Err(err(
+            ErrorKind::BadRequest,
+            format!("the kernel command line holds {c:?}; kreg passes only letters, digits, spaces and ._,:=/+@%-~"),
+        )),
+    }
+}
+
+pub async fn kexec_installed(release: &str, cmdline: &str, layout: &Layout) -> Result<StepOutput, StepError> {
+    let (kernel, initrd) = installed(release, layout)?;
+    super::kexec::load_files(&kernel, initrd.as_deref(), cmdline).await
+}
+
+/// `/etc/grub.d/45_kreg`: a submenu with one entry per kernel under /boot/kreg, after
+/// every entry of the distribution's, so that no default by position ever points at one.
+const GRUB_SCRIPT: &str = r#"#!/bin/sh
+# Written by kreg-agent: entries for the kernels kreg installed under /boot/kreg. They sit
+# at the end of the menu and are booted once each, with grub-reboot; the default entry
+# stays the machine's own.
+set -e
+prefix=/usr
+exec_prefix=/usr
+datarootdir=/usr/share
+. "$datarootdir/grub/grub-mkconfig_lib"
+found=
+for dir in /boot/kreg/*; do
+  [ -f "$dir/vmlinuz" ] || continue
+  rel=${dir##*/}
+  if [ -z "$found" ]; then
+    echo "submenu 'kreg kernels' \$menuentry_id_option 'kreg' {"
+    found=1
+  fi
+  device=$(${grub_probe} --target=device "$dir")
+  path=$(make_system_path_relative_to_its_root "$dir")
+  echo "	menuentry 'kreg $rel' \$menuentry_id_option 'kreg-$rel' {"
+  prepare_grub_to_access_device "$device" | sed 's/^/		/'
+  echo "		linux	$path/vmlinuz $(cat "$dir/cmdline" 2>/dev/null || true)"
+  if [ -f "$dir/initrd.img" ]; then
+    echo "		initrd	$path/initrd.img"
+  fi
+  echo "	}"
+done
+if [ -n "$found" ]; then
+  echo "}"
+fi
+"#;
+
+fn install_grub_script() -> Result<(), StepError> {
+    let path = Path::new("/etc/grub.d/45_kreg");
+    if std::fs::read_to_string(path).ok().as_deref() == Some(GRUB_SCRIPT) {
+        return Ok(());
+    }
+    let tmp = path.with_extension("kreg-partial");
+    let io = |e: std::io::Error| err(ErrorKind::Io, format!("{}: {e}", path.display()));
+    std::fs::write(&tmp, GRUB_SCRIPT).map_err(io)?;
+    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o755)).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// GRUB's programs under Debian's names or Fedora's.
+fn grub_program(debian: &str, fedora: &str) -> Option<PathBuf> {
+    find_program(&[debian, fedora])
+}
+
+pub async fn grub_reboot(release: &str, cmdline: &str, layout: &Layout) -> Result<StepOutput, StepError> {
+    check_release(release)?;
+    check_cmdline(cmdline)?;
+    let home = layout.kernel_dir(release);
+    if !home.join("vmlinuz").is_file() {
+        return Err(err(
+            ErrorKind::NotFound,
+            format!("{}/vmlinuz does not exist: the kernel is not installed", home.display()),
+        ));
+    }
+    let has_grub = find_program(&["update-grub", "grub-mkconfig", "grub2-mkconfig"]).is_some();
+    if !has_grub {
+        return Err(err(
+            ErrorKind::Spawn,
+            "GRUB is not installed here (no update-grub or grub-mkconfig); boot by kexec instead",
+        ));
+    }
+    std::fs::write(home.join("cmdline"), cmdline)
+        .map_err(|e| err(ErrorKind::Io, format!("{}/cmdline: {e}", home.display())))?;
+    install_grub_script()?;
+    let mut log = String::new();
+    let cfg = if let Some(update) = find_program(&["update-grub"]) {
+        run(vec![update.display().to_string()], 300, &mut log).await?;
+        layout.boot_dir.join("grub/grub.cfg")
+    } else if let Some(mk) = grub_program("grub-mkconfig", "grub2-mkconfig") {
+        let dir = if mk.ends_with("grub2-mkconfig") {
+            "grub2"
+        } else {
+            "grub"
+        };
+        let cfg = layout.boot_dir.join(dir).join("grub.cfg");
+        run(
+            vec![mk.display().to_string(), "-o".into(), cfg.display().to_string()],
+            300,
+            &mut log,
+        )
+        .await?;
+        cfg
+    } else {
+        unreachable!("checked above")
+    };
+    let text = std::fs::read_to_string(&cfg).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", cfg.display())))?;
+    let entry = grub_entry(&text, release).ok_or_else(|| {
+        err(
+            ErrorKind::NotFound,
+            format!(
+                "{} has no menu entry for {release} after regenerating it",
+                cfg.display()
+            ),
+        )
+    })?;
+    let reboot_prog = grub_program("grub-reboot", "grub2-reboot")
+        .ok_or_else(|| err(ErrorKind::Spawn, "grub-reboot is not installed"))?;
+    run(vec![reboot_prog.display().to_string(), entry.clone()], 60, &mut log).await?;
+    // Read back what GRUB will see.
+    let editenv = grub_program("grub-editenv", "grub2-editenv")
+        .ok_or_else(|| err(ErrorKind::Spawn, "grub-editenv is not installed"))?;
+    let env = super::exec::run(ExecRequest {
+        argv: vec![editenv.display().to_string(), "list".into()],
+        timeout_secs: 30,
+        ..Default::default()
+    })
+    .await?;
+    let want = format!("next_entry={entry}");
+    if !env.stdout.lines().any(|l| l.trim() == want) {
+        return Err(err(
+            ErrorKind::Io,
+            format!("grub-reboot did not take: grubenv shows {:?}", env.stdout.trim()),
+        ));
+    }
+    Ok(StepOutput::Rebooting { entry: Some(entry) })
+}
+
+/// The menu entry that boots `release` (not its recovery entry), as `grub-reboot` takes
+/// it: the entry's id, prefixed by its submenu's id and `>` when it sits in one.
+pub fn grub_entry(cfg: &str, release: &str) -> Option<String> {
+    // Open blocks: Some(id) for a submenu or menuentry, None for any other `{`.
+    let mut stack: Vec<(bool, Option<String>, String)> = Vec::new(); // (is_menuentry, id, title)
+    let image_suffix = format!("/kreg/{release}/vmlinuz");
+    for raw in cfg.lines() {
+        let line = raw.trim();
+        let opens = line.ends_with('{');
+        if opens {
+            let word = line.split_whitespace().next().unwrap_or("");
+            if word == "menuentry" || word == "submenu" {
+                let title = first_quoted(line).unwrap_or_default();
+                let id = line
+                    .split("$menuentry_id_option")
+                    .nth(1)
+                    .and_then(first_quoted)
+                    .or_else(|| (!title.is_empty()).then(|| title.clone()));
+                stack.push((word == "menuentry", id, title));
+            } else {
+                stack.push((false, None, String::new()));
+            }
+            continue;
+        }
+        if line == "}" {
+            stack.pop();
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let cmd = words.next().unwrap_or("");
+        if !matches!(cmd, "linux" | "linux16" | "linuxefi") {
+            continue;
+        }
+        let image = words.next().unwrap_or("");
+        if !image.ends_with(&image_suffix) {
+            continue;
+        }
+        let Some(pos) = stack.iter().rposition(|(is_entry, _, _)| *is_entry) else {
+            continue;
+        };
+        let (_, id, title) = &stack[pos];
+        if title.contains("recovery mode") || line.split_whitespace().any(|w| w == "single") {
+            continue;
+        }
+        let mut path: Vec<String> = stack[..pos].iter().filter_map(|(_, id, _)| id.clone()).collect();
+        path.push(id.clone()?);
+        return Some(path.join(">"));
+    }
+    None
+}
+
+fn first_quoted(s: &str) -> Option<String> {
+    let start = s.find(['\'', '"'])?;
+    let q = s[start..].chars().next()?;
+    let rest = &s[start + 1..];
+    let end = rest.find(q)?;
+    Some(rest[..end].to_string())
+}
+
+/// Reboots after the answer went out: through systemd where it runs (services stop
+/// cleanly), else sync and reboot(2).
+pub fn reboot_now() {
+    if Path::new("/run/systemd/system").is_dir() {
+        if let Some(systemctl) = find_program(&["systemctl"]) {
+            let status = std::process::Command::new(systemctl).arg("reboot").status();
+            if matches!(status, Ok(s) if s.success()) {
+                return;
+            }
+            tracing::warn!("systemctl reboot failed; rebooting directly");
+        }
+    }
+    // SAFETY: sync and reboot take no pointers.
+    unsafe {
+        libc::sync();
+        let rc = libc::reboot(libc::LINUX_REBOOT_CMD_RESTART);
+        tracing::error!(rc, error = %std::io::Error::last_os_error(), "reboot failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEBIAN_CFG: &str = r#"
+function load_video {
+  insmod all_video
+}
+menuentry 'Debian GNU/Linux' --class debian --class gnu-linux --class gnu --class os $menuentry_id_option 'gnulinux-simple-1234' {
+	load_video
+	insmod ext2
+	echo	'Loading Linux 6.1.0-27-amd64 ...'
+	linux	/boot/vmlinuz-6.1.0-27-amd64 root=UUID=1234 ro  console=ttyS0
+	initrd	/boot/initrd.img-6.1.0-27-amd64
+}
+submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-advanced-1234' {
+	menuentry 'Debian GNU/Linux, with Linux 6.1.0-27-amd64 (recovery mode)' --class debian $menuentry_id_option 'gnulinux-6.1.0-27-amd64-recovery-1234' {
+		linux	/boot/vmlinuz-6.1.0-27-amd64 root=UUID=1234 ro single
+	}
+}
+### BEGIN /etc/grub.d/45_kreg ###
+submenu 'kreg kernels' $menuentry_id_option 'kreg' {
+	menuentry 'kreg 6.12.9-kreg-ab12' $menuentry_id_option 'kreg-6.12.9-kreg-ab12' {
+		insmod part_msdos
+		if [ x$feature_platform_search_hint = xy ]; then
+		  search --no-floppy --fs-uuid --set=root  1234
+		fi
+		linux	/boot/kreg/6.12.9-kreg-ab12/vmlinuz root=UUID=1234 ro console=ttyS0
+		initrd	/boot/kreg/6.12.9-kreg-ab12/initrd.img
+	}
+	menuentry 'kreg 6.12.9-kreg-ab1' $menuentry_id_option 'kreg-6.12.9-kreg-ab1' {
+		linux	/kreg/6.12.9-kreg-ab1/vmlinuz root=UUID=1234 ro
+	}
+}
+### END /etc/grub.d/45_kreg ###
+"#;
+
+    #[test]
+    fn finds_kregs_entry_in_its_submenu() {
+        assert_eq!(
+            grub_entry(DEBIAN_CFG, "6.12.9-kreg-ab12").as_deref(),
+            Some("kreg>kreg-6.12.9-kreg-ab12")
+        );
+        // A separate /boot partition: the GRUB path has no /boot.
+        assert_eq!(
+            grub_entry(DEBIAN_CFG, "6.12.9-kreg-ab1").as_deref(),
+            Some("kreg>kreg-6.12.9-kreg-ab1")
+        );
+        // The distribution's kernels are not kreg's to boot this way.
+        assert_eq!(grub_entry(DEBIAN_CFG, "6.1.0-27-amd64"), None);
+        assert_eq!(grub_entry(DEBIAN_CFG, "6.12.9"), None);
+    }
+
+    #[test]
+    fn command_lines_that_grub_would_interpret_are_refused() {
+        assert!(check_cmdline("root=UUID=ab-12 ro console=ttyS0,115200 panic=5 init=/sbin/x").is_ok());
+        for bad in ["a;b", "x$y", "a\nb", "'q'", "{", "a\\b", "`id`"] {
+            assert!(check_cmdline(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn releases_are_plain_names() {
+        assert!(check_release("6.1.0-27-amd64").is_ok());
+        assert!(check_release("6.12.117+deb12-amd64").is_ok());
+        for bad in ["", "..", "../etc", "a/b", "6.1 x", ".hidden"] {
+            assert!(check_release(bad).is_err(), "{bad}");
+        }
+    }
+}

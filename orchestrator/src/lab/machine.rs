@@ -1,0 +1,171 @@
+//! The lab *machine*: a qemu guest that behaves like a real SUT, for exercising what kreg
+//! does to real machines. It boots from a disk (GRUB in the MBR, Debian with its own
+//! initramfs-tools) that `scripts/lab-machine.sh` makes once; each machine runs on a qcow2
+//! overlay of that golden image, so nothing it does reaches the image. kreg talks to it
+//! over http like to any other host; its monitor socket gives a `reset` command, the
+//! stand-in for a BMC's power cycle. Unlike the lab VM, it reboots like a machine does
+//! (no `-no-reboot`): a guest reboot goes back through the firmware and GRUB.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use super::LabError;
+
+fn err(s: impl Into<String>) -> LabError {
+    LabError::Msg(s.into())
+}
+
+#[derive(Debug, Clone)]
+pub struct MachineSpec {
+    /// The golden disk image (raw) made by scripts/lab-machine.sh.
+    pub golden: PathBuf,
+    /// Holds the overlay, the agent disk, the console log and the monitor socket.
+    pub dir: PathBuf,
+    pub agent_bin: PathBuf,
+    pub token: String,
+    pub cpus: u32,
+    pub memory_mib: u32,
+}
+
+/// A running lab machine. Dropping it kills qemu.
+pub struct Machine {
+    child: Child,
+    pub port: u16,
+    pub console: PathBuf,
+    pub monitor: PathBuf,
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<(), LabError> {
+    let out = cmd.output().map_err(|e| err(format!("{what}: {e}")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+impl Machine {
+    pub fn start(spec: &MachineSpec) -> Result<Machine, LabError> {
+        let dir = &spec.dir;
+        std::fs::create_dir_all(dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
+        if !spec.golden.is_file() {
+            return Err(err(format!(
+                "{} does not exist: make it with `bash scripts/lab-machine.sh {}`",
+                spec.golden.display(),
+                spec.golden.parent().unwrap_or(Path::new(".")).display()
+            )));
+        }
+        let overlay = dir.join("disk.qcow2");
+        let _ = std::fs::remove_file(&overlay);
+        run(
+            Command::new("qemu-img")
+                .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
+                .arg(&spec.golden)
+                .arg(&overlay),
+            "qemu-img create (install qemu-utils)",
+        )?;
+        // The agent disk: kreg-agent and its token, copied by the guest's init at each boot.
+        let agent_dir = dir.join("agent-disk");
+        let _ = std::fs::remove_dir_all(&agent_dir);
+        std::fs::create_dir_all(&agent_dir).map_err(|e| err(e.to_string()))?;
+        std::fs::copy(&spec.agent_bin, agent_dir.join("kreg-agent"))
+            .map_err(|e| err(format!("{}: {e}", spec.agent_bin.display())))?;
+        std::fs::write(agent_dir.join("token"), format!("{}\n", spec.token)).map_err(|e| err(e.to_string()))?;
+        let agent_img = dir.join("agent.img");
+        let _ = std::fs::remove_file(&agent_img);
+        run(
+            Command::new("mke2fs")
+                .args(["-F", "-q", "-t", "ext2", "-d"])
+                .arg(&agent_dir)
+                .arg(&agent_img)
+                .arg("64M"),
+            "mke2fs of the agent disk",
+        )?;
+        let _ = std::fs::remove_dir_all(&agent_dir);
+
+        let port = super::free_port()?;
+        let console = dir.join("console.log");
+        let monitor = dir.join("monitor.sock");
+        let _ = std::fs::remove_file(&monitor);
+        let mut cmd = Command::new("qemu-system-x86_64");
+        cmd.args(["-accel", "tcg", "-cpu", "max", "-nodefaults", "-display", "none"])
+            .args(["-smp", &spec.cpus.to_string(), "-m", &spec.memory_mib.to_string()])
+            .arg("-drive")
+            .arg(format!("file={},format=qcow2,if=virtio", overlay.display()))
+            .arg("-drive")
+            .arg(format!("file={},format=raw,if=virtio,readonly=on", agent_img.display()))
+            .arg("-serial")
+            .arg(format!("file:{}", console.display()))
+            .arg("-monitor")
+            .arg(format!("unix:{},server=on,wait=off", monitor.display()))
+            .args([
+                "-netdev",
+                &format!(
+                    "user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{}",
+                    super::initramfs::GUEST_AGENT_PORT
+                ),
+            ])
+            .args(["-device", "virtio-net-pci,netdev=n0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| err(e.to_string()))?,
+            ));
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl is async-signal-safe.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| err(format!("cannot start qemu-system-x86_64: {e}")))?;
+        Ok(Machine {
+            child,
+            port,
+            console,
+            monitor,
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Presses the machine's reset button (qemu's `system_reset` on the monitor).
+    pub fn reset(&self) -> Result<(), LabError> {
+        reset(&self.monitor)
+    }
+
+    pub fn console_tail(&self, lines: usize) -> String {
+        super::console_tail(&self.console, lines)
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `system_reset` on a qemu monitor socket.
+pub fn reset(monitor: &Path) -> Result<(), LabError> {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(monitor)
+        .map_err(|e| err(format!("monitor {}: {e}", monitor.display())))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok();
+    let mut banner = [0u8; 512];
+    let _ = s.read(&mut banner);
+    s.write_all(b"system_reset\n").map_err(|e| err(e.to_string()))?;
+    let _ = s.read(&mut banner);
+    Ok(())
+}

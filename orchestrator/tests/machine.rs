@@ -1,0 +1,272 @@
+//! kreg against a machine: the lab machine (Debian bookworm on a disk, GRUB in the MBR,
+//! the kernel's initramfs made by initramfs-tools, made by scripts/lab-machine.sh) reached
+//! over http like any SUT, with `kreg lab reset` (qemu's system_reset) as its power button.
+//! Kernels are installed into its /boot/kreg and /lib/modules by the agent, which runs
+//! depmod and update-initramfs; they boot by a one-shot GRUB entry or by kexec; a kernel
+//! that hangs is followed by a reset, after which GRUB's untouched default brings the
+//! machine back to its own kernel, and the run goes on.
+//!
+//! The kernels: the stand-in build (Debian's 6.12 image and part of its modules, see
+//! common/standin.rs) and Debian's 6.1 image cut in half (GRUB and kexec load it; its
+//! decompressor halts), which stands for a kernel that hangs at boot.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use kreg::lab::machine::{Machine, MachineSpec};
+use kreg_agent::client::AgentClient;
+use kreg_agent::wire::ExecRequest;
+
+mod common;
+use common::standin::standin_repo;
+use common::{fresh_db, Scratch};
+
+const TOKEN: &str = "machine-token-0123456789abcdef";
+
+fn cache_dir() -> PathBuf {
+    std::env::var("KREG_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/kreg"))
+}
+
+/// The golden disk image, made (or found up to date) by scripts/lab-machine.sh.
+fn machine_image() -> PathBuf {
+    let out = cache_dir().join("machine");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab-machine.sh");
+    let status = Command::new("bash").arg(script).arg(&out).status().unwrap();
+    assert!(status.success(), "scripts/lab-machine.sh failed");
+    out.join("disk.raw")
+}
+
+async fn exec(client: &AgentClient, argv: &[&str]) -> String {
+    let r = client
+        .exec(ExecRequest {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            timeout_secs: 60,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(r.success(), "{argv:?}: {}", r.stderr);
+    r.stdout
+}
+
+#[tokio::test]
+async fn installed_kernels_boot_once_by_grub_and_by_kexec_and_a_hang_falls_back() {
+    let db = fresh_db("machine").await;
+    let dir = Scratch::new("machine");
+    let golden = machine_image();
+    let machine = Machine::start(&MachineSpec {
+        golden,
+        dir: dir.0.join("machine"),
+        agent_bin: common::agent_bin(),
+        token: TOKEN.into(),
+        cpus: 2,
+        memory_mib: 1024,
+    })
+    .unwrap();
+    let client = AgentClient::new(&machine.url(), TOKEN);
+    let first = kreg::lab::wait_for_agent(&client, None, Duration::from_secs(600), None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", machine.console_tail(30)));
+    let own = first.kernel_release.clone();
+    assert!(own.starts_with("6.1.0-"), "{own}");
+    let token_file = dir.0.join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+
+    let (repo, release) = standin_repo(&dir.0);
+    let deb61 = kreg::kernel::prepare(
+        &kreg::scenario::KernelSource::Deb {
+            package: "linux-image-amd64".into(),
+        },
+        &cache_dir(),
+        None,
+        &mut |l: &str| eprintln!("{l}"),
+    )
+    .unwrap()
+    .unwrap();
+    assert_ne!(deb61.release, own, "the hanging kernel needs a release of its own");
+    let image = std::fs::read(&deb61.vmlinuz).unwrap();
+    let half = dir.0.join("vmlinuz-half");
+    std::fs::write(&half, &image[..image.len() / 2]).unwrap();
+
+    let scenario = |name: &str, boot: &str, kernels: &str| {
+        format!(
+            r#"
+name: {name}
+hosts:
+  sut:
+    role: sut
+    transport:
+      kind: http
+      url: "{url}"
+      token_file: "{token}"
+      boot: {boot}
+      reset: ["{kreg}", lab, reset, "{monitor}"]
+kernels:
+{kernels}
+boot: {{ timeout: 150s }}
+workloads:
+  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true }}
+"#,
+            url = machine.url(),
+            token = token_file.display(),
+            kreg = env!("CARGO_BIN_EXE_kreg"),
+            monitor = machine.monitor.display(),
+        )
+    };
+    let built = format!(
+        "{{ git: \"{}\", ref: v1 }}, config: {{ base: defconfig, set: [CONFIG_SCHEDSTATS=y] }}",
+        repo.display()
+    );
+    let run = |file: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+            .env("DATABASE_URL", &db.url)
+            .env("KREG_DATA_DIR", &dir.0)
+            .env("KREG_CACHE_DIR", cache_dir())
+            .env("KREG_TEST_BUILD_LOG", dir.0.join("builds.log"))
+            .arg("run")
+            .arg(file)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}\n{}\nconsole:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            machine.console_tail(40)
+        );
+        (out.status.code(), text)
+    };
+
+    // GRUB: the built kernel once, then the hanging one; the machine's default is untouched.
+    let grub = dir.0.join("grub.yaml");
+    std::fs::write(
+        &grub,
+        scenario(
+            "machine-grub",
+            "grub-reboot",
+            &format!(
+                "  - {{ name: own, source: running }}\n  - {{ name: built, source: {built} }}\n  - {{ name: hang, source: {{ path: \"{}\" }} }}\n",
+                half.display()
+            ),
+        ),
+    )
+    .unwrap();
+    let (code, text) = run(&grub);
+    assert_eq!(code, Some(3), "only `hang` fails:\n{text}");
+    let jobs: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT kernel, state, error FROM jobs WHERE run_id = 1 ORDER BY ordinal")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    let states: Vec<(&str, &str)> = jobs.iter().map(|j| (j.0.as_str(), j.1.as_str())).collect();
+    assert_eq!(
+        states,
+        [("own", "done"), ("built", "done"), ("hang", "failed")],
+        "{text}"
+    );
+    let why = jobs[2].2.as_deref().unwrap();
+    assert!(why.contains(&format!("grub-reboot into {}", deb61.release)), "{why}");
+    assert!(why.contains(&format!("back on {own}")), "{why}");
+    let hosts: Vec<(String, String)> =
+        sqlx::query_as("SELECT kernel_release, boot_method FROM hosts WHERE run_id = 1 ORDER BY id")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        hosts,
+        [
+            (own.clone(), "none".to_string()),
+            (release.clone(), "grub-reboot".to_string())
+        ]
+    );
+    // After the reset: the machine's own kernel, GRUB_DEFAULT as it was, no one-shot entry
+    // left pending, and kreg's kernels in a submenu of their own after the distribution's.
+    let now = client.identity().await.unwrap();
+    assert_eq!(now.kernel_release, own);
+    assert_ne!(now.boot_id, first.boot_id);
+    let env = exec(&client, &["grub-editenv", "list"]).await;
+    assert!(
+        env.lines().all(|l| l == "next_entry=" || !l.starts_with("next_entry")),
+        "{env}"
+    );
+    assert!(exec(&client, &["cat", "/etc/default/grub"])
+        .await
+        .contains("GRUB_DEFAULT=0\n"));
+    let cfg = exec(&client, &["cat", "/boot/grub/grub.cfg"]).await;
+    let kreg_menu = cfg.find("submenu 'kreg kernels'").expect("kreg's submenu");
+    assert!(cfg.find(&format!("vmlinuz-{own}")).unwrap() < kreg_menu);
+    assert!(cfg[kreg_menu..].contains(&format!("'kreg-{release}'")));
+    // The built kernel's modules went in with depmod's index, its initramfs came from
+    // initramfs-tools, and its config and System.map sit where tools look for them.
+    let listing = exec(
+        &client,
+        &[
+            "ls",
+            &format!("/lib/modules/{release}/modules.dep"),
+            &format!("/boot/kreg/{release}/initrd.img"),
+            &format!("/boot/config-{release}"),
+            &format!("/boot/System.map-{release}"),
+        ],
+    )
+    .await;
+    assert_eq!(listing.lines().count(), 4, "{listing}");
+
+    // kexec: the hanging kernel first, then one compiled on the machine itself (its config
+    // differs, so it is a build of its own), which must still come up.
+    let kexec = dir.0.join("kexec.yaml");
+    std::fs::write(
+        &kexec,
+        scenario(
+            "machine-kexec",
+            "kexec",
+            &format!(
+                "  - {{ name: hang, source: {{ path: \"{}\" }} }}\n  - {{ name: built, source: {}, build_on: sut, cmdline: sched_verbose }}\n",
+                half.display(),
+                built.replace("[CONFIG_SCHEDSTATS=y]", "[CONFIG_SCHEDSTATS=y, CONFIG_HZ=1000]")
+            ),
+        ),
+    )
+    .unwrap();
+    let (code, text) = run(&kexec);
+    assert_eq!(code, Some(3), "only `hang` fails:\n{text}");
+    // make ran on the machine, its output streamed back to the terminal as it came.
+    assert!(text.contains("build built: compiling on sut"), "{text}");
+    assert!(text.contains("build built:   BUILD   arch/x86/boot/bzImage"), "{text}");
+    let (built_on, config): (String, String) =
+        sqlx::query_as("SELECT built_on, config FROM kernel_builds WHERE config LIKE '%CONFIG_HZ=1000%'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(built_on, "sut");
+    assert!(
+        config.contains("CONFIG_LOCALVERSION=\"-kreg-"),
+        "the build's own config"
+    );
+    let jobs: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT kernel, state, error FROM jobs WHERE run_id = 2 ORDER BY ordinal")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    let states: Vec<(&str, &str)> = jobs.iter().map(|j| (j.0.as_str(), j.1.as_str())).collect();
+    assert_eq!(states, [("hang", "failed"), ("built", "done")], "{text}");
+    let why = jobs[0].2.as_deref().unwrap();
+    assert!(
+        why.contains(&deb61.release) && why.contains(&format!("back on {own}")),
+        "{why}"
+    );
+    let (rel, method, cmdline): (String, String, String) = sqlx::query_as(
+        "SELECT kernel_release, boot_method, cmdline FROM hosts WHERE run_id = 2 ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((rel.as_str(), method.as_str()), (release.as_str(), "kexec"));
+    // The known-good kernel's command line, without GRUB's BOOT_IMAGE, plus the entry's.
+    assert!(
+        cmdline.ends_with(" sched_verbose") && !cmdline.contains("BOOT_IMAGE"),
+        "{cmdline}"
+    );
+    assert!(cmdline.contains("init=/sbin/kreg-machine-init"), "{cmdline}");
+}
