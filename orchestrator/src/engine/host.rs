@@ -15,6 +15,8 @@ use crate::lab::{self, initramfs, Vm, VmSpec};
 use crate::scenario::{BootVia, ConfigBase, Host, Kernel, KernelSource, Transport};
 
 /// How the engine reaches one host.
+// One per host of a run: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Conn {
     Http(HttpConn),
     Lab(LabConn),
@@ -589,9 +591,10 @@ impl HttpConn {
                     Ok(()) => lab::wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
                     Err(e) => Err(e),
                 },
-                None => Err(format!(
+                None => Err(
                     "it does not answer and has no `reset:` command; bring it back by hand (power cycle: its default boot entry is untouched), then `kreg resume`"
-                )),
+                        .to_string(),
+                ),
             },
         };
         match back {

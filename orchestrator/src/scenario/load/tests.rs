@@ -63,7 +63,7 @@ workloads:
   - { kind: hackbench }
 "#,
         "
-f.yaml:6:34: unknown field `colour` in a kernel; expected one of: name, source, config, patches, cmdline
+f.yaml:6:34: unknown field `colour` in a kernel; expected one of: name, source, config, patches, cmdline, build_on
 f.yaml:8:41: loops (-l): expected a whole number from 1 to 100000000, found a string
 f.yaml:9:5: missing field `name` in a workload
 ",
@@ -291,4 +291,50 @@ f.yaml:4:96: reset: expected a list, found a string
 f.yaml:5:54: `reset` does not apply to transport kind `lab`
 ",
     );
+}
+
+#[test]
+fn build_on_names_a_machine() {
+    let text = |on: &str| {
+        format!(
+            r#"
+name: x
+hosts:
+  sut: {{ role: sut, transport: {{ kind: http, url: "http://h:1", token_file: t }} }}
+  vm: {{ role: loadgen, transport: {{ kind: lab }} }}
+kernels:
+  - {{ name: k, source: {{ git: /src/linux, ref: v6.12 }}, config: {{ base: defconfig }}, build_on: {on} }}
+  - {{ name: d, source: {{ deb: linux-image-amd64 }}, build_on: sut }}
+workloads: [ {{ name: w, kind: hackbench }} ]
+"#
+        )
+    };
+    check(
+        &text("nowhere"),
+        "
+f.yaml:7:5: kernel `k` builds on `nowhere`, which is neither `controller` nor a host
+f.yaml:8:62: `build_on` applies only to kernels built from `git` or `tarball` sources
+",
+    );
+    check(
+        &text("vm"),
+        "
+f.yaml:7:5: kernel `k`: a lab host has no compiler; build on the controller or on a machine
+f.yaml:8:62: `build_on` applies only to kernels built from `git` or `tarball` sources
+",
+    );
+    let ok = text("sut").replace(
+        "  - { name: d, source: { deb: linux-image-amd64 }, build_on: sut }\n",
+        "",
+    );
+    let s = from_str(&ok, Path::new(".")).unwrap();
+    match &s.kernels[0].source {
+        KernelSource::Build(b) => assert_eq!(b.build_on.as_deref(), Some("sut")),
+        other => panic!("{other:?}"),
+    }
+    let here = ok.replace("build_on: sut", "build_on: controller");
+    match &from_str(&here, Path::new(".")).unwrap().kernels[0].source {
+        KernelSource::Build(b) => assert_eq!(b.build_on, None),
+        other => panic!("{other:?}"),
+    }
 }
