@@ -157,15 +157,31 @@ impl Drop for Machine {
     }
 }
 
-/// `system_reset` on a qemu monitor socket.
+/// `system_reset` on a qemu monitor socket. The monitor takes a command only once it has
+/// shown its prompt, and runs it before the next prompt: both are waited for, or a command
+/// sent to a connection closed at once can be lost.
 pub fn reset(monitor: &Path) -> Result<(), LabError> {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let mut s = std::os::unix::net::UnixStream::connect(monitor)
         .map_err(|e| err(format!("monitor {}: {e}", monitor.display())))?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok();
-    let mut banner = [0u8; 512];
-    let _ = s.read(&mut banner);
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).ok();
+    read_until_prompt(&mut s, monitor)?;
     s.write_all(b"system_reset\n").map_err(|e| err(e.to_string()))?;
-    let _ = s.read(&mut banner);
+    read_until_prompt(&mut s, monitor)
+}
+
+fn read_until_prompt(s: &mut std::os::unix::net::UnixStream, monitor: &Path) -> Result<(), LabError> {
+    use std::io::Read;
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !seen.windows(7).any(|w| w == b"(qemu) ") {
+        let n = s
+            .read(&mut chunk)
+            .map_err(|e| err(format!("monitor {}: no prompt: {e}", monitor.display())))?;
+        if n == 0 {
+            return Err(err(format!("monitor {} closed", monitor.display())));
+        }
+        seen.extend_from_slice(&chunk[..n]);
+    }
     Ok(())
 }
