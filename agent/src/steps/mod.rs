@@ -1,6 +1,7 @@
 //! One module per typed step. [`run`] is the only dispatcher.
 
 pub mod exec;
+pub mod grub;
 pub mod identity;
 pub mod install;
 pub mod kexec;
@@ -31,7 +32,7 @@ pub async fn run(
         Step::Threads { pid } => process::threads(pid).map(|threads| StepOutput::Threads { pid, threads }),
         Step::InstallKernel(req) => install::install(&req, data_dir, layout).await,
         Step::KexecInstalled { release, cmdline } => install::kexec_installed(&release, &cmdline, layout).await,
-        Step::GrubReboot { release, cmdline } => install::grub_reboot(&release, &cmdline, layout).await,
+        Step::GrubReboot { release, cmdline } => grub::grub_reboot(&release, &cmdline, layout).await,
         Step::Reboot => Ok(StepOutput::Rebooting { entry: None }),
     }
 }

@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{Identity, InstallRequest, KexecRequest, Step, StepOutput};
+use kreg_agent::wire::{Identity, KexecRequest, Step, StepOutput};
 
+use super::http::HttpConn;
 use crate::config::Config;
 use crate::kernel::{self, Prepared};
 use crate::lab::{self, initramfs, Vm, VmSpec};
-use crate::scenario::{BootVia, ConfigBase, Host, Kernel, KernelSource, Transport};
+use crate::scenario::{ConfigBase, Host, Kernel, KernelSource, Transport};
 
 /// How the engine reaches one host.
 // One per host of a run: their size does not matter.
@@ -52,15 +53,12 @@ impl Conn {
                 if token.is_empty() {
                     return Err(format!("token file {} is empty", token_file.display()));
                 }
-                Ok(Conn::Http(HttpConn {
-                    name: host.name.clone(),
-                    client: AgentClient::new(url, token),
-                    boot: *boot,
-                    reset: reset.clone(),
-                    known_good: None,
-                    booted: None,
-                    down: None,
-                }))
+                Ok(Conn::Http(HttpConn::new(
+                    &host.name,
+                    AgentClient::new(url, token),
+                    *boot,
+                    reset.clone(),
+                )))
             }
             Transport::Lab { cpus, memory_mib } => Ok(Conn::Lab(LabConn {
                 cpus: *cpus,
@@ -78,8 +76,7 @@ impl Conn {
     /// The agent client, when the host is up.
     pub fn client(&self) -> Option<&AgentClient> {
         match self {
-            Conn::Http(h) if h.down.is_none() => Some(&h.client),
-            Conn::Http(_) => None,
+            Conn::Http(h) => h.client(),
             Conn::Lab(l) => l.client.as_ref(),
         }
     }
@@ -179,7 +176,7 @@ impl Conn {
 }
 
 /// Whether `id` is the boot of `p`: its release and, for kreg's builds, its build string.
-fn check_booted(p: &Prepared, id: &Identity) -> Result<(), String> {
+pub(super) fn check_booted(p: &Prepared, id: &Identity) -> Result<(), String> {
     if id.kernel_release != p.release {
         return Err(format!("booted {}, expected {}", id.kernel_release, p.release));
     }
@@ -370,318 +367,5 @@ impl LabConn {
         lab::wait_for_agent(&client, Some(&old.boot_id), timeout, self.vm.as_mut())
             .await
             .map_err(|e| format!("kexec from {} into {}: {e}", old.kernel_release, p.release))
-    }
-}
-
-/// A machine reached over http. Kernels are installed on it and booted by kexec or a
-/// one-shot GRUB entry. The boot it was on when the run reached it is its known-good
-/// kernel: after a kernel that is wrong or not back in time, kreg brings the machine back
-/// there (a reboot into the default entry, or the `reset` command when it does not answer)
-/// and the run goes on with the next kernel.
-pub struct HttpConn {
-    name: String,
-    client: AgentClient,
-    boot: BootVia,
-    reset: Option<Vec<String>>,
-    known_good: Option<Identity>,
-    /// The last boot kreg made on this machine: (boot id, image, command line).
-    booted: Option<(String, PathBuf, String)>,
-    /// Why the machine is lost to this run, once it is: later kernels fail at once.
-    down: Option<String>,
-}
-
-impl HttpConn {
-    async fn boot(
-        &mut self,
-        kernel: &Kernel,
-        prepared: Option<&Prepared>,
-        timeout: Duration,
-    ) -> Result<(Identity, BootMethod), String> {
-        if let Some(reason) = &self.down {
-            return Err(format!("host {} is lost to this run: {reason}", self.name));
-        }
-        let id = self
-            .client
-            .identity()
-            .await
-            .map_err(|e| format!("host {}: {e}", self.name))?;
-        let good = self.known_good.get_or_insert_with(|| id.clone()).clone();
-        let Some(p) = prepared else {
-            return Ok((id, BootMethod::None));
-        };
-        let extra = kernel.cmdline.as_deref().unwrap_or("");
-        let cmdline_ok = extra
-            .split_whitespace()
-            .all(|w| id.cmdline.split_whitespace().any(|c| c == w));
-        if id.kernel_release == p.release {
-            match &self.booted {
-                // kreg booted this boot: it is the same kernel if it is the same image.
-                Some((boot_id, image, _)) if *boot_id == id.boot_id => {
-                    if *image == p.vmlinuz && cmdline_ok {
-                        return Ok((id, BootMethod::None));
-                    }
-                    // Another kernel of the same release: back to the known-good one first.
-                    self.recover(timeout)
-                        .await
-                        .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
-                }
-                // The machine's own kernel.
-                _ => {
-                    if check_booted(p, &id).is_ok() && cmdline_ok {
-                        return Ok((id, BootMethod::None));
-                    }
-                    return Err(format!(
-                        "kernel {}: the host runs release {} already, but not this build or command line, and kreg does not install over the running kernel; boot another kernel first",
-                        kernel.name, p.release
-                    ));
-                }
-            }
-        }
-        let before = self
-            .client
-            .identity()
-            .await
-            .map_err(|e| format!("host {}: {e}", self.name))?;
-        self.install(p)
-            .await
-            .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
-
-        let cmdline = kexec_cmdline(&good.cmdline, extra);
-        let cmdline_used = cmdline.clone();
-        let (step, method) = match self.boot {
-            BootVia::Kexec => (
-                Step::KexecInstalled {
-                    release: p.release.clone(),
-                    cmdline,
-                },
-                BootMethod::Kexec,
-            ),
-            BootVia::GrubReboot => (
-                Step::GrubReboot {
-                    release: p.release.clone(),
-                    cmdline,
-                },
-                BootMethod::GrubReboot,
-            ),
-        };
-        match self.client.step(step, Duration::from_secs(600)).await {
-            Ok(StepOutput::KexecStarted { .. } | StepOutput::Rebooting { .. }) => {}
-            Ok(other) => return Err(format!("kernel {}: unexpected answer: {other:?}", kernel.name)),
-            // Refused before any reboot: the machine stays where it is.
-            Err(e) => {
-                return Err(format!(
-                    "kernel {}: {} on {}: {e}",
-                    kernel.name,
-                    method.as_str(),
-                    self.name
-                ))
-            }
-        }
-        let detail = match lab::wait_for_agent(&self.client, Some(&before.boot_id), timeout, None).await {
-            Ok(new) => match check_booted(p, &new) {
-                Ok(()) => {
-                    self.booted = Some((new.boot_id.clone(), p.vmlinuz.clone(), cmdline_used));
-                    return Ok((new, method));
-                }
-                Err(wrong) => wrong,
-            },
-            Err(e) => e,
-        };
-        let outcome = format!(
-            "kernel {}: {} into {} on {}: {detail}",
-            kernel.name,
-            method.as_str(),
-            p.release,
-            self.name
-        );
-        match self.recover(timeout).await {
-            Ok(back) => Err(format!("{outcome}; {back}")),
-            Err(lost) => Err(format!("{outcome}; {lost}")),
-        }
-    }
-
-    /// Uploads the kernel's files and has the agent install them.
-    async fn install(&self, p: &Prepared) -> Result<(), String> {
-        let tag = &p.release;
-        let upload = |name: String, path: PathBuf| async move {
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            self.client.upload(&name, bytes).await.map_err(|e| e.to_string())?;
-            Ok::<String, String>(name)
-        };
-        let image = upload(format!("vmlinuz-{tag}"), p.vmlinuz.clone()).await?;
-        // kreg's build folder, or the boot/ folder of an unpacked package (the initramfs
-        // tool reads the config to learn which compressions the kernel takes).
-        let (map, config) = match (&p.built, &p.modules_dir) {
-            (Some(b), _) => (b.dir.join("System.map"), b.config_path()),
-            (None, Some(m)) => {
-                let root = m.ancestors().nth(3).unwrap_or(m);
-                (
-                    root.join(format!("boot/System.map-{tag}")),
-                    root.join(format!("boot/config-{tag}")),
-                )
-            }
-            (None, None) => (PathBuf::new(), PathBuf::new()),
-        };
-        let system_map = match map.is_file() {
-            true => Some(upload(format!("System.map-{tag}"), map).await?),
-            false => None,
-        };
-        let config = match config.is_file() {
-            true => Some(upload(format!("config-{tag}"), config).await?),
-            false => None,
-        };
-        let modules = match &p.modules_dir {
-            Some(dir) => {
-                let tar = tar_modules(dir, tag).await?;
-                self.client
-                    .upload(&format!("modules-{tag}.tar.gz"), tar)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Some(format!("modules-{tag}.tar.gz"))
-            }
-            None => None,
-        };
-        let step = Step::InstallKernel(InstallRequest {
-            release: p.release.clone(),
-            image,
-            system_map,
-            config,
-            modules,
-        });
-        match self
-            .client
-            .step(step, Duration::from_secs(1800))
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            StepOutput::Installed(inst) => {
-                tracing::info!(
-                    host = %self.name,
-                    kernel = %inst.kernel,
-                    initrd = ?inst.initrd,
-                    tool = ?inst.initramfs_tool,
-                    "kernel installed"
-                );
-                Ok(())
-            }
-            other => Err(format!("unexpected answer to install_kernel: {other:?}")),
-        }
-    }
-
-    /// Brings the machine back to its known-good kernel. Ok with what happened, or Err when
-    /// the machine is lost to the run (it then stays marked down).
-    async fn recover(&mut self, timeout: Duration) -> Result<String, String> {
-        let good = self.known_good.clone().expect("set before any boot");
-        let back = match self.client.identity().await {
-            Ok(id) if id.kernel_release == good.kernel_release => {
-                self.known_good = Some(id);
-                return Ok(format!("the machine is back on {}", good.kernel_release));
-            }
-            Ok(id) => {
-                // It answers on another kernel: reboot into the default entry.
-                match self.client.step(Step::Reboot, Duration::from_secs(60)).await {
-                    Ok(_) => lab::wait_for_agent(&self.client, Some(&id.boot_id), timeout, None).await,
-                    Err(e) => Err(format!("reboot refused: {e}")),
-                }
-            }
-            Err(_) => match &self.reset {
-                Some(argv) => match run_reset(argv).await {
-                    Ok(()) => lab::wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
-                    Err(e) => Err(e),
-                },
-                None => Err(
-                    "it does not answer and has no `reset:` command; bring it back by hand (power cycle: its default boot entry is untouched), then `kreg resume`"
-                        .to_string(),
-                ),
-            },
-        };
-        match back {
-            Ok(id) => {
-                let note = if id.kernel_release == good.kernel_release {
-                    format!("the machine is back on {} (known good)", id.kernel_release)
-                } else {
-                    format!(
-                        "the machine is back on {}, its default entry (the run started on {})",
-                        id.kernel_release, good.kernel_release
-                    )
-                };
-                self.known_good = Some(id);
-                Ok(note)
-            }
-            Err(e) => {
-                let reason = format!("host {} could not be brought back: {e}", self.name);
-                self.down = Some(reason.clone());
-                Err(reason)
-            }
-        }
-    }
-}
-
-/// The command line for a kreg kernel: the known-good kernel's, without what the
-/// bootloader added for itself, plus the kernel entry's extra arguments.
-pub fn kexec_cmdline(good: &str, extra: &str) -> String {
-    let mut words: Vec<&str> = good
-        .split_whitespace()
-        .filter(|w| !w.starts_with("BOOT_IMAGE=") && !w.starts_with("initrd="))
-        .collect();
-    words.extend(extra.split_whitespace());
-    words.join(" ")
-}
-
-/// `lib/modules/RELEASE` as a gzip'd tar whose members sit under `RELEASE/` (gzip -1:
-/// modules shrink to a third at little cost; the agent's tar detects the compression).
-async fn tar_modules(dir: &std::path::Path, release: &str) -> Result<Vec<u8>, String> {
-    let parent = dir.parent().ok_or("modules folder has no parent")?;
-    let name = dir.file_name().and_then(|n| n.to_str()).ok_or("bad modules folder")?;
-    let mut cmd = tokio::process::Command::new("tar");
-    cmd.arg("-C")
-        .arg(parent)
-        .args(["-cf", "-", "--owner=0", "--group=0", "--use-compress-program=gzip -1"]);
-    if name != release {
-        cmd.arg(format!("--transform=s,^{name},{release},"));
-    }
-    let out = cmd.arg(name).output().await.map_err(|e| format!("tar: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "tar of {} failed: {}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(out.stdout)
-}
-
-/// Runs a host's reset command on the controller (argv, no shell), bounded to two minutes.
-async fn run_reset(argv: &[String]) -> Result<(), String> {
-    let (prog, args) = argv.split_first().ok_or("empty reset command")?;
-    let child = tokio::process::Command::new(prog)
-        .args(args)
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(Duration::from_secs(120), child).await {
-        Ok(Ok(out)) if out.status.success() => Ok(()),
-        Ok(Ok(out)) => Err(format!(
-            "reset command {prog} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Ok(Err(e)) => Err(format!("reset command {prog} did not start: {e}")),
-        Err(_) => Err(format!("reset command {prog} did not finish within 120s")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn kexec_cmdline_drops_bootloader_words_and_appends_extras() {
-        assert_eq!(
-            super::kexec_cmdline(
-                "BOOT_IMAGE=/boot/vmlinuz-6.1.0-50-amd64 root=UUID=ab ro console=ttyS0 panic=5",
-                "sched_verbose nohz_full=1"
-            ),
-            "root=UUID=ab ro console=ttyS0 panic=5 sched_verbose nohz_full=1"
-        );
     }
 }

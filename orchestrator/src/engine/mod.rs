@@ -3,6 +3,7 @@
 //! first job not done. Progress goes out as [`Event`]s.
 
 mod host;
+mod http;
 mod job;
 mod server;
 mod tools;
