@@ -233,6 +233,9 @@ impl HttpConn {
     /// the machine is lost to the run (it then stays marked down).
     async fn recover(&mut self, timeout: Duration) -> Result<String, String> {
         let good = self.known_good.clone().expect("set before any boot");
+        // A reboot or reset goes through the firmware (and, after a hang, often a journal
+        // replay): it gets twice the boot timeout.
+        let timeout = timeout * 2;
         let back = match self.client.identity().await {
             Ok(id) if id.kernel_release == good.kernel_release => {
                 self.known_good = Some(id);
