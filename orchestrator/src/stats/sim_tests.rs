@@ -141,6 +141,14 @@ fn verdicts_follow_direction_and_are_deterministic() {
     settle(&mut g, 5, 5, true, &s);
     assert_eq!(g.verdict, Verdict::Inconclusive);
     assert!(g.reason.contains("cannot rule out"), "{}", g.reason);
+    // Clearly slower, but the adjusted p-value is above alpha: inconclusive, and the reason
+    // says it is the p-value, not the interval, that falls short.
+    let slower = [80.0, 85.0, 75.0, 82.0, 78.0];
+    let mut h = compare(&base, &slower, "tps", &s).unwrap();
+    h.p_adjusted = s.alpha * 2.0;
+    settle(&mut h, 5, 5, true, &s);
+    assert_eq!(h.verdict, Verdict::Inconclusive);
+    assert!(h.reason.contains("not below alpha") && !h.reason.contains("cannot rule out"), "{}", h.reason);
     assert!(verdict::is_distribution_metric("wakeup_lat_p99") && !verdict::is_distribution_metric("tps"));
     assert_eq!(compare(&base, &same, "lat_p95_ms", &s).unwrap().test, Test::MannWhitney);
 }

@@ -203,6 +203,14 @@ pub fn settle(c: &mut Comparison, n_base: usize, n_new: usize, higher_is_better:
     } else if c.change_ci_pct.0 >= -min_pct && c.change_ci_pct.1 <= min_pct {
         c.verdict = Verdict::NoChange;
         c.reason = format!("{test}, p={:.4}; 95% CI of the change within ±{min_pct}%", c.p);
+    } else if c.change_ci_pct.0 > min_pct || c.change_ci_pct.1 < -min_pct {
+        // The interval is clear of the band, but the test (after adjusting for the report's
+        // other comparisons) is not below alpha: a likely change not yet shown.
+        c.verdict = Verdict::Inconclusive;
+        c.reason = format!(
+            "{test}, p={:.4} (adjusted {:.4}) not below alpha {}; 95% CI of the change [{:+.1}%, {:+.1}%]: more samples needed",
+            c.p, c.p_adjusted, s.alpha, c.change_ci_pct.0, c.change_ci_pct.1
+        );
     } else {
         c.verdict = Verdict::Inconclusive;
         c.reason = format!(
