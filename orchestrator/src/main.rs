@@ -13,6 +13,8 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
 
 use kreg::config::Config;
+
+mod lab_cli;
 use kreg::engine::{self, Event};
 use kreg::{plan, report, scenario, store};
 
@@ -83,7 +85,7 @@ enum Cmd {
     /// The local qemu lab.
     Lab {
         #[command(subcommand)]
-        command: LabCmd,
+        command: lab_cli::LabCmd,
     },
 }
 
@@ -115,33 +117,6 @@ enum DbCmd {
     Url,
     /// Stop the private cluster.
     Stop,
-}
-
-#[derive(Subcommand)]
-enum LabCmd {
-    /// Boot a lab VM from a Debian kernel package and keep it up until Ctrl-C.
-    Up {
-        #[arg(long, default_value = "linux-image-6.12-amd64")]
-        kernel: String,
-        #[arg(long, default_value_t = 2)]
-        cpus: u32,
-        #[arg(long, default_value_t = 1024)]
-        memory_mib: u32,
-    },
-    /// Start a lab machine (a disk with GRUB and Debian made by scripts/lab-machine.sh) and
-    /// keep it up until Ctrl-C; prints the http host entry to put in a scenario.
-    Machine {
-        /// The folder holding disk.raw.
-        #[arg(long)]
-        image: PathBuf,
-        #[arg(long, default_value_t = 2)]
-        cpus: u32,
-        #[arg(long, default_value_t = 1024)]
-        memory_mib: u32,
-    },
-    /// Press the reset button of a lab machine: `system_reset` on its qemu monitor socket
-    /// (for a host's `reset:` command).
-    Reset { monitor: PathBuf },
 }
 
 #[tokio::main]
@@ -335,28 +310,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             store::cluster::stop(&cfg.data_dir.canonicalize()?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Lab {
-            command:
-                LabCmd::Up {
-                    kernel,
-                    cpus,
-                    memory_mib,
-                },
-        } => lab_up(cfg, &kernel, cpus, memory_mib).await,
-        Cmd::Lab {
-            command:
-                LabCmd::Machine {
-                    image,
-                    cpus,
-                    memory_mib,
-                },
-        } => lab_machine(cfg, &image, cpus, memory_mib).await,
-        Cmd::Lab {
-            command: LabCmd::Reset { monitor },
-        } => {
-            kreg::lab::machine::reset(&monitor)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Cmd::Lab { command } => lab_cli::dispatch(command, cfg).await,
     }
 }
 
@@ -629,81 +583,5 @@ async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn lab_machine(cfg: &Config, image: &Path, cpus: u32, memory_mib: u32) -> Result<ExitCode> {
-    use kreg::lab;
-    let dir = cfg.data_dir.join("lab").join(format!("machine-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let token = lab::random_token()?;
-    let token_file = dir.join("token");
-    std::fs::write(&token_file, &token)?;
-    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    let machine = lab::machine::Machine::start(&lab::machine::MachineSpec {
-        golden: image.join("disk.raw"),
-        dir: dir.clone(),
-        agent_bin: cfg.agent_bin.clone(),
-        token: token.clone(),
-        cpus,
-        memory_mib,
-    })?;
-    let client = kreg_agent::client::AgentClient::new(&machine.url(), &token);
-    let id = lab::wait_for_agent(&client, None, std::time::Duration::from_secs(600), None)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}; console:\n{}", machine.console_tail(25)))?;
-    println!("lab machine up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);
-    println!("host entry for a scenario:");
-    println!(
-        "  sut: {{ role: sut, transport: {{ kind: http, url: \"{}\", token_file: \"{}\", reset: [kreg, lab, reset, \"{}\"] }} }}",
-        machine.url(),
-        token_file.display(),
-        machine.monitor.display()
-    );
-    println!("console: {}", machine.console.display());
-    println!("Ctrl-C stops it");
-    tokio::signal::ctrl_c().await?;
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Result<ExitCode> {
-    use kreg::lab;
-    let source = scenario::KernelSource::Deb {
-        package: kernel.to_string(),
-    };
-    let cache = cfg.cache_dir.clone();
-    let prepared = tokio::task::spawn_blocking(move || {
-        kreg::kernel::prepare(&source, &cache, None, &mut |l: &str| eprintln!("{l}"))
-    })
-    .await??
-    .expect("deb");
-    let dir = cfg.data_dir.join("lab").join(format!("up-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let token = lab::random_token()?;
-    let token_file = dir.join("token");
-    std::fs::write(&token_file, &token)?;
-    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    let initrd = dir.join("initrd.cpio");
-    std::fs::write(
-        &initrd,
-        lab::initramfs::build(&cfg.agent_bin, &token, prepared.modules_dir.as_deref())?,
-    )?;
-    let spec = lab::VmSpec {
-        vmlinuz: prepared.vmlinuz.clone(),
-        initrd,
-        cpus,
-        memory_mib,
-        accel: cfg.lab_accel.clone(),
-        dir: dir.clone(),
-        cmdline: lab::CMDLINE.to_string(),
-    };
-    let (vm, _client, id) = lab::boot(&spec, &token, std::time::Duration::from_secs(300))
-        .await
-        .map_err(anyhow::Error::msg)?;
-    println!("lab VM up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);
-    println!("agent: {}  token file: {}", vm.url(), token_file.display());
-    println!("console: {}", vm.console.display());
-    println!("Ctrl-C stops it");
-    tokio::signal::ctrl_c().await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -331,9 +331,8 @@ pub async fn drive(
                 // The versions of the programs this workload runs, once per boot.
                 for (program, host, client) in job::programs(workload, &runner, &conns) {
                     let key = format!("{program}@{host}");
-                    if !versions.contains_key(&key) {
-                        let v = tools::identify(&client, &program).await;
-                        versions.insert(key, v);
+                    if let std::collections::btree_map::Entry::Vacant(slot) = versions.entry(key) {
+                        slot.insert(tools::identify(&client, &program).await);
                     }
                 }
                 let ctx = job::Ctx {

@@ -176,7 +176,8 @@ fn sha256_file(path: &Path) -> Result<String, KernelError> {
     Ok(hex::encode(h.finalize()))
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<String, KernelError> {
+/// Runs a command on the controller; its stdout, trimmed, or an error with the output's tail.
+pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<String, KernelError> {
     let out = cmd.output().map_err(|e| msg(format!("cannot run {what}: {e}")))?;
     if !out.status.success() {
         let mut text = String::from_utf8_lossy(&out.stdout).into_owned();

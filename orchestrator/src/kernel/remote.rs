@@ -11,7 +11,7 @@ use std::time::Duration;
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, ExecResult};
 
-use super::build::{build_id_of, uts_version_of, BuildHost, Compiled};
+use super::build::{build_id_of, run, uts_version_of, BuildHost, Compiled};
 use super::{msg, KernelError};
 
 pub struct Remote {
@@ -50,19 +50,6 @@ impl Remote {
     }
 }
 
-fn local(cmd: &mut Command, what: &str) -> Result<(), KernelError> {
-    let out = cmd.output().map_err(|e| msg(format!("cannot run {what}: {e}")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(msg(format!(
-            "{what} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
-}
-
 impl BuildHost for Remote {
     fn place(&self) -> String {
         self.name.clone()
@@ -96,7 +83,7 @@ impl BuildHost for Remote {
             .to_string();
         // The configured tree, packed on the controller.
         let src = out.join("src.tar.gz");
-        local(
+        run(
             Command::new("tar")
                 .arg("-C")
                 .arg(work)
@@ -188,7 +175,7 @@ impl Remote {
         let _ = self.exec(&["rm", "-f", &packed], 30);
         let n = fetched.map_err(|e| msg(format!("fetching the build from {}: {e}", self.name)))?;
         log(&format!("fetched the build from {} ({} MB)", self.name, n >> 20));
-        local(
+        run(
             Command::new("tar").arg("-xf").arg(&local_tar).arg("-C").arg(out),
             "tar -x of the build",
         )?;

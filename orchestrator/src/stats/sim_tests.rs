@@ -148,7 +148,11 @@ fn verdicts_follow_direction_and_are_deterministic() {
     h.p_adjusted = s.alpha * 2.0;
     settle(&mut h, 5, 5, true, &s);
     assert_eq!(h.verdict, Verdict::Inconclusive);
-    assert!(h.reason.contains("not below alpha") && !h.reason.contains("cannot rule out"), "{}", h.reason);
+    assert!(
+        h.reason.contains("not below alpha") && !h.reason.contains("cannot rule out"),
+        "{}",
+        h.reason
+    );
     assert!(verdict::is_distribution_metric("wakeup_lat_p99") && !verdict::is_distribution_metric("tps"));
     assert_eq!(compare(&base, &same, "lat_p95_ms", &s).unwrap().test, Test::MannWhitney);
 }
