@@ -3,8 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Bumped on any incompatible change of the types in this module.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Bumped on any incompatible change of the types in this module. 2: kernels installed,
+/// listed and removed; process output polled from byte offsets.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Answer of the unauthenticated version probe `GET /v1/version`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -108,6 +109,15 @@ pub enum Step {
     },
     /// Reboots into the machine's default boot entry after answering.
     Reboot,
+    /// kreg's kernels installed on this machine (under the boot directory's `kreg/`),
+    /// oldest install first.
+    InstalledKernels,
+    /// Removes a kernel kreg installed, with the config, System.map and modules it owns
+    /// (not those it shares with a distribution kernel of the same release). The running
+    /// kernel is refused.
+    RemoveKernel {
+        release: String,
+    },
 }
 
 impl Step {
@@ -127,6 +137,8 @@ impl Step {
             Step::KexecInstalled { .. } => "kexec_installed",
             Step::GrubReboot { .. } => "grub_reboot",
             Step::Reboot => "reboot",
+            Step::InstalledKernels => "installed_kernels",
+            Step::RemoveKernel { .. } => "remove_kernel",
         }
     }
 
@@ -161,6 +173,19 @@ pub struct Installed {
     pub initramfs_tool: Option<String>,
     /// What depmod and the initramfs tool printed.
     pub log: String,
+}
+
+/// A kernel kreg installed on a machine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InstalledKernel {
+    pub release: String,
+    /// When its image was installed (seconds since the epoch).
+    pub installed_unix: u64,
+    /// Bytes it takes: its /boot/kreg folder and the files it owns.
+    pub bytes: u64,
+    /// A distribution kernel of the same release is installed too: the config, System.map
+    /// and modules are the distribution's.
+    pub shares_with_distribution: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -304,6 +329,16 @@ pub enum StepOutput {
     /// or into its default entry when `entry` is `None`.
     Rebooting {
         entry: Option<String>,
+    },
+    Kernels {
+        /// The running kernel's release.
+        running: String,
+        kernels: Vec<InstalledKernel>,
+    },
+    KernelRemoved {
+        release: String,
+        /// The paths removed.
+        removed: Vec<String>,
     },
 }
 

@@ -392,7 +392,15 @@ async fn install_kernel_puts_files_in_boot_and_modules_and_runs_depmod() {
     assert_eq!(inst.initrd, None);
     assert!(inst.log.contains("no initramfs"), "{}", inst.log);
 
+    // The uploads were copied into place and are gone from the agent's folder.
+    for name in ["img", "map", "cfg", "mods.tar"] {
+        assert!(!agent.dir.join("data").join(name).exists(), "{name} left behind");
+    }
+
     // An archive with a member outside RELEASE/ is refused before anything is extracted.
+    client.upload("img", fake_bzimage(rel)).await.unwrap();
+    client.upload("map", b"x\n".to_vec()).await.unwrap();
+    client.upload("cfg", b"x\n".to_vec()).await.unwrap();
     std::fs::create_dir_all(src.join("evil")).unwrap();
     std::fs::write(src.join("evil/x"), "x").unwrap();
     client.upload("evil.tar", tar_of(&src, "evil")).await.unwrap();
@@ -438,4 +446,123 @@ async fn install_kernel_puts_files_in_boot_and_modules_and_runs_depmod() {
     };
     let err = client.step(step, Duration::from_secs(5)).await.unwrap_err();
     assert!(err.to_string().contains("command line holds ';'"), "{err}");
+}
+
+/// Installs a kernel with a config, a System.map and a modules tree, through the agent.
+async fn install_one(client: &kreg_agent::client::AgentClient, src: &std::path::Path, rel: &str) {
+    client.upload("img", fake_bzimage(rel)).await.unwrap();
+    client
+        .upload("map", b"ffffffff81000000 T _text\n".to_vec())
+        .await
+        .unwrap();
+    client.upload("cfg", b"CONFIG_HZ=250\n".to_vec()).await.unwrap();
+    std::fs::create_dir_all(src.join(rel).join("kernel")).unwrap();
+    std::fs::write(src.join(rel).join("kernel/m.ko"), vec![7u8; 5000]).unwrap();
+    client.upload("mods.tar", tar_of(src, rel)).await.unwrap();
+    let step = Step::InstallKernel(kreg_agent::wire::InstallRequest {
+        release: rel.into(),
+        image: "img".into(),
+        system_map: Some("map".into()),
+        config: Some("cfg".into()),
+        modules: Some("mods.tar".into()),
+    });
+    let out = client.step(step, Duration::from_secs(60)).await.unwrap();
+    assert!(matches!(out, StepOutput::Installed(_)), "{out:?}");
+}
+
+#[tokio::test]
+async fn installed_kernels_are_listed_oldest_first_and_removed_with_what_they_own() {
+    let agent = start("prune").await;
+    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let src = agent.dir.join("src");
+    let (old, new) = ("6.1.90-kreg-aaaa1111", "6.1.91-kreg-bbbb2222");
+    install_one(&client, &src, old).await;
+    // Install times are in seconds: the second kernel is installed a second later.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    install_one(&client, &src, new).await;
+    let boot = agent.dir.join("root/boot");
+    let mods = agent.dir.join("root/lib/modules");
+
+    let list = |out: StepOutput| match out {
+        StepOutput::Kernels { running, kernels } => (running, kernels),
+        other => panic!("{other:?}"),
+    };
+    let (running, kernels) = list(
+        client
+            .step(Step::InstalledKernels, Duration::from_secs(10))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        running,
+        std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap().trim()
+    );
+    let names: Vec<&str> = kernels.iter().map(|k| k.release.as_str()).collect();
+    assert_eq!(names, [old, new], "{kernels:?}");
+    assert!(kernels[0].installed_unix < kernels[1].installed_unix, "{kernels:?}");
+    // Image (4 KiB) and the 5000-byte module, at least.
+    assert!(
+        kernels
+            .iter()
+            .all(|k| k.bytes >= 4096 + 5000 && !k.shares_with_distribution),
+        "{kernels:?}"
+    );
+
+    // Removing the older one takes its folder, config, System.map and modules, nothing else.
+    let out = client
+        .step(Step::RemoveKernel { release: old.into() }, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let StepOutput::KernelRemoved { removed, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(removed.len(), 4, "{removed:?}");
+    assert!(!boot.join("kreg").join(old).exists());
+    assert!(!boot.join(format!("config-{old}")).exists());
+    assert!(!boot.join(format!("System.map-{old}")).exists());
+    assert!(!mods.join(old).exists());
+    assert!(boot.join("kreg").join(new).join("vmlinuz").is_file());
+    assert!(mods.join(new).join("kernel/m.ko").is_file());
+    let (_, kernels) = list(
+        client
+            .step(Step::InstalledKernels, Duration::from_secs(10))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(kernels.len(), 1);
+
+    // A distribution kernel of the same release owns the shared files: they stay.
+    std::fs::write(boot.join(format!("vmlinuz-{new}")), b"distro").unwrap();
+    let (_, kernels) = list(
+        client
+            .step(Step::InstalledKernels, Duration::from_secs(10))
+            .await
+            .unwrap(),
+    );
+    assert!(kernels[0].shares_with_distribution);
+    client
+        .step(Step::RemoveKernel { release: new.into() }, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(!boot.join("kreg").join(new).exists());
+    assert!(boot.join(format!("config-{new}")).is_file());
+    assert!(mods.join(new).is_dir());
+    assert!(boot.join(format!("vmlinuz-{new}")).is_file());
+
+    // Not kreg's, the running kernel, or not a plain name: refused with the reason.
+    let refuse = |release: &str| Step::RemoveKernel {
+        release: release.into(),
+    };
+    let err = client.step(refuse(new), Duration::from_secs(10)).await.unwrap_err();
+    assert!(err.to_string().contains("kreg did not install"), "{err}");
+    let err = client
+        .step(refuse(&running), Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("running kernel"), "{err}");
+    let err = client
+        .step(refuse("../../etc"), Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("bad kernel release"), "{err}");
 }

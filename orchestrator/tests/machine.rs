@@ -11,6 +11,8 @@
 //! decompressor fails, so that the machine resets itself and comes back on its default
 //! entry (a wrong kernel); and the stand-in build with `rdinit=/no/such/init panic=0`,
 //! which cannot mount its root and then waits forever (a hang, ended by the reset command).
+//! The kexec run keeps one kreg kernel (`keep_kernels: 1`): the grub run's other kernel is
+//! removed from the machine before it installs its first.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -221,6 +223,15 @@ workloads:
     )
     .await;
     assert_eq!(listing.lines().count(), 4, "{listing}");
+    let mut ours: Vec<String> = exec(&client, &["ls", "/boot/kreg"])
+        .await
+        .lines()
+        .map(String::from)
+        .collect();
+    ours.sort();
+    let mut both = vec![release.clone(), deb61.release.clone()];
+    both.sort();
+    assert_eq!(ours, both);
 
     // kexec: a kernel that hangs first, then one compiled on the machine itself (a patch of
     // this test run's own makes it a build no cache holds), which must still come up.
@@ -247,7 +258,9 @@ workloads:
                 "  - {{ name: hang, source: {built}, cmdline: rdinit=/no/such/init panic=0 }}\n  - {{ name: built, source: {}, build_on: sut, cmdline: sched_verbose }}\n",
                 built.replace("[CONFIG_SCHEDSTATS=y] }", "[CONFIG_SCHEDSTATS=y, CONFIG_HZ=1000] }, patches: [unique.patch]")
             ),
-        ),
+        )
+        // One kreg kernel kept: installing the first one here removes the older ones.
+        .replace("boot: kexec\n", "boot: kexec\n      keep_kernels: 1\n"),
     )
     .unwrap();
     let (code, text) = run(&kexec);
@@ -295,4 +308,7 @@ workloads:
         "{cmdline}"
     );
     assert!(cmdline.contains("init=/sbin/kreg-machine-init"), "{cmdline}");
+    // keep_kernels: 1: the grub run's other kernel was removed before this run installed
+    // its first; the running one stays.
+    assert_eq!(exec(&client, &["ls", "/boot/kreg"]).await.trim(), release);
 }

@@ -56,7 +56,7 @@ pub fn check_release(release: &str) -> Result<(), StepError> {
     }
 }
 
-fn running_release() -> String {
+pub(crate) fn running_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
@@ -166,6 +166,16 @@ pub async fn install(req: &InstallRequest, data_dir: &Path, layout: &Layout) -> 
     }
 
     let (initrd, tool) = make_initramfs(r, layout, &mut log).await?;
+    // Installed: the uploads have been copied or unpacked and are not needed again.
+    for name in std::iter::once(&req.image)
+        .chain(&req.system_map)
+        .chain(&req.config)
+        .chain(&req.modules)
+    {
+        if let Ok(p) = super::upload_path(data_dir, name) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
     Ok(StepOutput::Installed(Installed {
         release: r.clone(),
         kernel: kernel.display().to_string(),

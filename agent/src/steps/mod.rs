@@ -4,6 +4,7 @@ pub mod exec;
 pub mod grub;
 pub mod identity;
 pub mod install;
+pub mod kernels;
 pub mod kexec;
 pub mod knob;
 pub mod process;
@@ -34,6 +35,8 @@ pub async fn run(
         Step::KexecInstalled { release, cmdline } => install::kexec_installed(&release, &cmdline, layout).await,
         Step::GrubReboot { release, cmdline } => grub::grub_reboot(&release, &cmdline, layout).await,
         Step::Reboot => Ok(StepOutput::Rebooting { entry: None }),
+        Step::InstalledKernels => kernels::list(layout),
+        Step::RemoveKernel { release } => kernels::remove(&release, layout),
     }
 }
 

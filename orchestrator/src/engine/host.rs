@@ -46,6 +46,7 @@ impl Conn {
                 token_file,
                 boot,
                 reset,
+                keep_kernels,
             } => {
                 let text = std::fs::read_to_string(token_file)
                     .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
@@ -58,6 +59,7 @@ impl Conn {
                     AgentClient::new(url, token),
                     *boot,
                     reset.clone(),
+                    *keep_kernels,
                 )))
             }
             Transport::Lab { cpus, memory_mib } => Ok(Conn::Lab(LabConn {

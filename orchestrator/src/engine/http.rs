@@ -25,6 +25,8 @@ pub struct HttpConn {
     client: AgentClient,
     boot: BootVia,
     reset: Option<Vec<String>>,
+    /// kreg's kernels that may stay installed besides a running one.
+    keep_kernels: u32,
     known_good: Option<Identity>,
     /// The last boot kreg made on this machine: (boot id, image, command line).
     booted: Option<(String, PathBuf, String)>,
@@ -33,12 +35,19 @@ pub struct HttpConn {
 }
 
 impl HttpConn {
-    pub fn new(name: &str, client: AgentClient, boot: BootVia, reset: Option<Vec<String>>) -> HttpConn {
+    pub fn new(
+        name: &str,
+        client: AgentClient,
+        boot: BootVia,
+        reset: Option<Vec<String>>,
+        keep_kernels: u32,
+    ) -> HttpConn {
         HttpConn {
             name: name.to_string(),
             client,
             boot,
             reset,
+            keep_kernels,
             known_good: None,
             booted: None,
             down: None,
@@ -159,9 +168,49 @@ impl HttpConn {
         }
     }
 
+    /// Makes room for `release`: removes kreg's oldest kernels on the machine until, with
+    /// this one, no more than `keep_kernels` are installed (a running one is never removed
+    /// nor counted). Returns the releases removed.
+    async fn prune(&self, release: &str) -> Result<Vec<String>, String> {
+        let (running, kernels) = match self
+            .client
+            .step(Step::InstalledKernels, Duration::from_secs(60))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            StepOutput::Kernels { running, kernels } => (running, kernels),
+            other => return Err(format!("unexpected answer to installed_kernels: {other:?}")),
+        };
+        let others: Vec<&str> = kernels
+            .iter()
+            .map(|k| k.release.as_str())
+            .filter(|r| *r != release && *r != running)
+            .collect();
+        let excess = (others.len() + 1).saturating_sub(self.keep_kernels.max(1) as usize);
+        let mut removed = Vec::new();
+        // Oldest first, as the agent lists them.
+        for old in others.into_iter().take(excess) {
+            self.client
+                .step(
+                    Step::RemoveKernel {
+                        release: old.to_string(),
+                    },
+                    Duration::from_secs(120),
+                )
+                .await
+                .map_err(|e| format!("removing kernel {old}: {e}"))?;
+            removed.push(old.to_string());
+        }
+        if !removed.is_empty() {
+            tracing::info!(host = %self.name, removed = ?removed, keep = self.keep_kernels, "removed kreg's oldest kernels");
+        }
+        Ok(removed)
+    }
+
     /// Uploads the kernel's files and has the agent install them.
     async fn install(&self, p: &Prepared) -> Result<(), String> {
         let tag = &p.release;
+        self.prune(tag).await?;
         let upload = |name: String, path: PathBuf| async move {
             let bytes = tokio::fs::read(&path)
                 .await

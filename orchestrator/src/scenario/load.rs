@@ -454,7 +454,16 @@ impl<'a> Cx<'a> {
         let f = self.map(
             node,
             &what,
-            &["kind", "url", "token_file", "cpus", "memory_mib", "boot", "reset"],
+            &[
+                "kind",
+                "url",
+                "token_file",
+                "cpus",
+                "memory_mib",
+                "boot",
+                "reset",
+                "keep_kernels",
+            ],
         )?;
         let kind_node = self.required(&f, "kind", &what)?;
         let kind = self.string(kind_node, "kind")?;
@@ -497,15 +506,20 @@ impl<'a> Cx<'a> {
                     None => Some(None),
                     Some(n) => self.argv(n, "reset").map(Some),
                 };
+                let keep = f
+                    .get("keep_kernels")
+                    .map(|n| self.uint(n, "keep_kernels", 1, 1000))
+                    .unwrap_or(Some(KEEP_KERNELS as u64));
                 Some(Transport::Http {
                     url: url?,
                     token_file: self.base_dir.join(token?),
                     boot: boot?,
                     reset: reset?,
+                    keep_kernels: keep? as u32,
                 })
             }
             "lab" => {
-                refuse(self, &["url", "token_file", "boot", "reset"], "lab");
+                refuse(self, &["url", "token_file", "boot", "reset", "keep_kernels"], "lab");
                 let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
                 let mem = f
                     .get("memory_mib")

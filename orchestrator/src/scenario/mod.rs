@@ -108,10 +108,16 @@ pub enum Transport {
         /// A command run on the controller to reset the machine (a BMC's power cycle, say)
         /// when a kernel does not come back; the default boot entry then brings it up.
         reset: Option<Vec<String>>,
+        /// How many of kreg's kernels may stay installed on the machine (besides a running
+        /// one); the oldest are removed before another is installed.
+        keep_kernels: u32,
     },
     /// A qemu VM that kreg starts on this machine.
     Lab { cpus: u32, memory_mib: u32 },
 }
+
+/// kreg's kernels kept installed on an http host unless `keep_kernels:` says otherwise.
+pub const KEEP_KERNELS: u32 = 3;
 
 /// How an http host boots an installed kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -267,28 +267,40 @@ workloads: [ { name: w, kind: hackbench } ]
         }
         other => panic!("{other:?}"),
     }
-    // kexec and no reset by default.
+    // kexec, no reset and three kernels kept by default.
     let plain = ok.replace(
         ", boot: grub-reboot, reset: [ipmitool, -H, bmc5, chassis, power, reset]",
         "",
     );
     match &from_str(&plain, Path::new(".")).unwrap().hosts[0].transport {
-        Transport::Http { boot, reset, .. } => assert_eq!((*boot, reset.is_none()), (BootVia::Kexec, true)),
+        Transport::Http {
+            boot,
+            reset,
+            keep_kernels,
+            ..
+        } => assert_eq!((*boot, reset.is_none(), *keep_kernels), (BootVia::Kexec, true, 3)),
+        other => panic!("{other:?}"),
+    }
+    let keep1 = ok.replace("boot: grub-reboot,", "boot: grub-reboot, keep_kernels: 1,");
+    match &from_str(&keep1, Path::new(".")).unwrap().hosts[0].transport {
+        Transport::Http { keep_kernels, .. } => assert_eq!(*keep_kernels, 1),
         other => panic!("{other:?}"),
     }
     check(
         r#"
 name: x
 hosts:
-  s: { role: sut, transport: { kind: http, url: "http://h:1", token_file: t, boot: pxe, reset: "ipmitool reset" } }
-  l: { role: loadgen, transport: { kind: lab, reset: [x] } }
+  s: { role: sut, transport: { kind: http, url: "http://h:1", token_file: t, boot: pxe, reset: "ipmitool reset", keep_kernels: 0 } }
+  l: { role: loadgen, transport: { kind: lab, reset: [x], keep_kernels: 2 } }
 kernels: [ { name: k, source: running } ]
 workloads: [ { name: w, kind: hackbench } ]
 "#,
         "
 f.yaml:4:84: boot: unknown method `pxe`; expected kexec or grub-reboot
 f.yaml:4:96: reset: expected a list, found a string
+f.yaml:4:128: keep_kernels: 0 is out of range (1 to 1000)
 f.yaml:5:54: `reset` does not apply to transport kind `lab`
+f.yaml:5:73: `keep_kernels` does not apply to transport kind `lab`
 ",
     );
 }
