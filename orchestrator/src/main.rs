@@ -184,7 +184,10 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             alpha,
             min_effect,
         } => {
-            if !(alpha > 0.0 && alpha < 1.0) || !(min_effect >= 0.0) {
+            // Written so that NaN fails both checks.
+            let alpha_ok = alpha > 0.0 && alpha < 1.0;
+            let effect_ok = min_effect >= 0.0 && min_effect.is_finite();
+            if !(alpha_ok && effect_ok) {
                 bail!("--alpha must be between 0 and 1 and --min-effect a percentage ≥ 0");
             }
             let settings = kreg::stats::Settings {

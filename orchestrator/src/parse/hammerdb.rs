@@ -77,7 +77,9 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
     else {
         return Ok(out);
     };
-    let mut proc: Option<(String, usize, Vec<(String, f64)>)> = None;
+    // The procedure being read: (name, its line, its (counter, value) pairs).
+    type Proc = (String, usize, Vec<(String, f64)>);
+    let mut proc: Option<Proc> = None;
     let mut blocks = Vec::new();
     for (n, l) in lines.iter().enumerate().skip(start + 1) {
         if let Some(name) = l.strip_prefix(">>>>> PROC:") {

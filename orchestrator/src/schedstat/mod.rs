@@ -345,9 +345,12 @@ impl Diff {
 #[cfg(test)]
 mod tests;
 
+/// A derived figure: (name, value, unit).
+pub type Derived = (String, f64, &'static str);
+
 /// Per-CPU counters summed over CPUs and averaged over several diffs (one per job), and
 /// the derived figures from the summed counters.
-pub fn mean_totals(diffs: &[Diff]) -> Option<([f64; 9], Vec<(String, f64, &'static str)>)> {
+pub fn mean_totals(diffs: &[Diff]) -> Option<([f64; 9], Vec<Derived>)> {
     let first = diffs.first()?;
     let mut sum = [0f64; 9];
     let mut all = Diff {

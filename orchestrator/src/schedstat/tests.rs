@@ -30,12 +30,11 @@ fn real_v15_and_v16_snapshots() {
         for cpu in ["cpu0", "cpu1"] {
             let n: u32 = cpu[3..].parse().unwrap();
             let c = d.cpus.iter().find(|c| c.cpu == n).unwrap();
-            for i in 0..9 {
+            for (i, name) in CPU_FIELDS.iter().enumerate() {
                 assert_eq!(
                     c.values[i],
                     field(&ta, cpu, i) - field(&tb, cpu, i),
-                    "{before} {cpu} {}",
-                    CPU_FIELDS[i]
+                    "{before} {cpu} {name}"
                 );
             }
         }
