@@ -348,30 +348,9 @@ async fn install_kernel_puts_files_in_boot_and_modules_and_runs_depmod() {
     let agent = start("install").await;
     let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
     let rel = "6.1.99-kreg-test1234";
-    client.upload("img", fake_bzimage(rel)).await.unwrap();
-    client
-        .upload("map", b"ffffffff81000000 T _text\n".to_vec())
-        .await
-        .unwrap();
-    client.upload("cfg", b"CONFIG_HZ=250\n".to_vec()).await.unwrap();
     let src = agent.dir.join("src");
-    std::fs::create_dir_all(src.join(rel).join("kernel/drivers")).unwrap();
-    std::fs::write(src.join(rel).join("modules.order"), "").unwrap();
-    std::fs::write(src.join(rel).join("modules.builtin"), "").unwrap();
-    client.upload("mods.tar", tar_of(&src, rel)).await.unwrap();
-    let req = |modules: &str| {
-        Step::InstallKernel(kreg_agent::wire::InstallRequest {
-            release: rel.into(),
-            image: "img".into(),
-            system_map: Some("map".into()),
-            config: Some("cfg".into()),
-            modules: Some(modules.into()),
-        })
-    };
-    let out = client.step(req("mods.tar"), Duration::from_secs(60)).await.unwrap();
-    let StepOutput::Installed(inst) = out else {
-        panic!("{out:?}")
-    };
+    let inst = install_one(&client, &src, rel).await;
+    let req = |modules: &str| install_req(rel, modules);
     let boot = agent.dir.join("root/boot");
     // kreg's kernels stay out of the distribution's menu: /boot/kreg/RELEASE/vmlinuz.
     assert_eq!(
@@ -385,7 +364,7 @@ async fn install_kernel_puts_files_in_boot_and_modules_and_runs_depmod() {
         .contains("CONFIG_HZ=250"));
     assert!(boot.join(format!("System.map-{rel}")).is_file());
     let mods = agent.dir.join("root/lib/modules").join(rel);
-    assert!(mods.join("kernel/drivers").is_dir());
+    assert!(mods.join("kernel/m.ko").is_file());
     // depmod ran on the installed tree (it writes modules.dep).
     assert!(mods.join("modules.dep").is_file(), "{}", inst.log);
     // Outside /lib/modules no initramfs tool is run, and the answer says so.
@@ -448,8 +427,22 @@ async fn install_kernel_puts_files_in_boot_and_modules_and_runs_depmod() {
     assert!(err.to_string().contains("command line holds ';'"), "{err}");
 }
 
+fn install_req(rel: &str, modules: &str) -> Step {
+    Step::InstallKernel(kreg_agent::wire::InstallRequest {
+        release: rel.into(),
+        image: "img".into(),
+        system_map: Some("map".into()),
+        config: Some("cfg".into()),
+        modules: Some(modules.into()),
+    })
+}
+
 /// Installs a kernel with a config, a System.map and a modules tree, through the agent.
-async fn install_one(client: &kreg_agent::client::AgentClient, src: &std::path::Path, rel: &str) {
+async fn install_one(
+    client: &kreg_agent::client::AgentClient,
+    src: &std::path::Path,
+    rel: &str,
+) -> kreg_agent::wire::Installed {
     client.upload("img", fake_bzimage(rel)).await.unwrap();
     client
         .upload("map", b"ffffffff81000000 T _text\n".to_vec())
@@ -458,16 +451,17 @@ async fn install_one(client: &kreg_agent::client::AgentClient, src: &std::path::
     client.upload("cfg", b"CONFIG_HZ=250\n".to_vec()).await.unwrap();
     std::fs::create_dir_all(src.join(rel).join("kernel")).unwrap();
     std::fs::write(src.join(rel).join("kernel/m.ko"), vec![7u8; 5000]).unwrap();
+    std::fs::write(src.join(rel).join("modules.order"), "").unwrap();
+    std::fs::write(src.join(rel).join("modules.builtin"), "").unwrap();
     client.upload("mods.tar", tar_of(src, rel)).await.unwrap();
-    let step = Step::InstallKernel(kreg_agent::wire::InstallRequest {
-        release: rel.into(),
-        image: "img".into(),
-        system_map: Some("map".into()),
-        config: Some("cfg".into()),
-        modules: Some("mods.tar".into()),
-    });
-    let out = client.step(step, Duration::from_secs(60)).await.unwrap();
-    assert!(matches!(out, StepOutput::Installed(_)), "{out:?}");
+    let out = client
+        .step(install_req(rel, "mods.tar"), Duration::from_secs(60))
+        .await
+        .unwrap();
+    match out {
+        StepOutput::Installed(inst) => inst,
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]
