@@ -33,6 +33,7 @@ pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>
     let mut cx = Cx {
         diags: Vec::new(),
         base_dir,
+        default_boot: BootVia::Kexec,
     };
     let scenario = cx.scenario(&root);
     match scenario {
@@ -47,6 +48,8 @@ pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>
 struct Cx<'a> {
     diags: Vec<Diagnostic>,
     base_dir: &'a Path,
+    /// The scenario's `boot.method`, for http hosts that do not name their own.
+    default_boot: BootVia,
 }
 
 /// The entries of a mapping whose keys were all checked against the allowed list.
@@ -233,16 +236,23 @@ impl<'a> Cx<'a> {
         let name = self
             .required(&f, "name", "the scenario")
             .and_then(|n| self.name(n, "name"));
+        // Before the hosts: its method is their default.
+        let boot = match f.get("boot") {
+            Some(n) => self.boot(n),
+            None => Some(Boot {
+                timeout_secs: 300,
+                method: BootVia::Kexec,
+            }),
+        };
+        if let Some(b) = &boot {
+            self.default_boot = b.method;
+        }
         let hosts = self.required(&f, "hosts", "the scenario").and_then(|n| self.hosts(n));
         let kernels = self
             .required(&f, "kernels", "the scenario")
             .and_then(|n| self.kernels(n));
         let baseline_node = f.get("baseline");
         let baseline = baseline_node.and_then(|n| self.name(n, "baseline"));
-        let boot = match f.get("boot") {
-            Some(n) => self.boot(n),
-            None => Some(Boot { timeout_secs: 300 }),
-        };
         let variants = match f.get("variants") {
             Some(n) => self.variants(n),
             None => Some(vec![Variant {
@@ -489,18 +499,8 @@ impl<'a> Cx<'a> {
                     .required(&f, "token_file", &what)
                     .and_then(|n| self.string(n, "token_file"));
                 let boot = match f.get("boot") {
-                    None => Some(BootVia::Kexec),
-                    Some(n) => match self.string(n, "boot")?.as_str() {
-                        "kexec" => Some(BootVia::Kexec),
-                        "grub-reboot" => Some(BootVia::GrubReboot),
-                        other => {
-                            self.error(
-                                n,
-                                format!("boot: unknown method `{other}`; expected kexec or grub-reboot"),
-                            );
-                            None
-                        }
-                    },
+                    None => Some(self.default_boot),
+                    Some(n) => self.boot_via(n, "boot"),
                 };
                 let reset = match f.get("reset") {
                     None => Some(None),
@@ -562,12 +562,34 @@ impl<'a> Cx<'a> {
     }
 
     fn boot(&mut self, node: &Node) -> Option<Boot> {
-        let f = self.map(node, "boot", &["timeout"])?;
+        let f = self.map(node, "boot", &["timeout", "method"])?;
         let timeout_secs = match f.get("timeout") {
-            Some(n) => self.duration(n, "boot timeout")?,
-            None => 300,
+            Some(n) => self.duration(n, "boot timeout"),
+            None => Some(300),
         };
-        Some(Boot { timeout_secs })
+        let method = match f.get("method") {
+            Some(n) => self.boot_via(n, "boot method"),
+            None => Some(BootVia::Kexec),
+        };
+        Some(Boot {
+            timeout_secs: timeout_secs?,
+            method: method?,
+        })
+    }
+
+    /// `kexec` or `grub-reboot`.
+    fn boot_via(&mut self, node: &Node, what: &str) -> Option<BootVia> {
+        match self.string(node, what)?.as_str() {
+            "kexec" => Some(BootVia::Kexec),
+            "grub-reboot" => Some(BootVia::GrubReboot),
+            other => {
+                self.error(
+                    node,
+                    format!("{what}: unknown method `{other}`; expected kexec or grub-reboot"),
+                );
+                None
+            }
+        }
     }
 
     fn variants(&mut self, node: &Node) -> Option<Vec<Variant>> {

@@ -187,6 +187,8 @@ pub enum ConfigBase {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Boot {
     pub timeout_secs: u64,
+    /// How http hosts without a `boot:` of their own boot installed kernels.
+    pub method: BootVia,
 }
 
 #[derive(Debug, Clone, PartialEq)]

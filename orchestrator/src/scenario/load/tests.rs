@@ -306,6 +306,49 @@ f.yaml:5:73: `keep_kernels` does not apply to transport kind `lab`
 }
 
 #[test]
+fn the_scenario_boot_method_is_the_default_of_http_hosts() {
+    let text = |boot: &str| {
+        format!(
+            r#"
+name: x
+hosts:
+  a: {{ role: sut, transport: {{ kind: http, url: "http://a:1", token_file: t }} }}
+  b: {{ role: loadgen, transport: {{ kind: http, url: "http://b:1", token_file: t, boot: kexec }} }}
+kernels: [ {{ name: k, source: running }} ]
+boot: {boot}
+workloads: [ {{ name: w, kind: hackbench }} ]
+"#
+        )
+    };
+    let s = from_str(&text("{ method: grub-reboot, timeout: 10m }"), Path::new(".")).unwrap();
+    let via: Vec<BootVia> = s
+        .hosts
+        .iter()
+        .map(|h| match &h.transport {
+            Transport::Http { boot, .. } => *boot,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(via, [BootVia::GrubReboot, BootVia::Kexec]);
+    assert_eq!((s.boot.timeout_secs, s.boot.method), (600, BootVia::GrubReboot));
+    let s = from_str(&text("{ timeout: 10m }"), Path::new(".")).unwrap();
+    assert!(matches!(
+        s.hosts[0].transport,
+        Transport::Http {
+            boot: BootVia::Kexec,
+            ..
+        }
+    ));
+    check(
+        &text("{ method: pxe, timeout: 0 }"),
+        "
+f.yaml:7:17: boot method: unknown method `pxe`; expected kexec or grub-reboot
+f.yaml:7:31: boot timeout: expected a duration such as 90, 90s, 10m or 2h (at most a week), found a number
+",
+    );
+}
+
+#[test]
 fn build_on_names_a_machine() {
     let text = |on: &str| {
         format!(
