@@ -84,10 +84,11 @@ async fn lab_machine(cfg: &Config, image: &Path, cpus: u32, memory_mib: u32) -> 
     println!("lab machine up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);
     println!("host entry for a scenario:");
     println!(
-        "  sut: {{ role: sut, transport: {{ kind: http, url: \"{}\", token_file: \"{}\", reset: [kreg, lab, reset, \"{}\"] }} }}",
+        "  sut: {{ role: sut, transport: {{ kind: http, url: \"{}\", token_file: \"{}\", reset: [kreg, lab, reset, \"{}\"], console: [tail, -n, \"200\", \"{}\"] }} }}",
         machine.url(),
         token_file.display(),
-        machine.monitor.display()
+        machine.monitor.display(),
+        machine.console.display()
     );
     println!("console: {}", machine.console.display());
     println!("Ctrl-C stops it");

@@ -108,6 +108,7 @@ hosts:
       token_file: "{token}"
       boot: {boot}
       reset: ["{kreg}", lab, reset, "{monitor}"]
+      console: [tail, -n, "200", "{console}"]
 kernels:
 {kernels}
 boot: {{ timeout: 150s }}
@@ -118,6 +119,7 @@ workloads:
             token = token_file.display(),
             kreg = env!("CARGO_BIN_EXE_kreg"),
             monitor = machine.monitor.display(),
+            console = machine.console.display(),
         )
     };
     let built = format!(
@@ -179,7 +181,11 @@ workloads:
         )),
         "{why}"
     );
-    assert!(why.ends_with(&format!("the machine is back on {own}")), "{why}");
+    // The console command's last lines follow (here: the default kernel's boot).
+    assert!(
+        why.contains(&format!("the machine is back on {own}; console:\n")),
+        "{why}"
+    );
     let hosts: Vec<(String, String)> =
         sqlx::query_as("SELECT kernel_release, boot_method FROM hosts WHERE run_id = 1 ORDER BY id")
             .fetch_all(&db.pool)
@@ -292,9 +298,11 @@ workloads:
         "{why}"
     );
     assert!(
-        why.ends_with(&format!("the machine is back on {own} (known good)")),
+        why.contains(&format!("the machine is back on {own} (known good); console:\n")),
         "{why}"
     );
+    // The hung kernel's last words, read from the console before the reset.
+    assert!(why.contains("Kernel panic - not syncing"), "{why}");
     let (rel, method, cmdline): (String, String, String) = sqlx::query_as(
         "SELECT kernel_release, boot_method, cmdline FROM hosts WHERE run_id = 2 ORDER BY id DESC LIMIT 1",
     )

@@ -46,6 +46,7 @@ impl Conn {
                 token_file,
                 boot,
                 reset,
+                console,
                 keep_kernels,
             } => {
                 let text = std::fs::read_to_string(token_file)
@@ -59,6 +60,7 @@ impl Conn {
                     AgentClient::new(url, token),
                     *boot,
                     reset.clone(),
+                    console.clone(),
                     *keep_kernels,
                 )))
             }

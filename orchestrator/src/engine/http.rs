@@ -25,6 +25,8 @@ pub struct HttpConn {
     client: AgentClient,
     boot: BootVia,
     reset: Option<Vec<String>>,
+    /// A command that prints the machine's recent console output, for failure reports.
+    console: Option<Vec<String>>,
     /// kreg's kernels that may stay installed besides a running one.
     keep_kernels: u32,
     known_good: Option<Identity>,
@@ -40,6 +42,7 @@ impl HttpConn {
         client: AgentClient,
         boot: BootVia,
         reset: Option<Vec<String>>,
+        console: Option<Vec<String>>,
         keep_kernels: u32,
     ) -> HttpConn {
         HttpConn {
@@ -47,6 +50,7 @@ impl HttpConn {
             client,
             boot,
             reset,
+            console,
             keep_kernels,
             known_good: None,
             booted: None,
@@ -162,10 +166,27 @@ impl HttpConn {
             p.release,
             self.name
         );
-        match self.recover(timeout).await {
-            Ok(back) => Err(format!("{outcome}; {back}")),
-            Err(lost) => Err(format!("{outcome}; {lost}")),
-        }
+        // What the failed boot printed, read before the recovery adds its own.
+        let console = self.console_tail().await;
+        let next = match self.recover(timeout).await {
+            Ok(back) => back,
+            Err(lost) => lost,
+        };
+        Err(match console {
+            Some(c) => format!("{outcome}; {next}; console:\n{c}"),
+            None => format!("{outcome}; {next}"),
+        })
+    }
+
+    /// The last lines of the machine's console, from its `console:` command.
+    async fn console_tail(&self) -> Option<String> {
+        let argv = self.console.as_ref()?;
+        Some(
+            match controller_command(argv, "console", Duration::from_secs(30)).await {
+                Ok(text) => console_lines(&text, 25),
+                Err(e) => format!("({e})"),
+            },
+        )
     }
 
     /// Makes room for `release`: removes kreg's oldest kernels on the machine until, with
@@ -366,25 +387,56 @@ async fn tar_modules(dir: &std::path::Path, release: &str) -> Result<Vec<u8>, St
 
 /// Runs a host's reset command on the controller (argv, no shell), bounded to two minutes.
 async fn run_reset(argv: &[String]) -> Result<(), String> {
-    let (prog, args) = argv.split_first().ok_or("empty reset command")?;
+    controller_command(argv, "reset", Duration::from_secs(120))
+        .await
+        .map(drop)
+}
+
+/// Runs one of a host's commands on the controller (argv, no shell) within `limit`; its
+/// stdout, or why it failed.
+async fn controller_command(argv: &[String], what: &str, limit: Duration) -> Result<String, String> {
+    let (prog, args) = argv.split_first().ok_or_else(|| format!("empty {what} command"))?;
     let child = tokio::process::Command::new(prog)
         .args(args)
+        .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();
-    match tokio::time::timeout(Duration::from_secs(120), child).await {
-        Ok(Ok(out)) if out.status.success() => Ok(()),
+    match tokio::time::timeout(limit, child).await {
+        Ok(Ok(out)) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
         Ok(Ok(out)) => Err(format!(
-            "reset command {prog} failed ({}): {}",
+            "{what} command {prog} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         )),
-        Ok(Err(e)) => Err(format!("reset command {prog} did not start: {e}")),
-        Err(_) => Err(format!("reset command {prog} did not finish within 120s")),
+        Ok(Err(e)) => Err(format!("{what} command {prog} did not start: {e}")),
+        Err(_) => Err(format!(
+            "{what} command {prog} did not finish within {}s",
+            limit.as_secs()
+        )),
     }
+}
+
+/// The last `lines` lines of console output, printable: carriage returns and other control
+/// characters (a serial line carries them) are dropped, tabs and newlines kept.
+fn console_lines(text: &str, lines: usize) -> String {
+    let clean: String = text
+        .chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect();
+    let all: Vec<&str> = clean.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn console_lines_are_the_last_printable_ones() {
+        let raw = "a\r\n\x1b[0mb\r\n\r\n\tc\u{7}\nd\n";
+        assert_eq!(super::console_lines(raw, 3), "[0mb\n\tc\nd");
+        assert_eq!(super::console_lines(raw, 10), "a\n[0mb\n\tc\nd");
+        assert_eq!(super::console_lines("", 5), "");
+    }
+
     #[test]
     fn kexec_cmdline_drops_bootloader_words_and_appends_extras() {
         assert_eq!(

@@ -472,6 +472,7 @@ impl<'a> Cx<'a> {
                 "memory_mib",
                 "boot",
                 "reset",
+                "console",
                 "keep_kernels",
             ],
         )?;
@@ -506,6 +507,10 @@ impl<'a> Cx<'a> {
                     None => Some(None),
                     Some(n) => self.argv(n, "reset").map(Some),
                 };
+                let console = match f.get("console") {
+                    None => Some(None),
+                    Some(n) => self.argv(n, "console").map(Some),
+                };
                 let keep = f
                     .get("keep_kernels")
                     .map(|n| self.uint(n, "keep_kernels", 1, 1000))
@@ -515,11 +520,16 @@ impl<'a> Cx<'a> {
                     token_file: self.base_dir.join(token?),
                     boot: boot?,
                     reset: reset?,
+                    console: console?,
                     keep_kernels: keep? as u32,
                 })
             }
             "lab" => {
-                refuse(self, &["url", "token_file", "boot", "reset", "keep_kernels"], "lab");
+                refuse(
+                    self,
+                    &["url", "token_file", "boot", "reset", "console", "keep_kernels"],
+                    "lab",
+                );
                 let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
                 let mem = f
                     .get("memory_mib")

@@ -108,6 +108,9 @@ pub enum Transport {
         /// A command run on the controller to reset the machine (a BMC's power cycle, say)
         /// when a kernel does not come back; the default boot entry then brings it up.
         reset: Option<Vec<String>>,
+        /// A command run on the controller that prints the machine's recent console
+        /// output (a console server's log, say); its last lines go into boot failures.
+        console: Option<Vec<String>>,
         /// How many of kreg's kernels may stay installed on the machine (besides a running
         /// one); the oldest are removed before another is installed.
         keep_kernels: u32,

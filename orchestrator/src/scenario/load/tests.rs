@@ -281,9 +281,21 @@ workloads: [ { name: w, kind: hackbench } ]
         } => assert_eq!((*boot, reset.is_none(), *keep_kernels), (BootVia::Kexec, true, 3)),
         other => panic!("{other:?}"),
     }
-    let keep1 = ok.replace("boot: grub-reboot,", "boot: grub-reboot, keep_kernels: 1,");
+    let keep1 = ok.replace(
+        "boot: grub-reboot,",
+        "boot: grub-reboot, keep_kernels: 1, console: [tail, -n, 50, /var/log/consoles/s],",
+    );
     match &from_str(&keep1, Path::new(".")).unwrap().hosts[0].transport {
-        Transport::Http { keep_kernels, .. } => assert_eq!(*keep_kernels, 1),
+        Transport::Http {
+            keep_kernels, console, ..
+        } => {
+            assert_eq!(*keep_kernels, 1);
+            assert_eq!(console.as_deref().unwrap(), ["tail", "-n", "50", "/var/log/consoles/s"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    match &from_str(ok, Path::new(".")).unwrap().hosts[0].transport {
+        Transport::Http { console, .. } => assert!(console.is_none()),
         other => panic!("{other:?}"),
     }
     check(
@@ -291,7 +303,7 @@ workloads: [ { name: w, kind: hackbench } ]
 name: x
 hosts:
   s: { role: sut, transport: { kind: http, url: "http://h:1", token_file: t, boot: pxe, reset: "ipmitool reset", keep_kernels: 0 } }
-  l: { role: loadgen, transport: { kind: lab, reset: [x], keep_kernels: 2 } }
+  l: { role: loadgen, transport: { kind: lab, reset: [x], keep_kernels: 2, console: [x] } }
 kernels: [ { name: k, source: running } ]
 workloads: [ { name: w, kind: hackbench } ]
 "#,
@@ -301,6 +313,7 @@ f.yaml:4:96: reset: expected a list, found a string
 f.yaml:4:128: keep_kernels: 0 is out of range (1 to 1000)
 f.yaml:5:54: `reset` does not apply to transport kind `lab`
 f.yaml:5:73: `keep_kernels` does not apply to transport kind `lab`
+f.yaml:5:85: `console` does not apply to transport kind `lab`
 ",
     );
 }
