@@ -211,8 +211,15 @@ impl<'a> Cx<'a> {
             _ => (text.as_str(), 1),
         };
         match num.parse::<u64>() {
-            Ok(n) if n > 0 && n * mult <= 7 * 24 * 3600 => Some(n * mult),
-            _ => {
+            Ok(n) if n > 0 && n.saturating_mul(mult) <= 7 * 24 * 3600 => Some(n * mult),
+            Ok(_) => {
+                self.error(
+                    node,
+                    format!("{what}: `{text}` is out of range (more than 0, at most a week)"),
+                );
+                None
+            }
+            Err(_) => {
                 self.expected(node, what, "a duration such as 90, 90s, 10m or 2h (at most a week)");
                 None
             }

@@ -356,8 +356,16 @@ workloads: [ {{ name: w, kind: hackbench }} ]
         &text("{ method: pxe, timeout: 0 }"),
         "
 f.yaml:7:17: boot method: unknown method `pxe`; expected kexec or grub-reboot
-f.yaml:7:31: boot timeout: expected a duration such as 90, 90s, 10m or 2h (at most a week), found a number
+f.yaml:7:31: boot timeout: `0` is out of range (more than 0, at most a week)
 ",
+    );
+    check(
+        &text("{ timeout: 9000h }"),
+        "f.yaml:7:18: boot timeout: `9000h` is out of range (more than 0, at most a week)",
+    );
+    check(
+        &text("{ timeout: 2d }"),
+        "f.yaml:7:18: boot timeout: expected a duration such as 90, 90s, 10m or 2h (at most a week), found a string",
     );
 }
 
