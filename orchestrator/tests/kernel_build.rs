@@ -76,7 +76,8 @@ workloads:
             ("built", "done"),
             ("bad-init", "failed"),
             ("deb61-again", "done")
-        ]
+        ],
+        "{jobs:#?}\n{stderr}"
     );
     let bad = jobs[2].2.as_deref().unwrap();
     assert!(
