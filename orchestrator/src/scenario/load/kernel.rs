@@ -5,6 +5,27 @@ use super::super::*;
 use super::{Cx, Fields};
 
 impl<'a> Cx<'a> {
+    pub(super) fn kernels(&mut self, node: &Node) -> Option<Vec<Kernel>> {
+        let items = self.seq(node, "kernels")?;
+        if items.is_empty() {
+            self.error(
+                node,
+                "kernels: declare at least one kernel (source `running` stays on the current one)",
+            );
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut ok = true;
+        for item in items {
+            match self.kernel(item) {
+                Some(k) => out.push(k),
+                None => ok = false,
+            }
+        }
+        self.unique(items.iter().zip(out.iter().map(|k| k.name.clone())), "kernel");
+        ok.then_some(out)
+    }
+
     pub(super) fn kernel(&mut self, node: &Node) -> Option<Kernel> {
         let f = self.map(
             node,
