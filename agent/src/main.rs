@@ -11,7 +11,8 @@ struct Args {
     /// Address to listen on, e.g. 0.0.0.0:7878.
     #[arg(long, default_value = "127.0.0.1:7878")]
     listen: String,
-    /// File whose first line is the bearer token.
+    /// File whose first line is the bearer token (at least 16 printable characters; the
+    /// rest of the file is ignored).
     #[arg(long)]
     token_file: PathBuf,
     /// Where uploaded files (kernels, initrds) are kept.
@@ -23,6 +24,13 @@ struct Args {
     /// Where kernel modules are installed (RELEASE/ under it).
     #[arg(long, default_value = "/lib/modules")]
     modules_dir: PathBuf,
+    /// Connections open at once (lowered to half the open-file limit); at the cap the
+    /// oldest idle one is closed.
+    #[arg(long, default_value_t = 256)]
+    max_connections: usize,
+    /// Seconds a client has to send a request's headers (idle connections close after it).
+    #[arg(long, default_value_t = 30)]
+    header_timeout: u64,
 }
 
 #[tokio::main]
@@ -45,6 +53,12 @@ async fn real_main(args: Args) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.token_file)
         .map_err(|e| format!("cannot read token file {}: {e}", args.token_file.display()))?;
     let token = Token::from_file_text(&text).map_err(|e| format!("{}: {e}", args.token_file.display()))?;
+    server::listen::raise_nofile_limit();
+    let limits = server::Limits {
+        max_connections: args.max_connections,
+        header_timeout: std::time::Duration::from_secs(args.header_timeout.max(1)),
+        ..Default::default()
+    };
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
@@ -63,6 +77,7 @@ async fn real_main(args: Args) -> Result<(), String> {
                 boot_dir: args.boot_dir,
                 modules_dir: args.modules_dir,
             },
+            limits,
         },
         listener,
         shutdown,

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any incompatible change of the types in this module. 2: kernels installed,
-/// listed and removed; process output polled from byte offsets.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// listed and removed; process output polled from byte offsets. 3: files placed by the
+/// agent (`place_file`), output caps, request limits with their own error kinds.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Answer of the unauthenticated version probe `GET /v1/version`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -118,6 +119,36 @@ pub enum Step {
     RemoveKernel {
         release: String,
     },
+    /// Copies a file into place with a mode: an upload (by name) or a file on the host,
+    /// to an absolute destination whose folder is created when missing. Done by the agent
+    /// itself, so the host needs no `install`, `cp` or `chmod`.
+    PlaceFile(PlaceRequest),
+}
+
+/// What [`Step::PlaceFile`] copies.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum FileSource {
+    /// A file uploaded to the agent, by name.
+    Upload(String),
+    /// An absolute path on the host (e.g. a binary built there).
+    Path(String),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlaceRequest {
+    pub from: FileSource,
+    /// Absolute path of the file to write; replaced atomically when it exists.
+    pub to: String,
+    /// Permission bits, e.g. 0o755.
+    pub mode: u32,
+}
+
+/// A file [`Step::PlaceFile`] wrote.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Placed {
+    pub path: String,
+    pub bytes: u64,
 }
 
 impl Step {
@@ -139,6 +170,7 @@ impl Step {
             Step::Reboot => "reboot",
             Step::InstalledKernels => "installed_kernels",
             Step::RemoveKernel { .. } => "remove_kernel",
+            Step::PlaceFile(_) => "place_file",
         }
     }
 
@@ -196,7 +228,8 @@ pub struct ExecRequest {
     pub env: Vec<(String, String)>,
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Killed (with its whole process group) after this many seconds.
+    /// Killed after this many seconds, with every process it started (its process group,
+    /// and any descendant that left it, such as a daemon).
     pub timeout_secs: u64,
     /// Applied to the child between fork and exec.
     #[serde(default)]
@@ -218,12 +251,21 @@ pub struct ExecResult {
     pub signal: Option<i32>,
     pub timed_out: bool,
     pub duration_ms: u64,
+    /// Output, at most [`EXEC_OUTPUT_CAP`] bytes of each stream: its first quarter and its
+    /// last three quarters, with the bytes dropped between them counted below.
     pub stdout: String,
     pub stderr: String,
+    #[serde(default)]
+    pub stdout_dropped: u64,
+    #[serde(default)]
+    pub stderr_dropped: u64,
     /// Policies seen on the process's threads while it ran (`sched_getscheduler`), distinct,
     /// in the order first seen. Empty only if the process ended before it could be looked at.
     pub observed_policies: Vec<String>,
 }
+
+/// The most output an exec step keeps of each stream.
+pub const EXEC_OUTPUT_CAP: usize = 8 << 20;
 
 impl ExecResult {
     pub fn success(&self) -> bool {
@@ -340,6 +382,7 @@ pub enum StepOutput {
         /// The paths removed.
         removed: Vec<String>,
     },
+    Placed(Placed),
 }
 
 /// Why a step failed, as the agent saw it.
@@ -359,6 +402,12 @@ pub enum ErrorKind {
     Io,
     Spawn,
     Kernel,
+    /// The request is larger than the agent takes (HTTP 413).
+    TooLarge,
+    /// The request stalled (HTTP 408).
+    Timeout,
+    /// The agent is at a limit; try again (HTTP 503).
+    Busy,
 }
 
 /// Every response body is one of these, stamped with the protocol version.

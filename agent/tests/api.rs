@@ -2,48 +2,10 @@
 
 use std::time::Duration;
 
-use kreg_agent::server::{self, Config, Token};
 use kreg_agent::wire::{Envelope, ErrorKind, ExecRequest, Policy, Reply, Step, StepOutput};
 
-const TOKEN: &str = "test-token-0123456789abcdef";
-
-struct Agent {
-    url: String,
-    dir: std::path::PathBuf,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-async fn start(name: &str) -> Agent {
-    let dir = std::env::temp_dir().join(format!("kreg-agent-test-{name}-{}", std::process::id()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let config = Config {
-        token: Token::from_file_text(TOKEN).unwrap(),
-        data_dir: dir.join("data"),
-        layout: kreg_agent::steps::install::Layout {
-            boot_dir: dir.join("root/boot"),
-            modules_dir: dir.join("root/lib/modules"),
-        },
-    };
-    tokio::spawn(server::run(config, listener, async {
-        let _ = rx.await;
-    }));
-    Agent {
-        url,
-        dir,
-        stop: Some(tx),
-    }
-}
+mod common;
+use common::{start, Agent, TOKEN};
 
 fn http() -> reqwest::Client {
     reqwest::Client::builder()

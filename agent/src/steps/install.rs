@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::modules_tar;
 use crate::wire::{ErrorKind, ExecRequest, InstallRequest, Installed, StepError, StepOutput};
 
 /// Where kernels are installed. The defaults are the machine's own /boot and /lib/modules.
@@ -41,11 +42,12 @@ fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
     super::err(kind, message)
 }
 
-/// A release is a plain name: letters, digits, `.`, `_`, `-`, `+`, `~`; not `.` or `..`.
+/// A release is a plain name: letters, digits, `.`, `_`, `-`, `+`, `~`, starting with a
+/// letter or digit (so it is never taken for a path part like `..`, nor for an option of
+/// depmod or an initramfs tool).
 pub fn check_release(release: &str) -> Result<(), StepError> {
-    let ok = !release.is_empty()
-        && release.len() <= 128
-        && !release.starts_with('.')
+    let ok = release.len() <= 128
+        && release.starts_with(|c: char| c.is_ascii_alphanumeric())
         && release
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '~'));
@@ -146,26 +148,22 @@ pub async fn install(req: &InstallRequest, data_dir: &Path, layout: &Layout) -> 
         }
         _ => {}
     }
-    let home = layout.kernel_dir(r);
-    if home.exists() {
-        std::fs::remove_dir_all(&home).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", home.display())))?;
-    }
-    std::fs::create_dir_all(&home).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", home.display())))?;
-    let kernel = home.join("vmlinuz");
-    copy_into(&image, &kernel)?;
-    if let Some(m) = &req.system_map {
-        copy_into(&upload(m)?, &boot.join(format!("System.map-{r}")))?;
-    }
-    if let Some(c) = &req.config {
-        copy_into(&upload(c)?, &boot.join(format!("config-{r}")))?;
-    }
-
     let mut log = String::new();
-    if let Some(tar_name) = &req.modules {
-        install_modules(r, &upload(tar_name)?, layout, &mut log).await?;
-    }
-
-    let (initrd, tool) = make_initramfs(r, layout, &mut log).await?;
+    let mut written = Vec::new();
+    let made = place_files(req, &image, &upload, layout, &mut written, &mut log).await;
+    let (kernel, (initrd, tool)) = match made {
+        Ok(x) => x,
+        Err(e) => {
+            // Nothing of a failed install stays: no half a kernel in the boot menu.
+            for p in written.iter().rev() {
+                let _ = match std::fs::symlink_metadata(p) {
+                    Ok(m) if m.is_dir() => std::fs::remove_dir_all(p),
+                    _ => std::fs::remove_file(p),
+                };
+            }
+            return Err(e);
+        }
+    };
     // Installed: the uploads have been copied or unpacked and are not needed again.
     for name in std::iter::once(&req.image)
         .chain(&req.system_map)
@@ -185,50 +183,61 @@ pub async fn install(req: &InstallRequest, data_dir: &Path, layout: &Layout) -> 
     }))
 }
 
+/// Writes the kernel's files, noting each path in `written` before it is written, and
+/// makes the initramfs.
+async fn place_files(
+    req: &InstallRequest,
+    image: &Path,
+    upload: &(dyn Fn(&str) -> Result<PathBuf, StepError> + Sync),
+    layout: &Layout,
+    written: &mut Vec<PathBuf>,
+    log: &mut String,
+) -> Result<(PathBuf, (Option<PathBuf>, Option<String>)), StepError> {
+    let r = &req.release;
+    let boot = &layout.boot_dir;
+    let home = layout.kernel_dir(r);
+    if home.exists() {
+        std::fs::remove_dir_all(&home).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", home.display())))?;
+    }
+    written.push(home.clone());
+    std::fs::create_dir_all(&home).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", home.display())))?;
+    let kernel = home.join("vmlinuz");
+    copy_into(image, &kernel)?;
+    let distro_owns = boot.join(format!("vmlinuz-{r}")).exists();
+    if let Some(m) = &req.system_map {
+        let to = boot.join(format!("System.map-{r}"));
+        if !distro_owns {
+            written.push(to.clone());
+        }
+        copy_into(&upload(m)?, &to)?;
+    }
+    if let Some(c) = &req.config {
+        let to = boot.join(format!("config-{r}"));
+        if !distro_owns {
+            written.push(to.clone());
+        }
+        copy_into(&upload(c)?, &to)?;
+    }
+    if let Some(tar_name) = &req.modules {
+        let tar = upload(tar_name)?;
+        modules_tar::check(r, &tar)?;
+        if !distro_owns {
+            written.push(layout.modules_dir.join(r));
+        }
+        install_modules(r, &tar, layout, log).await?;
+    }
+    let made = make_initramfs(r, layout, log).await?;
+    Ok((kernel, made))
+}
+
 async fn install_modules(r: &str, tar: &Path, layout: &Layout, log: &mut String) -> Result<(), StepError> {
-    let tar_prog = find_program(&["tar"]).ok_or_else(|| err(ErrorKind::Spawn, "tar is not installed"))?;
-    let list = super::exec::run(ExecRequest {
-        argv: vec![tar_prog.display().to_string(), "-tf".into(), tar.display().to_string()],
-        timeout_secs: 300,
-        ..Default::default()
-    })
-    .await?;
-    if !list.success() {
-        return Err(err(
-            ErrorKind::BadRequest,
-            format!("the modules archive is not a tar: {}", tail(&list.stderr, 5)),
-        ));
-    }
-    let prefix = format!("{r}/");
-    if let Some(bad) = list
-        .stdout
-        .lines()
-        .find(|m| !(m.starts_with(&prefix) || *m == r) || m.split('/').any(|part| part == ".."))
-    {
-        return Err(err(
-            ErrorKind::BadRequest,
-            format!("the modules archive holds {bad:?}, outside {prefix}"),
-        ));
-    }
+    let mods = layout.modules_dir.clone();
+    let (release, archive) = (r.to_string(), tar.to_path_buf());
+    let dest = tokio::task::spawn_blocking(move || super::modules_tar::unpack(&release, &archive, &mods))
+        .await
+        .map_err(|e| err(ErrorKind::Io, format!("unpacking the modules: {e}")))??;
+    log.push_str(&format!("modules unpacked into {}\n", dest.display()));
     let mods = &layout.modules_dir;
-    std::fs::create_dir_all(mods).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", mods.display())))?;
-    let dest = mods.join(r);
-    if dest.exists() {
-        std::fs::remove_dir_all(&dest).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", dest.display())))?;
-    }
-    run(
-        vec![
-            tar_prog.display().to_string(),
-            "-xf".into(),
-            tar.display().to_string(),
-            "-C".into(),
-            mods.display().to_string(),
-            "--no-same-owner".into(),
-        ],
-        600,
-        log,
-    )
-    .await?;
     // depmod's base is the folder that holds lib/modules.
     if let Some(depmod) = find_program(&["depmod"]) {
         let mut argv = vec![depmod.display().to_string()];
@@ -380,7 +389,7 @@ mod tests {
     fn releases_are_plain_names() {
         assert!(check_release("6.1.0-27-amd64").is_ok());
         assert!(check_release("6.12.117+deb12-amd64").is_ok());
-        for bad in ["", "..", "../etc", "a/b", "6.1 x", ".hidden"] {
+        for bad in ["", "..", "../etc", "a/b", "6.1 x", ".hidden", "-v", "--help", "~x"] {
             assert!(check_release(bad).is_err(), "{bad}");
         }
     }

@@ -7,6 +7,8 @@ pub mod install;
 pub mod kernels;
 pub mod kexec;
 pub mod knob;
+pub mod modules_tar;
+pub mod place;
 pub mod process;
 pub mod schedstat;
 
@@ -37,6 +39,7 @@ pub async fn run(
         Step::Reboot => Ok(StepOutput::Rebooting { entry: None }),
         Step::InstalledKernels => kernels::list(layout),
         Step::RemoveKernel { release } => kernels::remove(&release, layout),
+        Step::PlaceFile(req) => place::run(&req, data_dir).map(StepOutput::Placed),
     }
 }
 
@@ -47,11 +50,12 @@ pub(crate) fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
     }
 }
 
-/// Where an uploaded file named `name` lives. Names are plain: letters, digits, `.`, `_`, `-`.
+/// Where an uploaded file named `name` lives. Names are plain: letters, digits, `.`, `_`,
+/// `-`, `+`, starting with a letter or digit.
 pub fn upload_path(dir: &Path, name: &str) -> Result<PathBuf, StepError> {
     let ok = !name.is_empty()
         && name.len() <= 128
-        && !name.starts_with('.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));

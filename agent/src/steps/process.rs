@@ -40,6 +40,8 @@ type Buffer = Arc<Mutex<Kept>>;
 
 struct Entry {
     pid: u32,
+    /// The environment mark of everything it started (see [`super::exec::STEP_MARK`]).
+    mark: String,
     child: tokio::process::Child,
     stdout: Buffer,
     stderr: Buffer,
@@ -106,7 +108,8 @@ fn not_found(id: u64) -> StepError {
 impl Table {
     pub async fn spawn(&self, req: ExecRequest) -> Result<ProcessState, StepError> {
         let program = req.argv.first().cloned().unwrap_or_default();
-        let mut cmd = super::exec::command(&req)?;
+        let mark = super::exec::new_mark();
+        let mut cmd = super::exec::command(&req, &mark)?;
         let mut child = cmd
             .spawn()
             .map_err(|e| super::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
@@ -117,6 +120,7 @@ impl Table {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let mut entry = Entry {
             pid,
+            mark,
             child,
             stdout,
             stderr,
@@ -147,9 +151,8 @@ impl Table {
                 let _ = e.child.wait().await;
             }
         }
-        // Stray members of the group go too.
-        // SAFETY: as above.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        // Stray members of the group go too, and daemons it started.
+        super::exec::kill_all(pgid, &e.mark);
         // Let the readers drain what is left in the pipes.
         tokio::time::sleep(Duration::from_millis(50)).await;
         Ok(state(id, &mut e, None))

@@ -1,13 +1,17 @@
 //! The agent's HTTP API. `GET /v1/version` answers anyone; every other route needs
-//! `Authorization: Bearer TOKEN`, compared in constant time and never logged.
+//! `Authorization: Bearer TOKEN` (the scheme in any case), compared in constant time and
+//! never logged. [`listen`] holds the accept loop and its limits, [`files`] the uploads.
+
+mod files;
+pub mod listen;
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{header, StatusCode};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -15,22 +19,29 @@ use axum::{Json, Router};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 
+pub use files::{open_regular, MAX_UPLOAD};
+pub use listen::Limits;
+
 use crate::steps;
-use crate::wire::{Envelope, ErrorKind, Step, StepError, StepOutput, Uploaded, VersionInfo};
+use crate::wire::{Envelope, ErrorKind, Step, StepError, StepOutput, VersionInfo};
 
 /// A bearer token. Its `Debug` never shows the value.
 #[derive(Clone)]
 pub struct Token(String);
 
 impl Token {
-    /// Takes the first line of a token file's text; an empty token is refused.
+    /// Takes the first line of a token file's text (surrounding blanks trimmed); an empty
+    /// or short token is refused.
     pub fn from_file_text(text: &str) -> Result<Token, String> {
-        let t = text.trim();
+        let t = text.lines().next().unwrap_or("").trim();
         if t.is_empty() {
-            return Err("the token file is empty".into());
+            return Err("the token file's first line is empty".into());
         }
         if t.len() < 16 {
             return Err("the token is shorter than 16 characters".into());
+        }
+        if !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("the token holds a space or a character outside printable ASCII".into());
         }
         Ok(Token(t.to_string()))
     }
@@ -58,11 +69,15 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Where kernels get installed.
     pub layout: steps::install::Layout,
+    pub limits: Limits,
 }
 
 struct AppState {
     config: Config,
+    limits: Limits,
     procs: steps::process::Table,
+    /// Bytes of step bodies held in memory at once, in KiB.
+    body_budget: tokio::sync::Semaphore,
 }
 
 /// Serves the API on `listener` until `shutdown` completes.
@@ -72,21 +87,24 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     tokio::fs::create_dir_all(&config.data_dir).await?;
+    files::remove_stale_temps(&config.data_dir);
+    let limits = config.limits.clone();
+    let budget_kib = (limits.max_step_body * 4 / 1024).max(64);
     let state = Arc::new(AppState {
+        limits: limits.clone(),
         config,
         procs: steps::process::Table::default(),
+        body_budget: tokio::sync::Semaphore::new(budget_kib),
     });
     let authed = Router::new()
         .route("/v1/step", post(step))
-        .route("/v1/files/{name}", put(upload).get(download))
-        // Steps are read whole (exec stdin may carry SQL); uploads stream and check their own size.
-        .layer(DefaultBodyLimit::max(256 << 20))
+        .route("/v1/files/{name}", put(files::upload).get(files::download))
         .layer(middleware::from_fn_with_state(state.clone(), require_token));
     let app = Router::new()
         .route("/v1/version", get(version))
         .merge(authed)
         .with_state(state);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    listen::serve(listener, app, limits, shutdown).await
 }
 
 async fn version() -> Json<VersionInfo> {
@@ -96,11 +114,19 @@ async fn version() -> Json<VersionInfo> {
     })
 }
 
+/// The token of an `Authorization` header, whatever the case of its scheme (RFC 9110).
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at(value.iter().position(|b| *b == b' ')?);
+    scheme
+        .eq_ignore_ascii_case(b"bearer")
+        .then(|| rest.trim_ascii())
+}
+
 async fn require_token(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+        .and_then(|v| bearer(v.as_bytes()));
     match presented {
         Some(t) if state.config.token.matches(t) => next.run(req).await,
         Some(_) => {
@@ -114,12 +140,20 @@ async fn require_token(State(state): State<Arc<AppState>>, req: Request, next: N
     }
 }
 
+/// A request's declared Content-Length.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
 fn status_of(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
         ErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+        ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorKind::Timeout => StatusCode::REQUEST_TIMEOUT,
+        ErrorKind::Busy => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Io | ErrorKind::Spawn | ErrorKind::Kernel => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -142,11 +176,65 @@ fn reply<T: serde::Serialize>(result: Result<T, StepError>) -> Response {
     }
 }
 
-async fn step(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let step: Step = match serde_json::from_slice(&body) {
+/// Reads a step's body within the limits: its size (refused up front when declared), the
+/// pause between its pieces, and the memory all step bodies may hold at once. The permit
+/// is held until the step has run.
+async fn read_step_body<'a>(
+    state: &'a AppState,
+    headers: &HeaderMap,
+    mut body: Body,
+) -> Result<(Vec<u8>, tokio::sync::SemaphorePermit<'a>), StepError> {
+    use http_body_util::BodyExt;
+    let max = state.limits.max_step_body;
+    let too_large = |n: u64| {
+        steps::err(
+            ErrorKind::TooLarge,
+            format!("a step body of {n} bytes is larger than the {max} bytes allowed"),
+        )
+    };
+    let declared = declared_length(headers);
+    if let Some(n) = declared.filter(|n| *n > max as u64) {
+        return Err(too_large(n));
+    }
+    // Reserve what is declared, or the most a body may be.
+    let kib = (declared.unwrap_or(max as u64) as usize).div_ceil(1024).max(1) as u32;
+    let idle = state.limits.body_idle_timeout;
+    let permit = tokio::time::timeout(idle, state.body_budget.acquire_many(kib))
+        .await
+        .map_err(|_| steps::err(ErrorKind::Busy, "too many large steps in progress; try again"))?
+        .map_err(|_| steps::err(ErrorKind::Busy, "the agent is shutting down"))?;
+    let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(max as u64) as usize);
+    loop {
+        let frame = match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => {
+                return Err(steps::err(
+                    ErrorKind::Timeout,
+                    format!("the step body stalled for {} s", idle.as_secs()),
+                ))
+            }
+            Ok(None) => break,
+            Ok(Some(f)) => f.map_err(|e| steps::err(ErrorKind::BadRequest, format!("reading the step: {e}")))?,
+        };
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > max {
+                return Err(too_large((buf.len() + data.len()) as u64));
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok((buf, permit))
+}
+
+async fn step(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    let (bytes, _permit) = match read_step_body(&state, &headers, body).await {
+        Ok(x) => x,
+        Err(e) => return reply::<StepOutput>(Err(e)),
+    };
+    let step: Step = match serde_json::from_slice(&bytes) {
         Ok(s) => s,
         Err(e) => return reply_error(ErrorKind::BadRequest, format!("malformed step: {e}")),
     };
+    drop(bytes);
     tracing::info!(step = step.name(), "step");
     let reboots = step.reboots();
     let result = steps::run(step, &state.config.data_dir, &state.config.layout, &state.procs).await;
@@ -171,86 +259,3 @@ async fn step(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     reply::<StepOutput>(result)
 }
 
-async fn upload(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Body) -> Response {
-    reply(save_upload(&state.config.data_dir, &name, body).await)
-}
-
-/// Streams the body to a file, frame by frame: a kernel's modules are hundreds of MB, and
-/// the agent runs on the machine being measured, often with little memory to spare.
-async fn save_upload(dir: &std::path::Path, name: &str, mut body: Body) -> Result<Uploaded, StepError> {
-    use http_body_util::BodyExt;
-    use tokio::io::AsyncWriteExt;
-    let path = steps::upload_path(dir, name)?;
-    let tmp = path.with_extension("partial");
-    let io = |e: std::io::Error| StepError {
-        kind: ErrorKind::Io,
-        message: format!("writing {name}: {e}"),
-    };
-    let mut file = tokio::fs::File::create(&tmp).await.map_err(io)?;
-    let mut bytes = 0u64;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| StepError {
-            kind: ErrorKind::Io,
-            message: format!("receiving {name}: {e}"),
-        })?;
-        if let Ok(data) = frame.into_data() {
-            bytes += data.len() as u64;
-            if bytes > MAX_UPLOAD {
-                drop(file);
-                let _ = tokio::fs::remove_file(&tmp).await;
-                return Err(StepError {
-                    kind: ErrorKind::BadRequest,
-                    message: format!("{name} is larger than {} GiB", MAX_UPLOAD >> 30),
-                });
-            }
-            file.write_all(&data).await.map_err(io)?;
-        }
-    }
-    file.sync_all().await.map_err(io)?;
-    drop(file);
-    tokio::fs::rename(&tmp, &path).await.map_err(io)?;
-    let abs = tokio::fs::canonicalize(&path).await.map_err(io)?;
-    Ok(Uploaded {
-        name: name.to_string(),
-        bytes,
-        path: abs.display().to_string(),
-    })
-}
-
-/// A file of the data folder (a build's output packed there), streamed.
-async fn download(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
-    let path = match steps::upload_path(&state.config.data_dir, &name) {
-        Ok(p) => p,
-        Err(e) => return reply_error(e.kind, e.message),
-    };
-    match tokio::fs::File::open(&path).await {
-        Ok(file) => {
-            let stream = tokio_util_stream(file);
-            Response::builder()
-                .header(header::CONTENT_TYPE, "application/octet-stream")
-                .body(Body::from_stream(stream))
-                .unwrap_or_else(|e| reply_error(ErrorKind::Io, e.to_string()))
-        }
-        Err(e) => reply_error(ErrorKind::NotFound, format!("{name}: {e}")),
-    }
-}
-
-/// A file as a stream of chunks, without another crate: each read is one chunk.
-fn tokio_util_stream(file: tokio::fs::File) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> {
-    use tokio::io::AsyncReadExt;
-    futures_util::stream::unfold(Some(file), |state| async move {
-        let mut file = state?;
-        let mut buf = vec![0u8; 1 << 20];
-        match file.read(&mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(Bytes::from(buf)), Some(file)))
-            }
-            Err(e) => Some((Err(e), None)),
-        }
-    })
-}
-
-/// The largest upload the agent takes.
-const MAX_UPLOAD: u64 = 4 << 30;
