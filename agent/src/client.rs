@@ -44,6 +44,10 @@ pub struct AgentClient {
     base: String,
     token: String,
     http: reqwest::Client,
+    /// Programs installed where PATH may not reach (a tool's `install_dir`): a bare
+    /// `argv[0]` of an exec or spawn step that names one runs from its installed path.
+    /// Shared by every clone of this client.
+    programs: std::sync::Arc<std::sync::RwLock<std::collections::HashMap<String, String>>>,
 }
 
 impl std::fmt::Debug for AgentClient {
@@ -64,7 +68,30 @@ impl AgentClient {
             base: base_url.trim_end_matches('/').to_string(),
             token: token.to_string(),
             http,
+            programs: Default::default(),
         }
+    }
+
+    /// Runs `name` (a bare `argv[0]`) from `path` on this host from now on.
+    pub fn set_program(&self, name: &str, path: &str) {
+        self.programs
+            .write()
+            .expect("programs lock")
+            .insert(name.to_string(), path.to_string());
+    }
+
+    /// Where `program` runs from on this host: its installed path when a tool put it
+    /// there, else the name itself (looked up in the host's PATH).
+    pub fn program_path(&self, program: &str) -> String {
+        if program.contains('/') {
+            return program.to_string();
+        }
+        self.programs
+            .read()
+            .expect("programs lock")
+            .get(program)
+            .cloned()
+            .unwrap_or_else(|| program.to_string())
     }
 
     pub fn url(&self) -> &str {
@@ -131,8 +158,13 @@ impl AgentClient {
     }
 
     /// Runs one step. `timeout` bounds the whole HTTP exchange.
-    pub async fn step(&self, step: Step, timeout: Duration) -> Result<StepOutput, ClientError> {
+    pub async fn step(&self, mut step: Step, timeout: Duration) -> Result<StepOutput, ClientError> {
         let name = step.name();
+        if let Step::Exec(req) | Step::Spawn(req) = &mut step {
+            if let Some(first) = req.argv.first_mut() {
+                *first = self.program_path(first);
+            }
+        }
         let resp = self
             .http
             .post(format!("{}/v1/step", self.base))

@@ -35,9 +35,10 @@ tools:
   - {{ name: gittool, on: [here], install_dir: "{bin}", from: {{ git: "{repo}", ref: v1, build: [cp, tool.in, tool.out], binary: tool.out }} }}
   - {{ name: hackbench, on: [here], install_dir: "{bin}/apt", from: {{ apt: rt-tests }} }}
 workloads:
+  # A bare name runs the tool from its install_dir, which is not on PATH.
   - name: up
     kind: command
-    argv: ["{bin}/uptool"]
+    argv: ["uptool"]
     metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }}
   - name: built
     kind: command
@@ -80,8 +81,13 @@ workloads:
     assert_eq!(versions["gittool@here"], format!("git {first}"));
     let apt = versions["hackbench@here"].as_str().unwrap();
     assert!(apt.starts_with("rt-tests "), "{versions}");
-    // The workload's own program is identified too (here: a file no package owns).
-    let own = versions[format!("{}/uptool@here", bin.display())].as_str().unwrap();
+    // A workload's program named by path is identified too (here: a file no package owns),
+    // once its workload has run.
+    let versions: serde_json::Value = sqlx::query_scalar("SELECT tool_versions FROM jobs WHERE ordinal = 1")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let own = versions[format!("{}/gittool@here", bin.display())].as_str().unwrap();
     assert!(own.starts_with("sha256 "), "{versions}");
 }
 

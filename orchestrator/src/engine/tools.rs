@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use kreg_agent::client::AgentClient;
-use kreg_agent::wire::ExecRequest;
+use kreg_agent::wire::{ExecRequest, FileSource, PlaceRequest, Step, StepOutput};
 use sha2::Digest;
 
 use crate::scenario::{Tool, ToolSource};
@@ -160,7 +160,8 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String
             let mut b = req(build.clone(), 3600);
             b.cwd = Some(tree.clone());
             run(client, b, &format!("building {}", tool.name)).await?;
-            install_file(client, &format!("{tree}/{binary}"), &tool.install_dir, &target).await?;
+            place(client, FileSource::Path(format!("{tree}/{binary}")), &target).await?;
+            client.set_program(&tool.name, &target);
             Ok(format!("git {commit}"))
         }
         ToolSource::Upload { path } => {
@@ -170,29 +171,33 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String
                 .upload(&format!("tool-{}", tool.name), bytes)
                 .await
                 .map_err(|e| e.to_string())?;
-            install_file(client, &up.path, &tool.install_dir, &target).await?;
+            place(client, FileSource::Upload(up.name), &target).await?;
+            client.set_program(&tool.name, &target);
             Ok(format!("sha256 {hash}"))
         }
     }
 }
 
-async fn install_file(client: &AgentClient, from: &str, dir: &str, target: &str) -> Result<(), String> {
-    run(client, req(vec!["mkdir".into(), "-p".into(), dir.into()], 10), "mkdir").await?;
-    run(
-        client,
-        req(
-            vec!["install".into(), "-m".into(), "0755".into(), from.into(), target.into()],
-            30,
-        ),
-        "install",
-    )
-    .await?;
-    Ok(())
+/// The agent copies the file into place with mode 0755 itself: the host needs no
+/// `install` (busybox has none).
+async fn place(client: &AgentClient, from: FileSource, target: &str) -> Result<(), String> {
+    let step = Step::PlaceFile(PlaceRequest {
+        from,
+        to: target.to_string(),
+        mode: 0o755,
+    });
+    match client.step(step, std::time::Duration::from_secs(120)).await {
+        Ok(StepOutput::Placed(_)) => Ok(()),
+        Ok(other) => Err(format!("placing {target}: unexpected answer {other:?}")),
+        Err(e) => Err(format!("placing {target}: {e}")),
+    }
 }
 
 /// The version of a program found on a host that no `tools:` entry declares: its Debian
 /// package's version when dpkg knows the file, else the SHA-256 of the file.
 pub async fn identify(client: &AgentClient, program: &str) -> String {
+    let program = client.program_path(program);
+    let program = program.as_str();
     let path = if program.contains('/') {
         program.to_string()
     } else {

@@ -14,7 +14,7 @@ pub const GUEST_AGENT_PORT: u16 = 7878;
 
 const INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
-export PATH=/usr/bin:/bin
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
