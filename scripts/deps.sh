@@ -8,12 +8,14 @@ kreg_need_packages() {
               hackbench:rt-tests kexec:kexec-tools cpio:cpio xz:xz-utils modinfo:kmod ldd:libc-bin \
               dpkg-deb:dpkg sshd:openssh-server mariadbd:mariadb-server sysbench:sysbench ip:iproute2 \
               python3:python3 perf:linux-perf patch:patch make:make git:git readelf:binutils gcc:gcc \
-              debootstrap:debootstrap sfdisk:fdisk mke2fs:e2fsprogs qemu-img:qemu-utils; do
+              debootstrap:debootstrap sfdisk:fdisk mke2fs:e2fsprogs qemu-img:qemu-utils \
+              flex:flex bison:bison linux-source-6.1:linux-source-6.1; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     case $cmd in
       initdb-15) [ -x /usr/lib/postgresql/15/bin/initdb ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=("$pkg") ;;
       busybox-static) [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing+=("$pkg") ;;
       sshd) [ -x /usr/sbin/sshd ] || missing+=("$pkg") ;;
+      linux-source-6.1) [ -f /usr/src/linux-source-6.1.tar.xz ] || missing+=("$pkg") ;;
       mariadbd) [ -x /usr/sbin/mariadbd ] || missing+=("$pkg") ;;
       debootstrap|sfdisk|mke2fs) [ -x "/usr/sbin/$cmd" ] || [ -x "/sbin/$cmd" ] || missing+=("$pkg") ;;
       *) command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg") ;;

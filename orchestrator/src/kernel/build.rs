@@ -451,7 +451,7 @@ fn build_in(
                     .map(|v| format!("={v}"))
                     .unwrap_or_else(|| " not set".into());
                 let deps = match kconfig::depends_on(&trees, name.trim_start_matches("CONFIG_")) {
-                    Some(d) => format!("it depends on: {d}"),
+                    Some(d) => format!("it depends on: {}", kconfig::annotate(&d, &config)),
                     None => "no Kconfig in this tree defines it".into(),
                 };
                 format!("{name}={want} did not survive olddefconfig (now{now}); {deps}")

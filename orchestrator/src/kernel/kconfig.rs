@@ -96,49 +96,192 @@ pub fn canonical(config: &str) -> String {
         .collect()
 }
 
-/// What `config SYMBOL` (SYMBOL without CONFIG_) depends on, from Kconfig file texts:
-/// its `depends on` lines, and the `if` blocks around it. `None` when no Kconfig defines it.
+/// A line's indentation in columns, tabs to the next multiple of 8 (as Kconfig counts it).
+fn indent(line: &str) -> usize {
+    let mut col = 0;
+    for c in line.chars() {
+        match c {
+            ' ' => col += 1,
+            '\t' => col = (col / 8 + 1) * 8,
+            _ => break,
+        }
+    }
+    col
+}
+
+/// The text before a `#` comment (one outside double quotes).
+fn without_comment(s: &str) -> &str {
+    let mut quoted = false;
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '#' if !quoted => return &s[..i],
+            _ => {}
+        }
+    }
+    s
+}
+
+/// An open `if`, `menu` or `choice` block and the dependencies it gives what it holds.
+struct Block {
+    kind: &'static str,
+    deps: Vec<String>,
+}
+
+/// Whose `depends on` lines are being read.
+enum Owner {
+    /// The symbol asked about.
+    Target,
+    /// A menu or choice (index into the open blocks): its dependencies apply to all inside.
+    Block(usize),
+    Other,
+}
+
+/// Where a help text stands: its first line's indentation, once seen.
+struct Help {
+    first: Option<usize>,
+}
+
+/// The `depends on` expressions of each definition of `symbol` in one Kconfig text, the
+/// enclosing `if`s, menus and choices included.
+fn definitions(text: &str, symbol: &str) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut owner = Owner::Other;
+    let mut help: Option<Help> = None;
+    for raw in text.lines() {
+        if let Some(h) = &mut help {
+            // Help text runs while lines are blank or indented at least as far as its
+            // first line (Kconfig's own rule).
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let ind = indent(raw);
+            match h.first {
+                // A line at column 0 ends it even as its first line.
+                None if ind > 0 => {
+                    h.first = Some(ind);
+                    continue;
+                }
+                Some(first) if ind >= first => continue,
+                _ => help = None,
+            }
+        }
+        let line = raw.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        let word = line.split_whitespace().next().unwrap_or("");
+        let rest = line[word.len()..].trim();
+        let pop = |blocks: &mut Vec<Block>, kind: &str| {
+            if let Some(i) = blocks.iter().rposition(|b| b.kind == kind) {
+                blocks.truncate(i);
+            }
+        };
+        match word {
+            "if" => {
+                blocks.push(Block {
+                    kind: "if",
+                    deps: vec![rest.to_string()],
+                });
+                owner = Owner::Other;
+            }
+            "menu" | "choice" => {
+                blocks.push(Block {
+                    kind: if word == "menu" { "menu" } else { "choice" },
+                    deps: Vec::new(),
+                });
+                owner = Owner::Block(blocks.len() - 1);
+            }
+            "endif" => pop(&mut blocks, "if"),
+            "endmenu" => pop(&mut blocks, "menu"),
+            "endchoice" => pop(&mut blocks, "choice"),
+            "config" | "menuconfig" => {
+                if rest.split_whitespace().next() == Some(symbol) {
+                    out.push(blocks.iter().flat_map(|b| b.deps.iter().cloned()).collect());
+                    owner = Owner::Target;
+                } else {
+                    owner = Owner::Other;
+                }
+            }
+            "comment" | "source" | "mainmenu" => owner = Owner::Other,
+            "help" | "---help---" => {
+                help = Some(Help { first: None })
+            }
+            "depends" => {
+                if let Some(expr) = rest.strip_prefix("on") {
+                    let expr = without_comment(expr).trim().to_string();
+                    match owner {
+                        Owner::Target => out.last_mut().expect("a definition is open").push(expr),
+                        Owner::Block(i) if i < blocks.len() => blocks[i].deps.push(expr),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What `config SYMBOL` (SYMBOL without CONFIG_) depends on, from Kconfig file texts: its
+/// `depends on` lines and those of the `if`s, menus and choices around it; definitions in
+/// several places are alternatives (`||`). `None` when no Kconfig defines it.
 pub fn depends_on(kconfigs: &[(String, String)], symbol: &str) -> Option<String> {
-    let mut found = false;
-    let mut deps: Vec<String> = Vec::new();
+    let mut defs: Vec<String> = Vec::new();
     for (_, text) in kconfigs {
-        let mut ifs: Vec<String> = Vec::new();
-        let mut inside = false;
-        for raw in text.lines() {
-            let line = raw.trim();
-            let word = line.split_whitespace().next().unwrap_or("");
-            match word {
-                "if" => ifs.push(line[2..].trim().to_string()),
-                "endif" => {
-                    ifs.pop();
-                }
-                "config" | "menuconfig" | "choice" | "endchoice" | "menu" | "endmenu" | "source" | "comment" => {
-                    inside = matches!(word, "config" | "menuconfig") && line.split_whitespace().nth(1) == Some(symbol);
-                    if inside {
-                        found = true;
-                        deps.extend(ifs.iter().cloned());
-                    }
-                }
-                // Dependencies come before the help text; what follows `help` is prose.
-                "help" | "---help---" => inside = false,
-                "depends" if inside => {
-                    if let Some(expr) = line.strip_prefix("depends on") {
-                        deps.push(expr.trim().to_string());
-                    }
-                }
-                _ => {}
+        for mut deps in definitions(text, symbol) {
+            deps.dedup();
+            let expr = match deps.len() {
+                0 => "nothing (check `select`s and choices)".to_string(),
+                1 => deps.remove(0),
+                // `&&` binds tighter than `||`: each alternative keeps its parentheses.
+                _ => deps
+                    .iter()
+                    .map(|d| if d.contains("||") { format!("({d})") } else { d.clone() })
+                    .collect::<Vec<_>>()
+                    .join(" && "),
+            };
+            if !defs.contains(&expr) {
+                defs.push(expr);
             }
         }
     }
-    if !found {
-        return None;
+    match defs.len() {
+        0 => None,
+        1 => defs.pop(),
+        _ => Some(defs.iter().map(|d| format!("({d})")).collect::<Vec<_>>().join(" || ")),
     }
-    deps.dedup();
-    Some(if deps.is_empty() {
-        "nothing (check `select`s and choices)".into()
-    } else {
-        deps.join(" && ")
-    })
+}
+
+/// A dependency expression with each symbol's value in `config`, as menuconfig shows it:
+/// `DEBUG_KERNEL [=n] && PROC_FS [=y]`.
+pub fn annotate(expr: &str, config: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.is_empty() {
+            return;
+        }
+        out.push_str(word);
+        let symbol = word.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if symbol {
+            let value = value_of(config, &format!("CONFIG_{word}")).unwrap_or("n");
+            out.push_str(&format!(" [={value}]"));
+        }
+        word.clear();
+    };
+    for c in expr.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 #[cfg(test)]
@@ -201,10 +344,47 @@ mod tests {
             "menu \"x\"\nif NET\nconfig FOO\n\tbool \"foo\"\n\tdepends on PCI && !BAR\n\thelp\n\t  It depends on your machine.\n\t  depends on nothing in prose\nendif\nconfig BAZ\n\tbool\n".to_string(),
         )];
         assert_eq!(depends_on(&k, "FOO").as_deref(), Some("NET && PCI && !BAR"));
+        let k2 = vec![(
+            "kernel/trace/Kconfig".to_string(),
+            "if X\nconfig USER_EVENTS\n\tdepends on FTRACE && BROKEN || COMPILE_TEST # API needs work\n".to_string(),
+        )];
+        assert_eq!(
+            depends_on(&k2, "USER_EVENTS").as_deref(),
+            Some("X && (FTRACE && BROKEN || COMPILE_TEST)")
+        );
         assert_eq!(
             depends_on(&k, "BAZ").as_deref(),
             Some("nothing (check `select`s and choices)")
         );
         assert_eq!(depends_on(&k, "NOPE"), None);
+    }
+
+    /// Help text ends where the indentation drops below its first line; Kconfig keywords
+    /// at the start of a prose line (`if`, `depends on`, `menu`) are prose.
+    #[test]
+    fn help_text_is_not_read_as_keywords() {
+        let text = "menu \"Scheduler Debugging\"\n\nconfig SCHED_INFO\n\tbool\n\tdefault n\n\nconfig SCHEDSTATS\n\tbool \"Collect scheduler statistics\"\n\tdepends on DEBUG_KERNEL && PROC_FS\n\tselect SCHED_INFO\n\thelp\n\t  If you say Y here, additional code will be inserted into the\n\t  scheduler and related routines to collect statistics.\n\t  if using clang without clang's integrated assembler, and gdb 7.0+.\n\n\t    menu entries are indented further\n\t  depends on nothing: this line is help, too.\n\t  config FOO is prose.\n\nendmenu\n\nmenu \"Tracing\"\n\tdepends on TRACING_SUPPORT\n\nif FTRACE\nconfig SCHED_TRACER\n\tbool \"Scheduling Latency Tracer\"\n\tdepends on DEBUG_KERNEL\n\thelp\n\t  help text a tab and two spaces in\n\tdepends on PROC_FS\nendif\nendmenu\n";
+        let k = vec![("lib/Kconfig.debug".to_string(), text.to_string())];
+        assert_eq!(depends_on(&k, "SCHEDSTATS").as_deref(), Some("DEBUG_KERNEL && PROC_FS"));
+        assert_eq!(
+            depends_on(&k, "SCHED_TRACER").as_deref(),
+            Some("TRACING_SUPPORT && FTRACE && DEBUG_KERNEL && PROC_FS")
+        );
+        assert_eq!(depends_on(&k, "FOO"), None);
+        let config = "CONFIG_PROC_FS=y\n# CONFIG_DEBUG_KERNEL is not set\n";
+        assert_eq!(
+            annotate("DEBUG_KERNEL && PROC_FS", config),
+            "DEBUG_KERNEL [=n] && PROC_FS [=y]"
+        );
+        assert_eq!(annotate("!X86_32 || (A=m)", "CONFIG_A=m\n"), "!X86_32 [=n] || (A [=m]=m)");
+    }
+
+    #[test]
+    fn a_symbol_defined_twice_depends_on_either_definition() {
+        let k = vec![
+            ("arch/x86/Kconfig".to_string(), "config HZ_X\n\tbool\n\tdepends on X86\n".to_string()),
+            ("arch/arm/Kconfig".to_string(), "config HZ_X\n\tbool\n\tdepends on ARM\n".to_string()),
+        ];
+        assert_eq!(depends_on(&k, "HZ_X").as_deref(), Some("(X86) || (ARM)"));
     }
 }
