@@ -78,8 +78,9 @@ enum Cmd {
     },
     /// Read a tool's output by hand: print its metrics as JSON (name, value, unit, direction).
     Parse {
-        /// hackbench, schbench, schbench-json, sysbench, netperf, hammerdb or perf-bench.
+        /// hackbench, schbench (text or `-j` JSON), schbench-json, sysbench, netperf, hammerdb or perf-bench.
         kind: String,
+        /// The output file; `-` reads standard input.
         file: PathBuf,
     },
     /// The local qemu lab.
@@ -292,7 +293,13 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Parse { kind, file } => {
-            let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let text = if file.as_os_str() == "-" {
+                let mut t = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).context("cannot read standard input")?;
+                t
+            } else {
+                std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?
+            };
             let metrics = kreg::parse::parse(&kind, &text).with_context(|| format!("{}", file.display()))?;
             let json: Vec<serde_json::Value> = metrics
                 .iter()

@@ -165,3 +165,36 @@ fn schedstat_diff_on_real_snapshots() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("versions differ"));
 }
+
+#[test]
+fn schbench_json_and_standard_input() {
+    use std::io::Write;
+    let dir = common::Scratch::new("parse-json");
+    let file = dir.0.join("schbench.json");
+    std::fs::write(
+        &file,
+        r#"{"normal": {"version": "6.12.0"}, "int": {"wakeup_latency_pct50.0": 9, "wakeup_latency_pct99.0": 67, "rps_pct50.0": 1320, "rps_min": 1288}}"#,
+    )
+    .unwrap();
+    let (ok, json, err) = kreg_parse("schbench", &file);
+    assert!(ok, "{err}");
+    assert_eq!(value(&json, "wakeup_lat_p99"), 67.0);
+    assert_eq!(value(&json, "rps_p50"), 1320.0);
+    // `-` reads standard input.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .args(["parse", "hackbench", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Running in process mode with 1 groups\nTime: 0.125\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value(&json, "time"), 0.125);
+}

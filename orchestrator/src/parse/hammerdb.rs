@@ -8,7 +8,7 @@
 //!   `>>>>> PROC: NEWORD` / `CALLS: …  MIN: …ms  AVG: …ms  MAX: …ms  TOTAL: …ms` /
 //!   `P99: …ms  P95: …ms  P50: …ms  SD: …  RATIO: …%`; v5/v6 add `P75` and `P25`.
 
-use super::{number, perr, Metric, ParseError};
+use super::{number, perr, unique, Metric, ParseError};
 
 const TOOL: &str = "hammerdb";
 
@@ -33,7 +33,7 @@ fn strip_vuser(line: &str) -> &str {
 fn test_result(line: &str) -> Option<(Result<f64, ()>, Result<f64, ()>)> {
     let rest = line.split_once("TEST RESULT : System achieved ")?.1;
     let words: Vec<&str> = rest.split_whitespace().collect();
-    let num = |w: Option<&&str>| w.and_then(|w| w.parse::<f64>().ok()).ok_or(());
+    let num = |w: Option<&&str>| w.and_then(|w| number(TOOL, 0, "", w).ok()).ok_or(());
     if words.get(1) == Some(&"NOPM") {
         // N NOPM from M <DB words> TPM
         Some((num(words.first()), num(words.get(3))))
@@ -49,12 +49,18 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
     let mut result = None;
     for (n, l) in lines.iter().enumerate() {
         if let Some((nopm, tpm)) = test_result(l) {
+            if result.is_some() {
+                return Err(perr(
+                    TOOL,
+                    format!("line {}: a second `TEST RESULT`: the output holds more than one run; give one run per file", n + 1),
+                ));
+            }
             match (nopm, tpm) {
                 (Ok(a), Ok(b)) => result = Some((a, b)),
                 _ => {
                     return Err(perr(
                         TOOL,
-                        format!("line {}: cannot read NOPM and TPM from {l:?}", n + 1),
+                        format!("line {}: cannot read NOPM and TPM from {:?}", n + 1, super::clip(l)),
                     ))
                 }
             }
@@ -75,7 +81,7 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
         .iter()
         .rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS"))
     else {
-        return Ok(out);
+        return unique(TOOL, out);
     };
     // The procedure being read: (name, its line, its (counter, value) pairs).
     type Proc = (String, usize, Vec<(String, f64)>);
@@ -100,8 +106,9 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
                 return Err(perr(
                     TOOL,
                     format!(
-                        "line {}: expected `KEY: VALUE` pairs in the time profile, found {l:?}",
-                        n + 1
+                        "line {}: expected `KEY: VALUE` pairs in the time profile, found {:?}",
+                        n + 1,
+                        super::clip(l)
                     ),
                 ));
             }
@@ -138,5 +145,5 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
             }
         }
     }
-    Ok(out)
+    unique(TOOL, out)
 }

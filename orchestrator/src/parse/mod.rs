@@ -11,6 +11,8 @@ mod schbench;
 mod sysbench;
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
 
 pub use command::command;
@@ -77,6 +79,8 @@ pub const KINDS: &[&str] = &[
 pub fn parse(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
     match kind {
         "hackbench" => hackbench(text),
+        // schbench writes its report as text, or as JSON with `-j`: either is read.
+        "schbench" if text.trim_start().starts_with('{') => schbench_json(text),
         "schbench" => schbench(text),
         "schbench-json" => schbench_json(text),
         "sysbench" => sysbench(text),
@@ -90,16 +94,66 @@ pub fn parse(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
     }
 }
 
-/// A finite, non-negative number, or an error naming the tool and the 1-based line.
+/// The largest figure any of these tools can report (seconds, microseconds, requests per
+/// second, transactions per minute): anything above is a garbled line, not a measurement.
+pub const MAX_FIGURE: f64 = 1e15;
+
+/// Whether `v` can be a measured figure: finite, not negative (nor `-0`), not absurd.
+pub(crate) fn plausible(v: f64) -> bool {
+    v.is_finite() && v >= 0.0 && !v.is_sign_negative() && v <= MAX_FIGURE
+}
+
+/// A finite, non-negative number written plainly (digits, a point, an exponent; no sign,
+/// no `NaN` or `inf`), or an error naming the tool and the 1-based line.
 pub(crate) fn number(tool: &str, line: usize, what: &str, text: &str) -> Result<f64, ParseError> {
-    let v: f64 = text
-        .trim()
+    let t = text.trim();
+    let plain = t.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        && t.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
+    let v: f64 = t
         .parse()
-        .map_err(|_| perr(tool, format!("line {line}: {what} is {:?}, not a number", text.trim())))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(perr(tool, format!("line {line}: {what} is {v}, which is impossible")));
+        .map_err(|_| perr(tool, format!("line {line}: {what} is {:?}, not a number", clip(t))))?;
+    if !plain || !plausible(v) {
+        return Err(perr(tool, format!("line {line}: {what} is {}, which is impossible", clip(t))));
     }
     Ok(v)
+}
+
+/// Text quoted in an error, cut to 80 characters: a garbled 10 MB line is not echoed whole.
+pub(crate) fn clip(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        None => text.to_string(),
+        Some((at, _)) => format!("{}… ({} bytes)", &text[..at], text.len()),
+    }
+}
+
+/// A percentile label as the tools print it ("99.9000", "50.0", "50") to a metric suffix
+/// ("p99.9", "p50", "p50"): zeros are trimmed only after a decimal point.
+pub(crate) fn pct_name(label: &str) -> String {
+    let label = label.trim();
+    let trimmed = if label.contains('.') {
+        label.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        label
+    };
+    format!("p{trimmed}")
+}
+
+/// The one rule for every parser: a metric is reported once. The same name twice means
+/// the output holds more than one run (or a garbled copy), and no run is picked silently.
+pub(crate) fn unique(tool: &str, metrics: Vec<Metric>) -> Result<Vec<Metric>, ParseError> {
+    for (i, m) in metrics.iter().enumerate() {
+        let times = metrics.iter().filter(|o| o.name == m.name).count();
+        if times > 1 && metrics[..i].iter().all(|o| o.name != m.name) {
+            return Err(perr(
+                tool,
+                format!(
+                    "`{}` is reported {times} times: the output holds more than one run; give one run per file",
+                    m.name
+                ),
+            ));
+        }
+    }
+    Ok(metrics)
 }
 
 /// The schedstat `version N` line of /proc/schedstat.

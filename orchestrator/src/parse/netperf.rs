@@ -2,7 +2,7 @@
 //! them: `-- -k THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P90_LATENCY,P99_LATENCY`.
 //! Each line is `KEY=VALUE`; latencies are in microseconds.
 
-use super::{number, perr, Metric, ParseError};
+use super::{number, perr, unique, Metric, ParseError};
 
 const TOOL: &str = "netperf";
 
@@ -12,13 +12,21 @@ pub const NETPERF_SELECTORS: &str = "THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P5
 pub fn netperf(text: &str) -> Result<Vec<Metric>, ParseError> {
     let mut out = Vec::new();
     let mut units = String::from("trans/s");
-    let mut throughput = None;
+    let mut throughput: Option<f64> = None;
     for (n, line) in text.lines().enumerate() {
         let Some((key, value)) = line.trim().split_once('=') else {
             continue;
         };
         match key {
-            "THROUGHPUT" => throughput = Some(number(TOOL, n + 1, "THROUGHPUT", value)?),
+            "THROUGHPUT" => {
+                if throughput.is_some() {
+                    return Err(perr(
+                        TOOL,
+                        format!("line {}: a second THROUGHPUT=: the output holds more than one run; give one run per file", n + 1),
+                    ));
+                }
+                throughput = Some(number(TOOL, n + 1, "THROUGHPUT", value)?)
+            }
             "THROUGHPUT_UNITS" => units = value.trim().to_string(),
             "MEAN_LATENCY" => out.push(Metric::new(
                 "lat_mean_us",
@@ -50,5 +58,5 @@ pub fn netperf(text: &str) -> Result<Vec<Metric>, ParseError> {
         "throughput"
     };
     out.insert(0, Metric::new(name, t, &units, true));
-    Ok(out)
+    unique(TOOL, out)
 }

@@ -1,6 +1,6 @@
 //! `perf bench sched messaging` and `perf bench sched pipe` (default output format).
 
-use super::{number, perr, Metric, ParseError};
+use super::{number, perr, unique, Metric, ParseError};
 
 const TOOL: &str = "perf-bench";
 
@@ -38,5 +38,5 @@ pub fn perf_bench(text: &str) -> Result<Vec<Metric>, ParseError> {
     if !out.iter().any(|m| m.name == "total_time") {
         return Err(perr(TOOL, "no `Total time:` line (truncated, or the benchmark failed)"));
     }
-    Ok(out)
+    unique(TOOL, out)
 }

@@ -5,7 +5,7 @@
 //! (usec) …`, `RPS percentiles (requests) …`, each followed by `[*] NN.Nth: VALUE (N samples)`
 //! lines and `min=A, max=B`; then `average rps: X`.
 
-use super::{number, perr, Metric, ParseError};
+use super::{clip, number, pct_name, perr, plausible, unique, Metric, ParseError};
 
 const TOOL: &str = "schbench";
 
@@ -38,11 +38,6 @@ const SECTIONS: &[Section] = &[
     },
 ];
 
-/// Percentile label as schbench prints it ("99.9") to a metric suffix ("p99.9").
-fn pct_name(label: &str) -> String {
-    let trimmed = label.trim_end_matches('0').trim_end_matches('.');
-    format!("p{trimmed}")
-}
 
 pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
@@ -75,7 +70,7 @@ pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
             } else if let Some(rest) = l.strip_prefix("min=") {
                 let (min, max) = rest
                     .split_once(", max=")
-                    .ok_or_else(|| perr(TOOL, format!("line {}: expected `min=A, max=B`, found {l:?}", i + 1)))?;
+                    .ok_or_else(|| perr(TOOL, format!("line {}: expected `min=A, max=B`, found {:?}", i + 1, clip(l))))?;
                 block.push(Metric::new(
                     format!("{}_min", section.stem),
                     number(TOOL, i + 1, "min", min)?,
@@ -95,9 +90,10 @@ pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
                 return Err(perr(
                     TOOL,
                     format!(
-                        "line {}: expected a percentile or `min=…, max=…` line in the {} section, found {l:?}",
+                        "line {}: expected a percentile or `min=…, max=…` line in the {} section, found {:?}",
                         i + 1,
-                        section.prefix
+                        section.prefix,
+                        clip(l)
                     ),
                 ));
             }
@@ -122,7 +118,7 @@ pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
             "no `Wakeup Latencies percentiles` report in the output (truncated, or the run failed)",
         ));
     }
-    Ok(out)
+    unique(TOOL, out)
 }
 
 /// The JSON schbench writes with `-j FILE`: `{"normal": {...}, "int": {"wakeup_latency_pct50.0": N, …}}`.
@@ -156,7 +152,10 @@ pub fn schbench_json(text: &str) -> Result<Vec<Metric>, ParseError> {
             };
             let n = value
                 .as_f64()
-                .ok_or_else(|| perr("schbench-json", format!("`{key}` is {value}, not a number")))?;
+                .ok_or_else(|| perr("schbench-json", format!("`{key}` is {}, not a number", clip(&value.to_string()))))?;
+            if !plausible(n) {
+                return Err(perr("schbench-json", format!("`{key}` is {n}, which is impossible")));
+            }
             out.push(Metric::new(format!("{stem}_{suffix}"), n, unit, hib));
         }
     }
@@ -166,5 +165,5 @@ pub fn schbench_json(text: &str) -> Result<Vec<Metric>, ParseError> {
             "no wakeup_latency percentiles in the JSON (truncated, or the run failed)",
         ));
     }
-    Ok(out)
+    unique("schbench-json", out)
 }

@@ -1,7 +1,7 @@
 //! sysbench (1.0) OLTP and other Lua tests: transactions and queries per second, latency
 //! min/avg/max and the requested percentile (`--percentile`, 95 by default), errors.
 
-use super::{number, perr, Metric, ParseError};
+use super::{number, perr, unique, Metric, ParseError};
 
 const TOOL: &str = "sysbench";
 
@@ -58,10 +58,9 @@ pub fn sysbench(text: &str) -> Result<Vec<Metric>, ParseError> {
                 false,
             )),
             (true, k) if k.ends_with("th percentile") => {
-                let p = k.trim_end_matches("th percentile").trim();
-                let p = p.trim_end_matches(".0");
+                let p = super::pct_name(k.trim_end_matches("th percentile"));
                 out.push(Metric::new(
-                    format!("lat_p{p}_ms"),
+                    format!("lat_{p}_ms"),
                     number(TOOL, no, k, rest)?,
                     "ms",
                     false,
@@ -78,5 +77,5 @@ pub fn sysbench(text: &str) -> Result<Vec<Metric>, ParseError> {
             "no throughput or no `Latency (ms):` section in the output (truncated, or the run failed)",
         ));
     }
-    Ok(out)
+    unique(TOOL, out)
 }

@@ -4,7 +4,7 @@
 
 use super::*;
 
-fn fixture(name: &str) -> String {
+pub(super) fn fixture(name: &str) -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
     std::fs::read_to_string(format!("{path}{name}")).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
@@ -141,7 +141,7 @@ fn schbench_truncated_and_garbled() {
     );
 }
 
-const SCHBENCH_JSON: &str = r#"{"normal": {"version": "6.12.0","hostname": "sut1","sched_ext": "disabled","cmdline": "schbench -m 2 -t 4 -r 10 -j out.json"},"int": {"time": 1764500000, "wakeup_latency_pct20.0": 4, "wakeup_latency_pct50.0": 9, "wakeup_latency_pct90.0": 21, "wakeup_latency_pct99.0": 67, "wakeup_latency_pct99.9": 310, "wakeup_latency_min": 1,"wakeup_latency_max": 1204, "request_latency_pct20.0": 5800, "request_latency_pct50.0": 6100, "request_latency_pct90.0": 7200, "request_latency_pct99.0": 9900, "request_latency_pct99.9": 14000, "request_latency_min": 5012,"request_latency_max": 15220, "rps_pct20.0": 1300, "rps_pct50.0": 1320, "rps_pct90.0": 1336, "rps_pct99.0": 1340, "rps_pct99.9": 1340, "rps_min": 1288,"rps_max": 1340, "runtime": 10}}"#;
+pub(super) const SCHBENCH_JSON: &str = r#"{"normal": {"version": "6.12.0","hostname": "sut1","sched_ext": "disabled","cmdline": "schbench -m 2 -t 4 -r 10 -j out.json"},"int": {"time": 1764500000, "wakeup_latency_pct20.0": 4, "wakeup_latency_pct50.0": 9, "wakeup_latency_pct90.0": 21, "wakeup_latency_pct99.0": 67, "wakeup_latency_pct99.9": 310, "wakeup_latency_min": 1,"wakeup_latency_max": 1204, "request_latency_pct20.0": 5800, "request_latency_pct50.0": 6100, "request_latency_pct90.0": 7200, "request_latency_pct99.0": 9900, "request_latency_pct99.9": 14000, "request_latency_min": 5012,"request_latency_max": 15220, "rps_pct20.0": 1300, "rps_pct50.0": 1320, "rps_pct90.0": 1336, "rps_pct99.0": 1340, "rps_pct99.9": 1340, "rps_min": 1288,"rps_max": 1340, "runtime": 10}}"#;
 
 #[test]
 fn schbench_json_layout() {
@@ -250,7 +250,7 @@ fn perf_bench_real_outputs() {
 }
 
 /// netperf's keyval output (`-k` with kreg's selectors), as its manual documents it.
-const NETPERF_RR: &str = "MIGRATED UDP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 10.9.0.1 () port 0 AF_INET : demo\nTHROUGHPUT=31254.87\nTHROUGHPUT_UNITS=Trans/s\nMEAN_LATENCY=31.77\nP50_LATENCY=30\nP90_LATENCY=36\nP99_LATENCY=58\n";
+pub(super) const NETPERF_RR: &str = "MIGRATED UDP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 10.9.0.1 () port 0 AF_INET : demo\nTHROUGHPUT=31254.87\nTHROUGHPUT_UNITS=Trans/s\nMEAN_LATENCY=31.77\nP50_LATENCY=30\nP90_LATENCY=36\nP99_LATENCY=58\n";
 
 #[test]
 fn netperf_keyval() {
@@ -278,7 +278,7 @@ lat_p99_us=58 us lower
 }
 
 /// hammerdbcli output with the time profile on, HammerDB v4 layout (P99/P95/P50 only).
-const HAMMERDB_V4: &str = "\
+pub(super) const HAMMERDB_V4: &str = "\
 Vuser 1:Rampup 1 minutes complete ...
 Vuser 1:Rampup complete, Taking start Transaction Count.
 Vuser 1:Timing test period of 2 in minutes
@@ -302,7 +302,7 @@ Vuser 1:+-----------------+--------------+------+--------+--------------+
 
 /// The v6 layout: P75 and P25 too, SD in ms; old-style result line (v3 word order) mixed in
 /// to check both orders are read.
-const HAMMERDB_V6: &str = "\
+pub(super) const HAMMERDB_V6: &str = "\
 Vuser 1:TEST RESULT : System achieved 50123 MySQL TPM at 21500 NOPM
 >>>>> SUMMARY OF 2 ACTIVE VIRTUAL USERS : MEDIAN ELAPSED TIME : 127146ms
 >>>>> PROC: NEWORD
@@ -388,4 +388,65 @@ fn command_metrics() {
 #[test]
 fn unknown_kind_lists_the_known_ones() {
     check("netperf2", "", "error: netperf2: unknown kind; expected one of: hackbench, schbench, schbench-json, sysbench, netperf, hammerdb, perf-bench");
+}
+
+#[test]
+fn schbench_reads_its_json_form_under_its_own_kind() {
+    assert_eq!(parse("schbench", SCHBENCH_JSON).unwrap(), schbench_json(SCHBENCH_JSON).unwrap());
+    let text = render(parse("schbench", &fixture("schbench.6.12.txt")));
+    assert!(text.contains("wakeup_lat_p99="), "{text}");
+}
+
+#[test]
+fn impossible_figures_are_refused_everywhere() {
+    for bad in ["NaN", "inf", "-5", "-0", "1e300"] {
+        let line = format!("TEST RESULT : System achieved {bad} NOPM from 48811 MariaDB TPM");
+        let r = parse("hammerdb", &HAMMERDB_V4.replace("TEST RESULT : System achieved 21034 NOPM from 48811 MariaDB TPM", &line));
+        assert!(r.is_err(), "hammerdb took NOPM {bad}: {r:?}");
+        let r = parse("hackbench", &format!("Running\nTime: {bad}\n"));
+        assert!(r.is_err(), "hackbench took {bad}: {r:?}");
+        let r = parse("netperf", &NETPERF_RR.replace("MEAN_LATENCY=31.77", &format!("MEAN_LATENCY={bad}")));
+        assert!(r.is_err(), "netperf took {bad}: {r:?}");
+    }
+    for bad in ["-4", "-0.0", "1e300"] {
+        let json = SCHBENCH_JSON.replace("\"wakeup_latency_pct99.0\": 67", &format!("\"wakeup_latency_pct99.0\": {bad}"));
+        let r = parse("schbench-json", &json);
+        assert!(r.is_err(), "schbench JSON took a latency of {bad}: {r:?}");
+    }
+    // A 10 MB garbled value is quoted short, not echoed whole.
+    let long = format!("Time: {}\n", "9x".repeat(5_000_000));
+    let e = parse("hackbench", &long).unwrap_err().to_string();
+    assert!(e.len() < 300 && e.contains("10000000 bytes"), "{}", &e[..e.len().min(300)]);
+}
+
+#[test]
+fn percentile_labels_keep_their_integer_zeros() {
+    assert_eq!(pct_name("50"), "p50");
+    assert_eq!(pct_name("50.0"), "p50");
+    assert_eq!(pct_name("99.9000"), "p99.9");
+    assert_eq!(pct_name("100"), "p100");
+    let json = r#"{"int": {"wakeup_latency_pct50": 9, "wakeup_latency_pct90": 20}}"#;
+    check("schbench-json", json, "wakeup_lat_p50=9 us lower\nwakeup_lat_p90=20 us lower");
+}
+
+#[test]
+fn a_metric_reported_twice_is_an_error_in_every_parser() {
+    let json = r#"{"int": {"wakeup_latency_pct50": 9, "wakeup_latency_pct50.0": 10}}"#;
+    check(
+        "schbench-json",
+        json,
+        "error: schbench-json: `wakeup_lat_p50` is reported 2 times: the output holds more than one run; give one run per file",
+    );
+    let two = format!("{}{}", fixture("hackbench.6.12.txt"), fixture("hackbench.6.12.txt"));
+    let e = parse("hackbench", &two).unwrap_err().to_string();
+    assert!(e.contains("2 `Time:` lines") && e.contains("one run per file"), "{e}");
+    for (kind, text) in [
+        ("netperf", format!("{NETPERF_RR}{NETPERF_RR}")),
+        ("hammerdb", format!("{HAMMERDB_V6}\n{HAMMERDB_V6}")),
+        ("sysbench", format!("{0}\n{0}", fixture("sysbench-oltp_read_write.txt"))),
+        ("perf-bench", format!("{0}\n{0}", fixture("perf-bench-pipe.6.1-perf.txt"))),
+    ] {
+        let e = parse(kind, &text).unwrap_err().to_string();
+        assert!(e.contains("more than one run"), "{kind}: {e}");
+    }
 }
