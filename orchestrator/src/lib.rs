@@ -8,6 +8,7 @@ pub mod parse;
 pub mod plan;
 pub mod report;
 pub mod scenario;
+pub mod scenario_file;
 pub mod schedstat;
 pub mod stats;
 pub mod store;

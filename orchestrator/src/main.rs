@@ -28,7 +28,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Check scenario files; print every problem as FILE:LINE:COL: message.
-    Validate { files: Vec<PathBuf> },
+    Validate {
+        files: Vec<PathBuf>,
+        /// Check the file alone, not the files it names (a template for another machine).
+        #[arg(long)]
+        skip_files: bool,
+    },
     /// Print the job matrix in the order it will run. Touches no host.
     Plan { file: PathBuf },
     /// Record a new run of a scenario and drive it to the end.
@@ -140,7 +145,7 @@ async fn main() -> ExitCode {
 
 async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
     match cmd {
-        Cmd::Validate { files } => validate(&files),
+        Cmd::Validate { files, skip_files } => validate(&files, skip_files),
         Cmd::Plan { file } => {
             let (_, s) = load(&file)?;
             print!("{}", plan::render(&s, &plan::expand(&s)));
@@ -325,10 +330,8 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
 }
 
 fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let base = file.parent().unwrap_or(Path::new("."));
-    match scenario::from_str(&text, base) {
-        Ok(s) => Ok((text, s)),
+    match kreg::scenario_file::load(file, false) {
+        Ok(x) => Ok(x),
         Err(diags) => {
             for d in &diags {
                 eprintln!("{}", d.render(&file.display().to_string()));
@@ -338,22 +341,14 @@ fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
     }
 }
 
-fn validate(files: &[PathBuf]) -> Result<ExitCode> {
+fn validate(files: &[PathBuf], skip_files: bool) -> Result<ExitCode> {
     if files.is_empty() {
         bail!("give at least one scenario file");
     }
     let mut bad = false;
     for f in files {
-        let text = match std::fs::read_to_string(f) {
-            Ok(t) => t,
-            Err(e) => {
-                println!("{}: cannot read: {e}", f.display());
-                bad = true;
-                continue;
-            }
-        };
-        match scenario::from_str(&text, f.parent().unwrap_or(Path::new("."))) {
-            Ok(s) => println!("{}: ok ({} jobs)", f.display(), plan::expand(&s).len()),
+        match kreg::scenario_file::load(f, skip_files) {
+            Ok((_, s)) => println!("{}: ok ({} jobs)", f.display(), kreg::scenario_file::job_count(&s)),
             Err(diags) => {
                 bad = true;
                 for d in diags {

@@ -45,8 +45,9 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     assert!(!files.is_empty());
+    // They name token files and images of machines that are not here: the file alone.
     let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
-        .arg("validate")
+        .args(["validate", "--skip-files"])
         .args(&files)
         .output()
         .unwrap();

@@ -1,7 +1,6 @@
 //! From YAML text to a validated [`Scenario`], collecting every problem with its position.
 
-use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::yaml::{self, Kind, Node};
 use super::*;
@@ -21,6 +20,12 @@ impl Diagnostic {
     }
 }
 
+/// The most jobs one scenario may expand to (kernels × variants × workloads × iterations).
+pub const MAX_JOBS: u64 = 100_000;
+
+/// The longest message a diagnostic carries: a value quoted in it is cut, not echoed whole.
+const MAX_MESSAGE: usize = 400;
+
 /// Parses and validates a scenario. Relative paths in it are taken from `base_dir`.
 pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>> {
     let root = yaml::parse(text).map_err(|e| {
@@ -34,10 +39,14 @@ pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>
         diags: Vec::new(),
         base_dir,
         default_boot: BootVia::Kexec,
+        files: Vec::new(),
     };
     let scenario = cx.scenario(&root);
     match scenario {
-        Some(s) if cx.diags.is_empty() => Ok(s),
+        Some(mut s) if cx.diags.is_empty() => {
+            s.files = cx.files;
+            Ok(s)
+        }
         _ => {
             cx.diags.sort_by_key(|d| (d.line, d.col));
             Err(cx.diags)
@@ -50,6 +59,41 @@ struct Cx<'a> {
     base_dir: &'a Path,
     /// The scenario's `boot.method`, for http hosts that do not name their own.
     default_boot: BootVia,
+    /// Every file the scenario names, with where.
+    files: Vec<FileRef>,
+}
+
+/// The allowed name closest to `word` when it is a likely typo (a few edits away).
+fn closest<'a>(word: &str, allowed: &[&'a str]) -> Option<&'a str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let cur = row[j + 1];
+                row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+                prev = cur;
+            }
+        }
+        row[b.len()]
+    }
+    let word = word.to_ascii_lowercase();
+    allowed
+        .iter()
+        .map(|a| (distance(&word, a), *a))
+        .filter(|(d, a)| *d <= 2.max(a.len() / 4) && *d < a.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, a)| a)
+}
+
+/// `message`, cut to [`MAX_MESSAGE`] characters when a quoted value made it long.
+fn clip_message(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE) {
+        None => message,
+        Some((at, _)) => format!("{}… (cut; the message is {} bytes)", &message[..at], message.len()),
+    }
 }
 
 /// The entries of a mapping whose keys were all checked against the allowed list.
@@ -69,8 +113,26 @@ impl<'a> Cx<'a> {
         self.diags.push(Diagnostic {
             line: node.line,
             col: node.col,
-            message: message.into(),
+            message: clip_message(message.into()),
         });
+    }
+
+    /// A file the scenario names, taken from its folder when relative, and noted with its
+    /// position so that `kreg validate` can check it exists.
+    fn file(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
+        let s = self.string(node, what)?;
+        if s.is_empty() || s.contains('\0') {
+            self.error(node, format!("{what}: {s:?} is not a file name"));
+            return None;
+        }
+        let path = self.base_dir.join(&s);
+        self.files.push(FileRef {
+            path: path.clone(),
+            line: node.line,
+            col: node.col,
+            what: what.to_string(),
+        });
+        Some(path)
     }
 
     fn expected(&mut self, node: &Node, what: &str, expected: &str) {
@@ -90,10 +152,11 @@ impl<'a> Cx<'a> {
                 continue;
             };
             if !allowed.contains(&key.as_str()) {
+                let hint = closest(key, allowed).map(|c| format!("did you mean `{c}`? ")).unwrap_or_default();
                 self.error(
                     k,
                     format!(
-                        "unknown field `{key}` in {what}; expected one of: {}",
+                        "unknown field `{key}` in {what}; {hint}expected one of: {}",
                         allowed.join(", ")
                     ),
                 );
@@ -269,9 +332,10 @@ impl<'a> Cx<'a> {
                 cpus: None,
             }]),
         };
-        let workloads = self
-            .required(&f, "workloads", "the scenario")
-            .and_then(|n| self.workloads(n));
+        let workloads = match self.required(&f, "workloads", "the scenario") {
+            Some(n) => self.workloads(n),
+            None => (Vec::new(), false),
+        };
         let iterations = match f.get("iterations") {
             Some(n) => self.uint(n, "iterations", 1, 1000).map(|n| n as u32),
             None => Some(1),
@@ -296,40 +360,109 @@ impl<'a> Cx<'a> {
             None => Some(Vec::new()),
         };
 
-        // Cross-references, checked once the parts they point into are known.
-        let (hosts, kernels, workloads) = (hosts?, kernels?, workloads?);
+        // Cross-references, checked against the names the file declares even where an
+        // entry has problems of its own: every independent problem in one pass.
+        let host_names = declared_names(f.get("hosts"));
+        let kernel_names = declared_names(f.get("kernels"));
+        self.matrix_size(&f, iterations);
         let baseline = match (baseline, baseline_node) {
             (Some(b), Some(node)) => {
-                if !kernels.iter().any(|k| k.name == b) {
-                    let names: Vec<_> = kernels.iter().map(|k| k.name.as_str()).collect();
+                if !kernel_names.is_empty() && !kernel_names.contains(&b) {
+                    let hint = closest(&b, &kernel_names.iter().map(String::as_str).collect::<Vec<_>>())
+                        .map(|c| format!("; did you mean `{c}`?"))
+                        .unwrap_or_default();
                     self.error(
                         node,
-                        format!("baseline `{b}` is not one of the kernels ({})", names.join(", ")),
+                        format!("baseline `{b}` is not one of the kernels ({}){hint}", kernel_names.join(", ")),
                     );
                 }
-                b
+                Some(b)
             }
-            (None, Some(_)) => return None,
-            (_, None) => kernels.first()?.name.clone(),
+            (None, Some(_)) => None,
+            (_, None) => kernel_names.first().cloned(),
         };
-        let suts = hosts.iter().filter(|h| h.role == Role::Sut).count();
-        if suts != 1 {
-            let hosts_node = f.get("hosts").expect("required above");
+        let (workloads, workloads_ok) = workloads;
+        let resolved = self.resolve_workloads(workloads, &hosts, &host_names);
+        if let Some(hosts_node) = f.get("hosts") {
+            if let Some(hosts) = &hosts {
+                let suts = hosts.iter().filter(|h| h.role == Role::Sut).count();
+                if suts != 1 {
+                    self.error(
+                        hosts_node,
+                        format!("hosts: exactly one host must have role `sut`, found {suts}"),
+                    );
+                }
+            }
+        }
+        if let (Some(kernels), Some(kernels_node)) = (&kernels, f.get("kernels")) {
+            let items = self.seq(kernels_node, "kernels").unwrap_or(&[]);
+            self.check_build_hosts(kernels, items, &hosts, &host_names);
+        }
+        if let (Some(tools), Some(tools_node)) = (&tools, f.get("tools")) {
+            for (t, item) in tools.iter().zip(self.seq(tools_node, "tools").unwrap_or(&[])) {
+                for h in &t.on {
+                    if !host_names.contains(h) {
+                        self.error(item, format!("tool `{}` goes on `{h}`, which is not a host", t.name));
+                    }
+                }
+            }
+        }
+        let (hosts, kernels, baseline) = (hosts?, kernels?, baseline?);
+        if !workloads_ok {
+            return None;
+        }
+        Some(Scenario {
+            name: name?,
+            hosts,
+            kernels,
+            baseline,
+            boot: boot?,
+            variants: variants?,
+            workloads: resolved,
+            iterations: iterations?,
+            tools: tools?,
+            order: order?,
+            files: Vec::new(),
+        })
+    }
+
+    /// The job matrix is refused above [`MAX_JOBS`] before anything expands it: the sizes
+    /// are counted on the file itself.
+    fn matrix_size(&mut self, f: &Fields<'_>, iterations: Option<u32>) {
+        let count = |n: Option<&Node>| match n.map(|n| &n.kind) {
+            Some(Kind::Seq(items)) => items.len().max(1) as u64,
+            _ => 1,
+        };
+        let (k, v, w) = (count(f.get("kernels")), count(f.get("variants")), count(f.get("workloads")));
+        let i = u64::from(iterations.unwrap_or(1));
+        let jobs = k.saturating_mul(v).saturating_mul(w).saturating_mul(i);
+        if jobs > MAX_JOBS {
+            let at = f.get("iterations").or(f.get("variants")).unwrap_or(f.node);
             self.error(
-                hosts_node,
-                format!("hosts: exactly one host must have role `sut`, found {suts}"),
+                at,
+                format!(
+                    "the job matrix is {k} kernels × {v} variants × {w} workloads × {i} iterations = {jobs} jobs; kreg runs at most {MAX_JOBS} jobs per scenario (split it, or lower iterations)"
+                ),
             );
         }
-        let workloads_node = f.get("workloads").expect("required above");
-        let sut_name = hosts.iter().find(|h| h.role == Role::Sut).map(|h| h.name.clone());
+    }
+
+    /// Workloads with their hosts resolved (`on` defaults to the SUT); unknown hosts reported.
+    fn resolve_workloads(
+        &mut self,
+        workloads: Vec<(&Node, PendingWorkload)>,
+        hosts: &Option<Vec<Host>>,
+        host_names: &[String],
+    ) -> Vec<Workload> {
+        let sut_name = hosts
+            .as_ref()
+            .and_then(|hs| hs.iter().find(|h| h.role == Role::Sut))
+            .map(|h| h.name.clone());
         let mut resolved = Vec::new();
-        for (w, item) in workloads
-            .into_iter()
-            .zip(self.seq(workloads_node, "workloads").unwrap_or(&[]))
-        {
+        for (item, w) in workloads {
             let on = match w.on {
                 Some(on) => {
-                    if !hosts.iter().any(|h| h.name == on) {
+                    if !host_names.contains(&on) {
                         self.error(
                             item,
                             format!("workload `{}` runs on `{on}`, which is not a host", w.name),
@@ -340,7 +473,7 @@ impl<'a> Cx<'a> {
                 None => sut_name.clone().unwrap_or_default(),
             };
             for (host, line, col) in &w.host_refs {
-                if !hosts.iter().any(|h| &h.name == host) {
+                if !host_names.contains(host) {
                     self.diags.push(Diagnostic {
                         line: *line,
                         col: *col,
@@ -358,62 +491,63 @@ impl<'a> Cx<'a> {
                 kind: w.kind,
             });
         }
-        if let Some(kernels_node) = f.get("kernels") {
-            for (k, item) in kernels.iter().zip(self.seq(kernels_node, "kernels").unwrap_or(&[])) {
-                if let KernelSource::Build(BuildSpec { build_on: Some(h), .. }) = &k.source {
-                    if !hosts.iter().any(|x| &x.name == h) {
-                        self.error(
-                            item,
-                            format!(
-                                "kernel `{}` builds on `{h}`, which is neither `controller` nor a host",
-                                k.name
-                            ),
-                        );
-                    } else if hosts
-                        .iter()
-                        .any(|x| &x.name == h && matches!(x.transport, Transport::Lab { .. }))
-                    {
-                        self.error(
-                            item,
-                            format!(
-                                "kernel `{}`: a lab host has no compiler; build on the controller or on a machine",
-                                k.name
-                            ),
-                        );
-                    }
-                }
-            }
-        }
-        if let (Some(tools), Some(tools_node)) = (&tools, f.get("tools")) {
-            for (t, item) in tools.iter().zip(self.seq(tools_node, "tools").unwrap_or(&[])) {
-                for h in &t.on {
-                    if !hosts.iter().any(|x| &x.name == h) {
-                        self.error(item, format!("tool `{}` goes on `{h}`, which is not a host", t.name));
-                    }
-                }
-            }
-        }
-        Some(Scenario {
-            name: name?,
-            hosts,
-            kernels,
-            baseline,
-            boot: boot?,
-            variants: variants?,
-            workloads: resolved,
-            iterations: iterations?,
-            tools: tools?,
-            order: order?,
-        })
+        resolved
     }
 
-    fn unique<'n>(&mut self, items: impl IntoIterator<Item = (&'n Node, String)>, what: &str) {
-        let mut seen = HashSet::new();
-        for (node, name) in items {
-            if !seen.insert(name.clone()) {
-                self.error(node, format!("{what} `{name}` is declared twice"));
+    /// A kernel built on a host names a host that can compile.
+    fn check_build_hosts(&mut self, kernels: &[Kernel], items: &[Node], hosts: &Option<Vec<Host>>, host_names: &[String]) {
+        for (k, item) in kernels.iter().zip(items) {
+            if let KernelSource::Build(BuildSpec { build_on: Some(h), .. }) = &k.source {
+                if !host_names.contains(h) {
+                    self.error(
+                        item,
+                        format!(
+                            "kernel `{}` builds on `{h}`, which is neither `controller` nor a host",
+                            k.name
+                        ),
+                    );
+                } else if hosts
+                    .iter()
+                    .flatten()
+                    .any(|x| &x.name == h && matches!(x.transport, Transport::Lab { .. }))
+                {
+                    self.error(
+                        item,
+                        format!(
+                            "kernel `{}`: a lab host has no compiler; build on the controller or on a machine",
+                            k.name
+                        ),
+                    );
+                }
             }
         }
+    }
+
+    /// Reads every item of a list with `read` (a problem in one does not hide the next),
+    /// and reports a name declared twice at the item that repeats it. Returns the items
+    /// read with their nodes, and whether every item was read.
+    fn named_items<'n, T>(
+        &mut self,
+        items: &'n [Node],
+        what: &str,
+        read: impl Fn(&mut Self, &'n Node) -> Option<T>,
+        name: impl Fn(&T) -> &str,
+    ) -> (Vec<(&'n Node, T)>, bool) {
+        let mut out: Vec<(&Node, T)> = Vec::new();
+        let mut ok = true;
+        for item in items {
+            let Some(t) = read(self, item) else {
+                ok = false;
+                continue;
+            };
+            if out.iter().any(|(_, o)| name(o) == name(&t)) {
+                self.error(item, format!("{what} `{}` is declared twice", name(&t)));
+                ok = false;
+                continue;
+            }
+            out.push((item, t));
+        }
+        (out, ok)
     }
 
     fn variants(&mut self, node: &Node) -> Option<Vec<Variant>> {
@@ -422,16 +556,8 @@ impl<'a> Cx<'a> {
             self.error(node, "variants: declare at least one variant, e.g. { name: default }");
             return None;
         }
-        let mut out = Vec::new();
-        let mut ok = true;
-        for item in items {
-            match self.variant(item) {
-                Some(v) => out.push(v),
-                None => ok = false,
-            }
-        }
-        self.unique(items.iter().zip(out.iter().map(|v| v.name.clone())), "variant");
-        ok.then_some(out)
+        let (out, ok) = self.named_items(items, "variant", Self::variant, |v| &v.name);
+        ok.then(|| out.into_iter().map(|(_, v)| v).collect())
     }
 
     fn variant(&mut self, node: &Node) -> Option<Variant> {
@@ -459,8 +585,12 @@ impl<'a> Cx<'a> {
             Some(n) => {
                 let items = self.seq(n, "features")?;
                 let mut out = Vec::new();
+                let mut ok = true;
                 for item in items {
-                    let s = self.string(item, "a sched feature")?;
+                    let Some(s) = self.string(item, "a sched feature") else {
+                        ok = false;
+                        continue;
+                    };
                     if s.is_empty()
                         || !s
                             .chars()
@@ -470,11 +600,12 @@ impl<'a> Cx<'a> {
                             item,
                             format!("{s:?} is not a sched feature name (like PLACE_LAG or NO_RUN_TO_PARITY)"),
                         );
-                        return None;
+                        ok = false;
+                        continue;
                     }
                     out.push(s);
                 }
-                Some(out)
+                ok.then_some(out)
             }
         };
         let cpus = match f.get("cpus") {
@@ -495,22 +626,40 @@ impl<'a> Cx<'a> {
         })
     }
 
-    fn workloads(&mut self, node: &Node) -> Option<Vec<PendingWorkload>> {
-        let items = self.seq(node, "workloads")?;
+    /// The workloads read, each with its node (some may be missing: see the flag), and
+    /// whether all were read.
+    fn workloads<'n>(&mut self, node: &'n Node) -> (Vec<(&'n Node, PendingWorkload)>, bool) {
+        let Some(items) = self.seq(node, "workloads") else {
+            return (Vec::new(), false);
+        };
         if items.is_empty() {
             self.error(node, "workloads: declare at least one workload");
-            return None;
+            return (Vec::new(), false);
         }
-        let mut out = Vec::new();
-        let mut ok = true;
-        for item in items {
-            match self.workload(item) {
-                Some(w) => out.push(w),
-                None => ok = false,
-            }
-        }
-        self.unique(items.iter().zip(out.iter().map(|w| w.name.clone())), "workload");
-        ok.then_some(out)
+        self.named_items(items, "workload", Self::workload, |w| &w.name)
+    }
+}
+
+/// The names a section declares, read from the file as written: a mapping's keys (hosts),
+/// or each list item's `name` (kernels, variants, workloads).
+fn declared_names(node: Option<&Node>) -> Vec<String> {
+    let scalar = |n: &Node| match &n.kind {
+        Kind::Scalar(s, _) => Some(s.clone()),
+        _ => None,
+    };
+    match node.map(|n| &n.kind) {
+        Some(Kind::Map(entries)) => entries.iter().filter_map(|(k, _)| scalar(k)).collect(),
+        Some(Kind::Seq(items)) => items
+            .iter()
+            .filter_map(|i| match &i.kind {
+                Kind::Map(entries) => entries
+                    .iter()
+                    .find(|(k, _)| scalar(k).as_deref() == Some("name"))
+                    .and_then(|(_, v)| scalar(v)),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -26,6 +26,18 @@ pub struct Scenario {
     pub tools: Vec<Tool>,
     /// The order of jobs within a kernel.
     pub order: Order,
+    /// Every file the scenario names, with where: `kreg validate` checks them.
+    pub files: Vec<FileRef>,
+}
+
+/// A file named in a scenario, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileRef {
+    pub path: PathBuf,
+    pub line: usize,
+    pub col: usize,
+    /// What it is, as the messages name it ("a patch file", "token_file", …).
+    pub what: String,
 }
 
 /// How jobs are ordered within a kernel.

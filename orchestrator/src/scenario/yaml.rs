@@ -62,7 +62,8 @@ enum Open {
     Map(Node, Vec<(Node, Node)>, Option<Node>),
 }
 
-/// Parses the first document of `text`. An empty document is a null scalar at 1:1.
+/// Parses the one document of `text`; a second document is an error at its start. An
+/// empty document is a null scalar at 1:1.
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let mut stack: Vec<Open> = Vec::new();
     let mut root: Option<Node> = None;
@@ -107,7 +108,13 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
                     message: "YAML aliases (*name) are not supported here".into(),
                 })
             }
-            Event::DocumentEnd if root.is_some() => break,
+            Event::DocumentStart(_) if root.is_some() => {
+                return Err(SyntaxError {
+                    line,
+                    col,
+                    message: "a second YAML document: a scenario file holds one (remove the `---` and what follows, or merge them)".into(),
+                })
+            }
             Event::StreamStart | Event::StreamEnd | Event::DocumentStart(_) | Event::DocumentEnd | Event::Nothing => {
                 None
             }
@@ -148,6 +155,14 @@ mod tests {
     fn syntax_error_has_position() {
         let e = parse("a: [1, 2\nb: 3\n").unwrap_err();
         assert!(e.line >= 1 && e.col >= 1, "{e:?}");
+    }
+
+    #[test]
+    fn a_second_document_is_an_error_at_its_start() {
+        let e = parse("a: 1\n---\nb: 2\n").unwrap_err();
+        assert_eq!((e.line, e.col), (2, 1), "{e:?}");
+        assert!(e.message.contains("second YAML document"), "{e:?}");
+        assert!(parse("---\na: 1\n...\n").is_ok());
     }
 
     #[test]

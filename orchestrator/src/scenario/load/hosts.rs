@@ -13,19 +13,23 @@ impl<'a> Cx<'a> {
         };
         let mut out = Vec::new();
         let mut ok = true;
-        let mut names = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         for (k, v) in entries {
             let Some(name) = self.name(k, "host name") else {
                 ok = false;
                 continue;
             };
-            names.push((k, name.clone()));
+            if names.contains(&name) {
+                self.error(k, format!("host `{name}` is declared twice"));
+                ok = false;
+                continue;
+            }
+            names.push(name.clone());
             match self.host(&name, v) {
                 Some(h) => out.push(h),
                 None => ok = false,
             }
         }
-        self.unique(names, "host");
         if entries.is_empty() {
             self.error(node, "hosts: declare at least one host");
             return None;
@@ -95,7 +99,7 @@ impl<'a> Cx<'a> {
                 });
                 let token = self
                     .required(&f, "token_file", &what)
-                    .and_then(|n| self.string(n, "token_file"));
+                    .and_then(|n| self.file(n, "token_file"));
                 let boot = match f.get("boot") {
                     None => Some(self.default_boot),
                     Some(n) => self.boot_via(n, "boot"),
@@ -114,7 +118,7 @@ impl<'a> Cx<'a> {
                     .unwrap_or(Some(KEEP_KERNELS as u64));
                 Some(Transport::Http {
                     url: url?,
-                    token_file: self.base_dir.join(token?),
+                    token_file: token?,
                     boot: boot?,
                     reset: reset?,
                     console: console?,

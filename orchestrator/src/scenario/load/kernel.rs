@@ -14,16 +14,8 @@ impl<'a> Cx<'a> {
             );
             return None;
         }
-        let mut out = Vec::new();
-        let mut ok = true;
-        for item in items {
-            match self.kernel(item) {
-                Some(k) => out.push(k),
-                None => ok = false,
-            }
-        }
-        self.unique(items.iter().zip(out.iter().map(|k| k.name.clone())), "kernel");
-        ok.then_some(out)
+        let (out, ok) = self.named_items(items, "kernel", Self::kernel, |k| &k.name);
+        ok.then(|| out.into_iter().map(|(_, k)| k).collect())
     }
 
     pub(super) fn kernel(&mut self, node: &Node) -> Option<Kernel> {
@@ -102,7 +94,7 @@ impl<'a> Cx<'a> {
             "path" => {
                 built_only(self);
                 Some(KernelSource::Path {
-                    vmlinuz: self.base_dir.join(self.string(f.get("path").expect("given"), "path")?),
+                    vmlinuz: self.file(f.get("path").expect("given"), "the kernel image")?,
                 })
             }
             kind => {
@@ -126,9 +118,7 @@ impl<'a> Cx<'a> {
                     TreeSource::Git { url, git_ref: git_ref? }
                 } else {
                     TreeSource::Tarball {
-                        path: self
-                            .base_dir
-                            .join(self.string(f.get("tarball").expect("given"), "tarball")?),
+                        path: self.file(f.get("tarball").expect("given"), "the source tarball")?,
                     }
                 };
                 let config = self.required(kernel, "config", what).and_then(|n| self.config_spec(n));
@@ -138,7 +128,7 @@ impl<'a> Cx<'a> {
                         let items = self.seq(n, "patches")?;
                         items
                             .iter()
-                            .map(|i| self.string(i, "a patch file").map(|p| self.base_dir.join(p)))
+                            .map(|i| self.file(i, "a patch file"))
                             .collect()
                     }
                 };
@@ -163,12 +153,12 @@ impl<'a> Cx<'a> {
         let f = self.map(node, "config", &["base", "set"])?;
         let base = match f.get("base") {
             None => Some(ConfigBase::Defconfig),
-            Some(n) => self.string(n, "base").map(|b| match b.as_str() {
-                "running" => ConfigBase::Running,
-                "defconfig" => ConfigBase::Defconfig,
-                "tinyconfig" => ConfigBase::Tinyconfig,
-                file => ConfigBase::File(self.base_dir.join(file)),
-            }),
+            Some(n) => match self.string(n, "base")?.as_str() {
+                "running" => Some(ConfigBase::Running),
+                "defconfig" => Some(ConfigBase::Defconfig),
+                "tinyconfig" => Some(ConfigBase::Tinyconfig),
+                _ => self.file(n, "the base config file").map(ConfigBase::File),
+            },
         };
         let set = match f.get("set") {
             None => Some(Vec::new()),

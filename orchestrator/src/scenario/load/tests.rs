@@ -84,7 +84,7 @@ workloads:
 "#,
         "
 f.yaml:4:3: hosts: exactly one host must have role `sut`, found 0
-f.yaml:6:11: baseline `k9` is not one of the kernels (k1)
+f.yaml:6:11: baseline `k9` is not one of the kernels (k1); did you mean `k1`?
 f.yaml:8:5: workload `hb` runs on `nowhere`, which is not a host
 ",
     );

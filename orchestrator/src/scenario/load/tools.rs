@@ -7,15 +7,8 @@ use super::Cx;
 impl<'a> Cx<'a> {
     pub(super) fn tools(&mut self, node: &Node) -> Option<Vec<Tool>> {
         let items = self.seq(node, "tools")?;
-        let mut out = Vec::new();
-        let mut ok = true;
-        for item in items {
-            match self.tool(item) {
-                Some(t) => out.push(t),
-                None => ok = false,
-            }
-        }
-        ok.then_some(out)
+        let (out, ok) = self.named_items(items, "tool", Self::tool, |t| &t.name);
+        ok.then(|| out.into_iter().map(|(_, t)| t).collect())
     }
 
     fn tool(&mut self, node: &Node) -> Option<Tool> {
@@ -135,10 +128,8 @@ impl<'a> Cx<'a> {
                 })
             }
             _ => {
-                let path = self.string(f.get("upload").expect("given"), "upload")?;
-                Some(ToolSource::Upload {
-                    path: self.base_dir.join(path),
-                })
+                let path = self.file(f.get("upload").expect("given"), "the tool to upload")?;
+                Some(ToolSource::Upload { path })
             }
         }
     }

@@ -348,7 +348,7 @@ impl<'a> Cx<'a> {
         let user = plain(self, "user", "kreg");
         let password_file = self
             .required(&f, "password_file", &what)
-            .and_then(|n| self.string(n, "password_file"));
+            .and_then(|n| self.file(n, "password_file"));
         Some(DbServer {
             on,
             kind: kind?,
@@ -357,7 +357,7 @@ impl<'a> Cx<'a> {
             datadir: datadir?,
             database: database?,
             user: user?,
-            password_file: self.base_dir.join(password_file?),
+            password_file: password_file?,
         })
     }
 

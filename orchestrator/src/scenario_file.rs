@@ -1,0 +1,112 @@
+//! A scenario file from disk (the I/O edge of the pure `scenario` module): read within a
+//! size limit, checked to be UTF-8 with the position of the first bad byte, validated, and
+//! the files it names checked. Every problem is a `FILE:LINE:COL: message`.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::scenario::{self, Diagnostic, Scenario};
+
+/// The largest scenario file read (a real one is a few KB).
+pub const MAX_SCENARIO_BYTES: u64 = 4 << 20;
+
+fn at(line: usize, col: usize, message: impl Into<String>) -> Diagnostic {
+    Diagnostic {
+        line,
+        col,
+        message: message.into(),
+    }
+}
+
+/// Line and column (1-based, in characters) of byte offset `at` in `bytes`.
+fn position(bytes: &[u8], at_byte: usize) -> (usize, usize) {
+    let before = &bytes[..at_byte];
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let start = before.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let col = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+    (line, col)
+}
+
+/// The text of a scenario file, or the one problem that keeps it from being read.
+pub fn read_text(file: &Path) -> Result<String, Diagnostic> {
+    let meta = std::fs::metadata(file).map_err(|e| at(1, 1, format!("cannot read the file: {e}")))?;
+    if meta.is_dir() {
+        return Err(at(1, 1, "is a folder, not a scenario file"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| at(1, 1, format!("cannot read the file: {e}")))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(at(
+            1,
+            1,
+            format!("the file is larger than {} MiB; a scenario is a few KB", MAX_SCENARIO_BYTES >> 20),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let bad = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let (line, col) = position(bytes, bad);
+        at(
+            line,
+            col,
+            format!("byte 0x{:02x} is not UTF-8 text: save the scenario as UTF-8", bytes[bad]),
+        )
+    })
+}
+
+/// Each file the scenario names must be a readable regular file; a token file must hold a
+/// token the agent would take.
+pub fn check_files(s: &Scenario) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for f in &s.files {
+        let shown = f.path.display();
+        let problem = match std::fs::metadata(&f.path) {
+            Err(e) => Some(format!("{}: {shown}: {e}", f.what)),
+            Ok(m) if !m.is_file() => Some(format!("{}: {shown} is not a regular file", f.what)),
+            Ok(_) => match std::fs::File::open(&f.path) {
+                Err(e) => Some(format!("{}: {shown}: {e}", f.what)),
+                Ok(_) if f.what == "token_file" => std::fs::read_to_string(&f.path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| kreg_agent::server::Token::from_file_text(&t).map(drop))
+                    .err()
+                    .map(|e| format!("token_file: {shown}: {e}")),
+                Ok(_) => None,
+            },
+        };
+        if let Some(p) = problem {
+            out.push(at(f.line, f.col, p));
+        }
+    }
+    out
+}
+
+/// Reads, validates and (unless `skip_files`) checks the files of a scenario.
+pub fn load(file: &Path, skip_files: bool) -> Result<(String, Scenario), Vec<Diagnostic>> {
+    let text = read_text(file).map_err(|d| vec![d])?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    let s = scenario::from_str(&text, base)?;
+    let missing = if skip_files { Vec::new() } else { check_files(&s) };
+    if missing.is_empty() {
+        Ok((text, s))
+    } else {
+        Err(missing)
+    }
+}
+
+/// How many jobs a valid scenario expands to, counted without expanding it.
+pub fn job_count(s: &Scenario) -> u64 {
+    s.kernels.len() as u64 * s.variants.len() as u64 * s.workloads.len() as u64 * u64::from(s.iterations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_bytes_are_placed() {
+        assert_eq!(position(b"ab\ncd\xffe", 5), (2, 3));
+        assert_eq!(position("é\n\u{e9}x".as_bytes(), 4), (2, 2));
+    }
+}
