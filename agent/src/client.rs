@@ -48,6 +48,8 @@ pub struct AgentClient {
     /// `argv[0]` of an exec or spawn step that names one runs from its installed path.
     /// Shared by every clone of this client.
     programs: std::sync::Arc<std::sync::RwLock<std::collections::HashMap<String, String>>>,
+    /// Whom exec and spawn steps work for (see `ExecRequest::owner`); shared by clones.
+    owner: std::sync::Arc<std::sync::RwLock<Option<String>>>,
 }
 
 impl std::fmt::Debug for AgentClient {
@@ -69,6 +71,27 @@ impl AgentClient {
             token: token.to_string(),
             http,
             programs: Default::default(),
+            owner: Default::default(),
+        }
+    }
+
+    /// Marks every exec and spawn step from now on as working for `owner` (e.g. `run-7`).
+    pub fn set_owner(&self, owner: &str) {
+        *self.owner.write().expect("owner lock") = Some(owner.to_string());
+    }
+
+    /// Kills what earlier attempts left running for this client's owner (see
+    /// [`Step::Sweep`]); returns what was killed. Without an owner, nothing is swept.
+    pub async fn sweep(&self, keep_spawned: bool) -> Result<Vec<crate::wire::SweptProcess>, ClientError> {
+        let Some(owner) = self.owner.read().expect("owner lock").clone() else {
+            return Ok(Vec::new());
+        };
+        match self
+            .step(Step::Sweep { owner, keep_spawned }, Duration::from_secs(60))
+            .await?
+        {
+            StepOutput::Swept { killed } => Ok(killed),
+            other => Err(self.unexpected("sweep", &other)),
         }
     }
 
@@ -163,6 +186,9 @@ impl AgentClient {
         if let Step::Exec(req) | Step::Spawn(req) = &mut step {
             if let Some(first) = req.argv.first_mut() {
                 *first = self.program_path(first);
+            }
+            if req.owner.is_none() {
+                req.owner = self.owner.read().expect("owner lock").clone();
             }
         }
         let resp = self

@@ -123,6 +123,14 @@ pub enum Step {
     /// to an absolute destination whose folder is created when missing. Done by the agent
     /// itself, so the host needs no `install`, `cp` or `chmod`.
     PlaceFile(PlaceRequest),
+    /// Kills every process started for `owner` (exec steps and their descendants, daemons
+    /// included), except, with `keep_spawned`, the servers of spawn steps still in the
+    /// agent's table; those without it are stopped and forgotten too. Run before a job so
+    /// that nothing of an earlier attempt overlaps it.
+    Sweep {
+        owner: String,
+        keep_spawned: bool,
+    },
 }
 
 /// What [`Step::PlaceFile`] copies.
@@ -171,6 +179,7 @@ impl Step {
             Step::InstalledKernels => "installed_kernels",
             Step::RemoveKernel { .. } => "remove_kernel",
             Step::PlaceFile(_) => "place_file",
+            Step::Sweep { .. } => "sweep",
         }
     }
 
@@ -240,6 +249,18 @@ pub struct ExecRequest {
     /// CPUs the child may run on (sched_setaffinity before exec); all when absent.
     #[serde(default)]
     pub cpus: Option<Vec<u32>>,
+    /// Who the process works for (the controller sends `run-N`): carried in its
+    /// environment and its descendants', so that [`Step::Sweep`] finds what an earlier
+    /// attempt left behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+/// A process [`Step::Sweep`] ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweptProcess {
+    pub pid: u32,
+    pub comm: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -383,6 +404,9 @@ pub enum StepOutput {
         removed: Vec<String>,
     },
     Placed(Placed),
+    Swept {
+        killed: Vec<SweptProcess>,
+    },
 }
 
 /// Why a step failed, as the agent saw it.

@@ -175,6 +175,10 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
                 store::run(&db, run).await?;
             }
             let left = before.iter().filter(|j| j.state() != plan::JobState::Done).count();
+            if left == 0 {
+                println!("run {run}: finished, all {} jobs done; nothing to resume", before.len());
+                return Ok(ExitCode::SUCCESS);
+            }
             println!("run {run}: resuming, {left} of {} jobs left", before.len());
             drive(&db, run, cfg).await
         }
@@ -444,8 +448,28 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             bar.inc(1);
             say(&bar, format!("job #{ordinal}: FAILED: {reason}"));
         }
+        Event::Leftovers { host, killed } => say(
+            &bar,
+            format!(
+                "{host}: killed {} process(es) an earlier attempt left running: {}",
+                killed.len(),
+                killed.join(", ")
+            ),
+        ),
     };
-    let outcome = engine::drive(db, run_id, cfg, &mut on_event).await?;
+    let outcome = tokio::select! {
+        r = engine::drive(db, run_id, cfg, &mut on_event) => r?,
+        signal = interrupted() => {
+            // The drive was dropped with its requests: each agent ends what the job in
+            // progress started when its request goes away.
+            bar.finish_and_clear();
+            store::interrupt_run(db, run_id).await?;
+            eprintln!(
+                "run {run_id}: interrupted by {signal}; the job in progress was stopped and nothing of it stored. Continue with `kreg resume {run_id}`"
+            );
+            return Ok(ExitCode::from(130));
+        }
+    };
     bar.finish_and_clear();
     print_report(db, run_id, None, Format::Text, &kreg::stats::Settings::default()).await?;
     println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
@@ -454,6 +478,18 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     } else {
         ExitCode::from(3)
     })
+}
+
+/// The first SIGINT or SIGTERM.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    }
 }
 
 async fn print_report(

@@ -17,6 +17,35 @@ use crate::wire::{policy_name, ErrorKind, ExecRequest, ExecResult, StepError, EX
 /// The environment variable that marks every process a step starts, and its descendants.
 pub const STEP_MARK: &str = "KREG_AGENT_STEP";
 
+/// The environment variable naming whom a step's processes work for (`ExecRequest::owner`).
+pub const OWNER_MARK: &str = "KREG_AGENT_OWNER";
+
+/// An owner is a plain name: it becomes an environment value and is matched exactly.
+pub fn check_owner(owner: &str) -> Result<(), StepError> {
+    let ok = !owner.is_empty()
+        && owner.len() <= 64
+        && owner.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(super::err(ErrorKind::BadRequest, format!("bad owner {owner:?}: use letters, digits, '-', '_', '.'")))
+    }
+}
+
+/// The environment of process `pid` as `NAME=value` entries (empty when it is gone or a
+/// kernel thread).
+pub(crate) fn environ(pid: i32) -> Vec<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).filter(|e| !e.is_empty()).map(<[u8]>::to_vec).collect())
+        .unwrap_or_default()
+}
+
+/// The value of `name` in an environment read by [`environ`].
+pub(crate) fn env_value<'e>(env: &'e [Vec<u8>], name: &str) -> Option<&'e [u8]> {
+    env.iter()
+        .find_map(|kv| kv.strip_prefix(name.as_bytes()).and_then(|r| r.strip_prefix(b"=")))
+}
+
 /// A mark no other step of any agent shares: pid, start time, counter.
 pub(crate) fn new_mark() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -160,6 +189,9 @@ pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepErro
     if let Some(cpus) = &req.cpus {
         check_cpus(cpus)?;
     }
+    if let Some(owner) = &req.owner {
+        check_owner(owner)?;
+    }
     let mut cmd = Command::new(program);
     cmd.args(args)
         .envs(req.env.iter().map(|(k, v)| (k, v)))
@@ -173,6 +205,9 @@ pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepErro
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(owner) = &req.owner {
+        cmd.env(OWNER_MARK, owner);
+    }
     if let Some(cwd) = &req.cwd {
         cmd.current_dir(cwd);
     }

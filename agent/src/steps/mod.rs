@@ -11,6 +11,7 @@ pub mod modules_tar;
 pub mod place;
 pub mod process;
 pub mod schedstat;
+pub mod sweep;
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +41,9 @@ pub async fn run(
         Step::InstalledKernels => kernels::list(layout),
         Step::RemoveKernel { release } => kernels::remove(&release, layout),
         Step::PlaceFile(req) => place::run(&req, data_dir).map(StepOutput::Placed),
+        Step::Sweep { owner, keep_spawned } => sweep::run(&owner, keep_spawned, procs)
+            .await
+            .map(|killed| StepOutput::Swept { killed }),
     }
 }
 

@@ -42,6 +42,7 @@ struct Entry {
     pid: u32,
     /// The environment mark of everything it started (see [`super::exec::STEP_MARK`]).
     mark: String,
+    owner: Option<String>,
     child: tokio::process::Child,
     stdout: Buffer,
     stderr: Buffer,
@@ -121,6 +122,7 @@ impl Table {
         let mut entry = Entry {
             pid,
             mark,
+            owner: req.owner.clone(),
             child,
             stdout,
             stderr,
@@ -128,6 +130,22 @@ impl Table {
         let st = state(id, &mut entry, None);
         self.procs.lock().await.insert(id, entry);
         Ok(st)
+    }
+
+    /// The step marks of the servers still in the table for `owner`.
+    pub async fn marks_of(&self, owner: &str) -> std::collections::HashSet<String> {
+        self.procs
+            .lock()
+            .await
+            .values()
+            .filter(|e| e.owner.as_deref() == Some(owner))
+            .map(|e| e.mark.clone())
+            .collect()
+    }
+
+    /// Forgets the servers of `owner` (their processes are killed by the caller).
+    pub async fn forget_owner(&self, owner: &str) {
+        self.procs.lock().await.retain(|_, e| e.owner.as_deref() != Some(owner));
     }
 
     pub async fn poll(&self, id: u64, since: Option<[u64; 2]>) -> Result<ProcessState, StepError> {

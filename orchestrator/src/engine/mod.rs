@@ -57,6 +57,30 @@ pub enum Event {
         ordinal: i32,
         reason: String,
     },
+    /// Processes an earlier attempt left running on a host, killed before a job.
+    Leftovers {
+        host: String,
+        killed: Vec<String>,
+    },
+}
+
+/// Whom the run's processes work for on every host (the agents' sweep finds them by it):
+/// the run's id and its creation time, so that runs of two databases never share one.
+fn owner_of(run: &store::RunRow) -> String {
+    format!("run-{}-{:x}", run.id, run.created_at.timestamp_micros())
+}
+
+/// Kills what an earlier attempt of this run left on `host` (servers of this attempt kept
+/// when `keep_spawned`), and says so.
+async fn sweep(client: &kreg_agent::client::AgentClient, host: &str, keep_spawned: bool, on_event: &mut dyn FnMut(Event)) {
+    match client.sweep(keep_spawned).await {
+        Ok(killed) if !killed.is_empty() => on_event(Event::Leftovers {
+            host: host.to_string(),
+            killed: killed.iter().map(|k| format!("{} ({})", k.comm, k.pid)).collect(),
+        }),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(host, error = %e, "could not sweep the host"),
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -146,7 +170,37 @@ pub async fn drive(
     if !got {
         return Err(EngineError::Busy(run_id));
     }
+    let jobs = store::jobs(db, run_id).await?;
+    let left = jobs
+        .iter()
+        .filter(|j| j.state().needs_run() || j.state() == crate::plan::JobState::Failed)
+        .count();
+    if left == 0 {
+        // A finished run stays as it is: nothing to do, nothing touched.
+        return Ok(Outcome {
+            done: jobs.len(),
+            failed: 0,
+        });
+    }
     store::set_run_state(db, run_id, "running").await?;
+    let result = drive_jobs(db, &run, &scenario, cfg, on_event).await;
+    if result.is_err() {
+        // Whatever stopped the drive, the run does not stay `running`.
+        let _ = store::set_run_state(db, run_id, "interrupted").await;
+    }
+    drop(lock);
+    result
+}
+
+/// The body of [`drive`], once the run is locked and marked running.
+async fn drive_jobs(
+    db: &PgPool,
+    run: &store::RunRow,
+    scenario: &Scenario,
+    cfg: &Config,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Outcome, EngineError> {
+    let run_id = run.id;
 
     let run_dir = cfg.data_dir.join("runs").join(run_id.to_string());
     let mut conns: HashMap<String, host::Conn> = HashMap::new();
@@ -234,6 +288,14 @@ pub async fn drive(
             }
         };
         store::record_host(db, run_id, &sut, &sut_id, method.as_str()).await?;
+        // Every process of this run carries its owner; nothing of an earlier attempt
+        // (a controller killed mid-job) survives into this boot's jobs.
+        for h in &scenario.hosts {
+            if let Some(c) = conns[&h.name].client() {
+                c.set_owner(&owner_of(run));
+                sweep(c, &h.name, false, on_event).await;
+            }
+        }
         for h in &scenario.hosts {
             if h.name != sut {
                 if let Some(c) = conns[&h.name].client() {
@@ -343,6 +405,10 @@ pub async fn drive(
                     versions: &versions,
                 };
                 for j in wjobs {
+                    sweep(&runner, &workload.on, true, on_event).await;
+                    if workload.on != sut {
+                        sweep(&sut_client, &sut, true, on_event).await;
+                    }
                     on_event(Event::JobStarted {
                         ordinal: j.ordinal,
                         total,

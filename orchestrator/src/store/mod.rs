@@ -13,21 +13,67 @@ use crate::plan::{Job, JobState};
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
+/// The database's errors. Each says its cause in its own message (no `source` chain, so
+/// that a cause is printed once).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database: {0}")]
-    Db(#[from] sqlx::Error),
+    Db(sqlx::Error),
     #[error("database migration: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    Migrate(sqlx::migrate::MigrateError),
     #[error("run {0} does not exist (see `kreg status`)")]
     NoSuchRun(i64),
+    #[error("cannot connect to PostgreSQL at {target}: {cause}")]
+    Unreachable { target: String, cause: String },
 }
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError::Db(e)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        StoreError::Migrate(e)
+    }
+}
+
+/// How long connecting may take before kreg says why it could not.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// Connects and brings the schema up to date.
+/// One connection is made first, within [`CONNECT_TIMEOUT`], so that a server that is
+/// down or refuses kreg is reported with its own reason ("connection refused", "password
+/// authentication failed"), not as a pool that timed out.
 pub async fn open(options: PgConnectOptions) -> Result<PgPool> {
-    let pool = PgPoolOptions::new().max_connections(4).connect_with(options).await?;
+    use sqlx::{ConnectOptions, Connection};
+    let target = match options.get_socket() {
+        Some(dir) => format!("{} (socket in {})", options.get_database().unwrap_or("postgres"), dir.display()),
+        None => format!(
+            "{}:{}/{}",
+            options.get_host(),
+            options.get_port(),
+            options.get_database().unwrap_or("postgres")
+        ),
+    };
+    let unreachable = |cause: String| StoreError::Unreachable {
+        target: target.clone(),
+        cause,
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, options.connect()).await {
+        Err(_) => return Err(unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()))),
+        Ok(Err(e)) => return Err(unreachable(e.to_string())),
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+        }
+    }
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(std::time::Duration::from_secs(30))
+        .connect_lazy_with(options);
     MIGRATOR.run(&pool).await?;
     Ok(pool)
 }
@@ -119,6 +165,19 @@ pub async fn runs(db: impl PgExecutor<'_>, only: Option<i64>) -> Result<Vec<RunS
     .bind(only)
     .fetch_all(db)
     .await?)
+}
+
+/// A run stopped before its end: the job that was running goes back to pending (nothing of
+/// it was stored) and the run is `interrupted`, to be resumed.
+pub async fn interrupt_run(db: &PgPool, run_id: i64) -> Result<()> {
+    let mut tx = db.begin().await?;
+    sqlx::query("UPDATE jobs SET state = 'pending', error = NULL WHERE run_id = $1 AND state = 'running'")
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await?;
+    set_run_state(&mut *tx, run_id, "interrupted").await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 pub async fn set_run_state(db: impl PgExecutor<'_>, run_id: i64, state: &str) -> Result<()> {
