@@ -10,10 +10,27 @@ use crate::wire::{
     Uploaded, VersionInfo,
 };
 
+/// An error with its causes, outermost first: "error sending request …: client error
+/// (Connect): tcp connect error: Connection refused (os error 111)".
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("agent at {url} is unreachable: {source}")]
-    Unreachable { url: String, source: reqwest::Error },
+    /// The cause is said in the message (with its own causes), not chained as a source.
+    #[error("agent at {url} is unreachable: {}", with_causes(cause))]
+    Unreachable { url: String, cause: reqwest::Error },
     #[error("agent at {url} speaks protocol {got}, this kreg speaks {want}: install a matching kreg-agent")]
     Protocol { url: String, got: u32, want: u32 },
     #[error("agent at {url} refused the token (HTTP 401): check the host's token file")]
@@ -121,10 +138,10 @@ impl AgentClient {
         &self.base
     }
 
-    fn unreachable(&self, source: reqwest::Error) -> ClientError {
+    fn unreachable(&self, cause: reqwest::Error) -> ClientError {
         ClientError::Unreachable {
             url: self.base.clone(),
-            source,
+            cause,
         }
     }
 

@@ -6,6 +6,7 @@ pub mod kernel;
 pub mod lab;
 pub mod parse;
 pub mod plan;
+pub mod preflight;
 pub mod report;
 pub mod scenario;
 pub mod scenario_file;

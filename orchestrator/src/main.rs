@@ -117,6 +117,17 @@ enum Format {
     Json,
 }
 
+impl From<Format> for report::Format {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Text => report::Format::Text,
+            Format::Markdown => report::Format::Markdown,
+            Format::Csv => report::Format::Csv,
+            Format::Json => report::Format::Json,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum DbCmd {
     /// Start the private cluster if needed and print its URL (for psql or DATABASE_URL).
@@ -153,6 +164,17 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         }
         Cmd::Run { file } => {
             let (text, s) = load(&file)?;
+            // Every host reached and authenticated before anything is recorded.
+            let found = kreg::preflight::check(&s).await;
+            for w in &found.warnings {
+                eprintln!("kreg: warning: {w}");
+            }
+            if !found.problems.is_empty() {
+                for p in &found.problems {
+                    eprintln!("kreg: {p}");
+                }
+                bail!("{} cannot start: {} problem(s), no run recorded", file.display(), found.problems.len());
+            }
             let db = connect(cfg).await?;
             let sha = hex::encode(sha2::Sha256::digest(text.as_bytes()));
             let scenario_id = store::upsert_scenario(&db, &s.name, &text, &sha).await?;
@@ -233,40 +255,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         }
         Cmd::Compare { run_a, run_b, format } => {
             let db = connect(cfg).await?;
-            let (ra, rb) = (store::run(&db, run_a).await?, store::run(&db, run_b).await?);
-            let (sa, sb) = (engine::scenario_of(&ra)?, engine::scenario_of(&rb)?);
-            if sa.name != sb.name {
-                bail!(
-                    "run {run_a} is of scenario {:?}, run {run_b} of {:?}: compare runs of one scenario",
-                    sa.name,
-                    sb.name
-                );
-            }
-            let settings = kreg::stats::Settings::default();
-            let tables = report::compare_runs(
-                &sa,
-                &store::samples(&db, run_a).await?,
-                &sb,
-                &store::samples(&db, run_b).await?,
-                &settings,
-            );
-            let base = report::Baseline::Run(run_a);
-            let mut prov = store::provenance(&db, run_a).await?;
-            for p in prov.iter_mut() {
-                p.kernel = format!("{} (run {run_a})", p.kernel);
-            }
-            for mut p in store::provenance(&db, run_b).await? {
-                p.kernel = format!("{} (run {run_b})", p.kernel);
-                prov.push(p);
-            }
-            let text = match format {
-                Format::Text => report::render_text(run_b, &sb, &base, &tables, &settings, &prov),
-                Format::Markdown => report::render_markdown(run_b, &sb, &base, &tables, &settings, &prov),
-                Format::Csv => report::render_csv(&tables),
-                Format::Json => report::render_json(run_b, &sb, &base, &tables, &settings, &prov),
-            };
-            print!("{text}");
-            Ok(ExitCode::SUCCESS)
+            compare(&db, run_a, run_b, format).await
         }
         Cmd::Kernels => {
             let db = connect(cfg).await?;
@@ -448,6 +437,7 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             bar.inc(1);
             say(&bar, format!("job #{ordinal}: FAILED: {reason}"));
         }
+        Event::Warning { message } => say(&bar, format!("warning: {message}")),
         Event::Leftovers { host, killed } => say(
             &bar,
             format!(
@@ -464,6 +454,9 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             // progress started when its request goes away.
             bar.finish_and_clear();
             store::interrupt_run(db, run_id).await?;
+            for line in engine::restore_settings(db, run_id).await? {
+                eprintln!("{line}");
+            }
             eprintln!(
                 "run {run_id}: interrupted by {signal}; the job in progress was stopped and nothing of it stored. Continue with `kreg resume {run_id}`"
             );
@@ -515,18 +508,157 @@ async fn print_report(
     }
     let samples = store::samples(db, run_id).await?;
     let tables = report::tables(&s, &samples, &baseline, settings);
-    let prov = store::provenance(db, run_id).await?;
-    let text = match format {
-        Format::Text => report::render_text(run_id, &s, &baseline, &tables, settings, &prov),
-        Format::Markdown => report::render_markdown(run_id, &s, &baseline, &tables, settings, &prov),
-        Format::Csv => report::render_csv(&tables),
-        Format::Json => report::render_json(run_id, &s, &baseline, &tables, settings, &prov),
+    let prov = store::provenance(db, run_id, &s.sut().name).await?;
+    let rep = report::Report {
+        run_id,
+        scenario: &s,
+        baseline: &baseline,
+        tables: &tables,
+        settings,
+        prov: &prov,
+        warnings: Vec::new(),
+        failed: failed_of(db, run_id).await?,
     };
+    let text = rep.render(format.into());
     print!("{text}");
     if !text.ends_with('\n') {
         println!();
     }
     Ok(())
+}
+
+/// The cells of a run whose jobs failed.
+async fn failed_of(db: &PgPool, run_id: i64) -> Result<Vec<report::FailedCell>> {
+    let jobs: Vec<report::JobSummary> = store::jobs(db, run_id)
+        .await?
+        .into_iter()
+        .map(|j| report::JobSummary {
+            failed: j.state() == plan::JobState::Failed,
+            kernel: j.kernel,
+            variant: j.variant,
+            workload: j.workload,
+            error: j.error,
+        })
+        .collect();
+    Ok(report::failed_cells(&jobs))
+}
+
+/// `kreg compare A B`: B's rows against A's, only where the two runs define the workload,
+/// the variant and the kernel alike; what differs is said, and a comparison with nothing
+/// alike is refused.
+async fn compare(db: &PgPool, run_a: i64, run_b: i64, format: Format) -> Result<ExitCode> {
+    let (ra, rb) = (store::run(db, run_a).await?, store::run(db, run_b).await?);
+    let (sa, mut sb) = (engine::scenario_of(&ra)?, engine::scenario_of(&rb)?);
+    if sa.name != sb.name {
+        bail!(
+            "run {run_a} is of scenario {:?}, run {run_b} of {:?}: compare runs of one scenario",
+            sa.name,
+            sb.name
+        );
+    }
+    let mut warnings = Vec::new();
+    let mut differ = |kind: &str, names: Vec<String>| -> Vec<String> {
+        let described = report::definition_changes(&ra.yaml, &rb.yaml, kind);
+        for name in &names {
+            let how = described
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, d)| d.join(", "))
+                .unwrap_or_else(|| "defined differently".into());
+            warnings.push(format!("{kind} `{name}` differs between run {run_a} and run {run_b} ({how}): not compared"));
+        }
+        names
+    };
+    let workloads = differ(
+        "workloads",
+        sb.workloads
+            .iter()
+            .filter(|w| sa.workload(&w.name).is_some_and(|x| x.kind != w.kind))
+            .map(|w| w.name.clone())
+            .collect(),
+    );
+    let variants = differ(
+        "variants",
+        sb.variants
+            .iter()
+            .filter(|v| sa.variant(&v.name).is_some_and(|x| x != *v))
+            .map(|v| v.name.clone())
+            .collect(),
+    );
+    let kernels = differ(
+        "kernels",
+        sb.kernels
+            .iter()
+            .filter(|k| sa.kernel(&k.name).is_some_and(|x| x.source != k.source || x.cmdline != k.cmdline))
+            .map(|k| k.name.clone())
+            .collect(),
+    );
+    let comparable = sb.workloads.iter().any(|w| sa.workload(&w.name).is_some() && !workloads.contains(&w.name));
+    if !comparable {
+        for w in &warnings {
+            eprintln!("kreg: {w}");
+        }
+        bail!("runs {run_a} and {run_b} share no workload defined alike: nothing to compare");
+    }
+    sb.workloads.retain(|w| !workloads.contains(&w.name));
+    sb.variants.retain(|v| !variants.contains(&v.name));
+    sb.kernels.retain(|k| !kernels.contains(&k.name));
+    let settings = kreg::stats::Settings::default();
+    let (samples_a, samples_b) = (store::samples(db, run_a).await?, store::samples(db, run_b).await?);
+    let tables = report::compare_runs(&sa, &samples_a, &sb, &samples_b, &settings);
+    let base = report::Baseline::Run(run_a);
+    let mut prov = Vec::new();
+    for (run, s) in [(run_a, &sa), (run_b, &sb)] {
+        for mut p in store::provenance(db, run, &s.sut().name).await? {
+            p.kernel = format!("{} (run {run})", p.kernel);
+            prov.push(p);
+        }
+    }
+    warnings.extend(environment_changes(&prov, run_a, run_b));
+    let rep = report::Report {
+        run_id: run_b,
+        scenario: &sb,
+        baseline: &base,
+        tables: &tables,
+        settings: &settings,
+        prov: &prov,
+        warnings,
+        failed: failed_of(db, run_b).await?,
+    };
+    print!("{}", rep.render(format.into()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Per kernel of both runs: the releases, tool versions and settings that differ.
+fn environment_changes(prov: &[store::KernelProvenance], run_a: i64, run_b: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    let tag_a = format!(" (run {run_a})");
+    for pa in prov.iter().filter(|p| p.kernel.ends_with(&tag_a)) {
+        let kernel = pa.kernel.trim_end_matches(&tag_a);
+        let Some(pb) = prov.iter().find(|p| p.kernel == format!("{kernel} (run {run_b})")) else {
+            continue;
+        };
+        for (what, a, b) in [
+            ("boots", &pa.boots, &pb.boots),
+            ("tool versions", &pa.tools, &pb.tools),
+            ("settings kreg changed", &pa.settings, &pb.settings),
+            ("kernel command lines", &pa.cmdlines, &pb.cmdlines),
+        ] {
+            let strip = |v: &Vec<String>| {
+                let mut v: Vec<String> = v.iter().map(|s| s.replace(", restored", "")).collect();
+                v.sort();
+                v
+            };
+            if strip(a) != strip(b) {
+                out.push(format!(
+                    "kernel {kernel}: {what} differ between the runs: {} | {}",
+                    a.join("; "),
+                    b.join("; ")
+                ));
+            }
+        }
+    }
+    out
 }
 
 async fn schedstat_compare(db: &PgPool, run: i64, a: &str, b: &str) -> Result<ExitCode> {

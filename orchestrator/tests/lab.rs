@@ -141,7 +141,16 @@ async fn two_debian_kernels_through_kexec_into_postgres() {
         md.contains("### hb / time (s, lower is better)")
             && md.contains("| kernel | variant | n | mean ± stddev% | change | verdict | flags |")
             && md.contains("- kernel old: sut: 6.1.0-")
-            && md.contains("tuning: none applied by kreg"),
+            && md.contains("tuning: none applied by kreg")
+            && md.contains("sut: kernel.sched_schedstats 0 → 1, restored"),
         "{md}"
     );
+    // The schedstat switch kreg turned on was put back on each kernel's boot.
+    let restored: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM host_settings WHERE setting = 'kernel.sched_schedstats' AND before = '0' AND restored_at IS NOT NULL",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(restored, 2);
 }

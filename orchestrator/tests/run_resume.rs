@@ -183,7 +183,7 @@ async fn observed_policy_is_stored_with_each_result() {
 }
 
 #[tokio::test]
-async fn wrong_token_and_unreachable_host_fail_jobs_with_the_reason() {
+async fn wrong_token_unreachable_host_or_missing_token_file_record_no_run() {
     let db = fresh_db("badhost").await;
     let agent = Agent::start();
     let dir = Scratch::new("badhost");
@@ -193,25 +193,32 @@ async fn wrong_token_and_unreachable_host_fail_jobs_with_the_reason() {
     let file = dir.0.join("s.yaml");
     let text = scenario(&agent, "[ {name: default} ]", "[echo, 'value: 1']", 1)
         .replace(&agent.token_file.display().to_string(), &wrong.display().to_string());
-    std::fs::write(&file, text).unwrap();
+    std::fs::write(&file, &text).unwrap();
+    let runs = |db| async move { count(db, "SELECT count(*) FROM runs").await };
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    let err: String = sqlx::query_scalar("SELECT error FROM jobs")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert!(err.contains("refused the token"), "{err}");
-    assert_eq!(count(&db, "SELECT count(*) FROM results").await, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("host here: agent at") && stderr.contains("refused the token"), "{stderr}");
+    assert!(stderr.contains("no run recorded"), "{stderr}");
+    assert_eq!(runs(&db).await, 0);
 
+    // The agent gone: the real cause is said, not "error sending request" alone.
     drop(agent);
-    let file2 = dir.0.join("s2.yaml");
-    let text = std::fs::read_to_string(&file).unwrap().replace("name: it", "name: it2");
-    std::fs::write(&file2, text).unwrap();
-    let out = kreg(&db, &dir.0).arg("run").arg(&file2).output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    let err: String = sqlx::query_scalar("SELECT error FROM jobs WHERE run_id = 2")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert!(err.contains("unreachable"), "{err}");
+    let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is unreachable") && stderr.contains("Connection refused"), "{stderr}");
+    assert_eq!(runs(&db).await, 0);
+
+    // A token file that is not there: its FILE:LINE:COL, and no run either.
+    std::fs::remove_file(&wrong).unwrap();
+    let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let f = file.display().to_string();
+    assert!(
+        stderr.lines().any(|l| l.starts_with(&format!("{f}:")) && l.contains("token_file: ") && l.contains("No such file")),
+        "{stderr}"
+    );
+    assert_eq!(runs(&db).await, 0);
 }

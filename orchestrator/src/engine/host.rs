@@ -38,6 +38,15 @@ pub struct LabConn {
     last_good: Option<(Prepared, PathBuf, String)>,
 }
 
+/// A host's token: the first line of its token file, as the agent reads it.
+pub fn read_token(token_file: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(token_file)
+        .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
+    kreg_agent::server::Token::from_file_text(&text)
+        .map(|t| t.expose().to_string())
+        .map_err(|e| format!("token file {}: {e}", token_file.display()))
+}
+
 impl Conn {
     pub fn open(host: &Host, run_dir: &std::path::Path) -> Result<Conn, String> {
         match &host.transport {
@@ -49,15 +58,10 @@ impl Conn {
                 console,
                 keep_kernels,
             } => {
-                let text = std::fs::read_to_string(token_file)
-                    .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
-                let token = text.trim();
-                if token.is_empty() {
-                    return Err(format!("token file {} is empty", token_file.display()));
-                }
+                let token = read_token(token_file)?;
                 Ok(Conn::Http(HttpConn::new(
                     &host.name,
-                    AgentClient::new(url, token),
+                    AgentClient::new(url, &token),
                     *boot,
                     reset.clone(),
                     console.clone(),

@@ -15,6 +15,8 @@ use crate::store::JobOutcome;
 
 const FEATURES: &str = "/sys/kernel/debug/sched/features";
 const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
+/// The name the schedstat switch is recorded and reported under.
+pub const SCHEDSTATS_SETTING: &str = "kernel.sched_schedstats";
 
 /// A job's failure, with the raw outputs gathered before it failed.
 #[derive(Debug)]
@@ -42,6 +44,32 @@ async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<Str
     {
         StepOutput::Knob(k) => Ok(k.value),
         other => Err(format!("unexpected answer to write_knob: {other:?}")),
+    }
+}
+
+async fn read_knob(client: &AgentClient, path: &str) -> Result<String, String> {
+    match client
+        .step(Step::ReadKnob { path: path.into() }, Duration::from_secs(30))
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        StepOutput::Knob(k) => Ok(k.value.trim().to_string()),
+        other => Err(format!("unexpected answer to read_knob: {other:?}")),
+    }
+}
+
+/// The schedstat switch's value (the counters stay zero until it is 1).
+pub async fn schedstats_value(client: &AgentClient) -> Result<String, String> {
+    read_knob(client, SCHEDSTATS).await
+}
+
+/// Sets the schedstat switch, checked in the read-back.
+pub async fn set_schedstats(client: &AgentClient, value: &str) -> Result<(), String> {
+    let back = write_knob(client, SCHEDSTATS, value).await?;
+    if back.trim() == value {
+        Ok(())
+    } else {
+        Err(format!("wrote {value} to {SCHEDSTATS}, it reads back as {}", back.trim()))
     }
 }
 
@@ -104,6 +132,8 @@ pub struct Ctx<'a> {
     pub session: Option<&'a Session>,
     /// Tool versions seen on this boot ("tool@host" → version).
     pub versions: &'a super::tools::Versions,
+    /// Whether the SUT's kernel has /proc/schedstat to snapshot around the job.
+    pub schedstat: bool,
 }
 
 /// The programs a workload runs, with the host each runs on and that host's agent.
@@ -157,8 +187,6 @@ fn failure_text(res: &ExecResult, what: &str, timeout: u64) -> String {
 
 /// Runs one job and returns what to store.
 pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
-    // Counters stay zero until this is on; a kernel without SCHEDSTATS has no such file.
-    let _ = write_knob(ctx.sut, SCHEDSTATS, "1").await;
     let mut raw = Vec::new();
     // Provenance: the sched features in effect for this job.
     if let Ok(StepOutput::Knob(k)) = ctx
@@ -229,8 +257,10 @@ async fn measured_exec(
     timeout_secs: u64,
     raw: &mut Vec<(String, String)>,
 ) -> Result<ExecResult, JobFailure> {
-    if let Some(s) = schedstat(ctx.sut).await {
-        raw.push(("schedstat_before".to_string(), s));
+    if ctx.schedstat {
+        if let Some(s) = schedstat(ctx.sut).await {
+            raw.push(("schedstat_before".to_string(), s));
+        }
     }
     let program = argv.first().cloned().unwrap_or_default();
     let req = ExecRequest {
@@ -241,8 +271,10 @@ async fn measured_exec(
         ..Default::default()
     };
     let res = ctx.runner.exec(req).await.map_err(|e| fail(e.to_string(), raw))?;
-    if let Some(s) = schedstat(ctx.sut).await {
-        raw.push(("schedstat_after".to_string(), s));
+    if ctx.schedstat {
+        if let Some(s) = schedstat(ctx.sut).await {
+            raw.push(("schedstat_after".to_string(), s));
+        }
     }
     raw.push(("stdout".into(), res.stdout.clone()));
     raw.push(("stderr".into(), res.stderr.clone()));
@@ -332,8 +364,10 @@ async fn netperf_clients(
     timeout_secs: u64,
     raw: &mut Vec<(String, String)>,
 ) -> Result<Vec<Metric>, JobFailure> {
-    if let Some(s) = schedstat(ctx.sut).await {
-        raw.push(("schedstat_before".to_string(), s));
+    if ctx.schedstat {
+        if let Some(s) = schedstat(ctx.sut).await {
+            raw.push(("schedstat_before".to_string(), s));
+        }
     }
     let mut ids = Vec::new();
     for _ in 0..clients {
@@ -359,8 +393,10 @@ async fn netperf_clients(
         }
         per_client.push(parse::netperf(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1), raw))?);
     }
-    if let Some(s) = schedstat(ctx.sut).await {
-        raw.push(("schedstat_after".to_string(), s));
+    if ctx.schedstat {
+        if let Some(s) = schedstat(ctx.sut).await {
+            raw.push(("schedstat_after".to_string(), s));
+        }
     }
     let mut out: Vec<Metric> = per_client[0].clone();
     for m in out.iter_mut() {
@@ -405,15 +441,19 @@ async fn hammerdb_run(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    if let Some(s) = schedstat(ctx.sut).await {
-        raw.push(("schedstat_before".to_string(), s));
+    if ctx.schedstat {
+        if let Some(s) = schedstat(ctx.sut).await {
+            raw.push(("schedstat_before".to_string(), s));
+        }
     }
     let left = deadline.saturating_duration_since(Instant::now());
     let st = wait_spawned(ctx.runner, p.id, left)
         .await
         .map_err(|e| fail(format!("hammerdbcli: {e}"), raw))?;
-    if let Some(s) = schedstat(ctx.sut).await {
-        raw.push(("schedstat_after".to_string(), s));
+    if ctx.schedstat {
+        if let Some(s) = schedstat(ctx.sut).await {
+            raw.push(("schedstat_after".to_string(), s));
+        }
     }
     raw.push(("stdout".into(), st.stdout.clone()));
     raw.push(("stderr".into(), st.stderr.clone()));

@@ -3,6 +3,7 @@
 //! first job not done. Progress goes out as [`Event`]s.
 
 mod host;
+pub use host::read_token;
 mod http;
 mod job;
 mod server;
@@ -57,6 +58,10 @@ pub enum Event {
         ordinal: i32,
         reason: String,
     },
+    /// Something the user must know that fails no job.
+    Warning {
+        message: String,
+    },
     /// Processes an earlier attempt left running on a host, killed before a job.
     Leftovers {
         host: String,
@@ -68,6 +73,73 @@ pub enum Event {
 /// the run's id and its creation time, so that runs of two databases never share one.
 fn owner_of(run: &store::RunRow) -> String {
     format!("run-{}-{:x}", run.id, run.created_at.timestamp_micros())
+}
+
+/// Turns the schedstat counters on for a boot when they are off, noting the value before
+/// in the database first (so that an interrupted run can still put it back).
+async fn schedstats_on(
+    db: &PgPool,
+    run_id: i64,
+    sut: &str,
+    client: &kreg_agent::client::AgentClient,
+    boot_id: &str,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Option<String>, EngineError> {
+    let warn = |on_event: &mut dyn FnMut(Event), e: String| {
+        on_event(Event::Warning {
+            message: format!("{sut}: cannot turn the schedstat counters on ({e}): they may read zero"),
+        })
+    };
+    let before = match job::schedstats_value(client).await {
+        Ok(v) if v == "1" => return Ok(None),
+        Ok(v) => v,
+        Err(e) => {
+            warn(on_event, e);
+            return Ok(None);
+        }
+    };
+    store::record_setting(db, run_id, sut, boot_id, job::SCHEDSTATS_SETTING, &before, "1").await?;
+    if let Err(e) = job::set_schedstats(client, "1").await {
+        warn(on_event, e);
+    }
+    Ok(Some(before))
+}
+
+/// Puts back the settings an interrupted drive of `run_id` left changed, on the hosts that
+/// are still on the boot they were changed in (a reboot or a stopped lab VM reset them).
+pub async fn restore_settings(db: &PgPool, run_id: i64) -> Result<Vec<String>, EngineError> {
+    let run = store::run(db, run_id).await?;
+    let scenario = scenario_of(&run)?;
+    let mut said = Vec::new();
+    for (host, boot_id, setting, before) in store::unrestored_settings(db, run_id).await? {
+        let transport = scenario.hosts.iter().find(|h| h.name == host).map(|h| &h.transport);
+        let put_back = match transport {
+            Some(crate::scenario::Transport::Http { url, token_file, .. }) => {
+                let client = host::read_token(token_file).map(|t| kreg_agent::client::AgentClient::new(url, &t));
+                match client {
+                    Ok(c) => match c.identity().await {
+                        Ok(id) if id.boot_id != boot_id => Ok("reset by a reboot".to_string()),
+                        Ok(_) if setting == job::SCHEDSTATS_SETTING => {
+                            job::set_schedstats(&c, &before).await.map(|_| format!("put back to {before}"))
+                        }
+                        Ok(_) => Err(format!("kreg does not know how to put {setting} back")),
+                        Err(e) => Err(e.to_string()),
+                    },
+                    Err(e) => Err(e),
+                }
+            }
+            // A lab VM does not outlive its controller.
+            _ => Ok("gone with the lab VM".to_string()),
+        };
+        match put_back {
+            Ok(how) => {
+                store::setting_restored(db, run_id, &host, &boot_id, &setting).await?;
+                said.push(format!("{host}: {setting} {how}"));
+            }
+            Err(e) => said.push(format!("{host}: {setting} NOT put back to {before}: {e}")),
+        }
+    }
+    Ok(said)
 }
 
 /// Kills what an earlier attempt of this run left on `host` (servers of this attempt kept
@@ -336,6 +408,18 @@ async fn drive_jobs(
             continue;
         }
         let sut_client = conns[&sut].client().expect("booted").clone();
+        let schedstat = sut_id.schedstat_version.is_some();
+        let schedstats_before = if schedstat {
+            schedstats_on(db, run_id, &sut, &sut_client, &sut_id.boot_id, on_event).await?
+        } else {
+            on_event(Event::Warning {
+                message: format!(
+                    "kernel {}: {sut} has no /proc/schedstat (CONFIG_SCHEDSTATS off?): its jobs run without scheduler statistics",
+                    kernel.name
+                ),
+            });
+            None
+        };
 
         let mut v = 0;
         while v < group.len() {
@@ -403,6 +487,7 @@ async fn drive_jobs(
                     runner: &runner,
                     session: session.as_ref(),
                     versions: &versions,
+                    schedstat,
                 };
                 for j in wjobs {
                     sweep(&runner, &workload.on, true, on_event).await;
@@ -458,6 +543,16 @@ async fn drive_jobs(
             }
             if let Err(reason) = job::restore_features(&sut_client, &variant, &defaults).await {
                 tracing::warn!(variant = %variant.name, %reason, "could not restore sched features");
+            }
+        }
+        if let Some(before) = schedstats_before {
+            match job::set_schedstats(&sut_client, &before).await {
+                Ok(()) => {
+                    store::setting_restored(db, run_id, &sut, &sut_id.boot_id, job::SCHEDSTATS_SETTING).await?
+                }
+                Err(e) => on_event(Event::Warning {
+                    message: format!("{sut}: could not put {} back to {before}: {e}", job::SCHEDSTATS_SETTING),
+                }),
             }
         }
     }

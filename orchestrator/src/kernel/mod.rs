@@ -73,7 +73,7 @@ pub fn prepare_with(
                 built: None,
             }))
         }
-        KernelSource::Deb { package } => fetch_deb(package, cache, 0).map(Some),
+        KernelSource::Deb { package } => fetch_deb(package, cache).map(Some),
         KernelSource::Build(spec) => {
             let b = build::build(spec, cache, running_config, host, log)?;
             Ok(Some(Prepared {
@@ -108,9 +108,41 @@ fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {
     })
 }
 
+/// An exclusive lock on a file of the cache, held until dropped: one process (or thread)
+/// at a time downloads and unpacks packages there.
+struct CacheLock {
+    /// Closing it releases the lock.
+    _file: std::fs::File,
+}
+
+impl CacheLock {
+    fn take(cache: &Path) -> Result<CacheLock, KernelError> {
+        std::fs::create_dir_all(cache).map_err(|e| msg(format!("cannot create {}: {e}", cache.display())))?;
+        let path = cache.join(".packages.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| msg(format!("{}: {e}", path.display())))?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor we own; blocks until the lock is ours.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(msg(format!("locking {}: {}", path.display(), std::io::Error::last_os_error())));
+        }
+        Ok(CacheLock { _file: file })
+    }
+}
+
 /// Downloads (once) and unpacks (once) a linux-image package. A meta-package such as
-/// `linux-image-amd64` is followed to the image package it depends on.
-fn fetch_deb(package: &str, cache: &Path, depth: u32) -> Result<Prepared, KernelError> {
+/// `linux-image-amd64` is followed to the image package it depends on. Concurrent callers
+/// (two tests, two kreg processes) wait for each other.
+fn fetch_deb(package: &str, cache: &Path) -> Result<Prepared, KernelError> {
+    let _lock = CacheLock::take(cache)?;
+    fetch_deb_locked(package, cache, 0)
+}
+
+fn fetch_deb_locked(package: &str, cache: &Path, depth: u32) -> Result<Prepared, KernelError> {
     if depth > 3 {
         return Err(msg(format!("{package}: too many levels of meta-packages")));
     }
@@ -180,7 +212,7 @@ fn fetch_deb(package: &str, cache: &Path, depth: u32) -> Result<Prepared, Kernel
                     depends.trim()
                 ))
             })?;
-            fetch_deb(&target, cache, depth + 1)
+            fetch_deb_locked(&target, cache, depth + 1)
         }
     }
 }

@@ -3,11 +3,72 @@
 //! behind it and a verdict. The report controls false discoveries across all its rows
 //! (Benjamini–Hochberg). Pure: samples in, tables out; `render` writes them.
 
+mod notes;
 mod render;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 
-pub use render::{render_csv, render_json, render_markdown};
+pub use notes::{definition_changes, failed_cells, FailedCell, JobSummary};
+
+/// The formats a report is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+}
+
+/// A report: its tables and everything said around them. One value, four formats.
+pub struct Report<'a> {
+    pub run_id: i64,
+    pub scenario: &'a Scenario,
+    pub baseline: &'a Baseline,
+    pub tables: &'a [MetricTable],
+    pub settings: &'a Settings,
+    pub prov: &'a [KernelProvenance],
+    /// The caller's warnings (e.g. what differs between two compared runs).
+    pub warnings: Vec<String>,
+    /// Cells whose jobs failed: every format lists them with their reasons.
+    pub failed: Vec<FailedCell>,
+}
+
+impl Report<'_> {
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Text => render_text(self),
+            Format::Markdown => render::render_markdown(self),
+            Format::Csv => render::render_csv(self),
+            Format::Json => render::render_json(self),
+        }
+    }
+
+    /// What the reader must see before any number: environments that differ, settings not
+    /// put back, the caller's warnings, and failed jobs.
+    pub fn warning_lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = provenance_lines(self.prov)
+            .into_iter()
+            .filter(|l| l.starts_with("WARNING"))
+            .collect();
+        out.extend(self.warnings.iter().map(|w| format!("WARNING: {w}")));
+        if !self.failed.is_empty() {
+            let n: usize = self.failed.iter().map(|c| c.failed).sum();
+            out.push(format!(
+                "WARNING: {n} job(s) failed in {} kernel/variant/workload cell(s); their samples are missing from the tables (failed jobs are listed below)",
+                self.failed.len()
+            ));
+        }
+        out
+    }
+
+    /// Provenance lines that are not warnings.
+    pub fn info_lines(&self) -> Vec<String> {
+        provenance_lines(self.prov)
+            .into_iter()
+            .filter(|l| !l.starts_with("WARNING"))
+            .collect()
+    }
+}
 
 use crate::scenario::Scenario;
 use crate::stats::{self, Comparison, Settings, Summary};
@@ -313,9 +374,34 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
             cmdlines.join(" | ")
         ));
     }
-    out.push("tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them)".into());
+    let not_restored: Vec<String> = prov
+        .iter()
+        .flat_map(|p| &p.settings)
+        .filter(|s| s.ends_with("NOT restored"))
+        .cloned()
+        .collect();
+    if !not_restored.is_empty() {
+        out.push(format!(
+            "WARNING: settings kreg changed and could not put back yet (`kreg resume` or a reboot does): {}",
+            not_restored.join("; ")
+        ));
+    }
+    if prov.iter().any(|p| !p.settings.is_empty()) {
+        out.push(
+            "tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them) but for the settings listed per kernel, which kreg changed for the run and puts back"
+                .into(),
+        );
+    } else {
+        out.push("tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them)".into());
+    }
     for p in prov {
         let mut parts = vec![format!("kernel {}: {}", p.kernel, p.boots.join("; "))];
+        if !p.settings.is_empty() {
+            parts.push(format!("settings changed {}", p.settings.join(", ")));
+        }
+        if p.no_schedstat {
+            parts.push("no /proc/schedstat on the SUT: no scheduler statistics".to_string());
+        }
         if !p.cpu_models.is_empty() {
             parts.push(format!("CPU {}", p.cpu_models.join(" / ")));
         }
@@ -346,21 +432,16 @@ pub(crate) fn flags(r: &Row) -> String {
 }
 
 /// The text report for a terminal.
-pub fn render_text(
-    run_id: i64,
-    s: &Scenario,
-    baseline: &Baseline,
-    tables: &[MetricTable],
-    settings: &Settings,
-    prov: &[KernelProvenance],
-) -> String {
+fn render_text(r: &Report) -> String {
+    let (baseline, tables) = (r.baseline, r.tables);
     let mut out = format!(
-        "run {run_id}: scenario {}, {}\n{}\n",
-        s.name,
+        "run {}: scenario {}, {}\n{}\n",
+        r.run_id,
+        r.scenario.name,
         baseline.describe(),
-        method_line(tables, settings)
+        method_line(tables, r.settings)
     );
-    for line in provenance_lines(prov) {
+    for line in r.warning_lines().into_iter().chain(r.info_lines()) {
         out.push_str(&line);
         out.push('\n');
     }
@@ -404,6 +485,12 @@ pub fn render_text(
         out.push_str(&table.to_string());
         out.push('\n');
     }
+    if !r.failed.is_empty() {
+        out.push_str("\nfailed jobs:\n");
+        for c in &r.failed {
+            out.push_str(&format!("  {}\n", c.line()));
+        }
+    }
     out
 }
 
@@ -424,6 +511,26 @@ mod tests {
             higher_is_better: false,
             kernel_release: format!("rel-{kernel}"),
             observed_policy: variant.into(),
+        }
+    }
+
+    fn report<'a>(
+        run_id: i64,
+        s: &'a Scenario,
+        base: &'a Baseline,
+        t: &'a [MetricTable],
+        prov: &'a [KernelProvenance],
+    ) -> Report<'a> {
+        static SETTINGS: std::sync::OnceLock<Settings> = std::sync::OnceLock::new();
+        Report {
+            run_id,
+            scenario: s,
+            baseline: base,
+            tables: t,
+            settings: SETTINGS.get_or_init(Settings::default),
+            prov,
+            warnings: Vec::new(),
+            failed: Vec::new(),
         }
     }
 
@@ -453,7 +560,7 @@ mod tests {
         assert!((c2.change_pct - 50.0).abs() < 1e-9 && (c3.change_pct + 50.0).abs() < 1e-9);
         // time: lower is better.
         assert_eq!((c2.verdict, c3.verdict), (Verdict::Regression, Verdict::Improvement));
-        let out = render_text(1, &s, &base, &t, &Settings::default(), &[]);
+        let out = report(1, &s, &base, &t, &[]).render(Format::Text);
         assert!(out.contains("p (adj)") && out.contains("flags"), "{out}");
         assert!(
             out.contains("+50.00%") && out.contains("-50.00%") && out.contains("regression"),
@@ -504,7 +611,7 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let md = render_markdown(7, &s, &base, &t, &Settings::default(), &prov);
+        let md = report(7, &s, &base, &t, &prov).render(Format::Markdown);
         assert!(
             md.contains("WARNING: the kernels ran on different CPU models: EPYC") && md.contains("Xeon"),
             "{md}"
@@ -532,12 +639,12 @@ mod tests {
             }
         }
         assert_eq!(tables_seen, 2);
-        let csv = render_csv(&t);
+        let csv = report(7, &s, &base, &t, &prov).render(Format::Csv);
         let width = csv.lines().next().unwrap().split(',').count();
         assert_eq!(csv.lines().count(), 1 + 8);
         assert!(csv.lines().all(|l| l.split(',').count() >= width), "{csv}");
         let json: serde_json::Value =
-            serde_json::from_str(&render_json(7, &s, &base, &t, &Settings::default(), &prov)).unwrap();
+            serde_json::from_str(&report(7, &s, &base, &t, &prov).render(Format::Json)).unwrap();
         assert_eq!(json["rows"].as_array().unwrap().len(), 8);
         assert_eq!(json["settings"]["comparisons"], 4);
     }

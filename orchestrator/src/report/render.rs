@@ -1,9 +1,7 @@
 //! Reports as markdown (to paste into a mail), CSV and JSON (every statistic).
 
-use super::{change_text, fmt_value, method_line, unit_and_direction, Baseline, MetricTable};
-use crate::scenario::Scenario;
-use crate::stats::{Settings, Verdict};
-use crate::store::KernelProvenance;
+use super::{change_text, fmt_value, method_line, unit_and_direction, Report};
+use crate::stats::Verdict;
 
 fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
@@ -11,21 +9,16 @@ fn md_escape(s: &str) -> String {
 
 /// Markdown: a heading and a table per metric, value ± stddev%, change, verdict; a
 /// significant change is marked in bold with its adjusted p.
-pub fn render_markdown(
-    run_id: i64,
-    s: &Scenario,
-    baseline: &Baseline,
-    tables: &[MetricTable],
-    settings: &Settings,
-    prov: &[KernelProvenance],
-) -> String {
+pub(super) fn render_markdown(rep: &Report) -> String {
+    let (baseline, tables) = (rep.baseline, rep.tables);
     let mut out = format!(
-        "## kreg run {run_id}: {}\n\nCompared with the {}. {}.\n\n",
-        md_escape(&s.name),
+        "## kreg run {}: {}\n\nCompared with the {}. {}.\n\n",
+        rep.run_id,
+        md_escape(&rep.scenario.name),
         baseline.describe(),
-        method_line(tables, settings)
+        method_line(tables, rep.settings)
     );
-    for line in super::provenance_lines(prov) {
+    for line in rep.warning_lines().into_iter().chain(rep.info_lines()) {
         out.push_str(&format!("- {}\n", md_escape(&line)));
     }
     for t in tables {
@@ -66,6 +59,12 @@ pub fn render_markdown(
             ));
         }
     }
+    if !rep.failed.is_empty() {
+        out.push_str("\n### Failed jobs\n\n");
+        for c in &rep.failed {
+            out.push_str(&format!("- {}\n", md_escape(&c.line())));
+        }
+    }
     out
 }
 
@@ -77,8 +76,10 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// CSV with every statistic, one line per workload × metric × kernel × variant.
-pub fn render_csv(tables: &[MetricTable]) -> String {
+/// CSV with every statistic, one line per workload × metric × kernel × variant; then one
+/// line per cell whose jobs failed (metric empty, verdict `failed`, the reasons).
+pub(super) fn render_csv(rep: &Report) -> String {
+    let tables = rep.tables;
     let mut out = String::from(
         "workload,metric,unit,higher_is_better,kernel,variant,releases,policies,n,mean,median,stddev,cov_pct,min,max,outliers,bimodal,ci95_low,ci95_high,change_pct,change_ci_low_pct,change_ci_high_pct,median_ratio_ci_low,median_ratio_ci_high,test,p,p_adjusted,verdict,reason\n",
     );
@@ -123,18 +124,23 @@ pub fn render_csv(tables: &[MetricTable]) -> String {
             out.push('\n');
         }
     }
+    for c in &rep.failed {
+        let mut fields = vec![String::new(); 29];
+        fields[0] = csv_field(&c.workload);
+        fields[4] = csv_field(&c.kernel);
+        fields[5] = csv_field(&c.variant);
+        fields[8] = "0".into();
+        fields[27] = "failed".into();
+        fields[28] = csv_field(&format!("{} of {} jobs failed: {}", c.failed, c.jobs, c.reasons.join(" | ")));
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
     out
 }
 
 /// JSON with every statistic and the settings behind the verdicts.
-pub fn render_json(
-    run_id: i64,
-    s: &Scenario,
-    baseline: &Baseline,
-    tables: &[MetricTable],
-    settings: &Settings,
-    prov: &[KernelProvenance],
-) -> String {
+pub(super) fn render_json(rep: &Report) -> String {
+    let (tables, settings) = (rep.tables, rep.settings);
     let rows: Vec<serde_json::Value> = tables
         .iter()
         .flat_map(|t| {
@@ -151,11 +157,12 @@ pub fn render_json(
         })
         .collect();
     let doc = serde_json::json!({
-        "run": run_id,
-        "scenario": s.name,
-        "baseline": baseline.describe(),
-        "provenance": prov,
-        "warnings": super::provenance_lines(prov).into_iter().filter(|l| l.starts_with("WARNING")).collect::<Vec<_>>(),
+        "run": rep.run_id,
+        "scenario": rep.scenario.name,
+        "baseline": rep.baseline.describe(),
+        "provenance": rep.prov,
+        "warnings": rep.warning_lines(),
+        "failed": rep.failed,
         "settings": { "alpha": settings.alpha, "min_effect": settings.min_effect,
                       "bootstrap_resamples": settings.bootstrap_resamples,
                       "multiple_comparisons": "benjamini-hochberg", "comparisons": super::comparisons(tables) },

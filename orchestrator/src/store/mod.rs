@@ -404,9 +404,65 @@ pub struct KernelProvenance {
     pub tools: Vec<String>,
     /// kreg's builds: "key (config hash …)".
     pub builds: Vec<String>,
+    /// Settings kreg changed for the run: "sut: kernel.sched_schedstats 0 → 1, restored".
+    #[serde(default)]
+    pub settings: Vec<String>,
+    /// The SUT had no /proc/schedstat on this kernel: no scheduler statistics.
+    #[serde(default)]
+    pub no_schedstat: bool,
 }
 
-pub async fn provenance(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<KernelProvenance>> {
+/// Notes a setting kreg changed on a host (its value before), before the change is made.
+pub async fn record_setting(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    host: &str,
+    boot_id: &str,
+    setting: &str,
+    before: &str,
+    after: &str,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO host_settings (run_id, host, boot_id, setting, before, after) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (run_id, host, boot_id, setting) DO UPDATE SET after = EXCLUDED.after, restored_at = NULL",
+    )
+    .bind(run_id)
+    .bind(host)
+    .bind(boot_id)
+    .bind(setting)
+    .bind(before)
+    .bind(after)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// A setting put back to its value before.
+pub async fn setting_restored(db: impl PgExecutor<'_>, run_id: i64, host: &str, boot_id: &str, setting: &str) -> Result<()> {
+    sqlx::query(
+        "UPDATE host_settings SET restored_at = now() WHERE run_id = $1 AND host = $2 AND boot_id = $3 AND setting = $4",
+    )
+    .bind(run_id)
+    .bind(host)
+    .bind(boot_id)
+    .bind(setting)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Settings of a run not put back yet: (host, boot id, setting, value before).
+pub async fn unrestored_settings(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<(String, String, String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT host, boot_id, setting, before FROM host_settings WHERE run_id = $1 AND restored_at IS NULL ORDER BY id",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Provenance per kernel; `sut` names the host whose schedstat support is reported.
+pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec<KernelProvenance>> {
     // Boots: a host row is tied to its kernel through the jobs that ran on its boot id.
     let boots: Vec<(String, String, String, i32, String, String)> = sqlx::query_as(
         "SELECT DISTINCT j.kernel, h.name, h.kernel_release, h.nr_cpus, h.cpu_model, h.cmdline
@@ -425,6 +481,22 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<KernelProv
         "SELECT r.kernel, b.key, b.config_hash FROM kernel_build_runs r JOIN kernel_builds b ON b.key = r.build_key WHERE r.run_id = $1",
     )
     .bind(run_id)
+    .fetch_all(db)
+    .await?;
+    let settings: Vec<(String, String, String, String, String, bool)> = sqlx::query_as(
+        "SELECT DISTINCT j.kernel, s.host, s.setting, s.before, s.after, s.restored_at IS NOT NULL
+         FROM host_settings s JOIN jobs j ON j.run_id = s.run_id AND j.boot_id = s.boot_id
+         WHERE s.run_id = $1 ORDER BY 1, 2, 3",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?;
+    let no_schedstat: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT j.kernel FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
+         WHERE h.run_id = $1 AND h.name = $2 AND h.schedstat_version IS NULL",
+    )
+    .bind(run_id)
+    .bind(sut)
     .fetch_all(db)
     .await?;
     let mut out: Vec<KernelProvenance> = Vec::new();
@@ -465,6 +537,15 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<KernelProv
             &mut out[i].builds,
             format!("{key} (config {})", &hash[..12.min(hash.len())]),
         );
+    }
+    for (k, host, setting, before, after, restored) in settings {
+        let i = entry(&mut out, &k);
+        let state = if restored { "restored" } else { "NOT restored" };
+        add(&mut out[i].settings, format!("{host}: {setting} {before} → {after}, {state}"));
+    }
+    for k in no_schedstat {
+        let i = entry(&mut out, &k);
+        out[i].no_schedstat = true;
     }
     for p in out.iter_mut() {
         p.tools.sort();

@@ -1,0 +1,215 @@
+//! What a report says besides its tables: the cells whose jobs failed, with the reasons,
+//! and, between two runs, the definitions and environments that differ. Pure.
+
+use crate::scenario::yaml::{self, Kind, Node};
+
+/// One job as a report needs it.
+#[derive(Debug, Clone)]
+pub struct JobSummary {
+    pub kernel: String,
+    pub variant: String,
+    pub workload: String,
+    pub failed: bool,
+    pub error: Option<String>,
+}
+
+/// A kernel × variant × workload cell some of whose jobs failed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FailedCell {
+    pub kernel: String,
+    pub variant: String,
+    pub workload: String,
+    pub failed: usize,
+    pub jobs: usize,
+    /// Distinct reasons, first seen first.
+    pub reasons: Vec<String>,
+}
+
+impl FailedCell {
+    /// "kernel k, variant v, workload w: 3 of 3 jobs failed: reason | reason".
+    pub fn line(&self) -> String {
+        format!(
+            "kernel {}, variant {}, workload {}: {} of {} jobs failed: {}",
+            self.kernel,
+            self.variant,
+            self.workload,
+            self.failed,
+            self.jobs,
+            self.reasons.join(" | ")
+        )
+    }
+}
+
+/// A reason cut to one readable line.
+fn short(reason: &str) -> String {
+    let one: String = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one.char_indices().nth(300) {
+        None => one,
+        Some((at, _)) => format!("{}…", &one[..at]),
+    }
+}
+
+/// The cells with failed jobs, in the order of the jobs.
+pub fn failed_cells(jobs: &[JobSummary]) -> Vec<FailedCell> {
+    let mut out: Vec<FailedCell> = Vec::new();
+    for j in jobs {
+        let i = match out
+            .iter()
+            .position(|c| c.kernel == j.kernel && c.variant == j.variant && c.workload == j.workload)
+        {
+            Some(i) => i,
+            None => {
+                out.push(FailedCell {
+                    kernel: j.kernel.clone(),
+                    variant: j.variant.clone(),
+                    workload: j.workload.clone(),
+                    failed: 0,
+                    jobs: 0,
+                    reasons: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        out[i].jobs += 1;
+        if j.failed {
+            out[i].failed += 1;
+            let r = short(j.error.as_deref().unwrap_or("no reason recorded"));
+            if !out[i].reasons.contains(&r) {
+                out[i].reasons.push(r);
+            }
+        }
+    }
+    out.retain(|c| c.failed > 0);
+    out
+}
+
+/// A node's content as flat `path: value` pairs, positions left out.
+fn flatten(node: &Node, path: &str, out: &mut Vec<(String, String)>) {
+    match &node.kind {
+        Kind::Scalar(s, _) => out.push((path.to_string(), s.clone())),
+        Kind::Seq(items) => {
+            let all_scalars = items.iter().all(|i| matches!(i.kind, Kind::Scalar(..)));
+            if all_scalars {
+                let values: Vec<String> = items
+                    .iter()
+                    .map(|i| match &i.kind {
+                        Kind::Scalar(s, _) => s.clone(),
+                        _ => unreachable!(),
+                    })
+                    .collect();
+                out.push((path.to_string(), format!("[{}]", values.join(", "))));
+            } else {
+                for (n, i) in items.iter().enumerate() {
+                    flatten(i, &format!("{path}[{n}]"), out);
+                }
+            }
+        }
+        Kind::Map(entries) => {
+            for (k, v) in entries {
+                let key = match &k.kind {
+                    Kind::Scalar(s, _) => s.clone(),
+                    _ => "?".into(),
+                };
+                let p = if path.is_empty() { key } else { format!("{path}.{key}") };
+                flatten(v, &p, out);
+            }
+        }
+    }
+}
+
+/// The entries of a list section by name, each flattened.
+fn section(root: &Node, name: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let Kind::Map(entries) = &root.kind else { return Vec::new() };
+    let Some((_, list)) = entries.iter().find(|(k, _)| matches!(&k.kind, Kind::Scalar(s, _) if s == name)) else {
+        return Vec::new();
+    };
+    let Kind::Seq(items) = &list.kind else { return Vec::new() };
+    items
+        .iter()
+        .filter_map(|i| {
+            let mut flat = Vec::new();
+            flatten(i, "", &mut flat);
+            let name = flat.iter().find(|(k, _)| k == "name")?.1.clone();
+            flat.retain(|(k, _)| k != "name");
+            Some((name, flat))
+        })
+        .collect()
+}
+
+/// How the definition of a named entry differs between two scenario texts:
+/// "loops: 200 → 2000", "pipe: (absent) → true".
+fn differences(a: &[(String, String)], b: &[(String, String)]) -> Vec<String> {
+    let mut keys: Vec<&String> = a.iter().chain(b).map(|(k, _)| k).collect();
+    keys.sort();
+    keys.dedup();
+    let get = |side: &[(String, String)], k: &str| side.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+    keys.into_iter()
+        .filter_map(|k| {
+            let (va, vb) = (get(a, k), get(b, k));
+            (va != vb).then(|| {
+                format!(
+                    "{k}: {} → {}",
+                    va.unwrap_or_else(|| "(absent)".into()),
+                    vb.unwrap_or_else(|| "(absent)".into())
+                )
+            })
+        })
+        .collect()
+}
+
+/// Entries of `kind` (workloads, variants, kernels) defined differently in the two scenario
+/// texts: (name, differences). Entries that only one side has are not listed.
+pub fn definition_changes(yaml_a: &str, yaml_b: &str, kind: &str) -> Vec<(String, Vec<String>)> {
+    let (Ok(a), Ok(b)) = (yaml::parse(yaml_a), yaml::parse(yaml_b)) else {
+        return Vec::new();
+    };
+    let (sa, sb) = (section(&a, kind), section(&b, kind));
+    sa.iter()
+        .filter_map(|(name, fa)| {
+            let (_, fb) = sb.iter().find(|(n, _)| n == name)?;
+            let d = differences(fa, fb);
+            (!d.is_empty()).then(|| (name.clone(), d))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_cells_group_jobs_and_keep_distinct_reasons() {
+        let job = |k: &str, failed: bool, e: Option<&str>| JobSummary {
+            kernel: k.into(),
+            variant: "v".into(),
+            workload: "w".into(),
+            failed,
+            error: e.map(str::to_string),
+        };
+        let cells = failed_cells(&[
+            job("a", false, None),
+            job("b", true, Some("boot failed: no bzImage")),
+            job("b", true, Some("boot failed:  no bzImage")),
+            job("b", false, None),
+        ]);
+        assert_eq!(cells.len(), 1);
+        assert_eq!(
+            cells[0].line(),
+            "kernel b, variant v, workload w: 2 of 3 jobs failed: boot failed: no bzImage"
+        );
+    }
+
+    #[test]
+    fn definitions_are_compared_by_content() {
+        let a = "name: s\nworkloads:\n  - { name: hb, kind: hackbench, loops: 200 }\n  - { name: same, kind: hackbench }\nvariants: [ {name: v, features: [A]} ]\n";
+        let b = "name: s\nworkloads:\n  - { name: hb, kind: hackbench, loops: 2000, pipe: true }\n  - { name: same, kind: hackbench }\nvariants: [ {name: v, features: [A, B]} ]\n";
+        assert_eq!(
+            definition_changes(a, b, "workloads"),
+            vec![("hb".to_string(), vec!["loops: 200 → 2000".to_string(), "pipe: (absent) → true".to_string()])]
+        );
+        assert_eq!(
+            definition_changes(a, b, "variants"),
+            vec![("v".to_string(), vec!["features: [A] → [A, B]".to_string()])]
+        );
+    }
+}
