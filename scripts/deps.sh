@@ -1,6 +1,13 @@
 # Installs, when missing, the Debian packages kreg's demo and tests need. Sourced by
 # scripts/demo.sh and scripts/test.sh.
+# Installing one package can remove another (a newer qemu-utils conflicts with Debian's
+# qemu-system-x86, and apt removes it): the check runs again after an install.
 kreg_need_packages() {
+  kreg_install_missing
+  kreg_install_missing
+}
+
+kreg_install_missing() {
   local missing=()
   local cmd pkg
   # command:package pairs

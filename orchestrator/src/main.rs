@@ -363,16 +363,8 @@ async fn connect(cfg: &Config) -> Result<PgPool> {
     store::open(options).await.context("opening the database")
 }
 
-async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
-    let tty = std::io::stderr().is_terminal();
-    let bar = if tty {
-        ProgressBar::new(0)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}").expect("template"),
-    );
+/// What a run's progress looks like: lines on stderr, and a bar when it is a terminal.
+fn show(bar: &ProgressBar, tty: bool, e: Event) {
     let say = |bar: &ProgressBar, line: String| {
         if tty {
             bar.println(line)
@@ -380,10 +372,10 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             eprintln!("{line}")
         }
     };
-    let mut on_event = |e: Event| match e {
+    match e {
         Event::KernelBooting { kernel } => {
             bar.set_message(format!("booting kernel {kernel}"));
-            say(&bar, format!("kernel {kernel}: booting"));
+            say(bar, format!("kernel {kernel}: booting"));
         }
         Event::BuildOutput { kernel, line } => {
             if tty {
@@ -398,13 +390,13 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             boot_id,
             method,
         } => say(
-            &bar,
+            bar,
             format!("kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"),
         ),
         Event::KernelFailed { kernel, reason, jobs } => {
             bar.inc(jobs as u64);
             say(
-                &bar,
+                bar,
                 format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"),
             );
         }
@@ -431,22 +423,35 @@ async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
         } => {
             bar.inc(1);
             let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
-            say(&bar, format!("job #{ordinal}: {} (policy {policy})", m.join(" ")));
+            say(bar, format!("job #{ordinal}: {} (policy {policy})", m.join(" ")));
         }
         Event::JobFailed { ordinal, reason } => {
             bar.inc(1);
-            say(&bar, format!("job #{ordinal}: FAILED: {reason}"));
+            say(bar, format!("job #{ordinal}: FAILED: {reason}"));
         }
-        Event::Warning { message } => say(&bar, format!("warning: {message}")),
+        Event::Warning { message } => say(bar, format!("warning: {message}")),
         Event::Leftovers { host, killed } => say(
-            &bar,
+            bar,
             format!(
                 "{host}: killed {} process(es) an earlier attempt left running: {}",
                 killed.len(),
                 killed.join(", ")
             ),
         ),
+    }
+}
+
+async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
+    let tty = std::io::stderr().is_terminal();
+    let bar = if tty {
+        ProgressBar::new(0)
+    } else {
+        ProgressBar::hidden()
     };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}").expect("template"),
+    );
+    let mut on_event = |e: Event| show(&bar, tty, e);
     let outcome = tokio::select! {
         r = engine::drive(db, run_id, cfg, &mut on_event) => r?,
         signal = interrupted() => {
@@ -556,53 +561,17 @@ async fn compare(db: &PgPool, run_a: i64, run_b: i64, format: Format) -> Result<
             sb.name
         );
     }
-    let mut warnings = Vec::new();
-    let mut differ = |kind: &str, names: Vec<String>| -> Vec<String> {
-        let described = report::definition_changes(&ra.yaml, &rb.yaml, kind);
-        for name in &names {
-            let how = described
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, d)| d.join(", "))
-                .unwrap_or_else(|| "defined differently".into());
-            warnings.push(format!("{kind} `{name}` differs between run {run_a} and run {run_b} ({how}): not compared"));
-        }
-        names
-    };
-    let workloads = differ(
-        "workloads",
-        sb.workloads
-            .iter()
-            .filter(|w| sa.workload(&w.name).is_some_and(|x| x.kind != w.kind))
-            .map(|w| w.name.clone())
-            .collect(),
-    );
-    let variants = differ(
-        "variants",
-        sb.variants
-            .iter()
-            .filter(|v| sa.variant(&v.name).is_some_and(|x| x != *v))
-            .map(|v| v.name.clone())
-            .collect(),
-    );
-    let kernels = differ(
-        "kernels",
-        sb.kernels
-            .iter()
-            .filter(|k| sa.kernel(&k.name).is_some_and(|x| x.source != k.source || x.cmdline != k.cmdline))
-            .map(|k| k.name.clone())
-            .collect(),
-    );
-    let comparable = sb.workloads.iter().any(|w| sa.workload(&w.name).is_some() && !workloads.contains(&w.name));
-    if !comparable {
-        for w in &warnings {
+    let unlike = report::unlike((run_a, &sa, &ra.yaml), (run_b, &sb, &rb.yaml));
+    if !sb.workloads.iter().any(|w| sa.workload(&w.name).is_some() && !unlike.workloads.contains(&w.name)) {
+        for w in &unlike.warnings {
             eprintln!("kreg: {w}");
         }
         bail!("runs {run_a} and {run_b} share no workload defined alike: nothing to compare");
     }
-    sb.workloads.retain(|w| !workloads.contains(&w.name));
-    sb.variants.retain(|v| !variants.contains(&v.name));
-    sb.kernels.retain(|k| !kernels.contains(&k.name));
+    sb.workloads.retain(|w| !unlike.workloads.contains(&w.name));
+    sb.variants.retain(|v| !unlike.variants.contains(&v.name));
+    sb.kernels.retain(|k| !unlike.kernels.contains(&k.name));
+    let mut warnings = unlike.warnings;
     let settings = kreg::stats::Settings::default();
     let (samples_a, samples_b) = (store::samples(db, run_a).await?, store::samples(db, run_b).await?);
     let tables = report::compare_runs(&sa, &samples_a, &sb, &samples_b, &settings);

@@ -154,32 +154,9 @@ async fn save_upload(
     })
 }
 
-/// Opens an uploaded file for reading: a regular file, never through a link.
-pub fn open_regular(path: &Path) -> Result<std::fs::File, StepError> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                steps::err(ErrorKind::Forbidden, format!("{} is a link", path.display()))
-            } else {
-                steps::err(ErrorKind::NotFound, format!("{}: {e}", path.display()))
-            }
-        })?;
-    let meta = file.metadata().map_err(|e| io_err(&path.display().to_string(), e))?;
-    if !meta.is_file() {
-        return Err(steps::err(
-            ErrorKind::Forbidden,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    Ok(file)
-}
-
 /// A file of the data folder (a build's output packed there), streamed.
 pub(super) async fn download(State(state): State<Arc<AppState>>, UrlPath(name): UrlPath<String>) -> Response {
-    let opened = steps::upload_path(&state.config.data_dir, &name).and_then(|p| open_regular(&p));
+    let opened = steps::upload_path(&state.config.data_dir, &name).and_then(|p| steps::open_regular(&p));
     let file = match opened {
         Ok(f) => tokio::fs::File::from_std(f),
         Err(e) => return reply_error(e.kind, e.message),

@@ -19,7 +19,7 @@ use axum::{Json, Router};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 
-pub use files::{open_regular, MAX_UPLOAD};
+pub use files::MAX_UPLOAD;
 pub use listen::Limits;
 
 use crate::steps;

@@ -23,12 +23,15 @@ pub const OWNER_MARK: &str = "KREG_AGENT_OWNER";
 /// An owner is a plain name: it becomes an environment value and is matched exactly.
 pub fn check_owner(owner: &str) -> Result<(), StepError> {
     let ok = !owner.is_empty()
-        && owner.len() <= 64
-        && owner.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        && owner.len() <= 128
+        && owner.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'));
     if ok {
         Ok(())
     } else {
-        Err(super::err(ErrorKind::BadRequest, format!("bad owner {owner:?}: use letters, digits, '-', '_', '.'")))
+        Err(super::err(
+            ErrorKind::BadRequest,
+            format!("bad owner {owner:?}: use letters, digits, '-', '_', '.', '+'"),
+        ))
     }
 }
 

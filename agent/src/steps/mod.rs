@@ -13,6 +13,7 @@ pub mod process;
 pub mod schedstat;
 pub mod sweep;
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::wire::{ErrorKind, Step, StepError, StepOutput};
@@ -70,4 +71,27 @@ pub fn upload_path(dir: &Path, name: &str) -> Result<PathBuf, StepError> {
         ));
     }
     Ok(dir.join(name))
+}
+
+/// Opens an uploaded file for reading: a regular file, never through a link.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, StepError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                err(ErrorKind::Forbidden, format!("{} is a link", path.display()))
+            } else {
+                err(ErrorKind::NotFound, format!("{}: {e}", path.display()))
+            }
+        })?;
+    let meta = file.metadata().map_err(|e| err(ErrorKind::Io, format!("{}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(err(
+            ErrorKind::Forbidden,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok(file)
 }

@@ -1,6 +1,6 @@
-//! A kernel's modules archive (a `RELEASE/…` tree), checked member by member before
-//! anything is written, then unpacked into a staging folder and renamed into place. No
-//! `tar` program is needed on the host.
+//! A kernel's modules archive (a `RELEASE/…` tree, plain or gzipped), checked member by
+//! member before anything is written, then unpacked into a staging folder and renamed into
+//! place. No `tar` or `gzip` program is needed on the host.
 //!
 //! Refused: members outside `RELEASE/`, `..` or absolute names, a `RELEASE` member that is
 //! not a folder, links where depmod writes (`RELEASE/modules.*`), hard links leaving the
@@ -61,14 +61,28 @@ fn check_member(release: &str, path: &Path, kind: EntryType, link: Option<&Path>
     }
 }
 
+/// The archive's bytes, gunzipped when they start with gzip's magic number.
+fn open(tar: &Path) -> Result<Box<dyn std::io::Read>, StepError> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(tar).map_err(|e| io(tar, e))?;
+    let mut magic = [0u8; 2];
+    let n = file.read(&mut magic).map_err(|e| io(tar, e))?;
+    let file = std::fs::File::open(tar).map_err(|e| io(tar, e))?;
+    let reader = std::io::BufReader::new(file);
+    Ok(if n == 2 && magic == [0x1f, 0x8b] {
+        Box::new(flate2::read::GzDecoder::new(reader))
+    } else {
+        Box::new(reader)
+    })
+}
+
 /// Checks every member of `tar` (a path on this host); returns how many there are.
 pub fn check(release: &str, tar: &Path) -> Result<usize, StepError> {
-    let file = std::fs::File::open(tar).map_err(|e| io(tar, e))?;
-    let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+    let mut archive = tar::Archive::new(open(tar)?);
     let mut n = 0;
-    let entries = archive.entries().map_err(|e| bad(format!("is not a tar: {e}")))?;
+    let entries = archive.entries().map_err(|e| bad(format!("is not a tar (plain or gzipped): {e}")))?;
     for entry in entries {
-        let entry = entry.map_err(|e| bad(format!("is not a tar: {e}")))?;
+        let entry = entry.map_err(|e| bad(format!("is not a tar (plain or gzipped): {e}")))?;
         let path = entry.path().map_err(|e| bad(format!("has a member whose name cannot be read: {e}")))?;
         let link = entry.link_name().map_err(|e| bad(format!("has a link that cannot be read: {e}")))?;
         check_member(release, &path, entry.header().entry_type(), link.as_deref())?;
@@ -95,8 +109,7 @@ pub fn unpack(release: &str, tar: &Path, modules_dir: &Path) -> Result<PathBuf, 
 }
 
 fn unpack_into(release: &str, tar: &Path, staging: &Path, modules_dir: &Path) -> Result<PathBuf, StepError> {
-    let file = std::fs::File::open(tar).map_err(|e| io(tar, e))?;
-    let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+    let mut archive = tar::Archive::new(open(tar)?);
     archive.set_preserve_permissions(true);
     archive.set_preserve_ownerships(false);
     archive.set_preserve_mtime(true);
@@ -127,6 +140,32 @@ mod tests {
 
     fn check1(path: &str, kind: EntryType, link: Option<&str>) -> Result<(), StepError> {
         check_member("6.1.0-kreg", Path::new(path), kind, link.map(Path::new))
+    }
+
+    #[test]
+    fn a_gzipped_archive_is_unpacked_into_place() {
+        let dir = std::env::temp_dir().join(format!("kreg-modules-tar-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(EntryType::Directory);
+        h.set_mode(0o755);
+        h.set_size(0);
+        b.append_data(&mut h, "6.1.0-kreg/", std::io::empty()).unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(3);
+        b.append_data(&mut h, "6.1.0-kreg/kernel/a.ko", &b"abc"[..]).unwrap();
+        let bytes = b.into_inner().unwrap().finish().unwrap();
+        std::fs::write(dir.join("m.tar.gz"), bytes).unwrap();
+        let dest = unpack("6.1.0-kreg", &dir.join("m.tar.gz"), &dir.join("lib/modules")).unwrap();
+        assert_eq!(std::fs::read(dest.join("kernel/a.ko")).unwrap(), b"abc");
+        std::fs::write(dir.join("junk.tar.gz"), [0x1f, 0x8b, 1, 2, 3]).unwrap();
+        let e = check("6.1.0-kreg", &dir.join("junk.tar.gz")).unwrap_err();
+        assert!(e.message.contains("is not a tar (plain or gzipped)"), "{e:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

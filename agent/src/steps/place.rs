@@ -30,7 +30,7 @@ fn check_destination(to: &str) -> Result<PathBuf, StepError> {
 
 fn source(from: &FileSource, data_dir: &Path) -> Result<std::fs::File, StepError> {
     match from {
-        FileSource::Upload(name) => crate::server::open_regular(&super::upload_path(data_dir, name)?),
+        FileSource::Upload(name) => super::open_regular(&super::upload_path(data_dir, name)?),
         FileSource::Path(p) => {
             if !Path::new(p).is_absolute() {
                 return Err(bad(format!("source {p:?} must be an absolute path")));

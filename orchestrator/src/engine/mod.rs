@@ -69,10 +69,12 @@ pub enum Event {
     },
 }
 
-/// Whom the run's processes work for on every host (the agents' sweep finds them by it):
-/// the run's id and its creation time, so that runs of two databases never share one.
-fn owner_of(run: &store::RunRow) -> String {
-    format!("run-{}-{:x}", run.id, run.created_at.timestamp_micros())
+/// Whom the run's processes on `host` work for (the agent's sweep finds them by it): the
+/// run's id and creation time, so that runs of two databases never share one, and the
+/// host, so that a sweep on one host never touches another's processes when two agents
+/// share a machine.
+fn owner_of(run: &store::RunRow, host: &str) -> String {
+    format!("run-{}-{:x}-{host}", run.id, run.created_at.timestamp_micros())
 }
 
 /// Turns the schedstat counters on for a boot when they are off, noting the value before
@@ -364,7 +366,7 @@ async fn drive_jobs(
         // (a controller killed mid-job) survives into this boot's jobs.
         for h in &scenario.hosts {
             if let Some(c) = conns[&h.name].client() {
-                c.set_owner(&owner_of(run));
+                c.set_owner(&owner_of(run, &h.name));
                 sweep(c, &h.name, false, on_event).await;
             }
         }

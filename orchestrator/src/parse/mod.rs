@@ -80,7 +80,7 @@ pub fn parse(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
     match kind {
         "hackbench" => hackbench(text),
         // schbench writes its report as text, or as JSON with `-j`: either is read.
-        "schbench" if text.trim_start().starts_with('{') => schbench_json(text),
+        "schbench" if looks_like_json(text) => schbench_json(text),
         "schbench" => schbench(text),
         "schbench-json" => schbench_json(text),
         "sysbench" => sysbench(text),
@@ -92,6 +92,11 @@ pub fn parse(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
             format!("unknown kind; expected one of: {}", KINDS.join(", ")),
         )),
     }
+}
+
+/// Whether `text` starts like a JSON object (0x7b is an opening brace).
+fn looks_like_json(text: &str) -> bool {
+    text.trim_start().as_bytes().first() == Some(&0x7b)
 }
 
 /// The largest figure any of these tools can report (seconds, microseconds, requests per

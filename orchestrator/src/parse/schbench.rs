@@ -39,6 +39,22 @@ const SECTIONS: &[Section] = &[
 ];
 
 
+/// A section's closing `min=A, max=B` line (`rest` is what follows `min=`).
+fn min_max(section: &Section, line: usize, l: &str, rest: &str) -> Result<[Metric; 2], ParseError> {
+    let (min, max) = rest
+        .split_once(", max=")
+        .ok_or_else(|| perr(TOOL, format!("line {line}: expected `min=A, max=B`, found {:?}", clip(l))))?;
+    let metric = |suffix: &str, value: &str| -> Result<Metric, ParseError> {
+        Ok(Metric::new(
+            format!("{}_{suffix}", section.stem),
+            number(TOOL, line, suffix, value)?,
+            section.unit,
+            section.higher_is_better,
+        ))
+    };
+    Ok([metric("min", min)?, metric("max", max)?])
+}
+
 pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out: Vec<Metric> = Vec::new();
@@ -68,21 +84,7 @@ pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
                 let name = format!("{}_{}", section.stem, pct_name(label));
                 block.push(Metric::new(name, v, section.unit, section.higher_is_better));
             } else if let Some(rest) = l.strip_prefix("min=") {
-                let (min, max) = rest
-                    .split_once(", max=")
-                    .ok_or_else(|| perr(TOOL, format!("line {}: expected `min=A, max=B`, found {:?}", i + 1, clip(l))))?;
-                block.push(Metric::new(
-                    format!("{}_min", section.stem),
-                    number(TOOL, i + 1, "min", min)?,
-                    section.unit,
-                    section.higher_is_better,
-                ));
-                block.push(Metric::new(
-                    format!("{}_max", section.stem),
-                    number(TOOL, i + 1, "max", max)?,
-                    section.unit,
-                    section.higher_is_better,
-                ));
+                block.extend(min_max(section, i + 1, l, rest)?);
                 closed = true;
                 i += 1;
                 break;

@@ -2,6 +2,7 @@
 //! and, between two runs, the definitions and environments that differ. Pure.
 
 use crate::scenario::yaml::{self, Kind, Node};
+use crate::scenario::Scenario;
 
 /// One job as a report needs it.
 #[derive(Debug, Clone)]
@@ -171,6 +172,56 @@ pub fn definition_changes(yaml_a: &str, yaml_b: &str, kind: &str) -> Vec<(String
             (!d.is_empty()).then(|| (name.clone(), d))
         })
         .collect()
+}
+
+/// The workloads, variants and kernels of run B that run A defines differently (by content),
+/// and a warning for each saying how.
+#[derive(Debug, Default, PartialEq)]
+pub struct Unlike {
+    pub workloads: Vec<String>,
+    pub variants: Vec<String>,
+    pub kernels: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Compares two runs' definitions: `a` and `b` are (run id, scenario, its YAML text).
+pub fn unlike(a: (i64, &Scenario, &str), b: (i64, &Scenario, &str)) -> Unlike {
+    let ((run_a, sa, ya), (run_b, sb, yb)) = (a, b);
+    let mut out = Unlike {
+        workloads: sb
+            .workloads
+            .iter()
+            .filter(|w| sa.workload(&w.name).is_some_and(|x| x.kind != w.kind))
+            .map(|w| w.name.clone())
+            .collect(),
+        variants: sb
+            .variants
+            .iter()
+            .filter(|v| sa.variant(&v.name).is_some_and(|x| x != *v))
+            .map(|v| v.name.clone())
+            .collect(),
+        kernels: sb
+            .kernels
+            .iter()
+            .filter(|k| sa.kernel(&k.name).is_some_and(|x| x.source != k.source || x.cmdline != k.cmdline))
+            .map(|k| k.name.clone())
+            .collect(),
+        warnings: Vec::new(),
+    };
+    for (kind, names) in [("workloads", &out.workloads), ("variants", &out.variants), ("kernels", &out.kernels)] {
+        let described = definition_changes(ya, yb, kind);
+        for name in names {
+            let how = described
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, d)| d.join(", "))
+                .unwrap_or_else(|| "defined differently".into());
+            out.warnings.push(format!(
+                "{kind} `{name}` differs between run {run_a} and run {run_b} ({how}): not compared"
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

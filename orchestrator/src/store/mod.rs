@@ -461,6 +461,30 @@ pub async fn unrestored_settings(db: impl PgExecutor<'_>, run_id: i64) -> Result
     .await?)
 }
 
+/// Per kernel: the settings kreg changed (kernel, host, setting, before, after, restored),
+/// and the kernels on which `sut` had no /proc/schedstat.
+async fn settings_of(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<(Vec<SettingRow>, Vec<String>)> {
+    let settings: Vec<SettingRow> = sqlx::query_as(
+        "SELECT DISTINCT j.kernel, s.host, s.setting, s.before, s.after, s.restored_at IS NOT NULL
+         FROM host_settings s JOIN jobs j ON j.run_id = s.run_id AND j.boot_id = s.boot_id
+         WHERE s.run_id = $1 ORDER BY 1, 2, 3",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?;
+    let no_schedstat: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT j.kernel FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
+         WHERE h.run_id = $1 AND h.name = $2 AND h.schedstat_version IS NULL",
+    )
+    .bind(run_id)
+    .bind(sut)
+    .fetch_all(db)
+    .await?;
+    Ok((settings, no_schedstat))
+}
+
+type SettingRow = (String, String, String, String, String, bool);
+
 /// Provenance per kernel; `sut` names the host whose schedstat support is reported.
 pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec<KernelProvenance>> {
     // Boots: a host row is tied to its kernel through the jobs that ran on its boot id.
@@ -483,22 +507,7 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec
     .bind(run_id)
     .fetch_all(db)
     .await?;
-    let settings: Vec<(String, String, String, String, String, bool)> = sqlx::query_as(
-        "SELECT DISTINCT j.kernel, s.host, s.setting, s.before, s.after, s.restored_at IS NOT NULL
-         FROM host_settings s JOIN jobs j ON j.run_id = s.run_id AND j.boot_id = s.boot_id
-         WHERE s.run_id = $1 ORDER BY 1, 2, 3",
-    )
-    .bind(run_id)
-    .fetch_all(db)
-    .await?;
-    let no_schedstat: Vec<String> = sqlx::query_scalar(
-        "SELECT DISTINCT j.kernel FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
-         WHERE h.run_id = $1 AND h.name = $2 AND h.schedstat_version IS NULL",
-    )
-    .bind(run_id)
-    .bind(sut)
-    .fetch_all(db)
-    .await?;
+    let (settings, no_schedstat) = settings_of(db, run_id, sut).await?;
     let mut out: Vec<KernelProvenance> = Vec::new();
     let entry = |out: &mut Vec<KernelProvenance>, k: &str| -> usize {
         match out.iter().position(|p| p.kernel == k) {
