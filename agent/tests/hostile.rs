@@ -41,7 +41,9 @@ async fn idle_and_half_sent_connections_do_not_lock_others_out() {
     for i in 0..500 {
         let mut s = TcpStream::connect(agent.addr).await.unwrap();
         if i % 2 == 0 {
-            s.write_all(b"POST /v1/step HTTP/1.1\r\nHost: x\r\nAuthor").await.unwrap();
+            s.write_all(b"POST /v1/step HTTP/1.1\r\nHost: x\r\nAuthor")
+                .await
+                .unwrap();
         }
         socks.push(s);
     }
@@ -184,7 +186,10 @@ async fn oversized_bodies_are_refused_up_front_with_the_json_envelope() {
     )
     .await;
     assert_eq!(status, 413, "{body}");
-    assert!(body.contains("\"too_large\"") && body.contains("\"protocol\":3"), "{body}");
+    assert!(
+        body.contains("\"too_large\"") && body.contains("\"protocol\":3"),
+        "{body}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(5), "not refused up front");
     let (status, body) = raw_request(
         agent.addr,
@@ -197,8 +202,10 @@ async fn oversized_bodies_are_refused_up_front_with_the_json_envelope() {
     // A chunked body (no declared length) is cut off once it passes the limit.
     let mut s = TcpStream::connect(agent.addr).await.unwrap();
     s.write_all(
-        format!("POST /v1/step HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n")
-            .as_bytes(),
+        format!(
+            "POST /v1/step HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        .as_bytes(),
     )
     .await
     .unwrap();
@@ -287,7 +294,11 @@ fn running(argv: &[&str]) -> Vec<i32> {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).map(|c| c == want).unwrap_or(false))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| c == want)
+                .unwrap_or(false)
+        })
         .collect()
 }
 
@@ -318,12 +329,20 @@ async fn exec_checks_cpus_caps_output_and_leaves_no_process_behind() {
         })
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("BadRequest") && err.to_string().contains("CPU 1024"), "{err}");
+    assert!(
+        err.to_string().contains("BadRequest") && err.to_string().contains("CPU 1024"),
+        "{err}"
+    );
 
     // 64 MiB of output comes back capped, its size told.
     let r = client
         .exec(ExecRequest {
-            argv: vec!["head".into(), "-c".into(), (64u64 << 20).to_string(), "/dev/zero".into()],
+            argv: vec![
+                "head".into(),
+                "-c".into(),
+                (64u64 << 20).to_string(),
+                "/dev/zero".into(),
+            ],
             timeout_secs: 60,
             ..Default::default()
         })
@@ -346,7 +365,10 @@ async fn exec_checks_cpus_caps_output_and_leaves_no_process_behind() {
         .await
         .unwrap();
     assert!(r.success(), "{r:?}");
-    assert!(gone_within(&daemon, Duration::from_secs(2)).await, "daemon outlived its step");
+    assert!(
+        gone_within(&daemon, Duration::from_secs(2)).await,
+        "daemon outlived its step"
+    );
 
     // The same at a timeout, with the step's own process still running.
     let script = format!("setsid -f sleep {tag}; sleep 60");
@@ -359,7 +381,10 @@ async fn exec_checks_cpus_caps_output_and_leaves_no_process_behind() {
         .await
         .unwrap();
     assert!(r.timed_out);
-    assert!(gone_within(&daemon, Duration::from_secs(2)).await, "daemon outlived the timeout");
+    assert!(
+        gone_within(&daemon, Duration::from_secs(2)).await,
+        "daemon outlived the timeout"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -436,7 +461,10 @@ async fn module_archives_with_links_and_option_like_releases_are_refused_leaving
     assert!(err.to_string().contains("where the folder"), "{err}");
     let root = agent.dir.join("root");
     assert!(std::fs::symlink_metadata(root.join("lib/modules").join(rel)).is_err());
-    assert!(!root.join("boot/kreg").join(rel).exists(), "a failed install left its folder");
+    assert!(
+        !root.join("boot/kreg").join(rel).exists(),
+        "a failed install left its folder"
+    );
     assert!(!root.join(format!("boot/config-{rel}")).exists());
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 
@@ -458,7 +486,11 @@ async fn module_archives_with_links_and_option_like_releases_are_refused_leaving
             .unwrap_err();
         assert!(err.to_string().contains("bad kernel release"), "{bad}: {err}");
     }
-    match client.step(Step::InstalledKernels, Duration::from_secs(10)).await.unwrap() {
+    match client
+        .step(Step::InstalledKernels, Duration::from_secs(10))
+        .await
+        .unwrap()
+    {
         StepOutput::Kernels { kernels, .. } => assert!(kernels.is_empty(), "{kernels:?}"),
         other => panic!("{other:?}"),
     }

@@ -173,7 +173,11 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
                 for p in &found.problems {
                     eprintln!("kreg: {p}");
                 }
-                bail!("{} cannot start: {} problem(s), no run recorded", file.display(), found.problems.len());
+                bail!(
+                    "{} cannot start: {} problem(s), no run recorded",
+                    file.display(),
+                    found.problems.len()
+                );
             }
             let db = connect(cfg).await?;
             let sha = hex::encode(sha2::Sha256::digest(text.as_bytes()));
@@ -562,7 +566,11 @@ async fn compare(db: &PgPool, run_a: i64, run_b: i64, format: Format) -> Result<
         );
     }
     let unlike = report::unlike((run_a, &sa, &ra.yaml), (run_b, &sb, &rb.yaml));
-    if !sb.workloads.iter().any(|w| sa.workload(&w.name).is_some() && !unlike.workloads.contains(&w.name)) {
+    if !sb
+        .workloads
+        .iter()
+        .any(|w| sa.workload(&w.name).is_some() && !unlike.workloads.contains(&w.name))
+    {
         for w in &unlike.warnings {
             eprintln!("kreg: {w}");
         }

@@ -86,9 +86,9 @@ pub async fn check(s: &Scenario) -> Findings {
             if only_running {
                 found.problems.push(text);
             } else {
-                found
-                    .warnings
-                    .push(format!("{text} (the kernels under test may have it; it is checked when each boots)"));
+                found.warnings.push(format!(
+                    "{text} (the kernels under test may have it; it is checked when each boots)"
+                ));
             }
         }
     }
@@ -104,6 +104,9 @@ mod tests {
         let text = "name: f\nhosts: { s: { role: sut, transport: { kind: lab } } }\nkernels: [ {name: a, source: running} ]\nvariants: [ {name: v, features: [NO_TTWU_QUEUE, PLACE_LAG, NO_MADE_UP]} ]\nworkloads: [ {name: hb, kind: hackbench} ]\n";
         let s = crate::scenario::from_str(text, std::path::Path::new("/")).unwrap();
         let file = "GENTLE_FAIR_SLEEPERS NO_PLACE_LAG TTWU_QUEUE RUN_TO_PARITY";
-        assert_eq!(unknown_features(&s, file), vec![("v".to_string(), "NO_MADE_UP".to_string())]);
+        assert_eq!(
+            unknown_features(&s, file),
+            vec![("v".to_string(), "NO_MADE_UP".to_string())]
+        );
     }
 }

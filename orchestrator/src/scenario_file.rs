@@ -41,7 +41,10 @@ pub fn read_text(file: &Path) -> Result<String, Diagnostic> {
         return Err(at(
             1,
             1,
-            format!("the file is larger than {} MiB; a scenario is a few KB", MAX_SCENARIO_BYTES >> 20),
+            format!(
+                "the file is larger than {} MiB; a scenario is a few KB",
+                MAX_SCENARIO_BYTES >> 20
+            ),
         ));
     }
     String::from_utf8(bytes).map_err(|e| {
@@ -51,7 +54,10 @@ pub fn read_text(file: &Path) -> Result<String, Diagnostic> {
         at(
             line,
             col,
-            format!("byte 0x{:02x} is not UTF-8 text: save the scenario as UTF-8", bytes[bad]),
+            format!(
+                "byte 0x{:02x} is not UTF-8 text: save the scenario as UTF-8",
+                bytes[bad]
+            ),
         )
     })
 }

@@ -6,7 +6,11 @@ use std::process::Command;
 #[test]
 fn an_unreachable_database_says_why_once() {
     // A loopback port nothing listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
         .env("DATABASE_URL", format!("postgres://kreg@127.0.0.1:{port}/kreg"))
         .args(["status"])

@@ -145,12 +145,18 @@ iterations: 3
 
     // Resuming a finished run touches nothing, not even its hosts.
     let finished: Option<chrono::DateTime<chrono::Utc>> =
-        sqlx::query_scalar("SELECT finished_at FROM runs WHERE id = 1").fetch_one(&db.pool).await.unwrap();
+        sqlx::query_scalar("SELECT finished_at FROM runs WHERE id = 1")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
     drop(agent);
     let out = kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.contains("nothing to resume"), "{stdout}");
     let (state, after): (String, Option<chrono::DateTime<chrono::Utc>>) =
-        sqlx::query_as("SELECT state, finished_at FROM runs WHERE id = 1").fetch_one(&db.pool).await.unwrap();
+        sqlx::query_as("SELECT state, finished_at FROM runs WHERE id = 1")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
     assert_eq!((state.as_str(), after), ("done", finished));
 }

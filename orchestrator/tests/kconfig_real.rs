@@ -77,7 +77,15 @@ fn every_dependency_read_from_the_6_1_tree_is_an_expression() {
     let mut checked = 0;
     let mut prose = Vec::new();
     for (path, text) in &files {
-        let core = ["/kernel/", "/lib/", "/init/", "/mm/", "/arch/x86/", "/drivers/cpufreq/", "/net/core/"];
+        let core = [
+            "/kernel/",
+            "/lib/",
+            "/init/",
+            "/mm/",
+            "/arch/x86/",
+            "/drivers/cpufreq/",
+            "/net/core/",
+        ];
         if !core.iter().any(|c| path.contains(c)) {
             continue;
         }
@@ -85,7 +93,9 @@ fn every_dependency_read_from_the_6_1_tree_is_an_expression() {
             .lines()
             .filter_map(|l| {
                 let mut w = l.split_whitespace();
-                matches!(w.next(), Some("config" | "menuconfig")).then(|| w.next()).flatten()
+                matches!(w.next(), Some("config" | "menuconfig"))
+                    .then(|| w.next())
+                    .flatten()
             })
             .collect();
         let one = vec![(path.clone(), text.clone())];
@@ -99,7 +109,12 @@ fn every_dependency_read_from_the_6_1_tree_is_an_expression() {
         }
     }
     assert!(checked > 1000, "only {checked} symbols checked");
-    assert!(prose.is_empty(), "{} of {checked} read as prose:\n{}", prose.len(), prose.join("\n"));
+    assert!(
+        prose.is_empty(),
+        "{} of {checked} read as prose:\n{}",
+        prose.len(),
+        prose.join("\n")
+    );
 }
 
 #[tokio::test]

@@ -49,7 +49,12 @@ async fn failed_cells_are_listed_in_every_format() {
     let db = fresh_db("notes_failed").await;
     let agent = Agent::start();
     let dir = Scratch::new("notes-failed");
-    let (code, _, err) = run(&db, &dir, "a.yaml", &scenario(&agent, r#"[sh, -c, "echo broken >&2; exit 7"]"#));
+    let (code, _, err) = run(
+        &db,
+        &dir,
+        "a.yaml",
+        &scenario(&agent, r#"[sh, -c, "echo broken >&2; exit 7"]"#),
+    );
     assert_eq!(code, Some(3), "{err}");
     for format in ["text", "markdown", "csv", "json"] {
         let (code, out, err) = kreg_out(&db, &dir, &["report", "1", "--format", format]);
@@ -62,21 +67,36 @@ async fn failed_cells_are_listed_in_every_format() {
                 assert_eq!(failed.len(), 2, "{out}");
                 assert_eq!(failed[0]["workload"], "other");
                 assert_eq!(failed[0]["failed"], 2);
-                assert!(failed[0]["reasons"][0].as_str().unwrap().contains("exited with status 7: broken"), "{out}");
+                assert!(
+                    failed[0]["reasons"][0]
+                        .as_str()
+                        .unwrap()
+                        .contains("exited with status 7: broken"),
+                    "{out}"
+                );
                 let warnings = v["warnings"].as_array().unwrap();
-                assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("4 job(s) failed")), "{out}");
+                assert!(
+                    warnings.iter().any(|w| w.as_str().unwrap().contains("4 job(s) failed")),
+                    "{out}"
+                );
             }
             "csv" => {
                 let rows: Vec<&str> = out.lines().filter(|l| l.contains(",failed,")).collect();
                 assert_eq!(rows.len(), 2, "{out}");
-                assert!(rows[0].starts_with("other,,,,current,default,") && rows[0].contains("2 of 2 jobs failed"), "{out}");
+                assert!(
+                    rows[0].starts_with("other,,,,current,default,") && rows[0].contains("2 of 2 jobs failed"),
+                    "{out}"
+                );
             }
             _ => {
                 for variant in ["default", "batch"] {
                     let line = format!("kernel current, variant {variant}, workload other: 2 of 2 jobs failed: ");
                     assert!(out.contains(&line), "{format}: {out}");
                 }
-                assert!(out.contains("exited with status 7: broken") && out.contains("4 job(s) failed"), "{format}: {out}");
+                assert!(
+                    out.contains("exited with status 7: broken") && out.contains("4 job(s) failed"),
+                    "{format}: {out}"
+                );
             }
         }
     }
@@ -125,7 +145,10 @@ async fn the_schedstat_switch_is_put_back_or_its_absence_said_once() {
         // The switch is as it was, and any change kreg made is listed as put back.
         assert_eq!(std::fs::read_to_string(knob).ok(), before);
         if before.as_deref().map(str::trim) == Some("0") {
-            assert!(report.contains("here: kernel.sched_schedstats 0 → 1, restored"), "{report}");
+            assert!(
+                report.contains("here: kernel.sched_schedstats 0 → 1, restored"),
+                "{report}"
+            );
         }
     } else {
         // Said once in the run's output, and in the report.

@@ -198,7 +198,10 @@ async fn wrong_token_unreachable_host_or_missing_token_file_record_no_run() {
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("host here: agent at") && stderr.contains("refused the token"), "{stderr}");
+    assert!(
+        stderr.contains("host here: agent at") && stderr.contains("refused the token"),
+        "{stderr}"
+    );
     assert!(stderr.contains("no run recorded"), "{stderr}");
     assert_eq!(runs(&db).await, 0);
 
@@ -207,7 +210,10 @@ async fn wrong_token_unreachable_host_or_missing_token_file_record_no_run() {
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("is unreachable") && stderr.contains("Connection refused"), "{stderr}");
+    assert!(
+        stderr.contains("is unreachable") && stderr.contains("Connection refused"),
+        "{stderr}"
+    );
     assert_eq!(runs(&db).await, 0);
 
     // A token file that is not there: its FILE:LINE:COL, and no run either.
@@ -217,7 +223,9 @@ async fn wrong_token_unreachable_host_or_missing_token_file_record_no_run() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let f = file.display().to_string();
     assert!(
-        stderr.lines().any(|l| l.starts_with(&format!("{f}:")) && l.contains("token_file: ") && l.contains("No such file")),
+        stderr
+            .lines()
+            .any(|l| l.starts_with(&format!("{f}:")) && l.contains("token_file: ") && l.contains("No such file")),
         "{stderr}"
     );
     assert_eq!(runs(&db).await, 0);

@@ -37,8 +37,14 @@ fn four_mistakes_are_reported_in_one_pass_with_a_suggestion() {
         .replace("iterations: 3", "iteration: 3")
         .replace("memory_mib: 1024", "memory_mib: 99999999")
         .replace("baseline: deb-6.1", "baseline: deb-6.2")
-        .replace("features: [NO_TTWU_QUEUE]", "features: [no-ttwu, NO_TTWU_QUEUE, bad feature]")
-        .replace("{ name: deb-6.12, source: { deb: linux-image-6.12-amd64 } }", "{ name: deb-6.12, sauce: { deb: x } }");
+        .replace(
+            "features: [NO_TTWU_QUEUE]",
+            "features: [no-ttwu, NO_TTWU_QUEUE, bad feature]",
+        )
+        .replace(
+            "{ name: deb-6.12, source: { deb: linux-image-6.12-amd64 } }",
+            "{ name: deb-6.12, sauce: { deb: x } }",
+        );
     std::fs::write(&file, text).unwrap();
     let out = validate(&[&file], &[]);
     assert_eq!(out.status.code(), Some(1));
@@ -52,7 +58,10 @@ fn four_mistakes_are_reported_in_one_pass_with_a_suggestion() {
         format!("{f}:10:70: \"bad feature\" is not a sched feature name"),
         format!("{f}:13:1: unknown field `iteration` in the scenario; did you mean `iterations`?"),
     ] {
-        assert!(text.lines().any(|l| l.starts_with(&want)), "no line starting {want:?} in:\n{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with(&want)),
+            "no line starting {want:?} in:\n{text}"
+        );
     }
 }
 
@@ -76,9 +85,17 @@ fn bombs_bytes_folders_and_second_documents_get_positions() {
     let second = dir.0.join("second.yaml");
     std::fs::write(&second, format!("{LAB}---\nname: other\n")).unwrap();
     let huge = dir.0.join("huge.yaml");
-    std::fs::write(&huge, LAB.replace("name: lab", &format!("name: {}", "x".repeat(10 << 20)))).unwrap();
+    std::fs::write(
+        &huge,
+        LAB.replace("name: lab", &format!("name: {}", "x".repeat(10 << 20))),
+    )
+    .unwrap();
     let long_value = dir.0.join("long.yaml");
-    std::fs::write(&long_value, LAB.replace("name: lab", &format!("name: {}", "y".repeat(1 << 20)))).unwrap();
+    std::fs::write(
+        &long_value,
+        LAB.replace("name: lab", &format!("name: {}", "y".repeat(1 << 20))),
+    )
+    .unwrap();
     let folder = dir.0.join("folder.yaml");
     std::fs::create_dir_all(&folder).unwrap();
     let out = validate(&[&bomb_file, &latin1, &second, &huge, &long_value, &folder], &[]);
@@ -92,9 +109,20 @@ fn bombs_bytes_folders_and_second_documents_get_positions() {
             .to_string()
     };
     let l = line_of(&bomb_file);
-    assert!(l.contains(":608:13: the job matrix is 300 kernels × 300 variants × 1 workloads × 1000 iterations = 90000000 jobs"), "{l}");
-    assert!(line_of(&latin1).contains(":1:10: byte 0xe9 is not UTF-8 text"), "{text}");
-    assert!(line_of(&second).contains(":14:1: YAML syntax: a second YAML document"), "{text}");
+    assert!(
+        l.contains(
+            ":608:13: the job matrix is 300 kernels × 300 variants × 1 workloads × 1000 iterations = 90000000 jobs"
+        ),
+        "{l}"
+    );
+    assert!(
+        line_of(&latin1).contains(":1:10: byte 0xe9 is not UTF-8 text"),
+        "{text}"
+    );
+    assert!(
+        line_of(&second).contains(":14:1: YAML syntax: a second YAML document"),
+        "{text}"
+    );
     assert!(line_of(&huge).contains(":1:1: the file is larger than 4 MiB"), "{text}");
     let l = line_of(&long_value);
     assert!(l.len() < 600 && l.contains(":1:7:"), "{}", &l[..l.len().min(600)]);
@@ -125,9 +153,15 @@ fn files_a_scenario_names_are_checked() {
         format!("{f}:7:35: the kernel image: "),
         format!("{f}:9:43: the tool to upload: "),
     ] {
-        assert!(text.lines().any(|l| l.starts_with(&want)), "no line starting {want:?} in:\n{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with(&want)),
+            "no line starting {want:?} in:\n{text}"
+        );
     }
-    assert!(text.contains("shorter than 16 characters") && text.contains("No such file"), "{text}");
+    assert!(
+        text.contains("shorter than 16 characters") && text.contains("No such file"),
+        "{text}"
+    );
     assert_eq!(text.lines().count(), 4, "{text}");
     // The file alone is fine.
     let out = validate(&[&file], &["--skip-files"]);
@@ -150,8 +184,30 @@ impl Rng {
 }
 
 const ODD_VALUES: &[&str] = &[
-    "-1", "0", "99999999999999999999", "1e9", "''", "\"\"", "[", "{", "*a", "&a x", "!!binary aGk=", "~", "null",
-    "true", "[1, [2, [3]]]", "{a: {b: {c: d}}}", "\"\\u0000\"", "é", "💥", "- x", ": :", "1000000", "5h", "0s",
+    "-1",
+    "0",
+    "99999999999999999999",
+    "1e9",
+    "''",
+    "\"\"",
+    "[",
+    "{",
+    "*a",
+    "&a x",
+    "!!binary aGk=",
+    "~",
+    "null",
+    "true",
+    "[1, [2, [3]]]",
+    "{a: {b: {c: d}}}",
+    "\"\\u0000\"",
+    "é",
+    "💥",
+    "- x",
+    ": :",
+    "1000000",
+    "5h",
+    "0s",
 ];
 
 fn mutate(text: &str, rng: &mut Rng) -> Vec<u8> {
@@ -212,7 +268,8 @@ fn mutate(text: &str, rng: &mut Rng) -> Vec<u8> {
                     }
                 }
             }
-            7 => lines.push(["---", "iterations: 1000", "variants: [{name: a}, {name: b}]", "\t- tab"][rng.below(4)].into()),
+            7 => lines
+                .push(["---", "iterations: 1000", "variants: [{name: a}, {name: b}]", "\t- tab"][rng.below(4)].into()),
             _ => {
                 let i = rng.below(n);
                 if let Some(l) = lines.get_mut(i) {
@@ -278,9 +335,20 @@ fn two_thousand_mutated_scenarios_exit_0_or_1_with_positions() {
             for l in mine {
                 let rest = &l[name.len() + 1..];
                 let mut parts = rest.splitn(3, ':');
-                let line: usize = parts.next().unwrap().parse().unwrap_or_else(|_| panic!("no position: {l}"));
-                let col: usize = parts.next().unwrap().parse().unwrap_or_else(|_| panic!("no column: {l}"));
-                assert!(line >= 1 && line <= lines_in_file + 1 && col >= 1, "{l} ({lines_in_file} lines)");
+                let line: usize = parts
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("no position: {l}"));
+                let col: usize = parts
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("no column: {l}"));
+                assert!(
+                    line >= 1 && line <= lines_in_file + 1 && col >= 1,
+                    "{l} ({lines_in_file} lines)"
+                );
                 assert!(l.len() < 600, "a {}-byte message", l.len());
             }
         }

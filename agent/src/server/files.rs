@@ -56,7 +56,10 @@ impl Temp {
             .unwrap_or(0);
         for _ in 0..16 {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = dir.join(format!("{TEMP_PREFIX}{}-{n}-{nanos:x}{TEMP_SUFFIX}", std::process::id()));
+            let path = dir.join(format!(
+                "{TEMP_PREFIX}{}-{n}-{nanos:x}{TEMP_SUFFIX}",
+                std::process::id()
+            ));
             match std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -97,7 +100,10 @@ pub(super) async fn upload(
         if n > MAX_UPLOAD {
             return reply_error(
                 ErrorKind::TooLarge,
-                format!("{name}: {n} bytes declared, more than the {} GiB an upload may have", MAX_UPLOAD >> 30),
+                format!(
+                    "{name}: {n} bytes declared, more than the {} GiB an upload may have",
+                    MAX_UPLOAD >> 30
+                ),
             );
         }
     }
@@ -107,12 +113,7 @@ pub(super) async fn upload(
 
 /// Streams the body to a temp file, frame by frame (a kernel's modules are hundreds of MB,
 /// and the agent runs on the machine being measured), then renames it into place.
-async fn save_upload(
-    dir: &Path,
-    name: &str,
-    mut body: Body,
-    idle: std::time::Duration,
-) -> Result<Uploaded, StepError> {
+async fn save_upload(dir: &Path, name: &str, mut body: Body, idle: std::time::Duration) -> Result<Uploaded, StepError> {
     use http_body_util::BodyExt;
     use tokio::io::AsyncWriteExt;
     let path = steps::upload_path(dir, name)?;
@@ -143,7 +144,9 @@ async fn save_upload(
                 .map_err(|e| io_err(&format!("writing {name}"), e))?;
         }
     }
-    file.sync_all().await.map_err(|e| io_err(&format!("writing {name}"), e))?;
+    file.sync_all()
+        .await
+        .map_err(|e| io_err(&format!("writing {name}"), e))?;
     drop(file);
     temp.rename_to(&path)?;
     let abs = std::fs::canonicalize(&path).map_err(|e| io_err(name, e))?;

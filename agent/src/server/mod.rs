@@ -117,9 +117,7 @@ async fn version() -> Json<VersionInfo> {
 /// The token of an `Authorization` header, whatever the case of its scheme (RFC 9110).
 fn bearer(value: &[u8]) -> Option<&[u8]> {
     let (scheme, rest) = value.split_at(value.iter().position(|b| *b == b' ')?);
-    scheme
-        .eq_ignore_ascii_case(b"bearer")
-        .then(|| rest.trim_ascii())
+    scheme.eq_ignore_ascii_case(b"bearer").then(|| rest.trim_ascii())
 }
 
 async fn require_token(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
@@ -258,4 +256,3 @@ async fn step(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body
     }
     reply::<StepOutput>(result)
 }
-

@@ -24,7 +24,9 @@ pub const OWNER_MARK: &str = "KREG_AGENT_OWNER";
 pub fn check_owner(owner: &str) -> Result<(), StepError> {
     let ok = !owner.is_empty()
         && owner.len() <= 128
-        && owner.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'));
+        && owner
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'));
     if ok {
         Ok(())
     } else {
@@ -39,7 +41,12 @@ pub fn check_owner(owner: &str) -> Result<(), StepError> {
 /// kernel thread).
 pub(crate) fn environ(pid: i32) -> Vec<Vec<u8>> {
     std::fs::read(format!("/proc/{pid}/environ"))
-        .map(|env| env.split(|b| *b == 0).filter(|e| !e.is_empty()).map(<[u8]>::to_vec).collect())
+        .map(|env| {
+            env.split(|b| *b == 0)
+                .filter(|e| !e.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -59,7 +66,11 @@ pub(crate) fn new_mark() -> String {
             .map(|d| d.as_nanos())
             .unwrap_or(0)
     });
-    format!("{}-{start:x}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{}-{start:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Pids of the processes whose environment holds `STEP_MARK=mark`.
@@ -130,7 +141,10 @@ fn check_cpus(cpus: &[u32]) -> Result<(), StepError> {
     match cpus.iter().find(|c| u64::from(**c) >= limit) {
         Some(c) => Err(super::err(
             ErrorKind::BadRequest,
-            format!("cpus: CPU {c} does not exist here (this machine has CPUs 0-{})", limit - 1),
+            format!(
+                "cpus: CPU {c} does not exist here (this machine has CPUs 0-{})",
+                limit - 1
+            ),
         )),
         None => Ok(()),
     }
@@ -186,8 +200,13 @@ pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepErro
     let Some((program, args)) = req.argv.split_first() else {
         return Err(super::err(ErrorKind::BadRequest, "exec needs a non-empty argv"));
     };
-    if req.argv.iter().any(|a| a.contains('\0')) || req.env.iter().any(|(k, v)| k.contains(['\0', '=']) || v.contains('\0')) {
-        return Err(super::err(ErrorKind::BadRequest, "argv and env may not hold NUL bytes (nor `=` in a name)"));
+    if req.argv.iter().any(|a| a.contains('\0'))
+        || req.env.iter().any(|(k, v)| k.contains(['\0', '=']) || v.contains('\0'))
+    {
+        return Err(super::err(
+            ErrorKind::BadRequest,
+            "argv and env may not hold NUL bytes (nor `=` in a name)",
+        ));
     }
     if let Some(cpus) = &req.cpus {
         check_cpus(cpus)?;
@@ -319,10 +338,7 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
         .map_err(|e| super::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
     let pid = child.id().unwrap_or(0);
     // From here on, whatever happens to this request, nothing the step started survives it.
-    let reaper = Reaper {
-        pgid: pid as i32,
-        mark,
-    };
+    let reaper = Reaper { pgid: pid as i32, mark };
     feed_stdin(&mut child, req.stdin.clone());
     let mut observed = Vec::new();
     observe(pid, &mut observed);

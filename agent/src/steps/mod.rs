@@ -86,7 +86,9 @@ pub fn open_regular(path: &Path) -> Result<std::fs::File, StepError> {
                 err(ErrorKind::NotFound, format!("{}: {e}", path.display()))
             }
         })?;
-    let meta = file.metadata().map_err(|e| err(ErrorKind::Io, format!("{}: {e}", path.display())))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| err(ErrorKind::Io, format!("{}: {e}", path.display())))?;
     if !meta.is_file() {
         return Err(err(
             ErrorKind::Forbidden,

@@ -44,7 +44,9 @@ fn check_member(release: &str, path: &Path, kind: EntryType, link: Option<&Path>
     let top = p.len() == 1;
     match kind {
         EntryType::Directory => Ok(()),
-        _ if top => Err(bad(format!("holds {shown:?} as a {kind:?}, where the folder {release}/ belongs"))),
+        _ if top => Err(bad(format!(
+            "holds {shown:?} as a {kind:?}, where the folder {release}/ belongs"
+        ))),
         EntryType::Regular | EntryType::Continuous => Ok(()),
         EntryType::Symlink | EntryType::Link if p.len() == 2 && p[1].starts_with("modules.") => Err(bad(format!(
             "holds {shown:?} as a link: depmod writes there, and would write through it"
@@ -57,7 +59,9 @@ fn check_member(release: &str, path: &Path, kind: EntryType, link: Option<&Path>
                 _ => Err(bad(format!("holds {shown:?}, a hard link leaving {release}/"))),
             }
         }
-        other => Err(bad(format!("holds {shown:?}, a {other:?}: only files, folders and links belong there"))),
+        other => Err(bad(format!(
+            "holds {shown:?}, a {other:?}: only files, folders and links belong there"
+        ))),
     }
 }
 
@@ -80,11 +84,17 @@ fn open(tar: &Path) -> Result<Box<dyn std::io::Read>, StepError> {
 pub fn check(release: &str, tar: &Path) -> Result<usize, StepError> {
     let mut archive = tar::Archive::new(open(tar)?);
     let mut n = 0;
-    let entries = archive.entries().map_err(|e| bad(format!("is not a tar (plain or gzipped): {e}")))?;
+    let entries = archive
+        .entries()
+        .map_err(|e| bad(format!("is not a tar (plain or gzipped): {e}")))?;
     for entry in entries {
         let entry = entry.map_err(|e| bad(format!("is not a tar (plain or gzipped): {e}")))?;
-        let path = entry.path().map_err(|e| bad(format!("has a member whose name cannot be read: {e}")))?;
-        let link = entry.link_name().map_err(|e| bad(format!("has a link that cannot be read: {e}")))?;
+        let path = entry
+            .path()
+            .map_err(|e| bad(format!("has a member whose name cannot be read: {e}")))?;
+        let link = entry
+            .link_name()
+            .map_err(|e| bad(format!("has a link that cannot be read: {e}")))?;
         check_member(release, &path, entry.header().entry_type(), link.as_deref())?;
         n += 1;
     }

@@ -36,7 +36,9 @@ fn source(from: &FileSource, data_dir: &Path) -> Result<std::fs::File, StepError
                 return Err(bad(format!("source {p:?} must be an absolute path")));
             }
             let f = std::fs::File::open(p).map_err(|e| super::err(ErrorKind::NotFound, format!("{p}: {e}")))?;
-            let meta = f.metadata().map_err(|e| super::err(ErrorKind::Io, format!("{p}: {e}")))?;
+            let meta = f
+                .metadata()
+                .map_err(|e| super::err(ErrorKind::Io, format!("{p}: {e}")))?;
             if !meta.is_file() {
                 return Err(bad(format!("source {p} is not a regular file")));
             }

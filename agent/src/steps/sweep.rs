@@ -56,7 +56,11 @@ pub async fn run(owner: &str, keep_spawned: bool, procs: &Table) -> Result<Vec<S
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     if !killed.is_empty() {
-        tracing::warn!(owner, n = killed.len(), "sweep killed processes left by an earlier attempt");
+        tracing::warn!(
+            owner,
+            n = killed.len(),
+            "sweep killed processes left by an earlier attempt"
+        );
     }
     Ok(killed)
 }

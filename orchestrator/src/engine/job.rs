@@ -69,7 +69,10 @@ pub async fn set_schedstats(client: &AgentClient, value: &str) -> Result<(), Str
     if back.trim() == value {
         Ok(())
     } else {
-        Err(format!("wrote {value} to {SCHEDSTATS}, it reads back as {}", back.trim()))
+        Err(format!(
+            "wrote {value} to {SCHEDSTATS}, it reads back as {}",
+            back.trim()
+        ))
     }
 }
 

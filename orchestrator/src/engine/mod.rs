@@ -121,9 +121,9 @@ pub async fn restore_settings(db: &PgPool, run_id: i64) -> Result<Vec<String>, E
                 match client {
                     Ok(c) => match c.identity().await {
                         Ok(id) if id.boot_id != boot_id => Ok("reset by a reboot".to_string()),
-                        Ok(_) if setting == job::SCHEDSTATS_SETTING => {
-                            job::set_schedstats(&c, &before).await.map(|_| format!("put back to {before}"))
-                        }
+                        Ok(_) if setting == job::SCHEDSTATS_SETTING => job::set_schedstats(&c, &before)
+                            .await
+                            .map(|_| format!("put back to {before}")),
                         Ok(_) => Err(format!("kreg does not know how to put {setting} back")),
                         Err(e) => Err(e.to_string()),
                     },
@@ -146,7 +146,12 @@ pub async fn restore_settings(db: &PgPool, run_id: i64) -> Result<Vec<String>, E
 
 /// Kills what an earlier attempt of this run left on `host` (servers of this attempt kept
 /// when `keep_spawned`), and says so.
-async fn sweep(client: &kreg_agent::client::AgentClient, host: &str, keep_spawned: bool, on_event: &mut dyn FnMut(Event)) {
+async fn sweep(
+    client: &kreg_agent::client::AgentClient,
+    host: &str,
+    keep_spawned: bool,
+    on_event: &mut dyn FnMut(Event),
+) {
     match client.sweep(keep_spawned).await {
         Ok(killed) if !killed.is_empty() => on_event(Event::Leftovers {
             host: host.to_string(),
@@ -549,9 +554,7 @@ async fn drive_jobs(
         }
         if let Some(before) = schedstats_before {
             match job::set_schedstats(&sut_client, &before).await {
-                Ok(()) => {
-                    store::setting_restored(db, run_id, &sut, &sut_id.boot_id, job::SCHEDSTATS_SETTING).await?
-                }
+                Ok(()) => store::setting_restored(db, run_id, &sut, &sut_id.boot_id, job::SCHEDSTATS_SETTING).await?,
                 Err(e) => on_event(Event::Warning {
                     message: format!("{sut}: could not put {} back to {before}: {e}", job::SCHEDSTATS_SETTING),
                 }),

@@ -205,9 +205,7 @@ fn definitions(text: &str, symbol: &str) -> Vec<Vec<String>> {
                 }
             }
             "comment" | "source" | "mainmenu" => owner = Owner::Other,
-            "help" | "---help---" => {
-                help = Some(Help { first: None })
-            }
+            "help" | "---help---" => help = Some(Help { first: None }),
             "depends" => {
                 if let Some(expr) = rest.strip_prefix("on") {
                     let expr = without_comment(expr).trim().to_string();
@@ -265,7 +263,9 @@ pub fn annotate(expr: &str, config: &str) -> String {
         }
         out.push_str(word);
         let symbol = word.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-            && word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            && word
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
         if symbol {
             let value = value_of(config, &format!("CONFIG_{word}")).unwrap_or("n");
             out.push_str(&format!(" [={value}]"));
@@ -376,14 +376,23 @@ mod tests {
             annotate("DEBUG_KERNEL && PROC_FS", config),
             "DEBUG_KERNEL [=n] && PROC_FS [=y]"
         );
-        assert_eq!(annotate("!X86_32 || (A=m)", "CONFIG_A=m\n"), "!X86_32 [=n] || (A [=m]=m)");
+        assert_eq!(
+            annotate("!X86_32 || (A=m)", "CONFIG_A=m\n"),
+            "!X86_32 [=n] || (A [=m]=m)"
+        );
     }
 
     #[test]
     fn a_symbol_defined_twice_depends_on_either_definition() {
         let k = vec![
-            ("arch/x86/Kconfig".to_string(), "config HZ_X\n\tbool\n\tdepends on X86\n".to_string()),
-            ("arch/arm/Kconfig".to_string(), "config HZ_X\n\tbool\n\tdepends on ARM\n".to_string()),
+            (
+                "arch/x86/Kconfig".to_string(),
+                "config HZ_X\n\tbool\n\tdepends on X86\n".to_string(),
+            ),
+            (
+                "arch/arm/Kconfig".to_string(),
+                "config HZ_X\n\tbool\n\tdepends on ARM\n".to_string(),
+            ),
         ];
         assert_eq!(depends_on(&k, "HZ_X").as_deref(), Some("(X86) || (ARM)"));
     }

@@ -128,7 +128,11 @@ impl CacheLock {
         use std::os::fd::AsRawFd;
         // SAFETY: flock on a descriptor we own; blocks until the lock is ours.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(msg(format!("locking {}: {}", path.display(), std::io::Error::last_os_error())));
+            return Err(msg(format!(
+                "locking {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
         }
         Ok(CacheLock { _file: file })
     }

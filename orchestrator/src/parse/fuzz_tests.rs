@@ -20,8 +20,28 @@ impl Rng {
 }
 
 const ODD_NUMBERS: &[&str] = &[
-    "NaN", "nan", "inf", "-inf", "-1", "-0", "-0.0", "1e300", "1e16", "99999999999999999999999", "", "0x10", "1,5",
-    "+3", "1e-320", "4.", ".5", "1e", "--2", "0", "Infinity", "3.4028236e38",
+    "NaN",
+    "nan",
+    "inf",
+    "-inf",
+    "-1",
+    "-0",
+    "-0.0",
+    "1e300",
+    "1e16",
+    "99999999999999999999999",
+    "",
+    "0x10",
+    "1,5",
+    "+3",
+    "1e-320",
+    "4.",
+    ".5",
+    "1e",
+    "--2",
+    "0",
+    "Infinity",
+    "3.4028236e38",
 ];
 
 /// Byte ranges of the numbers in `text`.
@@ -105,7 +125,15 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
             }
             8 => {
                 let mut l = lines;
-                let junk = ["Time: ", "min=, max=", "THROUGHPUT=", "TEST RESULT : System achieved", "{", "Latency (ms):", "  avg:"];
+                let junk = [
+                    "Time: ",
+                    "min=, max=",
+                    "THROUGHPUT=",
+                    "TEST RESULT : System achieved",
+                    "{",
+                    "Latency (ms):",
+                    "  avg:",
+                ];
                 l.insert(rng.below(n + 1), junk[rng.below(junk.len())].to_string());
                 l.join("\n")
             }
@@ -139,7 +167,12 @@ fn fuzz(kind: &str, input: &str, seed: u64, cases: usize) -> (usize, usize) {
                         m.value
                     );
                     assert!(!m.name.is_empty());
-                    assert_eq!(metrics.iter().filter(|o| o.name == m.name).count(), 1, "{kind} case {case}: {} twice", m.name);
+                    assert_eq!(
+                        metrics.iter().filter(|o| o.name == m.name).count(),
+                        1,
+                        "{kind} case {case}: {} twice",
+                        m.name
+                    );
                 }
             }
             Err(e) => {

@@ -52,7 +52,10 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
             if result.is_some() {
                 return Err(perr(
                     TOOL,
-                    format!("line {}: a second `TEST RESULT`: the output holds more than one run; give one run per file", n + 1),
+                    format!(
+                        "line {}: a second `TEST RESULT`: the output holds more than one run; give one run per file",
+                        n + 1
+                    ),
                 ));
             }
             match (nopm, tpm) {

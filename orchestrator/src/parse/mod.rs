@@ -113,12 +113,16 @@ pub(crate) fn plausible(v: f64) -> bool {
 pub(crate) fn number(tool: &str, line: usize, what: &str, text: &str) -> Result<f64, ParseError> {
     let t = text.trim();
     let plain = t.starts_with(|c: char| c.is_ascii_digit() || c == '.')
-        && t.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
+        && t.chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
     let v: f64 = t
         .parse()
         .map_err(|_| perr(tool, format!("line {line}: {what} is {:?}, not a number", clip(t))))?;
     if !plain || !plausible(v) {
-        return Err(perr(tool, format!("line {line}: {what} is {}, which is impossible", clip(t))));
+        return Err(perr(
+            tool,
+            format!("line {line}: {what} is {}, which is impossible", clip(t)),
+        ));
     }
     Ok(v)
 }

@@ -22,7 +22,10 @@ pub fn netperf(text: &str) -> Result<Vec<Metric>, ParseError> {
                 if throughput.is_some() {
                     return Err(perr(
                         TOOL,
-                        format!("line {}: a second THROUGHPUT=: the output holds more than one run; give one run per file", n + 1),
+                        format!(
+                            "line {}: a second THROUGHPUT=: the output holds more than one run; give one run per file",
+                            n + 1
+                        ),
                     ));
                 }
                 throughput = Some(number(TOOL, n + 1, "THROUGHPUT", value)?)

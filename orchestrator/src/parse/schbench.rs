@@ -38,12 +38,14 @@ const SECTIONS: &[Section] = &[
     },
 ];
 
-
 /// A section's closing `min=A, max=B` line (`rest` is what follows `min=`).
 fn min_max(section: &Section, line: usize, l: &str, rest: &str) -> Result<[Metric; 2], ParseError> {
-    let (min, max) = rest
-        .split_once(", max=")
-        .ok_or_else(|| perr(TOOL, format!("line {line}: expected `min=A, max=B`, found {:?}", clip(l))))?;
+    let (min, max) = rest.split_once(", max=").ok_or_else(|| {
+        perr(
+            TOOL,
+            format!("line {line}: expected `min=A, max=B`, found {:?}", clip(l)),
+        )
+    })?;
     let metric = |suffix: &str, value: &str| -> Result<Metric, ParseError> {
         Ok(Metric::new(
             format!("{}_{suffix}", section.stem),
@@ -152,9 +154,12 @@ pub fn schbench_json(text: &str) -> Result<Vec<Metric>, ParseError> {
             } else {
                 continue;
             };
-            let n = value
-                .as_f64()
-                .ok_or_else(|| perr("schbench-json", format!("`{key}` is {}, not a number", clip(&value.to_string()))))?;
+            let n = value.as_f64().ok_or_else(|| {
+                perr(
+                    "schbench-json",
+                    format!("`{key}` is {}, not a number", clip(&value.to_string())),
+                )
+            })?;
             if !plausible(n) {
                 return Err(perr("schbench-json", format!("`{key}` is {n}, which is impossible")));
             }

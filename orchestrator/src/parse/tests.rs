@@ -392,7 +392,10 @@ fn unknown_kind_lists_the_known_ones() {
 
 #[test]
 fn schbench_reads_its_json_form_under_its_own_kind() {
-    assert_eq!(parse("schbench", SCHBENCH_JSON).unwrap(), schbench_json(SCHBENCH_JSON).unwrap());
+    assert_eq!(
+        parse("schbench", SCHBENCH_JSON).unwrap(),
+        schbench_json(SCHBENCH_JSON).unwrap()
+    );
     let text = render(parse("schbench", &fixture("schbench.6.12.txt")));
     assert!(text.contains("wakeup_lat_p99="), "{text}");
 }
@@ -401,22 +404,35 @@ fn schbench_reads_its_json_form_under_its_own_kind() {
 fn impossible_figures_are_refused_everywhere() {
     for bad in ["NaN", "inf", "-5", "-0", "1e300"] {
         let line = format!("TEST RESULT : System achieved {bad} NOPM from 48811 MariaDB TPM");
-        let r = parse("hammerdb", &HAMMERDB_V4.replace("TEST RESULT : System achieved 21034 NOPM from 48811 MariaDB TPM", &line));
+        let r = parse(
+            "hammerdb",
+            &HAMMERDB_V4.replace("TEST RESULT : System achieved 21034 NOPM from 48811 MariaDB TPM", &line),
+        );
         assert!(r.is_err(), "hammerdb took NOPM {bad}: {r:?}");
         let r = parse("hackbench", &format!("Running\nTime: {bad}\n"));
         assert!(r.is_err(), "hackbench took {bad}: {r:?}");
-        let r = parse("netperf", &NETPERF_RR.replace("MEAN_LATENCY=31.77", &format!("MEAN_LATENCY={bad}")));
+        let r = parse(
+            "netperf",
+            &NETPERF_RR.replace("MEAN_LATENCY=31.77", &format!("MEAN_LATENCY={bad}")),
+        );
         assert!(r.is_err(), "netperf took {bad}: {r:?}");
     }
     for bad in ["-4", "-0.0", "1e300"] {
-        let json = SCHBENCH_JSON.replace("\"wakeup_latency_pct99.0\": 67", &format!("\"wakeup_latency_pct99.0\": {bad}"));
+        let json = SCHBENCH_JSON.replace(
+            "\"wakeup_latency_pct99.0\": 67",
+            &format!("\"wakeup_latency_pct99.0\": {bad}"),
+        );
         let r = parse("schbench-json", &json);
         assert!(r.is_err(), "schbench JSON took a latency of {bad}: {r:?}");
     }
     // A 10 MB garbled value is quoted short, not echoed whole.
     let long = format!("Time: {}\n", "9x".repeat(5_000_000));
     let e = parse("hackbench", &long).unwrap_err().to_string();
-    assert!(e.len() < 300 && e.contains("10000000 bytes"), "{}", &e[..e.len().min(300)]);
+    assert!(
+        e.len() < 300 && e.contains("10000000 bytes"),
+        "{}",
+        &e[..e.len().min(300)]
+    );
 }
 
 #[test]
@@ -426,7 +442,11 @@ fn percentile_labels_keep_their_integer_zeros() {
     assert_eq!(pct_name("99.9000"), "p99.9");
     assert_eq!(pct_name("100"), "p100");
     let json = r#"{"int": {"wakeup_latency_pct50": 9, "wakeup_latency_pct90": 20}}"#;
-    check("schbench-json", json, "wakeup_lat_p50=9 us lower\nwakeup_lat_p90=20 us lower");
+    check(
+        "schbench-json",
+        json,
+        "wakeup_lat_p50=9 us lower\nwakeup_lat_p90=20 us lower",
+    );
 }
 
 #[test]
@@ -444,7 +464,10 @@ fn a_metric_reported_twice_is_an_error_in_every_parser() {
         ("netperf", format!("{NETPERF_RR}{NETPERF_RR}")),
         ("hammerdb", format!("{HAMMERDB_V6}\n{HAMMERDB_V6}")),
         ("sysbench", format!("{0}\n{0}", fixture("sysbench-oltp_read_write.txt"))),
-        ("perf-bench", format!("{0}\n{0}", fixture("perf-bench-pipe.6.1-perf.txt"))),
+        (
+            "perf-bench",
+            format!("{0}\n{0}", fixture("perf-bench-pipe.6.1-perf.txt")),
+        ),
     ] {
         let e = parse(kind, &text).unwrap_err().to_string();
         assert!(e.contains("more than one run"), "{kind}: {e}");

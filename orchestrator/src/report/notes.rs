@@ -120,11 +120,18 @@ fn flatten(node: &Node, path: &str, out: &mut Vec<(String, String)>) {
 
 /// The entries of a list section by name, each flattened.
 fn section(root: &Node, name: &str) -> Vec<(String, Vec<(String, String)>)> {
-    let Kind::Map(entries) = &root.kind else { return Vec::new() };
-    let Some((_, list)) = entries.iter().find(|(k, _)| matches!(&k.kind, Kind::Scalar(s, _) if s == name)) else {
+    let Kind::Map(entries) = &root.kind else {
         return Vec::new();
     };
-    let Kind::Seq(items) = &list.kind else { return Vec::new() };
+    let Some((_, list)) = entries
+        .iter()
+        .find(|(k, _)| matches!(&k.kind, Kind::Scalar(s, _) if s == name))
+    else {
+        return Vec::new();
+    };
+    let Kind::Seq(items) = &list.kind else {
+        return Vec::new();
+    };
     items
         .iter()
         .filter_map(|i| {
@@ -203,12 +210,19 @@ pub fn unlike(a: (i64, &Scenario, &str), b: (i64, &Scenario, &str)) -> Unlike {
         kernels: sb
             .kernels
             .iter()
-            .filter(|k| sa.kernel(&k.name).is_some_and(|x| x.source != k.source || x.cmdline != k.cmdline))
+            .filter(|k| {
+                sa.kernel(&k.name)
+                    .is_some_and(|x| x.source != k.source || x.cmdline != k.cmdline)
+            })
             .map(|k| k.name.clone())
             .collect(),
         warnings: Vec::new(),
     };
-    for (kind, names) in [("workloads", &out.workloads), ("variants", &out.variants), ("kernels", &out.kernels)] {
+    for (kind, names) in [
+        ("workloads", &out.workloads),
+        ("variants", &out.variants),
+        ("kernels", &out.kernels),
+    ] {
         let described = definition_changes(ya, yb, kind);
         for name in names {
             let how = described
@@ -256,7 +270,10 @@ mod tests {
         let b = "name: s\nworkloads:\n  - { name: hb, kind: hackbench, loops: 2000, pipe: true }\n  - { name: same, kind: hackbench }\nvariants: [ {name: v, features: [A, B]} ]\n";
         assert_eq!(
             definition_changes(a, b, "workloads"),
-            vec![("hb".to_string(), vec!["loops: 200 → 2000".to_string(), "pipe: (absent) → true".to_string()])]
+            vec![(
+                "hb".to_string(),
+                vec!["loops: 200 → 2000".to_string(), "pipe: (absent) → true".to_string()]
+            )]
         );
         assert_eq!(
             definition_changes(a, b, "variants"),

@@ -131,7 +131,12 @@ pub(super) fn render_csv(rep: &Report) -> String {
         fields[5] = csv_field(&c.variant);
         fields[8] = "0".into();
         fields[27] = "failed".into();
-        fields[28] = csv_field(&format!("{} of {} jobs failed: {}", c.failed, c.jobs, c.reasons.join(" | ")));
+        fields[28] = csv_field(&format!(
+            "{} of {} jobs failed: {}",
+            c.failed,
+            c.jobs,
+            c.reasons.join(" | ")
+        ));
         out.push_str(&fields.join(","));
         out.push('\n');
     }

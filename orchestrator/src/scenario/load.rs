@@ -152,7 +152,9 @@ impl<'a> Cx<'a> {
                 continue;
             };
             if !allowed.contains(&key.as_str()) {
-                let hint = closest(key, allowed).map(|c| format!("did you mean `{c}`? ")).unwrap_or_default();
+                let hint = closest(key, allowed)
+                    .map(|c| format!("did you mean `{c}`? "))
+                    .unwrap_or_default();
                 self.error(
                     k,
                     format!(
@@ -373,7 +375,10 @@ impl<'a> Cx<'a> {
                         .unwrap_or_default();
                     self.error(
                         node,
-                        format!("baseline `{b}` is not one of the kernels ({}){hint}", kernel_names.join(", ")),
+                        format!(
+                            "baseline `{b}` is not one of the kernels ({}){hint}",
+                            kernel_names.join(", ")
+                        ),
                     );
                 }
                 Some(b)
@@ -433,7 +438,11 @@ impl<'a> Cx<'a> {
             Some(Kind::Seq(items)) => items.len().max(1) as u64,
             _ => 1,
         };
-        let (k, v, w) = (count(f.get("kernels")), count(f.get("variants")), count(f.get("workloads")));
+        let (k, v, w) = (
+            count(f.get("kernels")),
+            count(f.get("variants")),
+            count(f.get("workloads")),
+        );
         let i = u64::from(iterations.unwrap_or(1));
         let jobs = k.saturating_mul(v).saturating_mul(w).saturating_mul(i);
         if jobs > MAX_JOBS {
@@ -495,7 +504,13 @@ impl<'a> Cx<'a> {
     }
 
     /// A kernel built on a host names a host that can compile.
-    fn check_build_hosts(&mut self, kernels: &[Kernel], items: &[Node], hosts: &Option<Vec<Host>>, host_names: &[String]) {
+    fn check_build_hosts(
+        &mut self,
+        kernels: &[Kernel],
+        items: &[Node],
+        hosts: &Option<Vec<Host>>,
+        host_names: &[String],
+    ) {
         for (k, item) in kernels.iter().zip(items) {
             if let KernelSource::Build(BuildSpec { build_on: Some(h), .. }) = &k.source {
                 if !host_names.contains(h) {

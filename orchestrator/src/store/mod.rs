@@ -51,7 +51,11 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub async fn open(options: PgConnectOptions) -> Result<PgPool> {
     use sqlx::{ConnectOptions, Connection};
     let target = match options.get_socket() {
-        Some(dir) => format!("{} (socket in {})", options.get_database().unwrap_or("postgres"), dir.display()),
+        Some(dir) => format!(
+            "{} (socket in {})",
+            options.get_database().unwrap_or("postgres"),
+            dir.display()
+        ),
         None => format!(
             "{}:{}/{}",
             options.get_host(),
@@ -438,7 +442,13 @@ pub async fn record_setting(
 }
 
 /// A setting put back to its value before.
-pub async fn setting_restored(db: impl PgExecutor<'_>, run_id: i64, host: &str, boot_id: &str, setting: &str) -> Result<()> {
+pub async fn setting_restored(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    host: &str,
+    boot_id: &str,
+    setting: &str,
+) -> Result<()> {
     sqlx::query(
         "UPDATE host_settings SET restored_at = now() WHERE run_id = $1 AND host = $2 AND boot_id = $3 AND setting = $4",
     )
@@ -452,7 +462,10 @@ pub async fn setting_restored(db: impl PgExecutor<'_>, run_id: i64, host: &str, 
 }
 
 /// Settings of a run not put back yet: (host, boot id, setting, value before).
-pub async fn unrestored_settings(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<(String, String, String, String)>> {
+pub async fn unrestored_settings(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+) -> Result<Vec<(String, String, String, String)>> {
     Ok(sqlx::query_as(
         "SELECT host, boot_id, setting, before FROM host_settings WHERE run_id = $1 AND restored_at IS NULL ORDER BY id",
     )
@@ -550,7 +563,10 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec
     for (k, host, setting, before, after, restored) in settings {
         let i = entry(&mut out, &k);
         let state = if restored { "restored" } else { "NOT restored" };
-        add(&mut out[i].settings, format!("{host}: {setting} {before} → {after}, {state}"));
+        add(
+            &mut out[i].settings,
+            format!("{host}: {setting} {before} → {after}, {state}"),
+        );
     }
     for k in no_schedstat {
         let i = entry(&mut out, &k);

@@ -126,10 +126,7 @@ impl<'a> Cx<'a> {
                     None => Some(Vec::new()),
                     Some(n) => {
                         let items = self.seq(n, "patches")?;
-                        items
-                            .iter()
-                            .map(|i| self.file(i, "a patch file"))
-                            .collect()
+                        items.iter().map(|i| self.file(i, "a patch file")).collect()
                     }
                 };
                 let build_on = match kernel.get("build_on") {
