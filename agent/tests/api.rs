@@ -5,7 +5,7 @@ use std::time::Duration;
 use kreg_agent::wire::{Envelope, ErrorKind, ExecRequest, Policy, Reply, Step, StepOutput};
 
 mod common;
-use common::{start, Agent, TOKEN};
+use common::{fake_bzimage, start, tar_of, Agent, TOKEN};
 
 fn http() -> reqwest::Client {
     reqwest::Client::builder()
@@ -281,28 +281,6 @@ async fn exec_feeds_stdin() {
         .await
         .unwrap();
     assert_eq!(r.stdout.trim(), "3");
-}
-
-/// A file with a bzImage setup header announcing `release` (enough for the install step,
-/// which copies the image and checks the release it announces).
-fn fake_bzimage(release: &str) -> Vec<u8> {
-    let mut img = vec![0u8; 0x1000];
-    img[0x202..0x206].copy_from_slice(b"HdrS");
-    let at = 0x400usize;
-    img[0x20e..0x210].copy_from_slice(&((at - 0x200) as u16).to_le_bytes());
-    img[at..at + release.len()].copy_from_slice(release.as_bytes());
-    img
-}
-
-fn tar_of(dir: &std::path::Path, member: &str) -> Vec<u8> {
-    let out = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(dir)
-        .args(["-cf", "-", member])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    out.stdout
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod common;
-use common::{start, start_with, TOKEN};
+use common::{fake_bzimage, start, start_with, tar_of, TOKEN};
 
 /// Whether the peer closed `s` within `limit` (a read gives EOF or an error).
 async fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
@@ -410,26 +410,6 @@ async fn a_step_ends_when_its_request_goes_away() {
         gone_within(&argv, Duration::from_secs(5)).await,
         "the step's processes outlived its request"
     );
-}
-
-fn tar_of(dir: &std::path::Path, member: &str) -> Vec<u8> {
-    let out = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(dir)
-        .args(["-cf", "-", member])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    out.stdout
-}
-
-fn fake_bzimage(release: &str) -> Vec<u8> {
-    let mut img = vec![0u8; 0x1000];
-    img[0x202..0x206].copy_from_slice(b"HdrS");
-    let at = 0x400usize;
-    img[0x20e..0x210].copy_from_slice(&((at - 0x200) as u16).to_le_bytes());
-    img[at..at + release.len()].copy_from_slice(release.as_bytes());
-    img
 }
 
 #[tokio::test]

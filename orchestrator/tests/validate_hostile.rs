@@ -168,20 +168,7 @@ fn files_a_scenario_names_are_checked() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
-/// xorshift64*, fixed seeds.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use kreg::stats::rng::Rng;
 
 const ODD_VALUES: &[&str] = &[
     "-1",
@@ -302,7 +289,7 @@ fn two_thousand_mutated_scenarios_exit_0_or_1_with_positions() {
         .collect();
     seeds.sort();
     seeds.push(LAB.to_string());
-    let mut rng = Rng(0x6b72_6567_7661_6c31);
+    let mut rng = Rng::new(0x6b72_6567_7661_6c31);
     let (mut ok, mut refused) = (0, 0);
     for batch in 0..40 {
         let files: Vec<PathBuf> = (0..50)

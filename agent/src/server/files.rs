@@ -114,35 +114,22 @@ pub(super) async fn upload(
 /// Streams the body to a temp file, frame by frame (a kernel's modules are hundreds of MB,
 /// and the agent runs on the machine being measured), then renames it into place.
 async fn save_upload(dir: &Path, name: &str, mut body: Body, idle: std::time::Duration) -> Result<Uploaded, StepError> {
-    use http_body_util::BodyExt;
     use tokio::io::AsyncWriteExt;
     let path = steps::upload_path(dir, name)?;
     let (temp, file) = Temp::create(dir)?;
     let mut file = tokio::fs::File::from_std(file);
     let mut bytes = 0u64;
-    loop {
-        let frame = match tokio::time::timeout(idle, body.frame()).await {
-            Err(_) => {
-                return Err(steps::err(
-                    ErrorKind::Timeout,
-                    format!("{name}: nothing received for {} s", idle.as_secs()),
-                ))
-            }
-            Ok(None) => break,
-            Ok(Some(f)) => f.map_err(|e| steps::err(ErrorKind::Io, format!("receiving {name}: {e}")))?,
-        };
-        if let Ok(data) = frame.into_data() {
-            bytes += data.len() as u64;
-            if bytes > MAX_UPLOAD {
-                return Err(steps::err(
-                    ErrorKind::TooLarge,
-                    format!("{name} is larger than {} GiB", MAX_UPLOAD >> 30),
-                ));
-            }
-            file.write_all(&data)
-                .await
-                .map_err(|e| io_err(&format!("writing {name}"), e))?;
+    while let Some(data) = super::next_data(&mut body, idle, name).await? {
+        bytes += data.len() as u64;
+        if bytes > MAX_UPLOAD {
+            return Err(steps::err(
+                ErrorKind::TooLarge,
+                format!("{name} is larger than {} GiB", MAX_UPLOAD >> 30),
+            ));
         }
+        file.write_all(&data)
+            .await
+            .map_err(|e| io_err(&format!("writing {name}"), e))?;
     }
     file.sync_all()
         .await

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
@@ -182,7 +182,6 @@ async fn read_step_body<'a>(
     headers: &HeaderMap,
     mut body: Body,
 ) -> Result<(Vec<u8>, tokio::sync::SemaphorePermit<'a>), StepError> {
-    use http_body_util::BodyExt;
     let max = state.limits.max_step_body;
     let too_large = |n: u64| {
         steps::err(
@@ -202,25 +201,35 @@ async fn read_step_body<'a>(
         .map_err(|_| steps::err(ErrorKind::Busy, "too many large steps in progress; try again"))?
         .map_err(|_| steps::err(ErrorKind::Busy, "the agent is shutting down"))?;
     let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(max as u64) as usize);
+    while let Some(data) = next_data(&mut body, idle, "the step").await? {
+        if buf.len() + data.len() > max {
+            return Err(too_large((buf.len() + data.len()) as u64));
+        }
+        buf.extend_from_slice(&data);
+    }
+    Ok((buf, permit))
+}
+
+/// The next piece of a request body, `None` at its end; an error when nothing came for
+/// `idle` or the connection broke. `what` names the body in messages.
+async fn next_data(body: &mut Body, idle: std::time::Duration, what: &str) -> Result<Option<Bytes>, StepError> {
+    use http_body_util::BodyExt;
     loop {
         let frame = match tokio::time::timeout(idle, body.frame()).await {
             Err(_) => {
                 return Err(steps::err(
                     ErrorKind::Timeout,
-                    format!("the step body stalled for {} s", idle.as_secs()),
+                    format!("{what}: nothing received for {} s", idle.as_secs()),
                 ))
             }
-            Ok(None) => break,
-            Ok(Some(f)) => f.map_err(|e| steps::err(ErrorKind::BadRequest, format!("reading the step: {e}")))?,
+            Ok(None) => return Ok(None),
+            Ok(Some(f)) => f.map_err(|e| steps::err(ErrorKind::Io, format!("receiving {what}: {e}")))?,
         };
+        // Trailers carry no data: read on.
         if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > max {
-                return Err(too_large((buf.len() + data.len()) as u64));
-            }
-            buf.extend_from_slice(&data);
+            return Ok(Some(data));
         }
     }
-    Ok((buf, permit))
 }
 
 async fn step(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {

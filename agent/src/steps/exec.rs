@@ -73,22 +73,21 @@ pub(crate) fn new_mark() -> String {
     )
 }
 
-/// Pids of the processes whose environment holds `STEP_MARK=mark`.
-pub fn marked(mark: &str) -> Vec<i32> {
-    let entry = format!("{STEP_MARK}={mark}");
+/// Pids of the processes (other than the agent) whose environment satisfies `keep`.
+pub(crate) fn processes_where(keep: impl Fn(&[Vec<u8>]) -> bool) -> Vec<i32> {
     let me = std::process::id() as i32;
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| *pid != me)
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == entry.as_bytes()))
-                .unwrap_or(false)
-        })
+        .filter(|pid| *pid != me && keep(&environ(*pid)))
         .collect()
+}
+
+/// Pids of the processes whose environment holds `STEP_MARK=mark`.
+pub fn marked(mark: &str) -> Vec<i32> {
+    processes_where(|env| env_value(env, STEP_MARK) == Some(mark.as_bytes()))
 }
 
 /// SIGKILLs process group `pgid` and every process carrying `mark`, until none is left

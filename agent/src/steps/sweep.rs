@@ -5,27 +5,18 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::exec::{check_owner, env_value, environ, OWNER_MARK, STEP_MARK};
+use super::exec::{check_owner, env_value, processes_where, OWNER_MARK, STEP_MARK};
 use super::process::Table;
 use crate::wire::{StepError, SweptProcess};
 
 /// Processes working for `owner` whose step mark is not in `keep`.
 fn strays(owner: &str, keep: &HashSet<String>) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| *pid != me)
-        .filter(|pid| {
-            let env = environ(*pid);
-            env_value(&env, OWNER_MARK) == Some(owner.as_bytes())
-                && !env_value(&env, STEP_MARK)
-                    .map(|m| keep.contains(String::from_utf8_lossy(m).as_ref()))
-                    .unwrap_or(false)
-        })
-        .collect()
+    processes_where(|env| {
+        env_value(env, OWNER_MARK) == Some(owner.as_bytes())
+            && !env_value(env, STEP_MARK)
+                .map(|m| keep.contains(String::from_utf8_lossy(m).as_ref()))
+                .unwrap_or(false)
+    })
 }
 
 pub async fn run(owner: &str, keep_spawned: bool, procs: &Table) -> Result<Vec<SweptProcess>, StepError> {

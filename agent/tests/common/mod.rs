@@ -51,3 +51,25 @@ pub async fn start_with(name: &str, limits: Limits) -> Agent {
         stop: Some(tx),
     }
 }
+
+/// A file with a bzImage setup header announcing `release` (enough for the install step,
+/// which copies the image and checks the release it announces).
+pub fn fake_bzimage(release: &str) -> Vec<u8> {
+    let mut img = vec![0u8; 0x1000];
+    img[0x202..0x206].copy_from_slice(b"HdrS");
+    let at = 0x400usize;
+    img[0x20e..0x210].copy_from_slice(&((at - 0x200) as u16).to_le_bytes());
+    img[at..at + release.len()].copy_from_slice(release.as_bytes());
+    img
+}
+
+pub fn tar_of(dir: &std::path::Path, member: &str) -> Vec<u8> {
+    let out = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(dir)
+        .args(["-cf", "-", member])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}

@@ -4,20 +4,7 @@
 use super::tests::{fixture, HAMMERDB_V4, HAMMERDB_V6, NETPERF_RR, SCHBENCH_JSON};
 use super::*;
 
-/// xorshift64*: small, fixed-seed, the same sequence on every machine.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use crate::stats::rng::Rng;
 
 const ODD_NUMBERS: &[&str] = &[
     "NaN",
@@ -76,7 +63,7 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
                 } else {
                     let (a, b) = nums[rng.below(nums.len())];
                     let with = if rng.below(4) == 0 {
-                        (rng.next() % 1_000_000_000).to_string()
+                        (rng.next_u64() % 1_000_000_000).to_string()
                     } else {
                         ODD_NUMBERS[rng.below(ODD_NUMBERS.len())].to_string()
                     };
@@ -149,7 +136,7 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
 
 /// Runs `cases` mutations of `input` through `kind`; returns (parsed, refused).
 fn fuzz(kind: &str, input: &str, seed: u64, cases: usize) -> (usize, usize) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let (mut ok, mut refused) = (0, 0);
     for case in 0..cases {
         let text = mutate(input, &mut rng);

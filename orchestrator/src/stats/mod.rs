@@ -1,6 +1,7 @@
 //! Statistics over a metric's samples: summaries, two-sample tests, multiple-comparison
 //! control, and verdicts against a baseline. Pure.
 
+pub mod rng;
 mod tests_impl;
 pub mod verdict;
 

@@ -75,27 +75,15 @@ pub fn is_distribution_metric(name: &str) -> bool {
             .any(|part| part.starts_with('p') && part[1..].chars().next().is_some_and(|c| c.is_ascii_digit()))
 }
 
-/// xorshift64*: a small deterministic generator, seeded from the samples themselves.
-struct Rng(u64);
-
-impl Rng {
-    fn from_samples(a: &[f64], b: &[f64]) -> Rng {
-        let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
-        for v in a.iter().chain([f64::NAN].iter()).chain(b) {
-            h ^= v.to_bits();
-            h = h.wrapping_mul(0x1000_0000_01B3).rotate_left(17);
-        }
-        Rng(h | 1)
+/// The bootstrap's generator, seeded from the samples: the same samples give the same
+/// interval.
+fn rng_from_samples(a: &[f64], b: &[f64]) -> super::rng::Rng {
+    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+    for v in a.iter().chain([f64::NAN].iter()).chain(b) {
+        h ^= v.to_bits();
+        h = h.wrapping_mul(0x1000_0000_01B3).rotate_left(17);
     }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn index(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+    super::rng::Rng::new(h | 1)
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -110,15 +98,15 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Percentile bootstrap of median(b) / median(a).
 pub fn median_ratio_ci(a: &[f64], b: &[f64], resamples: usize) -> (f64, f64) {
-    let mut rng = Rng::from_samples(a, b);
+    let mut rng = rng_from_samples(a, b);
     let mut ratios = Vec::with_capacity(resamples);
     let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     for _ in 0..resamples {
         for x in ra.iter_mut() {
-            *x = a[rng.index(a.len())];
+            *x = a[rng.below(a.len())];
         }
         for x in rb.iter_mut() {
-            *x = b[rng.index(b.len())];
+            *x = b[rng.below(b.len())];
         }
         let ma = median(&mut ra);
         if ma != 0.0 {
