@@ -26,6 +26,13 @@ fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// How long a short control step (knobs, schedstat, threads, spawn, poll) may take: a
+/// machine busy with a heavy workload, or a guest the host starves, answers slowly.
+pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How long `identity` may take (it is also how boots are awaited, call after call).
+pub const IDENTITY_TIMEOUT: Duration = Duration::from_secs(30);
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The cause is said in the message (with its own causes), not chained as a source.
@@ -221,7 +228,7 @@ impl AgentClient {
     }
 
     pub async fn identity(&self) -> Result<Identity, ClientError> {
-        match self.step(Step::Identity, Duration::from_secs(10)).await? {
+        match self.step(Step::Identity, IDENTITY_TIMEOUT).await? {
             StepOutput::Identity(i) => Ok(i),
             other => Err(self.unexpected("identity", &other)),
         }
@@ -236,17 +243,14 @@ impl AgentClient {
     }
 
     pub async fn spawn(&self, req: ExecRequest) -> Result<ProcessState, ClientError> {
-        match self.step(Step::Spawn(req), Duration::from_secs(30)).await? {
+        match self.step(Step::Spawn(req), CONTROL_TIMEOUT).await? {
             StepOutput::Process(p) => Ok(p),
             other => Err(self.unexpected("spawn", &other)),
         }
     }
 
     pub async fn poll(&self, id: u64) -> Result<ProcessState, ClientError> {
-        match self
-            .step(Step::Poll { id, since: None }, Duration::from_secs(30))
-            .await?
-        {
+        match self.step(Step::Poll { id, since: None }, CONTROL_TIMEOUT).await? {
             StepOutput::Process(p) => Ok(p),
             other => Err(self.unexpected("poll", &other)),
         }
@@ -255,7 +259,7 @@ impl AgentClient {
     /// Like [`poll`](Self::poll), with only the output past `since` (stdout, stderr).
     pub async fn poll_since(&self, id: u64, since: [u64; 2]) -> Result<ProcessState, ClientError> {
         match self
-            .step(Step::Poll { id, since: Some(since) }, Duration::from_secs(30))
+            .step(Step::Poll { id, since: Some(since) }, CONTROL_TIMEOUT)
             .await?
         {
             StepOutput::Process(p) => Ok(p),
@@ -274,7 +278,7 @@ impl AgentClient {
     }
 
     pub async fn threads(&self, pid: u32) -> Result<Vec<ThreadInfo>, ClientError> {
-        match self.step(Step::Threads { pid }, Duration::from_secs(30)).await? {
+        match self.step(Step::Threads { pid }, CONTROL_TIMEOUT).await? {
             StepOutput::Threads { threads, .. } => Ok(threads),
             other => Err(self.unexpected("threads", &other)),
         }

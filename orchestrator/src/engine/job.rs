@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use kreg_agent::client::AgentClient;
+use kreg_agent::client::{AgentClient, CONTROL_TIMEOUT};
 use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
 
 use super::server::Session;
@@ -37,11 +37,7 @@ async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<Str
         path: path.into(),
         value: value.into(),
     };
-    match client
-        .step(step, Duration::from_secs(30))
-        .await
-        .map_err(|e| e.to_string())?
-    {
+    match client.step(step, CONTROL_TIMEOUT).await.map_err(|e| e.to_string())? {
         StepOutput::Knob(k) => Ok(k.value),
         other => Err(format!("unexpected answer to write_knob: {other:?}")),
     }
@@ -49,7 +45,7 @@ async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<Str
 
 async fn read_knob(client: &AgentClient, path: &str) -> Result<String, String> {
     match client
-        .step(Step::ReadKnob { path: path.into() }, Duration::from_secs(30))
+        .step(Step::ReadKnob { path: path.into() }, CONTROL_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?
     {
@@ -118,7 +114,7 @@ pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults:
 }
 
 async fn schedstat(client: &AgentClient) -> Option<String> {
-    match client.step(Step::Schedstat, Duration::from_secs(30)).await {
+    match client.step(Step::Schedstat, CONTROL_TIMEOUT).await {
         Ok(StepOutput::Schedstat(s)) => Some(s.raw),
         _ => None,
     }
@@ -194,7 +190,7 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
     // Provenance: the sched features in effect for this job.
     if let Ok(StepOutput::Knob(k)) = ctx
         .sut
-        .step(Step::ReadKnob { path: FEATURES.into() }, Duration::from_secs(30))
+        .step(Step::ReadKnob { path: FEATURES.into() }, CONTROL_TIMEOUT)
         .await
     {
         raw.push(("sched_features".to_string(), k.value));
