@@ -1,13 +1,11 @@
 //! The `kreg` command line: parses arguments, loads configuration, and calls the library.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use sha2::Digest;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
@@ -15,8 +13,11 @@ use sqlx::PgPool;
 use kreg::config::Config;
 
 mod lab_cli;
-use kreg::engine::{self, Event};
+mod report_cli;
+mod run_cli;
 use kreg::{plan, report, scenario, store};
+use report_cli::{compare, print_report};
+use run_cli::drive;
 
 #[derive(Parser)]
 #[command(name = "kreg", version, about = "Reproduce Linux kernel performance regressions")]
@@ -365,277 +366,6 @@ async fn connect(cfg: &Config) -> Result<PgPool> {
             .context("starting kreg's private PostgreSQL")?,
     };
     store::open(options).await.context("opening the database")
-}
-
-/// What a run's progress looks like: lines on stderr, and a bar when it is a terminal.
-fn show(bar: &ProgressBar, tty: bool, e: Event) {
-    let say = |bar: &ProgressBar, line: String| {
-        if tty {
-            bar.println(line)
-        } else {
-            eprintln!("{line}")
-        }
-    };
-    match e {
-        Event::KernelBooting { kernel } => {
-            bar.set_message(format!("booting kernel {kernel}"));
-            say(bar, format!("kernel {kernel}: booting"));
-        }
-        Event::BuildOutput { kernel, line } => {
-            if tty {
-                bar.set_message(format!("building {kernel}: {line}"));
-            } else {
-                eprintln!("build {kernel}: {line}");
-            }
-        }
-        Event::KernelReady {
-            kernel,
-            release,
-            boot_id,
-            method,
-        } => say(
-            bar,
-            format!("kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"),
-        ),
-        Event::KernelFailed { kernel, reason, jobs } => {
-            bar.inc(jobs as u64);
-            say(
-                bar,
-                format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"),
-            );
-        }
-        Event::JobStarted {
-            ordinal,
-            total,
-            kernel,
-            variant,
-            workload,
-            iteration,
-        } => {
-            bar.set_length(total as u64);
-            bar.set_message(format!(
-                "#{ordinal} {kernel} {variant} {workload} iteration {iteration}"
-            ));
-            if !tty {
-                eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} iteration={iteration}");
-            }
-        }
-        Event::JobDone {
-            ordinal,
-            metrics,
-            policy,
-        } => {
-            bar.inc(1);
-            let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
-            say(bar, format!("job #{ordinal}: {} (policy {policy})", m.join(" ")));
-        }
-        Event::JobFailed { ordinal, reason } => {
-            bar.inc(1);
-            say(bar, format!("job #{ordinal}: FAILED: {reason}"));
-        }
-        Event::Warning { message } => say(bar, format!("warning: {message}")),
-        Event::Leftovers { host, killed } => say(
-            bar,
-            format!(
-                "{host}: killed {} process(es) an earlier attempt left running: {}",
-                killed.len(),
-                killed.join(", ")
-            ),
-        ),
-    }
-}
-
-async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
-    let tty = std::io::stderr().is_terminal();
-    let bar = if tty {
-        ProgressBar::new(0)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}").expect("template"),
-    );
-    let mut on_event = |e: Event| show(&bar, tty, e);
-    let outcome = tokio::select! {
-        r = engine::drive(db, run_id, cfg, &mut on_event) => r?,
-        signal = interrupted() => {
-            // The drive was dropped with its requests: each agent ends what the job in
-            // progress started when its request goes away.
-            bar.finish_and_clear();
-            store::interrupt_run(db, run_id).await?;
-            for line in engine::restore_settings(db, run_id).await? {
-                eprintln!("{line}");
-            }
-            eprintln!(
-                "run {run_id}: interrupted by {signal}; the job in progress was stopped and nothing of it stored. Continue with `kreg resume {run_id}`"
-            );
-            return Ok(ExitCode::from(130));
-        }
-    };
-    bar.finish_and_clear();
-    print_report(db, run_id, None, Format::Text, &kreg::stats::Settings::default()).await?;
-    println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
-    Ok(if outcome.failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
-    })
-}
-
-/// The first SIGINT or SIGTERM.
-async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
-    }
-}
-
-async fn print_report(
-    db: &PgPool,
-    run_id: i64,
-    baseline: Option<report::Baseline>,
-    format: Format,
-    settings: &kreg::stats::Settings,
-) -> Result<()> {
-    let run = store::run(db, run_id).await?;
-    let s = engine::scenario_of(&run)?;
-    let baseline = baseline.unwrap_or_else(|| report::Baseline::Kernel(s.baseline.clone()));
-    match &baseline {
-        report::Baseline::Kernel(k) if s.kernel(k).is_none() => {
-            let names: Vec<&str> = s.kernels.iter().map(|k| k.name.as_str()).collect();
-            bail!("kernel {k:?} is not in run {run_id} (kernels: {})", names.join(", "));
-        }
-        report::Baseline::Variant(v) if s.variant(v).is_none() => {
-            let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
-            bail!("variant {v:?} is not in run {run_id} (variants: {})", names.join(", "));
-        }
-        _ => {}
-    }
-    let samples = store::samples(db, run_id).await?;
-    let tables = report::tables(&s, &samples, &baseline, settings);
-    let prov = store::provenance(db, run_id, &s.sut().name).await?;
-    let rep = report::Report {
-        run_id,
-        scenario: &s,
-        baseline: &baseline,
-        tables: &tables,
-        settings,
-        prov: &prov,
-        warnings: Vec::new(),
-        failed: failed_of(db, run_id).await?,
-    };
-    let text = rep.render(format.into());
-    print!("{text}");
-    if !text.ends_with('\n') {
-        println!();
-    }
-    Ok(())
-}
-
-/// The cells of a run whose jobs failed.
-async fn failed_of(db: &PgPool, run_id: i64) -> Result<Vec<report::FailedCell>> {
-    let jobs: Vec<report::JobSummary> = store::jobs(db, run_id)
-        .await?
-        .into_iter()
-        .map(|j| report::JobSummary {
-            failed: j.state() == plan::JobState::Failed,
-            kernel: j.kernel,
-            variant: j.variant,
-            workload: j.workload,
-            error: j.error,
-        })
-        .collect();
-    Ok(report::failed_cells(&jobs))
-}
-
-/// `kreg compare A B`: B's rows against A's, only where the two runs define the workload,
-/// the variant and the kernel alike; what differs is said, and a comparison with nothing
-/// alike is refused.
-async fn compare(db: &PgPool, run_a: i64, run_b: i64, format: Format) -> Result<ExitCode> {
-    let (ra, rb) = (store::run(db, run_a).await?, store::run(db, run_b).await?);
-    let (sa, mut sb) = (engine::scenario_of(&ra)?, engine::scenario_of(&rb)?);
-    if sa.name != sb.name {
-        bail!(
-            "run {run_a} is of scenario {:?}, run {run_b} of {:?}: compare runs of one scenario",
-            sa.name,
-            sb.name
-        );
-    }
-    let unlike = report::unlike((run_a, &sa, &ra.yaml), (run_b, &sb, &rb.yaml));
-    if !sb
-        .workloads
-        .iter()
-        .any(|w| sa.workload(&w.name).is_some() && !unlike.workloads.contains(&w.name))
-    {
-        for w in &unlike.warnings {
-            eprintln!("kreg: {w}");
-        }
-        bail!("runs {run_a} and {run_b} share no workload defined alike: nothing to compare");
-    }
-    sb.workloads.retain(|w| !unlike.workloads.contains(&w.name));
-    sb.variants.retain(|v| !unlike.variants.contains(&v.name));
-    sb.kernels.retain(|k| !unlike.kernels.contains(&k.name));
-    let mut warnings = unlike.warnings;
-    let settings = kreg::stats::Settings::default();
-    let (samples_a, samples_b) = (store::samples(db, run_a).await?, store::samples(db, run_b).await?);
-    let tables = report::compare_runs(&sa, &samples_a, &sb, &samples_b, &settings);
-    let base = report::Baseline::Run(run_a);
-    let mut prov = Vec::new();
-    for (run, s) in [(run_a, &sa), (run_b, &sb)] {
-        for mut p in store::provenance(db, run, &s.sut().name).await? {
-            p.kernel = format!("{} (run {run})", p.kernel);
-            prov.push(p);
-        }
-    }
-    warnings.extend(environment_changes(&prov, run_a, run_b));
-    let rep = report::Report {
-        run_id: run_b,
-        scenario: &sb,
-        baseline: &base,
-        tables: &tables,
-        settings: &settings,
-        prov: &prov,
-        warnings,
-        failed: failed_of(db, run_b).await?,
-    };
-    print!("{}", rep.render(format.into()));
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Per kernel of both runs: the releases, tool versions and settings that differ.
-fn environment_changes(prov: &[store::KernelProvenance], run_a: i64, run_b: i64) -> Vec<String> {
-    let mut out = Vec::new();
-    let tag_a = format!(" (run {run_a})");
-    for pa in prov.iter().filter(|p| p.kernel.ends_with(&tag_a)) {
-        let kernel = pa.kernel.trim_end_matches(&tag_a);
-        let Some(pb) = prov.iter().find(|p| p.kernel == format!("{kernel} (run {run_b})")) else {
-            continue;
-        };
-        for (what, a, b) in [
-            ("boots", &pa.boots, &pb.boots),
-            ("tool versions", &pa.tools, &pb.tools),
-            ("settings kreg changed", &pa.settings, &pb.settings),
-            ("kernel command lines", &pa.cmdlines, &pb.cmdlines),
-        ] {
-            let strip = |v: &Vec<String>| {
-                let mut v: Vec<String> = v.iter().map(|s| s.replace(", restored", "")).collect();
-                v.sort();
-                v
-            };
-            if strip(a) != strip(b) {
-                out.push(format!(
-                    "kernel {kernel}: {what} differ between the runs: {} | {}",
-                    a.join("; "),
-                    b.join("; ")
-                ));
-            }
-        }
-    }
-    out
 }
 
 async fn schedstat_compare(db: &PgPool, run: i64, a: &str, b: &str) -> Result<ExitCode> {

@@ -1,0 +1,143 @@
+//! `kreg run` and `kreg resume` as a terminal shows them: progress, the report at the end,
+//! and Ctrl-C or SIGTERM stopping the job in progress cleanly.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+use sqlx::PgPool;
+
+use kreg::config::Config;
+use kreg::engine::{self, Event};
+use kreg::store;
+
+use crate::report_cli::print_report;
+use crate::Format;
+
+/// What a run's progress looks like: lines on stderr, and a bar when it is a terminal.
+fn show(bar: &ProgressBar, tty: bool, e: Event) {
+    let say = |bar: &ProgressBar, line: String| {
+        if tty {
+            bar.println(line)
+        } else {
+            eprintln!("{line}")
+        }
+    };
+    match e {
+        Event::KernelBooting { kernel } => {
+            bar.set_message(format!("booting kernel {kernel}"));
+            say(bar, format!("kernel {kernel}: booting"));
+        }
+        Event::BuildOutput { kernel, line } => {
+            if tty {
+                bar.set_message(format!("building {kernel}: {line}"));
+            } else {
+                eprintln!("build {kernel}: {line}");
+            }
+        }
+        Event::KernelReady {
+            kernel,
+            release,
+            boot_id,
+            method,
+        } => say(
+            bar,
+            format!("kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"),
+        ),
+        Event::KernelFailed { kernel, reason, jobs } => {
+            bar.inc(jobs as u64);
+            say(
+                bar,
+                format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"),
+            );
+        }
+        Event::JobStarted {
+            ordinal,
+            total,
+            kernel,
+            variant,
+            workload,
+            iteration,
+        } => {
+            bar.set_length(total as u64);
+            bar.set_message(format!(
+                "#{ordinal} {kernel} {variant} {workload} iteration {iteration}"
+            ));
+            if !tty {
+                eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} iteration={iteration}");
+            }
+        }
+        Event::JobDone {
+            ordinal,
+            metrics,
+            policy,
+        } => {
+            bar.inc(1);
+            let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
+            say(bar, format!("job #{ordinal}: {} (policy {policy})", m.join(" ")));
+        }
+        Event::JobFailed { ordinal, reason } => {
+            bar.inc(1);
+            say(bar, format!("job #{ordinal}: FAILED: {reason}"));
+        }
+        Event::Warning { message } => say(bar, format!("warning: {message}")),
+        Event::Leftovers { host, killed } => say(
+            bar,
+            format!(
+                "{host}: killed {} process(es) an earlier attempt left running: {}",
+                killed.len(),
+                killed.join(", ")
+            ),
+        ),
+    }
+}
+
+pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
+    let tty = std::io::stderr().is_terminal();
+    let bar = if tty {
+        ProgressBar::new(0)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}").expect("template"),
+    );
+    let mut on_event = |e: Event| show(&bar, tty, e);
+    let outcome = tokio::select! {
+        r = engine::drive(db, run_id, cfg, &mut on_event) => r?,
+        signal = interrupted() => {
+            // The drive was dropped with its requests: each agent ends what the job in
+            // progress started when its request goes away.
+            bar.finish_and_clear();
+            store::interrupt_run(db, run_id).await?;
+            for line in engine::restore_settings(db, run_id).await? {
+                eprintln!("{line}");
+            }
+            eprintln!(
+                "run {run_id}: interrupted by {signal}; the job in progress was stopped and nothing of it stored. Continue with `kreg resume {run_id}`"
+            );
+            return Ok(ExitCode::from(130));
+        }
+    };
+    bar.finish_and_clear();
+    print_report(db, run_id, None, Format::Text, &kreg::stats::Settings::default()).await?;
+    println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
+    Ok(if outcome.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
+}
+
+/// The first SIGINT or SIGTERM.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    }
+}
