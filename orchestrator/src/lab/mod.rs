@@ -204,29 +204,37 @@ fn kvm_usable() -> bool {
 }
 
 /// Starts a VM and waits for its agent. With accel "auto", tries KVM first where it can
-/// and falls back to TCG if the VM dies under KVM before answering.
+/// and falls back to TCG if the VM dies under KVM before answering. A VM that dies under
+/// TCG before answering is started once more: the emulator crashes a guest now and then
+/// (text patching at boot), as it does a kexec; the error says so when the retry fails too.
 pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, AgentClient, Identity), String> {
     let accels: Vec<&str> = match spec.accel.as_str() {
-        "auto" if kvm_usable() => vec!["kvm", "tcg"],
-        "auto" => vec!["tcg"],
+        "auto" if kvm_usable() => vec!["kvm", "tcg", "tcg"],
+        "auto" | "tcg" => vec!["tcg", "tcg"],
         other => vec![other],
     };
     let mut last_error = String::new();
-    for accel in accels {
+    for (n, accel) in accels.iter().enumerate() {
         let attempt = VmSpec {
             accel: accel.to_string(),
             ..spec.clone()
         };
         let mut vm = Vm::start(&attempt).map_err(|e| e.to_string())?;
         let client = AgentClient::new(&vm.url(), token);
+        let retry_left = n + 1 < accels.len();
         match wait_for_agent(&client, None, timeout, Some(&mut vm)).await {
             Ok(id) => return Ok((vm, client, id)),
-            // Only a VM that died under KVM is worth another try, under TCG.
-            Err(e) if accel == "kvm" && spec.accel == "auto" && vm.exited().is_some() => {
-                KVM_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
-                eprintln!("kreg: the lab VM died under KVM; falling back to TCG (KREG_LAB_ACCEL=tcg skips KVM)");
-                last_error = e;
+            Err(e) if retry_left && vm.exited().is_some() => {
+                if *accel == "kvm" {
+                    KVM_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+                    eprintln!("kreg: the lab VM died under KVM; falling back to TCG (KREG_LAB_ACCEL=tcg skips KVM)");
+                    last_error = e;
+                } else {
+                    eprintln!("kreg: the lab VM died before its agent answered; starting it once more");
+                    last_error = format!("{e}\nstarted once more: ");
+                }
             }
+            Err(e) if last_error.ends_with("started once more: ") => return Err(format!("{last_error}{e}")),
             Err(e) => return Err(e),
         }
     }
