@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod kconfig;
 pub mod kernel;
 pub mod lab;
 pub mod parse;
@@ -13,3 +14,5 @@ pub mod scenario_file;
 pub mod schedstat;
 pub mod stats;
 pub mod store;
+pub mod workload;
+pub mod yaml;

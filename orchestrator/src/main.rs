@@ -303,7 +303,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             } else {
                 std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?
             };
-            let metrics = kreg::parse::parse(&kind, &text).with_context(|| format!("{}", file.display()))?;
+            let metrics = kreg::workload::parse_output(&kind, &text).with_context(|| format!("{}", file.display()))?;
             let json: Vec<serde_json::Value> = metrics
                 .iter()
                 .map(|m| serde_json::json!({"name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction()}))

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kreg::kernel::kconfig;
+use kreg::kconfig;
 
 mod common;
 use common::{fresh_db, kreg, Agent, Scratch};

@@ -9,9 +9,10 @@ use kreg_agent::client::{AgentClient, CONTROL_TIMEOUT};
 use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
 
 use super::server::Session;
-use crate::parse::{self, Metric};
-use crate::scenario::{Variant, Workload, WorkloadKind};
+use crate::parse::Metric;
+use crate::scenario::{Variant, Workload};
 use crate::store::JobOutcome;
+use crate::workload::{hammerdb, netperf, sysbench, Netperf, Plan, SingleHost};
 
 const FEATURES: &str = "/sys/kernel/debug/sched/features";
 const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
@@ -141,32 +142,19 @@ pub fn programs(
     runner: &AgentClient,
     conns: &std::collections::HashMap<String, super::host::Conn>,
 ) -> Vec<(String, String, AgentClient)> {
-    let on = |host: &str| conns.get(host).and_then(|c| c.client()).cloned();
-    let mut out = Vec::new();
-    let mut add = |program: String, host: &str, client: Option<AgentClient>| {
-        if let Some(c) = client {
-            out.push((program, host.to_string(), c));
+    let client_of = |host: &str| {
+        if host == workload.on {
+            Some(runner.clone())
+        } else {
+            conns.get(host).and_then(|c| c.client()).cloned()
         }
     };
-    match &workload.kind {
-        WorkloadKind::Hackbench(h) => add(h.argv()[0].clone(), &workload.on, Some(runner.clone())),
-        WorkloadKind::Schbench(s) => add(s.argv()[0].clone(), &workload.on, Some(runner.clone())),
-        WorkloadKind::PerfBench(_) => add("perf".into(), &workload.on, Some(runner.clone())),
-        WorkloadKind::Command(c) => add(c.argv[0].clone(), &workload.on, Some(runner.clone())),
-        WorkloadKind::Sysbench(sb) => {
-            add("sysbench".into(), &workload.on, Some(runner.clone()));
-            add(sb.server.programs().0.into(), &sb.server.on, on(&sb.server.on));
-        }
-        WorkloadKind::Hammerdb(h) => {
-            add("hammerdbcli".into(), &workload.on, Some(runner.clone()));
-            add(h.server.programs().0.into(), &h.server.on, on(&h.server.on));
-        }
-        WorkloadKind::Netperf(n) => {
-            add("netperf".into(), &workload.on, Some(runner.clone()));
-            add("netserver".into(), &n.server_on, on(&n.server_on));
-        }
-    }
-    out
+    workload
+        .kind
+        .programs(&workload.on)
+        .into_iter()
+        .filter_map(|(program, host)| client_of(&host).map(|c| (program, host, c)))
+        .collect()
 }
 
 fn failure_text(res: &ExecResult, what: &str, timeout: u64) -> String {
@@ -205,28 +193,25 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
             Err(e) => return Err(fail(e, &raw)),
         }
     }
-    let (metrics, observed) = match &workload.kind {
-        WorkloadKind::Hackbench(_)
-        | WorkloadKind::Schbench(_)
-        | WorkloadKind::PerfBench(_)
-        | WorkloadKind::Command(_) => single_host(ctx, variant, workload, &mut raw).await?,
-        WorkloadKind::Sysbench(sb) => {
+    let (metrics, observed) = match workload.kind.plan() {
+        Plan::Single(single) => single_host(ctx, variant, workload, single, &mut raw).await?,
+        Plan::Sysbench(sb) => {
             let password = &ctx.session.expect("sysbench has a session").password;
             let argv = sb.argv(password, "run");
             let res = measured_exec(ctx, argv, None, None, workload.timeout_secs, &mut raw).await?;
             (
-                parse::sysbench(&res.stdout).map_err(|e| fail(e.to_string(), &raw))?,
+                sysbench::parse(&res.stdout).map_err(|e| fail(e.to_string(), &raw))?,
                 server_policy.clone(),
             )
         }
-        WorkloadKind::Netperf(n) => {
+        Plan::Netperf(n) => {
             let clients = n.clients.resolve(ctx.sut_id.nr_cpus);
             (
                 netperf_clients(ctx, n, clients, workload.timeout_secs, &mut raw).await?,
                 server_policy.clone(),
             )
         }
-        WorkloadKind::Hammerdb(h) => {
+        Plan::Hammerdb(h) => {
             let session = ctx.session.expect("hammerdb has a session");
             let vus = h.virtual_users.resolve(ctx.sut_id.nr_cpus);
             let script = h.script(&session.password, vus, false);
@@ -287,38 +272,21 @@ async fn single_host(
     ctx: &Ctx<'_>,
     variant: &Variant,
     workload: &Workload,
+    single: &dyn SingleHost,
     raw: &mut Vec<(String, String)>,
 ) -> Result<(Vec<Metric>, Option<String>), JobFailure> {
-    let argv = match &workload.kind {
-        WorkloadKind::Hackbench(h) => h.argv(),
-        WorkloadKind::Schbench(s) => s.argv(),
-        WorkloadKind::PerfBench(p) => p.argv(),
-        WorkloadKind::Command(c) => c.argv.clone(),
-        _ => unreachable!("two-host kinds are run elsewhere"),
-    };
     let res = measured_exec(
         ctx,
-        argv,
+        single.argv(),
         Some(variant.policy),
         variant.cpus.clone(),
         workload.timeout_secs,
         raw,
     )
     .await?;
-    let metrics = match &workload.kind {
-        WorkloadKind::Hackbench(_) => parse::hackbench(&res.stdout),
-        // The text report is on stderr; with -j - the JSON is on stdout.
-        WorkloadKind::Schbench(s) if s.json => parse::schbench_json(&res.stdout).and_then(|mut m| {
-            let text = parse::schbench(&res.stderr)?;
-            m.extend(text.into_iter().filter(|t| t.name == "avg_rps"));
-            Ok(m)
-        }),
-        WorkloadKind::Schbench(_) => parse::schbench(&format!("{}\n{}", res.stdout, res.stderr)),
-        WorkloadKind::PerfBench(_) => parse::perf_bench(&res.stdout),
-        WorkloadKind::Command(c) => parse::command(&c.metrics, &res.stdout, &res.stderr),
-        _ => unreachable!(),
-    }
-    .map_err(|e| fail(e.to_string(), raw))?;
+    let metrics = single
+        .parse(&res.stdout, &res.stderr)
+        .map_err(|e| fail(e.to_string(), raw))?;
     let want = variant.policy.name();
     if res.observed_policies.iter().any(|p| p != want) {
         return Err(fail(
@@ -358,7 +326,7 @@ async fn wait_spawned(
 /// each latency figure is the mean of the clients' figures.
 async fn netperf_clients(
     ctx: &Ctx<'_>,
-    n: &crate::scenario::Netperf,
+    n: &Netperf,
     clients: u32,
     timeout_secs: u64,
     raw: &mut Vec<(String, String)>,
@@ -390,7 +358,7 @@ async fn netperf_clients(
                 raw,
             ));
         }
-        per_client.push(parse::netperf(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1), raw))?);
+        per_client.push(netperf::parse(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1), raw))?);
     }
     if ctx.schedstat {
         if let Some(s) = schedstat(ctx.sut).await {
@@ -456,5 +424,5 @@ async fn hammerdb_run(
     }
     raw.push(("stdout".into(), st.stdout.clone()));
     raw.push(("stderr".into(), st.stderr.clone()));
-    parse::hammerdb(&st.stdout).map_err(|e| fail(e.to_string(), raw))
+    hammerdb::parse(&st.stdout).map_err(|e| fail(e.to_string(), raw))
 }

@@ -455,7 +455,7 @@ async fn drive_jobs(
                     fail_all(db, &wjobs, &format!("host {} is not connected", workload.on), on_event).await?;
                     continue;
                 };
-                let session = match server::server_host(&workload.kind) {
+                let session = match workload.kind.server_host() {
                     None => None,
                     Some(host) => {
                         let Some(srv) = conns[host].client().cloned() else {

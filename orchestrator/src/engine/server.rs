@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, Policy};
 
-use crate::scenario::{DbServer, Netperf, WorkloadKind};
+use crate::workload::{DbServer, Netperf, Plan, WorkloadKind};
 
 /// A running server and what the jobs need to reach it.
 pub struct Session {
@@ -243,8 +243,8 @@ pub async fn open(
     cpus: Option<Vec<u32>>,
     sut_cpus: u32,
 ) -> Result<Option<Session>, String> {
-    let session = match kind {
-        WorkloadKind::Sysbench(sb) => {
+    let session = match kind.plan() {
+        Plan::Sysbench(sb) => {
             let s = start_db(server, runner, &sb.server, policy, cpus.clone()).await?;
             // Fresh tables for each session: cleanup (which tolerates none), then prepare.
             let _ = runner.exec(req(sb.argv(&s.password, "cleanup"), 600)).await;
@@ -254,7 +254,7 @@ pub async fn open(
             }
             s
         }
-        WorkloadKind::Hammerdb(h) => {
+        Plan::Hammerdb(h) => {
             if h.server.password_file.exists() {
                 let pw = read_password(&h.server)?;
                 if pw.contains(['{', '}', '\\']) {
@@ -262,14 +262,7 @@ pub async fn open(
                 }
             }
             let s = start_db(server, runner, &h.server, policy, cpus.clone()).await?;
-            let mut count = req(h.server.admin_argv(), 30);
-            count.argv.extend([
-                "--skip-column-names".into(),
-                format!(
-                    "--execute=SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{}' AND table_name = 'warehouse'",
-                    h.server.database
-                ),
-            ]);
+            let count = req(h.schema_probe_argv(), 30);
             let built = must(server, count, "looking for the TPROC-C schema").await?.trim() == "1";
             if !built {
                 let vus = h.virtual_users.resolve(sut_cpus);
@@ -285,18 +278,8 @@ pub async fn open(
             }
             s
         }
-        WorkloadKind::Netperf(n) => start_netserver(server, runner, n, policy, cpus).await?,
-        _ => return Ok(None),
+        Plan::Netperf(n) => start_netserver(server, runner, n, policy, cpus).await?,
+        Plan::Single(_) => return Ok(None),
     };
     Ok(Some(session))
-}
-
-/// The host a two-host workload's server runs on.
-pub fn server_host(kind: &WorkloadKind) -> Option<&str> {
-    match kind {
-        WorkloadKind::Sysbench(s) => Some(&s.server.on),
-        WorkloadKind::Hammerdb(h) => Some(&h.server.on),
-        WorkloadKind::Netperf(n) => Some(&n.server_on),
-        _ => None,
-    }
 }

@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
-use super::{kconfig, msg, KernelError};
+use super::{msg, KernelError};
+use crate::kconfig;
 use crate::scenario::{BuildSpec, ConfigBase, TreeSource};
 
 /// A built kernel in the cache.

@@ -7,7 +7,6 @@ use std::process::Command;
 use crate::scenario::KernelSource;
 
 pub mod build;
-pub mod kconfig;
 pub mod remote;
 
 #[derive(Debug, thiserror::Error)]

@@ -72,7 +72,11 @@ impl Vm {
         // default), a guest CPU now and then runs stale code while another patches kernel
         // text (text_poke_bp): Debian's 6.12 died of an int3 oops at boot and on a write
         // to sched_features that way. The lab is for correctness, not speed.
-        let accel = if spec.accel == "kvm" { "kvm" } else { "tcg,thread=single" };
+        let accel = if spec.accel == "kvm" {
+            "kvm"
+        } else {
+            "tcg,thread=single"
+        };
         let cpu = if spec.accel == "kvm" { "host" } else { "max" };
         let mut cmd = Command::new("qemu-system-x86_64");
         cmd.args([

@@ -1,27 +1,7 @@
-//! Turns workload output into named metrics, each with a unit and a direction. Malformed
-//! or truncated output is an error that names the tool and the line, never a zero.
-//! One module per tool; [`parse`] picks by kind.
-
-mod command;
-mod hackbench;
-mod hammerdb;
-mod netperf;
-mod perfbench;
-mod schbench;
-mod sysbench;
-
-#[cfg(test)]
-mod fuzz_tests;
-#[cfg(test)]
-mod tests;
-
-pub use command::command;
-pub use hackbench::hackbench;
-pub use hammerdb::hammerdb;
-pub use netperf::{netperf, NETPERF_SELECTORS};
-pub use perfbench::perf_bench;
-pub use schbench::{schbench, schbench_json};
-pub use sysbench::sysbench;
+//! What every parser of workload output shares: a metric with its unit and direction, the
+//! error that names the tool and the line, and the rules for reading a figure. Malformed or
+//! truncated output is an error, never a zero. The parsers live with their kinds in
+//! `workload`.
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metric {
@@ -62,41 +42,6 @@ pub(crate) fn perr(tool: &str, message: impl Into<String>) -> ParseError {
         tool: tool.into(),
         message: message.into(),
     }
-}
-
-/// The tools whose output `kreg parse` reads.
-pub const KINDS: &[&str] = &[
-    "hackbench",
-    "schbench",
-    "schbench-json",
-    "sysbench",
-    "netperf",
-    "hammerdb",
-    "perf-bench",
-];
-
-/// Parses `text` as the output of `kind` (one of [`KINDS`]).
-pub fn parse(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
-    match kind {
-        "hackbench" => hackbench(text),
-        // schbench writes its report as text, or as JSON with `-j`: either is read.
-        "schbench" if looks_like_json(text) => schbench_json(text),
-        "schbench" => schbench(text),
-        "schbench-json" => schbench_json(text),
-        "sysbench" => sysbench(text),
-        "netperf" => netperf(text),
-        "hammerdb" => hammerdb(text),
-        "perf-bench" => perf_bench(text),
-        other => Err(perr(
-            other,
-            format!("unknown kind; expected one of: {}", KINDS.join(", ")),
-        )),
-    }
-}
-
-/// Whether `text` starts like a JSON object (0x7b is an opening brace).
-fn looks_like_json(text: &str) -> bool {
-    text.trim_start().as_bytes().first() == Some(&0x7b)
 }
 
 /// The largest figure any of these tools can report (seconds, microseconds, requests per

@@ -1,8 +1,8 @@
 //! What a report says besides its tables: the cells whose jobs failed, with the reasons,
 //! and, between two runs, the definitions and environments that differ. Pure.
 
-use crate::scenario::yaml::{self, Kind, Node};
 use crate::scenario::Scenario;
+use crate::yaml::{self, Kind, Node};
 
 /// One job as a report needs it.
 #[derive(Debug, Clone)]

@@ -1,31 +1,14 @@
 //! From YAML text to a validated [`Scenario`], collecting every problem with its position.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::yaml::{self, Kind, Node};
 use super::*;
-use refs::{closest, declared_names};
-
-/// One problem in a scenario file, at a 1-based line and column.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Diagnostic {
-    pub line: usize,
-    pub col: usize,
-    pub message: String,
-}
-
-impl Diagnostic {
-    /// `FILE:LINE:COL: message`, the form editors and compilers use.
-    pub fn render(&self, file: &str) -> String {
-        format!("{file}:{}:{}: {}", self.line, self.col, self.message)
-    }
-}
+use crate::yaml::cx::{closest, Cx, Fields};
+use crate::yaml::{self, Node};
+use refs::declared_names;
 
 /// The most jobs one scenario may expand to (kernels × variants × workloads × iterations).
 pub const MAX_JOBS: u64 = 100_000;
-
-/// The longest message a diagnostic carries: a value quoted in it is cut, not echoed whole.
-const MAX_MESSAGE: usize = 400;
 
 /// Parses and validates a scenario. Relative paths in it are taken from `base_dir`.
 pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>> {
@@ -39,7 +22,6 @@ pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>
     let mut cx = Cx {
         diags: Vec::new(),
         base_dir,
-        default_boot: BootVia::Kexec,
         files: Vec::new(),
     };
     let scenario = cx.scenario(&root);
@@ -55,218 +37,7 @@ pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>
     }
 }
 
-struct Cx<'a> {
-    diags: Vec<Diagnostic>,
-    base_dir: &'a Path,
-    /// The scenario's `boot.method`, for http hosts that do not name their own.
-    default_boot: BootVia,
-    /// Every file the scenario names, with where.
-    files: Vec<FileRef>,
-}
-
-/// `message`, cut to [`MAX_MESSAGE`] characters when a quoted value made it long.
-fn clip_message(message: String) -> String {
-    match message.char_indices().nth(MAX_MESSAGE) {
-        None => message,
-        Some((at, _)) => format!("{}… (cut; the message is {} bytes)", &message[..at], message.len()),
-    }
-}
-
-/// The entries of a mapping whose keys were all checked against the allowed list.
-struct Fields<'n> {
-    node: &'n Node,
-    entries: Vec<(&'n str, &'n Node)>,
-}
-
-impl<'n> Fields<'n> {
-    fn get(&self, key: &str) -> Option<&'n Node> {
-        self.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
-    }
-}
-
 impl<'a> Cx<'a> {
-    fn error(&mut self, node: &Node, message: impl Into<String>) {
-        self.diags.push(Diagnostic {
-            line: node.line,
-            col: node.col,
-            message: clip_message(message.into()),
-        });
-    }
-
-    /// A file the scenario names, taken from its folder when relative, and noted with its
-    /// position so that `kreg validate` can check it exists.
-    fn file(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
-        let s = self.string(node, what)?;
-        if s.is_empty() || s.contains('\0') {
-            self.error(node, format!("{what}: {s:?} is not a file name"));
-            return None;
-        }
-        let path = self.base_dir.join(&s);
-        self.files.push(FileRef {
-            path: path.clone(),
-            line: node.line,
-            col: node.col,
-            what: what.to_string(),
-        });
-        Some(path)
-    }
-
-    fn expected(&mut self, node: &Node, what: &str, expected: &str) {
-        let found = node.type_name();
-        self.error(node, format!("{what}: expected {expected}, found {found}"));
-    }
-
-    fn map<'n>(&mut self, node: &'n Node, what: &str, allowed: &[&str]) -> Option<Fields<'n>> {
-        let Kind::Map(entries) = &node.kind else {
-            self.expected(node, what, "a mapping");
-            return None;
-        };
-        let mut out = Vec::new();
-        for (k, v) in entries {
-            let Kind::Scalar(key, _) = &k.kind else {
-                self.expected(k, &format!("a key of {what}"), "a plain name");
-                continue;
-            };
-            if !allowed.contains(&key.as_str()) {
-                let hint = closest(key, allowed)
-                    .map(|c| format!("did you mean `{c}`? "))
-                    .unwrap_or_default();
-                self.error(
-                    k,
-                    format!(
-                        "unknown field `{key}` in {what}; {hint}expected one of: {}",
-                        allowed.join(", ")
-                    ),
-                );
-                continue;
-            }
-            if out.iter().any(|(seen, _)| seen == key) {
-                self.error(k, format!("field `{key}` appears twice in {what}"));
-                continue;
-            }
-            out.push((key.as_str(), v));
-        }
-        Some(Fields { node, entries: out })
-    }
-
-    fn required<'n>(&mut self, f: &Fields<'n>, key: &str, what: &str) -> Option<&'n Node> {
-        let v = f.get(key);
-        if v.is_none() {
-            self.error(f.node, format!("missing field `{key}` in {what}"));
-        }
-        v
-    }
-
-    fn string(&mut self, node: &Node, what: &str) -> Option<String> {
-        match &node.kind {
-            Kind::Scalar(s, quoted) if *quoted || !node.is_null() => Some(s.clone()),
-            _ => {
-                self.expected(node, what, "a string");
-                None
-            }
-        }
-    }
-
-    fn name(&mut self, node: &Node, what: &str) -> Option<String> {
-        let s = self.string(node, what)?;
-        let ok = !s.is_empty()
-            && s.len() <= 64
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'));
-        if !ok {
-            self.error(
-                node,
-                format!("{what}: {s:?} is not a valid name (1 to 64 of letters, digits, '.', '_', '-', '+')"),
-            );
-            return None;
-        }
-        Some(s)
-    }
-
-    fn uint(&mut self, node: &Node, what: &str, min: u64, max: u64) -> Option<u64> {
-        let parsed = match &node.kind {
-            Kind::Scalar(s, false) => s.parse::<u64>().ok(),
-            _ => None,
-        };
-        match parsed {
-            Some(n) if (min..=max).contains(&n) => Some(n),
-            Some(n) => {
-                self.error(node, format!("{what}: {n} is out of range ({min} to {max})"));
-                None
-            }
-            None => {
-                self.expected(node, what, &format!("a whole number from {min} to {max}"));
-                None
-            }
-        }
-    }
-
-    fn boolean(&mut self, node: &Node, what: &str) -> Option<bool> {
-        match &node.kind {
-            Kind::Scalar(s, false) if s == "true" => Some(true),
-            Kind::Scalar(s, false) if s == "false" => Some(false),
-            _ => {
-                self.expected(node, what, "true or false");
-                None
-            }
-        }
-    }
-
-    /// A non-empty list of strings: a program and its arguments, never a shell line.
-    fn argv(&mut self, node: &Node, what: &str) -> Option<Vec<String>> {
-        let items = self.seq(node, what)?;
-        if items.is_empty() {
-            self.error(
-                node,
-                format!("{what}: give a program and its arguments, e.g. [ipmitool, …]"),
-            );
-            return None;
-        }
-        let out: Vec<Option<String>> = items
-            .iter()
-            .map(|i| self.string(i, &format!("an element of {what}")))
-            .collect();
-        out.into_iter().collect()
-    }
-
-    fn seq<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [Node]> {
-        match &node.kind {
-            Kind::Seq(items) => Some(items),
-            _ => {
-                self.expected(node, what, "a list");
-                None
-            }
-        }
-    }
-
-    /// A duration: a number of seconds, or a number followed by `s`, `m` or `h`.
-    fn duration(&mut self, node: &Node, what: &str) -> Option<u64> {
-        let text = match &node.kind {
-            Kind::Scalar(s, _) => s.trim().to_string(),
-            _ => String::new(),
-        };
-        let (num, mult) = match text.chars().last() {
-            Some('s') => (&text[..text.len() - 1], 1),
-            Some('m') => (&text[..text.len() - 1], 60),
-            Some('h') => (&text[..text.len() - 1], 3600),
-            _ => (text.as_str(), 1),
-        };
-        match num.parse::<u64>() {
-            Ok(n) if n > 0 && n.saturating_mul(mult) <= 7 * 24 * 3600 => Some(n * mult),
-            Ok(_) => {
-                self.error(
-                    node,
-                    format!("{what}: `{text}` is out of range (more than 0, at most a week)"),
-                );
-                None
-            }
-            Err(_) => {
-                self.expected(node, what, "a duration such as 90, 90s, 10m or 2h (at most a week)");
-                None
-            }
-        }
-    }
-
     fn scenario(&mut self, root: &Node) -> Option<Scenario> {
         const TOP: &[&str] = &[
             "name",
@@ -292,10 +63,10 @@ impl<'a> Cx<'a> {
                 method: BootVia::Kexec,
             }),
         };
-        if let Some(b) = &boot {
-            self.default_boot = b.method;
-        }
-        let hosts = self.required(&f, "hosts", "the scenario").and_then(|n| self.hosts(n));
+        let default_boot = boot.map_or(BootVia::Kexec, |b| b.method);
+        let hosts = self
+            .required(&f, "hosts", "the scenario")
+            .and_then(|n| self.hosts(n, default_boot));
         let kernels = self
             .required(&f, "kernels", "the scenario")
             .and_then(|n| self.kernels(n));

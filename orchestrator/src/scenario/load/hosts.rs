@@ -1,12 +1,12 @@
 //! Hosts, their transports (how kreg reaches them, boots kernels on them, resets them and
 //! reads their console), and the scenario's `boot:`.
 
-use super::super::yaml::{Kind, Node};
 use super::super::*;
 use super::Cx;
+use crate::yaml::{Kind, Node};
 
 impl<'a> Cx<'a> {
-    pub(super) fn hosts(&mut self, node: &Node) -> Option<Vec<Host>> {
+    pub(super) fn hosts(&mut self, node: &Node, default_boot: BootVia) -> Option<Vec<Host>> {
         let Kind::Map(entries) = &node.kind else {
             self.expected(node, "hosts", "a mapping of host name to host");
             return None;
@@ -25,7 +25,7 @@ impl<'a> Cx<'a> {
                 continue;
             }
             names.push(name.clone());
-            match self.host(&name, v) {
+            match self.host(&name, v, default_boot) {
                 Some(h) => out.push(h),
                 None => ok = false,
             }
@@ -37,7 +37,7 @@ impl<'a> Cx<'a> {
         ok.then_some(out)
     }
 
-    fn host(&mut self, name: &str, node: &Node) -> Option<Host> {
+    fn host(&mut self, name: &str, node: &Node, default_boot: BootVia) -> Option<Host> {
         let what = format!("host `{name}`");
         let f = self.map(node, &what, &["role", "transport"])?;
         let role = self
@@ -52,7 +52,7 @@ impl<'a> Cx<'a> {
             });
         let transport = self
             .required(&f, "transport", &what)
-            .and_then(|n| self.transport(n, &what));
+            .and_then(|n| self.transport(n, &what, default_boot));
         Some(Host {
             name: name.to_string(),
             role: role?,
@@ -60,7 +60,7 @@ impl<'a> Cx<'a> {
         })
     }
 
-    fn transport(&mut self, node: &Node, host: &str) -> Option<Transport> {
+    fn transport(&mut self, node: &Node, host: &str, default_boot: BootVia) -> Option<Transport> {
         let what = format!("the transport of {host}");
         let f = self.map(
             node,
@@ -101,7 +101,7 @@ impl<'a> Cx<'a> {
                     .required(&f, "token_file", &what)
                     .and_then(|n| self.file(n, "token_file"));
                 let boot = match f.get("boot") {
-                    None => Some(self.default_boot),
+                    None => Some(default_boot),
                     Some(n) => self.boot_via(n, "boot"),
                 };
                 let reset = match f.get("reset") {

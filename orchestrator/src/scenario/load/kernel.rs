@@ -1,8 +1,8 @@
 //! A kernel entry: where the kernel comes from, and for built kernels the config and patches.
 
-use super::super::yaml::{Kind, Node};
 use super::super::*;
 use super::{Cx, Fields};
+use crate::yaml::{Kind, Node};
 
 impl<'a> Cx<'a> {
     pub(super) fn kernels(&mut self, node: &Node) -> Option<Vec<Kernel>> {
@@ -168,7 +168,7 @@ impl<'a> Cx<'a> {
                         ok = false;
                         continue;
                     };
-                    match crate::kernel::kconfig::parse_assignment(&s) {
+                    match crate::kconfig::parse_assignment(&s) {
                         Ok(pair) => out.push(pair),
                         Err(e) => {
                             self.error(item, format!("set: {e}"));

@@ -2,34 +2,9 @@
 //! (so that a problem inside one entry does not hide a wrong reference to it), the size of
 //! the job matrix, and suggestions for names that are nearly right.
 
-use super::super::yaml::{Kind, Node};
 use super::super::*;
 use super::{Cx, Diagnostic, Fields, PendingWorkload, MAX_JOBS};
-
-/// The allowed name closest to `word` when it is a likely typo (a few edits away).
-pub(super) fn closest<'a>(word: &str, allowed: &[&'a str]) -> Option<&'a str> {
-    fn distance(a: &str, b: &str) -> usize {
-        let b: Vec<char> = b.chars().collect();
-        let mut row: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut prev = row[0];
-            row[0] = i + 1;
-            for (j, cb) in b.iter().enumerate() {
-                let cur = row[j + 1];
-                row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-                prev = cur;
-            }
-        }
-        row[b.len()]
-    }
-    let word = word.to_ascii_lowercase();
-    allowed
-        .iter()
-        .map(|a| (distance(&word, a), *a))
-        .filter(|(d, a)| *d <= 2.max(a.len() / 4) && *d < a.len())
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, a)| a)
-}
+use crate::yaml::{Kind, Node};
 
 impl<'a> Cx<'a> {
     /// The job matrix is refused above [`MAX_JOBS`] before anything expands it: the sizes

@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::workload::{Count, DbKind, SingleHost};
 
 const GOOD: &str = r#"
 name: lab-smoke

@@ -1,8 +1,8 @@
 //! The `tools:` section: where each workload tool comes from and which hosts get it.
 
-use super::super::yaml::Node;
 use super::super::*;
 use super::Cx;
+use crate::yaml::Node;
 
 impl<'a> Cx<'a> {
     pub(super) fn tools(&mut self, node: &Node) -> Option<Vec<Tool>> {

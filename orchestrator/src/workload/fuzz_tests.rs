@@ -1,8 +1,9 @@
 //! Mutated tool outputs, from fixed seeds: every parser answers each with an error or with
 //! finite, non-negative, plausible figures under names reported once, and never panics.
 
-use super::tests::{fixture, HAMMERDB_V4, HAMMERDB_V6, NETPERF_RR, SCHBENCH_JSON};
-use super::*;
+use super::parse_output as parse;
+use super::parse_tests::{fixture, HAMMERDB_V4, HAMMERDB_V6, NETPERF_RR, SCHBENCH_JSON};
+use crate::parse::plausible;
 
 use crate::stats::rng::Rng;
 

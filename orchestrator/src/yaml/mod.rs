@@ -1,6 +1,8 @@
 //! A YAML document as a tree of nodes that remember where they start (line and column, both
 //! 1-based), so that every validation message can point at the spot in the file.
 
+pub mod cx;
+
 use saphyr_parser::{Event, Parser, ScalarStyle};
 
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,90 @@
 //!   `>>>>> PROC: NEWORD` / `CALLS: …  MIN: …ms  AVG: …ms  MAX: …ms  TOTAL: …ms` /
 //!   `P99: …ms  P95: …ms  P50: …ms  SD: …  RATIO: …%`; v5/v6 add `P75` and `P25`.
 
-use super::{number, perr, unique, Metric, ParseError};
+use super::common::uint_or;
+use super::common::Count;
+use super::db::DbServer;
+use super::HostRefs;
+use crate::parse::{number, perr, unique, Metric, ParseError};
+use crate::yaml::cx::{Cx, Fields};
+
+/// The keys of a hammerdb workload, besides the common ones.
+pub const KEYS: &[&str] = &["warehouses", "virtual_users", "rampup", "duration", "server"];
+
+/// HammerDB TPROC-C against MySQL/MariaDB; kreg writes the hammerdbcli script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hammerdb {
+    pub warehouses: u32,
+    pub virtual_users: Count,
+    pub rampup_min: u32,
+    pub duration_min: u32,
+    pub server: DbServer,
+}
+
+impl Hammerdb {
+    /// The hammerdbcli script for a TPROC-C run against MySQL/MariaDB: time profile on,
+    /// `vus` virtual users, rampup and duration in minutes. The schema is built first when
+    /// the database has none (`build`), in a script of its own.
+    pub fn script(&self, password: &str, vus: u32, build: bool) -> String {
+        let s = &self.server;
+        // Tcl braces keep the password literal; a password with braces or a backslash is
+        // refused before this point.
+        let mut out = format!(
+            "dbset db mysql\ndbset bm TPC-C\n\
+             diset connection mysql_host {}\ndiset connection mysql_port {}\n\
+             diset tpcc mysql_user {}\ndiset tpcc mysql_pass {{{password}}}\ndiset tpcc mysql_dbase {}\n\
+             diset tpcc mysql_count_ware {}\ndiset tpcc mysql_storage_engine innodb\n",
+            s.address, s.port, s.user, s.database, self.warehouses
+        );
+        if build {
+            out.push_str(&format!(
+                "diset tpcc mysql_num_vu {}\nbuildschema\nwaittocomplete\n",
+                vus.min(self.warehouses)
+            ));
+            return out;
+        }
+        out.push_str(&format!(
+            "diset tpcc mysql_driver timed\ndiset tpcc mysql_rampup {}\ndiset tpcc mysql_duration {}\n\
+             diset tpcc mysql_timeprofile true\ndiset tpcc mysql_allwarehouse false\n\
+             loadscript\nvuset logtotemp 0\nvuset unique 1\nvuset vu {vus}\nvucreate\nvurun\nwaittocomplete\n",
+            self.rampup_min, self.duration_min
+        ));
+        out
+    }
+
+    /// Asks the server whether the TPROC-C schema exists (prints 1 when it does).
+    pub fn schema_probe_argv(&self) -> Vec<String> {
+        let mut argv = self.server.admin_argv();
+        argv.extend([
+            "--skip-column-names".into(),
+            format!(
+                "--execute=SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{}' AND table_name = 'warehouse'",
+                self.server.database
+            ),
+        ]);
+        argv
+    }
+
+    pub(crate) fn load(cx: &mut Cx, f: &Fields, what: &str, refs: &mut HostRefs) -> Option<Hammerdb> {
+        let warehouses = uint_or(cx, f, "warehouses", "warehouses", (1, 100_000), 10);
+        let vu = match f.get("virtual_users") {
+            Some(n) => Count::load(cx, n, "virtual_users", true),
+            None => Some(Count::PerCpu(1.0)),
+        };
+        let rampup = uint_or(cx, f, "rampup", "rampup (minutes)", (0, 600), 2);
+        let duration = uint_or(cx, f, "duration", "duration (minutes)", (1, 1440), 5);
+        let server = cx
+            .required(f, "server", what)
+            .and_then(|n| DbServer::load(cx, n, what, refs));
+        Some(Hammerdb {
+            warehouses: warehouses?,
+            virtual_users: vu?,
+            rampup_min: rampup?,
+            duration_min: duration?,
+            server: server?,
+        })
+    }
+}
 
 const TOOL: &str = "hammerdb";
 
@@ -44,7 +127,7 @@ fn test_result(line: &str) -> Option<(Result<f64, ()>, Result<f64, ()>)> {
     }
 }
 
-pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
+pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
     let lines: Vec<&str> = text.lines().map(strip_vuser).collect();
     let mut result = None;
     for (n, l) in lines.iter().enumerate() {
@@ -63,7 +146,11 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
                 _ => {
                     return Err(perr(
                         TOOL,
-                        format!("line {}: cannot read NOPM and TPM from {:?}", n + 1, super::clip(l)),
+                        format!(
+                            "line {}: cannot read NOPM and TPM from {:?}",
+                            n + 1,
+                            crate::parse::clip(l)
+                        ),
                     ))
                 }
             }
@@ -111,7 +198,7 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
                     format!(
                         "line {}: expected `KEY: VALUE` pairs in the time profile, found {:?}",
                         n + 1,
-                        super::clip(l)
+                        crate::parse::clip(l)
                     ),
                 ));
             }
@@ -149,4 +236,42 @@ pub fn hammerdb(text: &str) -> Result<Vec<Metric>, ParseError> {
         }
     }
     unique(TOOL, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::db::{tests::db, DbKind};
+
+    #[test]
+    fn hammerdb_scripts() {
+        let h = Hammerdb {
+            warehouses: 24,
+            virtual_users: Count::PerCpu(1.0),
+            rampup_min: 2,
+            duration_min: 5,
+            server: db(DbKind::Mysql),
+        };
+        let run = h.script("pw", 16, false);
+        for line in [
+            "dbset db mysql",
+            "dbset bm TPC-C",
+            "diset connection mysql_host 192.0.2.1",
+            "diset connection mysql_port 3307",
+            "diset tpcc mysql_user bench",
+            "diset tpcc mysql_pass {pw}",
+            "diset tpcc mysql_count_ware 24",
+            "diset tpcc mysql_driver timed",
+            "diset tpcc mysql_rampup 2",
+            "diset tpcc mysql_duration 5",
+            "diset tpcc mysql_timeprofile true",
+            "vuset vu 16",
+            "vurun",
+        ] {
+            assert!(run.lines().any(|l| l == line), "missing {line:?} in:\n{run}");
+        }
+        let build = h.script("pw", 64, true);
+        assert!(build.contains("diset tpcc mysql_num_vu 24\nbuildschema\n"), "{build}");
+        assert!(!build.contains("vurun"));
+    }
 }

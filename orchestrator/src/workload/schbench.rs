@@ -5,7 +5,105 @@
 //! (usec) …`, `RPS percentiles (requests) …`, each followed by `[*] NN.Nth: VALUE (N samples)`
 //! lines and `min=A, max=B`; then `average rps: X`.
 
-use super::{clip, number, pct_name, perr, plausible, unique, Metric, ParseError};
+use super::common::{bool_flags, is_cpu_list, num_flags, push_flags, Flags, NumFlag};
+use super::SingleHost;
+use crate::parse::{clip, number, pct_name, perr, plausible, unique, Metric, ParseError};
+use crate::yaml::cx::{Cx, Fields};
+
+const NUM: &[NumFlag] = &[
+    ("message_threads", "-m", 1, 4096),
+    ("threads", "-t", 1, 65536),
+    ("runtime", "-r", 1, 86400),
+    ("operations", "-n", 0, 1_000_000),
+    ("cache_footprint_kb", "-F", 0, 1 << 30),
+    ("requests_per_sec", "-R", 1, 100_000_000),
+    ("auto_rps", "-A", 1, 100),
+    ("pipe", "-p", 1, 1 << 20),
+    ("intervaltime", "-i", 1, 86400),
+    ("warmuptime", "-w", 0, 86400),
+    ("sleep_usec", "-s", 0, 100_000_000),
+    ("zerotime", "-z", 1, 86400),
+];
+const BOOL: &[(&str, &str)] = &[("no_locking", "-L"), ("calibrate", "-C")];
+const CPUS: &[(&str, &str)] = &[("message_cpus", "-M"), ("worker_cpus", "-W")];
+
+/// The keys of a schbench workload, besides the common ones.
+pub const KEYS: &[&str] = &[
+    "message_threads",
+    "threads",
+    "runtime",
+    "operations",
+    "cache_footprint_kb",
+    "requests_per_sec",
+    "auto_rps",
+    "pipe",
+    "intervaltime",
+    "warmuptime",
+    "sleep_usec",
+    "zerotime",
+    "no_locking",
+    "calibrate",
+    "message_cpus",
+    "worker_cpus",
+    "json",
+];
+
+/// schbench with any of its flags (-m -t -r -M -W -L -n -F -R -A -p -i -w -s -z -C).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schbench {
+    pub flags: Flags,
+    /// Also ask for `-j -` (JSON on stdout) and read it; the text report stays on stderr.
+    pub json: bool,
+}
+
+impl Schbench {
+    pub(crate) fn load(cx: &mut Cx, f: &Fields) -> Option<Schbench> {
+        let mut flags = Flags::new();
+        let mut ok = num_flags(cx, f, NUM, &mut flags);
+        ok &= bool_flags(cx, f, BOOL, &mut flags);
+        for (key, flag) in CPUS {
+            if let Some(n) = f.get(key) {
+                match cx.string(n, key) {
+                    Some(s) if is_cpu_list(&s) => flags.push((flag.to_string(), Some(s))),
+                    Some(s) => {
+                        cx.error(
+                            n,
+                            format!("{key} ({flag}): {s:?} is not a CPU list like 0-3,8 or `auto`"),
+                        );
+                        ok = false;
+                    }
+                    None => ok = false,
+                }
+            }
+        }
+        let json = super::common::flag_or_false(cx, f, "json", "json (-j)");
+        ok.then_some(Schbench { flags, json: json? })
+    }
+}
+
+impl SingleHost for Schbench {
+    fn argv(&self) -> Vec<String> {
+        let mut v = vec!["schbench".to_string()];
+        push_flags(&mut v, &self.flags);
+        if self.json {
+            v.extend(["-j".into(), "-".into()]);
+        }
+        v
+    }
+
+    /// The text report is on stderr; with `-j -` the JSON is on stdout, and the average
+    /// RPS (which only the text has) is taken from the text.
+    fn parse(&self, stdout: &str, stderr: &str) -> Result<Vec<Metric>, ParseError> {
+        if self.json {
+            let mut m = parse_json(stdout)?;
+            let text = parse_text(stderr)?;
+            m.extend(text.into_iter().filter(|t| t.name == "avg_rps"));
+            Ok(m)
+        } else {
+            parse_text(&format!("{stdout}\n{stderr}"))
+        }
+    }
+}
 
 const TOOL: &str = "schbench";
 
@@ -57,7 +155,7 @@ fn min_max(section: &Section, line: usize, l: &str, rest: &str) -> Result<[Metri
     Ok([metric("min", min)?, metric("max", max)?])
 }
 
-pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
+pub fn parse_text(text: &str) -> Result<Vec<Metric>, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out: Vec<Metric> = Vec::new();
     let mut seen_any = false;
@@ -126,7 +224,7 @@ pub fn schbench(text: &str) -> Result<Vec<Metric>, ParseError> {
 }
 
 /// The JSON schbench writes with `-j FILE`: `{"normal": {...}, "int": {"wakeup_latency_pct50.0": N, …}}`.
-pub fn schbench_json(text: &str) -> Result<Vec<Metric>, ParseError> {
+pub fn parse_json(text: &str) -> Result<Vec<Metric>, ParseError> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         perr(
             "schbench-json",

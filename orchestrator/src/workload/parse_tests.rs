@@ -2,7 +2,22 @@
 //! written here after each tool's documented layout where the tool is not in Debian, and
 //! truncated or garbled variants of each.
 
-use super::*;
+use super::command::MetricPattern;
+use super::parse_output as parse;
+use super::schbench::{parse_json as schbench_json, parse_text as schbench};
+use crate::parse::{pct_name, Metric, ParseError};
+
+fn hackbench(text: &str) -> Result<Vec<Metric>, ParseError> {
+    super::hackbench::parse(text)
+}
+
+fn perf_bench(text: &str) -> Result<Vec<Metric>, ParseError> {
+    super::perf_bench::parse(text)
+}
+
+fn command(p: &[MetricPattern], stdout: &str, stderr: &str) -> Result<Vec<Metric>, ParseError> {
+    super::command::parse(p, stdout, stderr)
+}
 
 pub(super) fn fixture(name: &str) -> String {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
@@ -371,7 +386,7 @@ fn hammerdb_truncated_and_garbled() {
 
 #[test]
 fn command_metrics() {
-    let p = vec![crate::scenario::MetricPattern {
+    let p = vec![MetricPattern {
         name: "rps".into(),
         regex: r"rps: ([0-9.]+)".into(),
         unit: "req/s".into(),
