@@ -466,3 +466,40 @@ impl<T> Envelope<T> {
         }
     }
 }
+
+/// The bearer token both sides read from a token file. Its `Debug` never shows the value.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    /// Takes the first line of a token file's text (surrounding blanks trimmed); an empty
+    /// or short token is refused.
+    pub fn from_file_text(text: &str) -> Result<Token, String> {
+        let t = text.lines().next().unwrap_or("").trim();
+        if t.is_empty() {
+            return Err("the token file's first line is empty".into());
+        }
+        if t.len() < 16 {
+            return Err("the token is shorter than 16 characters".into());
+        }
+        if !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("the token holds a space or a character outside printable ASCII".into());
+        }
+        Ok(Token(t.to_string()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `presented` is this token, compared in constant time.
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        subtle::ConstantTimeEq::ct_eq(self.0.as_bytes(), presented).into()
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<hidden>)")
+    }
+}

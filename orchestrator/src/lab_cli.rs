@@ -78,7 +78,7 @@ async fn lab_machine(cfg: &Config, image: &Path, cpus: u32, memory_mib: u32) -> 
         memory_mib,
     })?;
     let client = kreg_agent::client::AgentClient::new(&machine.url(), &token);
-    let id = lab::wait_for_agent(&client, None, std::time::Duration::from_secs(600), None)
+    let id = kreg::boot::wait_for_agent(&client, None, std::time::Duration::from_secs(600), None)
         .await
         .map_err(|e| anyhow::anyhow!("{e}; console:\n{}", machine.console_tail(25)))?;
     println!("lab machine up: kernel {}, {} CPUs", id.kernel_release, id.nr_cpus);
@@ -117,6 +117,7 @@ async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Resul
         initrd,
         cpus,
         memory_mib,
+        parallel: true,
         accel: cfg.lab_accel.clone(),
         dir: dir.clone(),
         cmdline: lab::CMDLINE.to_string(),

@@ -1,5 +1,6 @@
 //! kreg: reproduce Linux kernel performance regressions. See ARCHITECTURE.md for the map.
 
+pub mod boot;
 pub mod config;
 pub mod engine;
 pub mod kconfig;
@@ -9,6 +10,7 @@ pub mod parse;
 pub mod plan;
 pub mod preflight;
 pub mod report;
+pub mod results;
 pub mod scenario;
 pub mod scenario_file;
 pub mod schedstat;

@@ -71,7 +71,7 @@ async fn installed_kernels_boot_once_by_grub_and_by_kexec_and_a_hang_falls_back(
     })
     .unwrap();
     let client = AgentClient::new(&machine.url(), TOKEN);
-    let first = kreg::lab::wait_for_agent(&client, None, Duration::from_secs(600), None)
+    let first = kreg::boot::wait_for_agent(&client, None, Duration::from_secs(600), None)
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", machine.console_tail(30)));
     let own = first.kernel_release.clone();

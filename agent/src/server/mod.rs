@@ -16,50 +16,14 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 
 pub use files::MAX_UPLOAD;
 pub use listen::Limits;
 
 use crate::steps;
+pub use crate::wire::Token;
 use crate::wire::{Envelope, ErrorKind, Step, StepError, StepOutput, VersionInfo};
-
-/// A bearer token. Its `Debug` never shows the value.
-#[derive(Clone)]
-pub struct Token(String);
-
-impl Token {
-    /// Takes the first line of a token file's text (surrounding blanks trimmed); an empty
-    /// or short token is refused.
-    pub fn from_file_text(text: &str) -> Result<Token, String> {
-        let t = text.lines().next().unwrap_or("").trim();
-        if t.is_empty() {
-            return Err("the token file's first line is empty".into());
-        }
-        if t.len() < 16 {
-            return Err("the token is shorter than 16 characters".into());
-        }
-        if !t.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("the token holds a space or a character outside printable ASCII".into());
-        }
-        Ok(Token(t.to_string()))
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    fn matches(&self, presented: &[u8]) -> bool {
-        self.0.as_bytes().ct_eq(presented).into()
-    }
-}
-
-impl std::fmt::Debug for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Token(<hidden>)")
-    }
-}
 
 /// Everything the server needs; built by `main` from the command line.
 #[derive(Debug, Clone)]

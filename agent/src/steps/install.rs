@@ -139,7 +139,7 @@ pub async fn install(req: &InstallRequest, data_dir: &Path, layout: &Layout) -> 
     std::fs::create_dir_all(boot).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", boot.display())))?;
     let image = upload(&req.image)?;
     let header = std::fs::read(&image).map_err(|e| err(ErrorKind::Io, format!("{}: {e}", image.display())))?;
-    match super::kexec::bzimage_release(&header) {
+    match crate::bzimage::release(&header) {
         Some(announced) if announced != *r => {
             return Err(err(
                 ErrorKind::BadRequest,

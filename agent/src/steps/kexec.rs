@@ -34,7 +34,9 @@ pub async fn load_files(
         |p: &Path| std::fs::File::open(p).map_err(|e| super::err(ErrorKind::NotFound, format!("{}: {e}", p.display())));
     let kernel = open(kernel_path)?;
     let initrd = initrd_path.map(open).transpose()?;
-    let release = std::fs::read(kernel_path).ok().and_then(|b| bzimage_release(&b));
+    let release = std::fs::read(kernel_path)
+        .ok()
+        .and_then(|b| crate::bzimage::release(&b));
     let cmdline = CString::new(cmdline.to_string())
         .map_err(|_| super::err(ErrorKind::BadRequest, "the kernel command line contains a NUL byte"))?;
     let (initrd_fd, flags) = match &initrd {
@@ -73,21 +75,4 @@ pub fn reboot_into_loaded() {
         let rc = libc::reboot(libc::LINUX_REBOOT_CMD_KEXEC);
         tracing::error!(rc, error = %std::io::Error::last_os_error(), "reboot into the loaded kernel failed");
     }
-}
-
-/// The kernel release a bzImage announces in its setup header (`kernel_version` field),
-/// e.g. "6.12.100+deb12-amd64". `None` when the image has no such header.
-pub fn bzimage_release(image: &[u8]) -> Option<String> {
-    if image.get(0x202..0x206)? != b"HdrS" {
-        return None;
-    }
-    let ptr = u16::from_le_bytes([*image.get(0x20e)?, *image.get(0x20f)?]) as usize;
-    if ptr == 0 {
-        return None;
-    }
-    let start = ptr + 0x200;
-    let text = image.get(start..(start + 256).min(image.len()))?;
-    let end = text.iter().position(|&b| b == 0 || b == b' ')?;
-    let release = std::str::from_utf8(&text[..end]).ok()?;
-    (!release.is_empty()).then(|| release.to_string())
 }

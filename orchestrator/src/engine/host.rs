@@ -10,6 +10,7 @@ use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{Identity, KexecRequest, Step, StepOutput};
 
 use super::http::HttpConn;
+use crate::boot::{check_booted, wait_for_agent, BootMethod, Watch};
 use crate::config::Config;
 use crate::kernel::{self, Prepared};
 use crate::lab::{self, initramfs, Vm, VmSpec};
@@ -26,6 +27,7 @@ pub enum Conn {
 pub struct LabConn {
     cpus: u32,
     memory_mib: u32,
+    parallel: bool,
     token: String,
     dir: PathBuf,
     vm: Option<Vm>,
@@ -42,7 +44,7 @@ pub struct LabConn {
 pub fn read_token(token_file: &std::path::Path) -> Result<String, String> {
     let text = std::fs::read_to_string(token_file)
         .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
-    kreg_agent::server::Token::from_file_text(&text)
+    kreg_agent::wire::Token::from_file_text(&text)
         .map(|t| t.expose().to_string())
         .map_err(|e| format!("token file {}: {e}", token_file.display()))
 }
@@ -68,9 +70,14 @@ impl Conn {
                     *keep_kernels,
                 )))
             }
-            Transport::Lab { cpus, memory_mib } => Ok(Conn::Lab(LabConn {
+            Transport::Lab {
+                cpus,
+                memory_mib,
+                parallel,
+            } => Ok(Conn::Lab(LabConn {
                 cpus: *cpus,
                 memory_mib: *memory_mib,
+                parallel: *parallel,
                 token: lab::random_token().map_err(|e| e.to_string())?,
                 dir: run_dir.join(format!("lab-{}", host.name)),
                 vm: None,
@@ -183,45 +190,6 @@ impl Conn {
     }
 }
 
-/// Whether `id` is the boot of `p`: its release and, for kreg's builds, its build string.
-pub(super) fn check_booted(p: &Prepared, id: &Identity) -> Result<(), String> {
-    if id.kernel_release != p.release {
-        return Err(format!("booted {}, expected {}", id.kernel_release, p.release));
-    }
-    if let Some(uts) = p.built.as_ref().and_then(|b| b.uts_version.as_ref()) {
-        if !id.proc_version.contains(uts.as_str()) {
-            return Err(format!(
-                "/proc/version is {:?}, not the build kreg made ({uts})",
-                id.proc_version
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// How a host got onto the boot that runs a kernel's jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BootMethod {
-    /// It already ran the kernel asked for.
-    None,
-    /// The lab started a VM with the kernel.
-    Start,
-    Kexec,
-    /// A one-shot GRUB entry and a reboot.
-    GrubReboot,
-}
-
-impl BootMethod {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BootMethod::None => "none",
-            BootMethod::Start => "start",
-            BootMethod::Kexec => "kexec",
-            BootMethod::GrubReboot => "grub-reboot",
-        }
-    }
-}
-
 impl LabConn {
     async fn boot(
         &mut self,
@@ -330,6 +298,7 @@ impl LabConn {
             initrd: initrd.to_path_buf(),
             cpus: self.cpus,
             memory_mib: self.memory_mib,
+            parallel: self.parallel,
             accel: cfg.lab_accel.clone(),
             dir: self.dir.clone(),
             cmdline: cmdline.to_string(),
@@ -372,8 +341,13 @@ impl LabConn {
             StepOutput::KexecStarted { .. } => {}
             other => return Err(format!("unexpected answer to kexec: {other:?}")),
         }
-        lab::wait_for_agent(&client, Some(&old.boot_id), timeout, self.vm.as_mut())
-            .await
-            .map_err(|e| format!("kexec from {} into {}: {e}", old.kernel_release, p.release))
+        wait_for_agent(
+            &client,
+            Some(&old.boot_id),
+            timeout,
+            self.vm.as_mut().map(|v| v as &mut dyn Watch),
+        )
+        .await
+        .map_err(|e| format!("kexec from {} into {}: {e}", old.kernel_release, p.release))
     }
 }

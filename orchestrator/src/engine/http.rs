@@ -10,9 +10,8 @@ use std::time::Duration;
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{Identity, InstallRequest, Step, StepOutput};
 
-use super::host::{check_booted, BootMethod};
+use crate::boot::{check_booted, wait_for_agent, BootMethod};
 use crate::kernel::Prepared;
-use crate::lab;
 use crate::scenario::{BootVia, Kernel};
 
 /// A machine reached over http. Kernels are installed on it and booted by kexec or a
@@ -149,7 +148,7 @@ impl HttpConn {
                 ))
             }
         }
-        let detail = match lab::wait_for_agent(&self.client, Some(&before.boot_id), timeout, None).await {
+        let detail = match wait_for_agent(&self.client, Some(&before.boot_id), timeout, None).await {
             Ok(new) => match check_booted(p, &new) {
                 Ok(()) => {
                     self.booted = Some((new.boot_id.clone(), p.vmlinuz.clone(), cmdline_used));
@@ -314,13 +313,13 @@ impl HttpConn {
             Ok(id) => {
                 // It answers on another kernel: reboot into the default entry.
                 match self.client.step(Step::Reboot, Duration::from_secs(60)).await {
-                    Ok(_) => lab::wait_for_agent(&self.client, Some(&id.boot_id), timeout, None).await,
+                    Ok(_) => wait_for_agent(&self.client, Some(&id.boot_id), timeout, None).await,
                     Err(e) => Err(format!("reboot refused: {e}")),
                 }
             }
             Err(_) => match &self.reset {
                 Some(argv) => match run_reset(argv).await {
-                    Ok(()) => lab::wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
+                    Ok(()) => wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
                     Err(e) => Err(e),
                 },
                 None => Err(

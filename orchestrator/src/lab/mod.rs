@@ -7,9 +7,10 @@ pub mod cpio;
 pub mod initramfs;
 pub mod machine;
 
+use crate::boot::{wait_for_agent, Watch};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::Identity;
@@ -27,6 +28,8 @@ pub struct VmSpec {
     pub initrd: PathBuf,
     pub cpus: u32,
     pub memory_mib: u32,
+    /// Under TCG, a host thread per vCPU (true) or one for all (false).
+    pub parallel: bool,
     /// "tcg", "kvm", or "auto": KVM where /dev/kvm opens, falling back to TCG when the VM
     /// dies under KVM before its agent answers.
     pub accel: String,
@@ -68,14 +71,14 @@ impl Vm {
         std::fs::create_dir_all(&spec.dir).map_err(|e| LabError::Msg(format!("{}: {e}", spec.dir.display())))?;
         let port = free_port()?;
         let console = spec.dir.join("console.log");
-        // Under TCG the vCPUs share one host thread. With one thread per vCPU (QEMU's
-        // default), a guest CPU now and then runs stale code while another patches kernel
-        // text (text_poke_bp): Debian's 6.12 died of an int3 oops at boot and on a write
-        // to sched_features that way. The lab is for correctness, not speed.
-        let accel = if spec.accel == "kvm" {
-            "kvm"
-        } else {
-            "tcg,thread=single"
+        // With a host thread per vCPU (QEMU's default), a guest CPU now and then runs stale
+        // code while another patches kernel text (text_poke_bp): Debian's 6.12 died of an
+        // int3 oops at boot and on a write to sched_features that way. One thread for all
+        // vCPUs avoids it, at the cost of parallelism.
+        let accel = match (spec.accel.as_str(), spec.parallel) {
+            ("kvm", _) => "kvm",
+            (_, true) => "tcg",
+            (_, false) => "tcg,thread=single",
         };
         let cpu = if spec.accel == "kvm" { "host" } else { "max" };
         let mut cmd = Command::new("qemu-system-x86_64");
@@ -163,39 +166,13 @@ pub fn console_tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// Waits until the agent answers with a boot id other than `old_boot_id` (when given), or
-/// until `timeout`. While waiting, a VM that exits ends the wait at once.
-pub async fn wait_for_agent(
-    client: &AgentClient,
-    old_boot_id: Option<&str>,
-    timeout: Duration,
-    mut vm: Option<&mut Vm>,
-) -> Result<Identity, String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(vm) = vm.as_deref_mut() {
-            if let Some(status) = vm.exited() {
-                return Err(format!(
-                    "the VM stopped ({status}) before its agent answered; console:\n{}",
-                    vm.console_tail(25)
-                ));
-            }
-        }
-        let last = match client.identity().await {
-            Ok(id) if Some(id.boot_id.as_str()) != old_boot_id => return Ok(id),
-            Ok(_) => "the agent still answers from the old boot".to_string(),
-            Err(e) => e.to_string(),
-        };
-        if Instant::now() >= deadline {
-            let console = vm
-                .map(|v| format!("; console:\n{}", v.console_tail(25)))
-                .unwrap_or_default();
-            return Err(format!(
-                "not back within {}s (last: {last}){console}",
-                timeout.as_secs()
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+impl Watch for Vm {
+    fn died(&mut self) -> Option<String> {
+        self.exited().map(|status| format!("the VM stopped ({status})"))
+    }
+
+    fn console(&self) -> String {
+        self.console_tail(25)
     }
 }
 
@@ -230,7 +207,7 @@ pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, 
         let mut vm = Vm::start(&attempt).map_err(|e| e.to_string())?;
         let client = AgentClient::new(&vm.url(), token);
         let retry_left = n + 1 < accels.len();
-        match wait_for_agent(&client, None, timeout, Some(&mut vm)).await {
+        match wait_for_agent(&client, None, timeout, Some(&mut vm as &mut dyn Watch)).await {
             Ok(id) => return Ok((vm, client, id)),
             Err(e) if retry_left && vm.exited().is_some() => {
                 if *accel == "kvm" {

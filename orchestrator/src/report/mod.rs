@@ -70,9 +70,9 @@ impl Report<'_> {
     }
 }
 
+use crate::results::{KernelProvenance, Sample};
 use crate::scenario::Scenario;
 use crate::stats::{self, Comparison, Settings, Summary};
-use crate::store::{KernelProvenance, Sample};
 
 /// One row of a metric's table.
 #[derive(Debug, Clone, PartialEq)]

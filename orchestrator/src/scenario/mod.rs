@@ -118,7 +118,14 @@ pub enum Transport {
         keep_kernels: u32,
     },
     /// A qemu VM that kreg starts on this machine.
-    Lab { cpus: u32, memory_mib: u32 },
+    Lab {
+        cpus: u32,
+        memory_mib: u32,
+        /// Under TCG: each vCPU on a host thread of its own (QEMU's default, real
+        /// parallelism), or all vCPUs taking turns on one thread (slower, but the emulator
+        /// never runs stale guest code while the kernel patches its own text).
+        parallel: bool,
+    },
 }
 
 /// kreg's kernels kept installed on an http host unless `keep_kernels:` says otherwise.

@@ -6,6 +6,7 @@ pub mod cluster;
 
 pub use builds::{builds, link_build, record_build, BuildRow};
 
+pub use crate::results::{KernelProvenance, Sample};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
@@ -342,21 +343,6 @@ pub async fn record_host(
     Ok(())
 }
 
-/// One stored sample with the matrix point it belongs to.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Sample {
-    pub kernel: String,
-    pub variant: String,
-    pub workload: String,
-    pub iteration: i32,
-    pub metric: String,
-    pub value: f64,
-    pub unit: String,
-    pub higher_is_better: bool,
-    pub kernel_release: String,
-    pub observed_policy: String,
-}
-
 pub async fn samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>> {
     Ok(sqlx::query_as(
         "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
@@ -394,26 +380,6 @@ pub async fn schedstat_pairs(
     .bind(run_id)
     .fetch_all(db)
     .await?)
-}
-
-/// Provenance of one kernel of a run: the boots it ran on and what its jobs ran with.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct KernelProvenance {
-    pub kernel: String,
-    /// "host: release, N CPUs, cpu model, cmdline", one per distinct boot setting.
-    pub boots: Vec<String>,
-    pub cpu_models: Vec<String>,
-    pub cmdlines: Vec<String>,
-    /// "tool@host version", distinct.
-    pub tools: Vec<String>,
-    /// kreg's builds: "key (config hash …)".
-    pub builds: Vec<String>,
-    /// Settings kreg changed for the run: "sut: kernel.sched_schedstats 0 → 1, restored".
-    #[serde(default)]
-    pub settings: Vec<String>,
-    /// The SUT had no /proc/schedstat on this kernel: no scheduler statistics.
-    #[serde(default)]
-    pub no_schedstat: bool,
 }
 
 /// Notes a setting kreg changed on a host (its value before), before the change is made.

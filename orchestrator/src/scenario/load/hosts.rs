@@ -71,6 +71,7 @@ impl<'a> Cx<'a> {
                 "token_file",
                 "cpus",
                 "memory_mib",
+                "parallel",
                 "boot",
                 "reset",
                 "console",
@@ -88,7 +89,7 @@ impl<'a> Cx<'a> {
         };
         match kind.as_str() {
             "http" => {
-                refuse(self, &["cpus", "memory_mib"], "http");
+                refuse(self, &["cpus", "memory_mib", "parallel"], "http");
                 let url = self.required(&f, "url", &what).and_then(|n| {
                     let u = self.string(n, "url")?;
                     if !(u.starts_with("http://") || u.starts_with("https://")) {
@@ -136,9 +137,14 @@ impl<'a> Cx<'a> {
                     .get("memory_mib")
                     .map(|n| self.uint(n, "memory_mib", 256, 8192))
                     .unwrap_or(Some(1024));
+                let parallel = f
+                    .get("parallel")
+                    .map(|n| self.boolean(n, "parallel"))
+                    .unwrap_or(Some(true));
                 Some(Transport::Lab {
                     cpus: cpus? as u32,
                     memory_mib: mem? as u32,
+                    parallel: parallel?,
                 })
             }
             other => {

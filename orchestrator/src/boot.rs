@@ -1,0 +1,90 @@
+//! The boot seam: how a host got onto a boot, whether that boot runs the kernel asked for,
+//! and waiting for a host's agent to answer from a new boot. Real machines and the lab's
+//! VMs both go through here; neither depends on the other.
+
+use std::time::{Duration, Instant};
+
+use kreg_agent::client::AgentClient;
+use kreg_agent::wire::Identity;
+
+use crate::kernel::Prepared;
+
+/// What can be watched while a host boots: a VM that may die, with its console.
+pub trait Watch: Send {
+    /// How it died (e.g. "the VM stopped (exit status: 1)"), once it has.
+    fn died(&mut self) -> Option<String>;
+    /// The last lines it printed.
+    fn console(&self) -> String;
+}
+
+/// Whether `id` is the boot of `p`: its release and, for kreg's builds, its build string.
+pub fn check_booted(p: &Prepared, id: &Identity) -> Result<(), String> {
+    if id.kernel_release != p.release {
+        return Err(format!("booted {}, expected {}", id.kernel_release, p.release));
+    }
+    if let Some(uts) = p.built.as_ref().and_then(|b| b.uts_version.as_ref()) {
+        if !id.proc_version.contains(uts.as_str()) {
+            return Err(format!(
+                "/proc/version is {:?}, not the build kreg made ({uts})",
+                id.proc_version
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How a host got onto the boot that runs a kernel's jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BootMethod {
+    /// It already ran the kernel asked for.
+    None,
+    /// The lab started a VM with the kernel.
+    Start,
+    Kexec,
+    /// A one-shot GRUB entry and a reboot.
+    GrubReboot,
+}
+
+impl BootMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BootMethod::None => "none",
+            BootMethod::Start => "start",
+            BootMethod::Kexec => "kexec",
+            BootMethod::GrubReboot => "grub-reboot",
+        }
+    }
+}
+
+/// Waits until the agent answers with a boot id other than `old_boot_id` (when given), or
+/// until `timeout`. A watched host (a VM) that dies meanwhile ends the wait at once.
+pub async fn wait_for_agent(
+    client: &AgentClient,
+    old_boot_id: Option<&str>,
+    timeout: Duration,
+    mut watch: Option<&mut dyn Watch>,
+) -> Result<Identity, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(w) = watch.as_deref_mut() {
+            if let Some(death) = w.died() {
+                return Err(format!("{death} before its agent answered; console:\n{}", w.console()));
+            }
+        }
+        let last = match client.identity().await {
+            Ok(id) if Some(id.boot_id.as_str()) != old_boot_id => return Ok(id),
+            Ok(_) => "the agent still answers from the old boot".to_string(),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            let console = watch
+                .map(|w| format!("; console:\n{}", w.console()))
+                .unwrap_or_default();
+            return Err(format!(
+                "not back within {}s (last: {last}){console}",
+                timeout.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
