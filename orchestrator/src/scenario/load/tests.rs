@@ -415,3 +415,28 @@ f.yaml:8:62: `build_on` applies only to kernels built from `git` or `tarball` so
         other => panic!("{other:?}"),
     }
 }
+
+/// A duplicate is reported at the item that repeats the name, even when an item before it
+/// failed (the walk once paired items and results by index and pointed one item too early).
+#[test]
+fn a_duplicate_after_a_failed_item_is_reported_where_it_repeats() {
+    check(
+        &format!("{HOSTS}variants:\n  - {{ name: bad, policy: nosuch }}\n  - {{ name: v }}\n  - {{ name: v }}\nworkloads:\n  - {{ name: w, kind: hackbench, groups: 0 }}\n  - {{ name: x, kind: hackbench }}\n  - {{ name: x, kind: hackbench }}\n"),
+        "
+f.yaml:7:26: policy: unknown policy `nosuch`; expected other, batch or idle
+f.yaml:9:5: variant `v` is declared twice
+f.yaml:11:41: groups (-g): 0 is out of range (1 to 10000)
+f.yaml:13:5: workload `x` is declared twice
+",
+    );
+}
+
+/// Two tools of one name would install over each other: the second is refused where it
+/// stands.
+#[test]
+fn a_tool_declared_twice_is_refused() {
+    check(
+        &format!("{HOSTS}tools:\n  - {{ name: hb, on: [sut], from: {{ apt: rt-tests }} }}\n  - {{ name: hb, on: [ldg], from: {{ apt: rt-tests }} }}\nworkloads: [ {{ name: h, kind: hackbench }} ]\n"),
+        "f.yaml:8:5: tool `hb` is declared twice",
+    );
+}
