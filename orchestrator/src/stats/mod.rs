@@ -36,13 +36,7 @@ impl Summary {
         };
         let min = samples.iter().cloned().fold(f64::INFINITY, f64::min);
         let max = samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let mut sorted = samples.to_vec();
-        sorted.sort_by(|a, b| a.partial_cmp(b).expect("finite samples"));
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
+        let median = median(&mut samples.to_vec());
         Some(Summary {
             n,
             mean,
@@ -63,6 +57,18 @@ impl Summary {
     }
 }
 
+/// The median of finite samples (sorted in place); the mean of the middle two for an even
+/// count. NaN for none.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("finite samples"));
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// Samples farther than 3.5 scaled median absolute deviations from the median (the
 /// modified z-score rule of Iglewicz and Hoaglin: robust, and a single wild sample cannot
 /// hide itself by inflating the spread).
@@ -70,17 +76,8 @@ pub fn outliers(samples: &[f64]) -> Vec<f64> {
     if samples.len() < 4 {
         return Vec::new();
     }
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
-    let m = med(&mut samples.to_vec());
-    let mad = 1.4826 * med(&mut samples.iter().map(|x| (x - m).abs()).collect());
+    let m = median(&mut samples.to_vec());
+    let mad = 1.4826 * median(&mut samples.iter().map(|x| (x - m).abs()).collect::<Vec<_>>());
     if mad == 0.0 {
         return samples.iter().copied().filter(|x| *x != m).collect();
     }

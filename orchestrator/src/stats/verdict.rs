@@ -3,7 +3,7 @@
 //! direction. Deterministic: the same samples always give the same verdict.
 
 use super::tests_impl::{mann_whitney, t_quantile, welch};
-use super::Summary;
+use super::{median, Summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -84,16 +84,6 @@ fn rng_from_samples(a: &[f64], b: &[f64]) -> super::rng::Rng {
         h = h.wrapping_mul(0x1000_0000_01B3).rotate_left(17);
     }
     super::rng::Rng::new(h | 1)
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Percentile bootstrap of median(b) / median(a).
