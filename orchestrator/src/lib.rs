@@ -3,6 +3,7 @@
 pub mod boot;
 pub mod config;
 pub mod engine;
+pub mod failure;
 pub mod kconfig;
 pub mod kernel;
 pub mod lab;

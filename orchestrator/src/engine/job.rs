@@ -9,6 +9,7 @@ use kreg_agent::client::{AgentClient, CONTROL_TIMEOUT};
 use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
 
 use super::server::Session;
+use crate::failure::CommandFailed;
 use crate::parse::Metric;
 use crate::scenario::{Variant, Workload};
 use crate::store::JobOutcome;
@@ -157,21 +158,6 @@ pub fn programs(
         .collect()
 }
 
-fn failure_text(res: &ExecResult, what: &str, timeout: u64) -> String {
-    let how = if res.timed_out {
-        format!("timed out after {timeout}s")
-    } else if let Some(sig) = res.signal {
-        format!("killed by signal {sig}")
-    } else {
-        format!("exited with status {}", res.exit_code.unwrap_or(-1))
-    };
-    let tail: Vec<&str> = res.stderr.lines().rev().take(5).collect();
-    format!(
-        "{what} {how}: {}",
-        tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-    )
-}
-
 /// Runs one job and returns what to store.
 pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
     let mut raw = Vec::new();
@@ -263,7 +249,10 @@ async fn measured_exec(
     raw.push(("stdout".into(), res.stdout.clone()));
     raw.push(("stderr".into(), res.stderr.clone()));
     if !res.success() {
-        return Err(fail(failure_text(&res, &program, timeout_secs), raw));
+        return Err(fail(
+            CommandFailed::of_exec(program, &res, timeout_secs).to_string(),
+            raw,
+        ));
     }
     Ok(res)
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, Policy};
 
+use crate::failure::{tail, CommandFailed, TAIL_LINES};
 use crate::workload::{DbServer, Netperf, Plan, WorkloadKind};
 
 /// A running server and what the jobs need to reach it.
@@ -28,14 +29,10 @@ fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
 }
 
 async fn must(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, String> {
+    let r_timeout = r.timeout_secs;
     let res = client.exec(r).await.map_err(|e| format!("{what}: {e}"))?;
     if !res.success() {
-        let tail: Vec<&str> = res.stderr.lines().rev().take(4).collect();
-        return Err(format!(
-            "{what} failed ({:?}): {}",
-            res.exit_code,
-            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-        ));
+        return Err(CommandFailed::of_exec(what, &res, r_timeout).to_string());
     }
     Ok(res.stdout)
 }
@@ -51,12 +48,11 @@ async fn wait_ready(
     loop {
         let st = session.server.poll(session.id).await.map_err(|e| e.to_string())?;
         if !st.running {
-            let tail: Vec<&str> = st.stderr.lines().rev().take(6).collect();
             return Err(format!(
                 "{} exited ({:?}) before it was ready: {}",
                 session.what,
                 st.exit_code.or(st.signal),
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                tail(&st.stderr, TAIL_LINES)
             ));
         }
         let last = match client.exec(probe.clone()).await {

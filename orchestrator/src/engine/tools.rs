@@ -8,6 +8,7 @@ use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, FileSource, PlaceRequest, Step, StepOutput};
 use sha2::Digest;
 
+use crate::failure::CommandFailed;
 use crate::scenario::{Tool, ToolSource};
 
 /// Where git-built tools keep their trees on a host.
@@ -22,14 +23,10 @@ fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
 }
 
 async fn run(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, String> {
+    let r_timeout = r.timeout_secs;
     let res = client.exec(r).await.map_err(|e| format!("{what}: {e}"))?;
     if !res.success() {
-        let tail: Vec<&str> = res.stderr.lines().rev().take(4).collect();
-        return Err(format!(
-            "{what} failed ({}): {}",
-            res.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "killed".into()),
-            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-        ));
+        return Err(CommandFailed::of_exec(what, &res, r_timeout).to_string());
     }
     Ok(res.stdout.trim().to_string())
 }

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use sha2::{Digest, Sha256};
 
 use super::{msg, KernelError};
+use crate::failure::CommandFailed;
 use crate::kconfig;
 use crate::scenario::{BuildSpec, ConfigBase, TreeSource};
 
@@ -181,14 +182,7 @@ fn sha256_file(path: &Path) -> Result<String, KernelError> {
 pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<String, KernelError> {
     let out = cmd.output().map_err(|e| msg(format!("cannot run {what}: {e}")))?;
     if !out.status.success() {
-        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stderr));
-        let tail: Vec<&str> = text.lines().rev().take(8).collect();
-        return Err(msg(format!(
-            "{what} failed ({}): {}",
-            out.status,
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        )));
+        return Err(msg(CommandFailed::of_output(what, &out).to_string()));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }

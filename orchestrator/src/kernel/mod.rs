@@ -1,6 +1,7 @@
 //! Kernels as the controller prepares them: Debian packages fetched with `apt-get download`
 //! and unpacked into a cache, or prebuilt images; each with the release it will report.
 
+use crate::failure::CommandFailed;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -89,11 +90,7 @@ pub fn prepare_with(
 fn run(cmd: &mut Command, what: &str) -> Result<std::process::Output, KernelError> {
     let out = cmd.output().map_err(|e| msg(format!("cannot run {what}: {e}")))?;
     if !out.status.success() {
-        return Err(msg(format!(
-            "{what} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(msg(CommandFailed::of_output(what, &out).to_string()));
     }
     Ok(out)
 }

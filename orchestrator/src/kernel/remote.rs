@@ -4,6 +4,7 @@
 //! cache, from where they are installed like any kernel kreg built. Runs on a blocking
 //! thread; each agent call is driven by the runtime's handle.
 
+use crate::failure::CommandFailed;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -39,14 +40,8 @@ impl Remote {
         if r.success() {
             return Ok(r.stdout);
         }
-        let text = format!("{}{}", r.stdout, r.stderr);
-        let tail: Vec<&str> = text.lines().rev().take(8).collect();
-        Err(msg(format!(
-            "`{}` on {} failed: {}",
-            argv.join(" "),
-            self.name,
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        )))
+        let what = format!("`{}` on {}", argv.join(" "), self.name);
+        Err(msg(CommandFailed::of_exec(what, &r, timeout_secs).to_string()))
     }
 }
 

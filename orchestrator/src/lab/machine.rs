@@ -40,11 +40,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), LabError> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(err(format!(
-            "{what} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
+        Err(err(crate::failure::CommandFailed::of_output(what, &out).to_string()))
     }
 }
 
