@@ -201,7 +201,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             if before.is_empty() {
                 store::run(&db, run).await?;
             }
-            let left = before.iter().filter(|j| j.state() != plan::JobState::Done).count();
+            let left = before.iter().filter(|j| j.state != plan::JobState::Done).count();
             if left == 0 {
                 println!("run {run}: finished, all {} jobs done; nothing to resume", before.len());
                 return Ok(ExitCode::SUCCESS);

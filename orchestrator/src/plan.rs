@@ -63,29 +63,65 @@ pub enum JobState {
     Failed,
 }
 
-impl JobState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Pending => "pending",
-            JobState::Running => "running",
-            JobState::Done => "done",
-            JobState::Failed => "failed",
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    Running,
+    /// Stopped before its end (a signal, a lost database, a crash): `kreg resume` goes on.
+    Interrupted,
+    /// Every job done.
+    Done,
+    /// Ended with failed jobs.
+    Failed,
+}
+
+/// The text of a state in the database, and back: an unknown one is an error, never a
+/// default.
+macro_rules! state_names {
+    ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<$ty> {
+                match s {
+                    $($name => Some($ty::$variant),)+
+                    _ => None,
+                }
+            }
         }
-    }
 
-    pub fn parse(s: &str) -> Option<JobState> {
-        Some(match s {
-            "pending" => JobState::Pending,
-            "running" => JobState::Running,
-            "done" => JobState::Done,
-            "failed" => JobState::Failed,
-            _ => return None,
-        })
-    }
+        impl TryFrom<String> for $ty {
+            type Error = String;
 
+            fn try_from(s: String) -> Result<$ty, String> {
+                $ty::parse(&s).ok_or_else(|| format!("unknown {} state {s:?}", stringify!($ty)))
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
+}
+
+state_names!(JobState { Pending => "pending", Running => "running", Done => "done", Failed => "failed" });
+state_names!(RunState { Running => "running", Interrupted => "interrupted", Done => "done", Failed => "failed" });
+
+impl JobState {
     /// Whether `resume` runs a job in this state again.
     pub fn needs_run(self) -> bool {
         matches!(self, JobState::Pending | JobState::Running)
+    }
+
+    /// Whether a drive of the run takes this job (again): all but the done ones.
+    pub fn to_drive(self) -> bool {
+        self != JobState::Done
     }
 }
 
@@ -170,5 +206,23 @@ mod tests {
         assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
         let text = render(&s, &jobs);
         assert_eq!(text.matches("boot kernel").count(), 2, "{text}");
+    }
+}
+
+#[cfg(test)]
+mod state_tests {
+    use super::*;
+
+    #[test]
+    fn states_round_trip_and_an_unknown_one_is_an_error() {
+        for s in [JobState::Pending, JobState::Running, JobState::Done, JobState::Failed] {
+            assert_eq!(JobState::try_from(s.as_str().to_string()), Ok(s));
+        }
+        for s in [RunState::Running, RunState::Interrupted, RunState::Done, RunState::Failed] {
+            assert_eq!(RunState::try_from(s.to_string()), Ok(s));
+        }
+        assert!(JobState::try_from("finished".to_string()).is_err());
+        assert!(RunState::try_from("pending".to_string()).is_err());
+        assert_eq!(format!("{:<8}|", RunState::Done), "done    |");
     }
 }

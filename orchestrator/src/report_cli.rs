@@ -58,7 +58,7 @@ async fn failed_of(db: &PgPool, run_id: i64) -> Result<Vec<report::FailedCell>> 
         .await?
         .into_iter()
         .map(|j| report::JobSummary {
-            failed: j.state() == plan::JobState::Failed,
+            failed: j.state == plan::JobState::Failed,
             kernel: j.kernel,
             variant: j.variant,
             workload: j.workload,

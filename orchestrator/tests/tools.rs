@@ -119,5 +119,8 @@ workloads:
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    assert!(err.starts_with("tool nope on here: git clone exited with status 128: "), "{err}");
+    assert!(
+        err.starts_with("tool nope on here: git clone exited with status 128: "),
+        "{err}"
+    );
 }

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use kreg_agent::client::{AgentClient, CONTROL_TIMEOUT};
+use kreg_agent::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
 use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
 
 use super::server::Session;
@@ -24,12 +24,28 @@ pub const SCHEDSTATS_SETTING: &str = "kernel.sched_schedstats";
 #[derive(Debug)]
 pub struct JobFailure {
     pub reason: String,
+    /// An agent stopped answering (its host crashed, rebooted or lost its network).
+    pub unreachable: bool,
     pub raw: Vec<(String, String)>,
 }
 
 fn fail(reason: impl Into<String>, raw: &[(String, String)]) -> JobFailure {
     JobFailure {
         reason: reason.into(),
+        unreachable: false,
+        raw: raw.to_vec(),
+    }
+}
+
+/// An agent's error as a job's failure, `context` before it when not empty.
+fn agent_fail(context: &str, e: &ClientError, raw: &[(String, String)]) -> JobFailure {
+    JobFailure {
+        reason: if context.is_empty() {
+            e.to_string()
+        } else {
+            format!("{context}: {e}")
+        },
+        unreachable: e.is_unreachable(),
         raw: raw.to_vec(),
     }
 }
@@ -240,7 +256,7 @@ async fn measured_exec(
         cpus,
         ..Default::default()
     };
-    let res = ctx.runner.exec(req).await.map_err(|e| fail(e.to_string(), raw))?;
+    let res = ctx.runner.exec(req).await.map_err(|e| agent_fail("", &e, raw))?;
     if ctx.schedstat {
         if let Some(s) = schedstat(ctx.sut).await {
             raw.push(("schedstat_after".to_string(), s));
@@ -291,21 +307,39 @@ async fn single_host(
     Ok((metrics, observed))
 }
 
+/// Why waiting for a spawned process ended without its result.
+#[derive(Debug, thiserror::Error)]
+enum WaitError {
+    #[error(transparent)]
+    Agent(#[from] ClientError),
+    #[error("still running after {0}s; stopped")]
+    Overran(u64),
+}
+
+impl WaitError {
+    fn fail(self, context: &str, raw: &[(String, String)]) -> JobFailure {
+        match self {
+            WaitError::Agent(e) => agent_fail(context, &e, raw),
+            other => fail(format!("{context}: {other}"), raw),
+        }
+    }
+}
+
 /// Polls a spawned process until it ends or `limit` passes (then it is stopped).
 async fn wait_spawned(
     client: &AgentClient,
     id: u64,
     limit: Duration,
-) -> Result<kreg_agent::wire::ProcessState, String> {
+) -> Result<kreg_agent::wire::ProcessState, WaitError> {
     let deadline = Instant::now() + limit;
     loop {
-        let st = client.poll(id).await.map_err(|e| e.to_string())?;
+        let st = client.poll(id).await?;
         if !st.running {
-            return client.stop(id, 1).await.map_err(|e| e.to_string());
+            return Ok(client.stop(id, 1).await?);
         }
         if Instant::now() >= deadline {
             let _ = client.stop(id, 5).await;
-            return Err(format!("still running after {}s; stopped", limit.as_secs()));
+            return Err(WaitError::Overran(limit.as_secs()));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -332,13 +366,13 @@ async fn netperf_clients(
             timeout_secs,
             ..Default::default()
         };
-        ids.push(ctx.runner.spawn(req).await.map_err(|e| fail(e.to_string(), raw))?.id);
+        ids.push(ctx.runner.spawn(req).await.map_err(|e| agent_fail("", &e, raw))?.id);
     }
     let mut per_client = Vec::new();
     for (i, id) in ids.into_iter().enumerate() {
         let st = wait_spawned(ctx.runner, id, Duration::from_secs(timeout_secs))
             .await
-            .map_err(|e| fail(format!("netperf client {}: {e}", i + 1), raw))?;
+            .map_err(|e| e.fail(&format!("netperf client {}", i + 1), raw))?;
         raw.push((format!("client{}_stdout", i + 1), st.stdout.clone()));
         raw.push((format!("client{}_stderr", i + 1), st.stderr.clone()));
         if st.exit_code != Some(0) {
@@ -384,10 +418,10 @@ async fn hammerdb_run(
         timeout_secs,
         ..Default::default()
     };
-    let p = ctx.runner.spawn(req).await.map_err(|e| fail(e.to_string(), raw))?;
+    let p = ctx.runner.spawn(req).await.map_err(|e| agent_fail("", &e, raw))?;
     let deadline = Instant::now() + Duration::from_secs(timeout_secs);
     loop {
-        let st = ctx.runner.poll(p.id).await.map_err(|e| fail(e.to_string(), raw))?;
+        let st = ctx.runner.poll(p.id).await.map_err(|e| agent_fail("", &e, raw))?;
         if st.stdout.contains("Rampup complete") || !st.running {
             break;
         }
@@ -405,7 +439,7 @@ async fn hammerdb_run(
     let left = deadline.saturating_duration_since(Instant::now());
     let st = wait_spawned(ctx.runner, p.id, left)
         .await
-        .map_err(|e| fail(format!("hammerdbcli: {e}"), raw))?;
+        .map_err(|e| e.fail("hammerdbcli", raw))?;
     if ctx.schedstat {
         if let Some(s) = schedstat(ctx.sut).await {
             raw.push(("schedstat_after".to_string(), s));

@@ -1,7 +1,8 @@
-//! Drives a run: boots each kernel once, applies each variant, runs each job, and stores
-//! every outcome as it happens, so that a run stopped at any point can be resumed from the
+//! Drives a run: boots each kernel once, applies each variant, runs each job (the steps are
+//! in `drive`), and stores every outcome as it happens, so that a run stopped at any point can be resumed from the
 //! first job not done. Progress goes out as [`Event`]s.
 
+mod drive;
 mod host;
 pub use host::read_token;
 mod http;
@@ -11,12 +12,12 @@ mod tools;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
 
 use sqlx::PgPool;
 
 use crate::config::Config;
-use crate::scenario::{self, BuildSpec, KernelSource, Scenario};
+use crate::plan::{JobState, RunState};
+use crate::scenario::{self, Scenario};
 use crate::store::{self, JobRow};
 
 /// Everything the engine tells the outside world while it works.
@@ -181,41 +182,6 @@ pub struct Outcome {
     pub failed: usize,
 }
 
-/// A kernel that could not be prepared or booted: its jobs fail with the reason.
-async fn fail_kernel(
-    db: &PgPool,
-    jobs: &[&JobRow],
-    kernel: &str,
-    reason: String,
-    on_event: &mut dyn FnMut(Event),
-) -> Result<(), EngineError> {
-    for j in jobs {
-        store::fail_job(db, j.id, &format!("boot failed: {reason}")).await?;
-    }
-    on_event(Event::KernelFailed {
-        kernel: kernel.to_string(),
-        reason,
-        jobs: jobs.len(),
-    });
-    Ok(())
-}
-
-async fn fail_all(
-    db: &PgPool,
-    jobs: &[&JobRow],
-    reason: &str,
-    on_event: &mut dyn FnMut(Event),
-) -> Result<(), EngineError> {
-    for j in jobs {
-        store::fail_job(db, j.id, reason).await?;
-        on_event(Event::JobFailed {
-            ordinal: j.ordinal,
-            reason: reason.to_string(),
-        });
-    }
-    Ok(())
-}
-
 /// Loads the scenario a run was created from (its stored text, not today's file).
 pub fn scenario_of(run: &store::RunRow) -> Result<Scenario, EngineError> {
     let base = Path::new(&run.source_path).parent().unwrap_or(Path::new("."));
@@ -250,10 +216,7 @@ pub async fn drive(
         return Err(EngineError::Busy(run_id));
     }
     let jobs = store::jobs(db, run_id).await?;
-    let left = jobs
-        .iter()
-        .filter(|j| j.state().needs_run() || j.state() == crate::plan::JobState::Failed)
-        .count();
+    let left = jobs.iter().filter(|j| j.state.to_drive()).count();
     if left == 0 {
         // A finished run stays as it is: nothing to do, nothing touched.
         return Ok(Outcome {
@@ -261,11 +224,11 @@ pub async fn drive(
             failed: 0,
         });
     }
-    store::set_run_state(db, run_id, "running").await?;
+    store::set_run_state(db, run_id, RunState::Running).await?;
     let result = drive_jobs(db, &run, &scenario, cfg, on_event).await;
     if result.is_err() {
         // Whatever stopped the drive, the run does not stay `running`.
-        let _ = store::set_run_state(db, run_id, "interrupted").await;
+        let _ = store::set_run_state(db, run_id, RunState::Interrupted).await;
     }
     drop(lock);
     result
@@ -279,9 +242,7 @@ async fn drive_jobs(
     cfg: &Config,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
-    let run_id = run.id;
-
-    let run_dir = cfg.data_dir.join("runs").join(run_id.to_string());
+    let run_dir = cfg.data_dir.join("runs").join(run.id.to_string());
     let mut conns: HashMap<String, host::Conn> = HashMap::new();
     for h in &scenario.hosts {
         let c = host::Conn::open(h, &run_dir).map_err(|detail| EngineError::Host {
@@ -290,284 +251,24 @@ async fn drive_jobs(
         })?;
         conns.insert(h.name.clone(), c);
     }
-    let sut = scenario.sut().name.clone();
-    let jobs = store::jobs(db, run_id).await?;
-    let total = jobs.len();
-    let todo: Vec<&JobRow> = jobs
-        .iter()
-        .filter(|j| j.state().needs_run() || j.state() == crate::plan::JobState::Failed)
-        .collect();
+    let jobs = store::jobs(db, run.id).await?;
+    let todo: Vec<&JobRow> = jobs.iter().filter(|j| j.state.to_drive()).collect();
+    let mut driver = drive::Driver {
+        db,
+        run,
+        scenario,
+        cfg,
+        conns,
+        sut: scenario.sut().name.clone(),
+        total: jobs.len(),
+        on_event,
+    };
+    driver.all(&todo).await?;
 
-    let boot_timeout = Duration::from_secs(scenario.boot.timeout_secs);
-    let mut i = 0;
-    while i < todo.len() {
-        let kernel_name = todo[i].kernel.clone();
-        let group: Vec<&JobRow> = todo[i..]
-            .iter()
-            .take_while(|j| j.kernel == kernel_name)
-            .copied()
-            .collect();
-        i += group.len();
-        let kernel = scenario
-            .kernel(&kernel_name)
-            .expect("jobs come from the scenario")
-            .clone();
-        on_event(Event::KernelBooting {
-            kernel: kernel.name.clone(),
-        });
-        let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        // A kernel built on a host of the scenario compiles through that host's agent.
-        let builder = match &kernel.source {
-            KernelSource::Build(BuildSpec { build_on: Some(h), .. }) => match conns.get(h).and_then(|c| c.client()) {
-                Some(c) => Ok(Some((h.clone(), c.clone()))),
-                None => Err(format!("kernel {}: build host {h} is not reachable", kernel.name)),
-            },
-            _ => Ok(None),
-        };
-        let prepared = match builder {
-            Err(reason) => Err(reason),
-            Ok(builder) => {
-                let prep = conns[&sut].prepare(&kernel, cfg, builder, log_tx);
-                tokio::pin!(prep);
-                loop {
-                    tokio::select! {
-                        r = &mut prep => break r,
-                        Some(line) = log_rx.recv() => on_event(Event::BuildOutput { kernel: kernel.name.clone(), line }),
-                    }
-                }
-            }
-        };
-        while let Ok(line) = log_rx.try_recv() {
-            on_event(Event::BuildOutput {
-                kernel: kernel.name.clone(),
-                line,
-            });
-        }
-        let prepared = match prepared {
-            Ok(p) => p,
-            Err(reason) => {
-                fail_kernel(db, &group, &kernel.name, reason, on_event).await?;
-                continue;
-            }
-        };
-        if let Some(b) = prepared.as_ref().and_then(|p| p.built.as_ref()) {
-            store::record_build(db, b, &b.built_on).await?;
-            store::link_build(db, &b.key, run_id, &kernel.name).await?;
-        }
-        let booted = conns
-            .get_mut(&sut)
-            .expect("sut")
-            .boot(&kernel, prepared.as_ref(), cfg, boot_timeout)
-            .await;
-        let (sut_id, method) = match booted {
-            Ok(x) => x,
-            Err(reason) => {
-                fail_kernel(db, &group, &kernel.name, reason, on_event).await?;
-                continue;
-            }
-        };
-        store::record_host(db, run_id, &sut, &sut_id, method.as_str()).await?;
-        // Every process of this run carries its owner; nothing of an earlier attempt
-        // (a controller killed mid-job) survives into this boot's jobs.
-        for h in &scenario.hosts {
-            if let Some(c) = conns[&h.name].client() {
-                c.set_owner(&owner_of(run, &h.name));
-                sweep(c, &h.name, false, on_event).await;
-            }
-        }
-        for h in &scenario.hosts {
-            if h.name != sut {
-                if let Some(c) = conns[&h.name].client() {
-                    if let Ok(id) = c.identity().await {
-                        store::record_host(db, run_id, &h.name, &id, "none").await?;
-                    }
-                }
-            }
-        }
-        on_event(Event::KernelReady {
-            kernel: kernel.name.clone(),
-            release: sut_id.kernel_release.clone(),
-            boot_id: sut_id.boot_id.clone(),
-            method: method.as_str(),
-        });
-        let defaults = sut_id.sched_features.clone().unwrap_or_default();
-        let mut versions = tools::Versions::new();
-        let mut tool_error = None;
-        'install: for t in &scenario.tools {
-            for h in &t.on {
-                let Some(c) = conns[h].client() else {
-                    tool_error = Some(format!("tool {}: host {h} is not connected", t.name));
-                    break 'install;
-                };
-                match tools::install(c, t).await {
-                    Ok(v) => {
-                        versions.insert(format!("{}@{h}", t.name), v);
-                    }
-                    Err(e) => {
-                        tool_error = Some(format!("tool {} on {h}: {e}", t.name));
-                        break 'install;
-                    }
-                }
-            }
-        }
-        if let Some(reason) = tool_error {
-            fail_all(db, &group, &reason, on_event).await?;
-            continue;
-        }
-        let sut_client = conns[&sut].client().expect("booted").clone();
-        let schedstat = sut_id.schedstat_version.is_some();
-        let schedstats_before = if schedstat {
-            schedstats_on(db, run_id, &sut, &sut_client, &sut_id.boot_id, on_event).await?
-        } else {
-            on_event(Event::Warning {
-                message: format!(
-                    "kernel {}: {sut} has no /proc/schedstat (CONFIG_SCHEDSTATS off?): its jobs run without scheduler statistics",
-                    kernel.name
-                ),
-            });
-            None
-        };
-
-        let mut v = 0;
-        while v < group.len() {
-            let vname = group[v].variant.clone();
-            let vjobs: Vec<&JobRow> = group[v..].iter().take_while(|j| j.variant == vname).copied().collect();
-            v += vjobs.len();
-            let variant = scenario.variant(&vname).expect("jobs come from the scenario").clone();
-            if let Err(reason) = job::apply_features(&sut_client, &variant, &defaults).await {
-                for j in &vjobs {
-                    store::fail_job(db, j.id, &reason).await?;
-                    on_event(Event::JobFailed {
-                        ordinal: j.ordinal,
-                        reason: reason.clone(),
-                    });
-                }
-                let _ = job::restore_features(&sut_client, &variant, &defaults).await;
-                continue;
-            }
-            let mut w = 0;
-            while w < vjobs.len() {
-                let wname = vjobs[w].workload.clone();
-                let wjobs: Vec<&JobRow> = vjobs[w..].iter().take_while(|j| j.workload == wname).copied().collect();
-                w += wjobs.len();
-                let workload = scenario.workload(&wname).expect("jobs come from the scenario");
-                let Some(runner) = conns[&workload.on].client().cloned() else {
-                    fail_all(db, &wjobs, &format!("host {} is not connected", workload.on), on_event).await?;
-                    continue;
-                };
-                let session = match workload.kind.server_host() {
-                    None => None,
-                    Some(host) => {
-                        let Some(srv) = conns[host].client().cloned() else {
-                            fail_all(db, &wjobs, &format!("host {host} is not connected"), on_event).await?;
-                            continue;
-                        };
-                        match server::open(
-                            &workload.kind,
-                            &srv,
-                            &runner,
-                            variant.policy,
-                            variant.cpus.clone(),
-                            sut_id.nr_cpus,
-                        )
-                        .await
-                        {
-                            Ok(s) => s,
-                            Err(reason) => {
-                                let reason = format!("the server of workload {} on {host}: {reason}", workload.name);
-                                fail_all(db, &wjobs, &reason, on_event).await?;
-                                continue;
-                            }
-                        }
-                    }
-                };
-                // The versions of the programs this workload runs, once per boot.
-                for (program, host, client) in job::programs(workload, &runner, &conns) {
-                    let key = format!("{program}@{host}");
-                    if let std::collections::btree_map::Entry::Vacant(slot) = versions.entry(key) {
-                        slot.insert(tools::identify(&client, &program).await);
-                    }
-                }
-                let ctx = job::Ctx {
-                    sut: &sut_client,
-                    sut_id: &sut_id,
-                    runner: &runner,
-                    session: session.as_ref(),
-                    versions: &versions,
-                    schedstat,
-                };
-                for j in wjobs {
-                    sweep(&runner, &workload.on, true, on_event).await;
-                    if workload.on != sut {
-                        sweep(&sut_client, &sut, true, on_event).await;
-                    }
-                    on_event(Event::JobStarted {
-                        ordinal: j.ordinal,
-                        total,
-                        kernel: j.kernel.clone(),
-                        variant: j.variant.clone(),
-                        workload: j.workload.clone(),
-                        iteration: j.iteration,
-                    });
-                    store::start_job(db, j.id).await?;
-                    match job::run(&ctx, &variant, workload).await {
-                        Ok(outcome) => {
-                            let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-                            store::finish_job(&mut tx, run_id, j.id, &outcome).await?;
-                            tx.commit().await.map_err(store::StoreError::from)?;
-                            on_event(Event::JobDone {
-                                ordinal: j.ordinal,
-                                metrics: outcome
-                                    .metrics
-                                    .iter()
-                                    .map(|m| (m.name.clone(), m.value, m.unit.clone()))
-                                    .collect(),
-                                policy: outcome.observed_policy.clone(),
-                            });
-                        }
-                        Err(f) => {
-                            let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-                            store::store_raw(&mut tx, run_id, j.id, &f.raw).await?;
-                            store::fail_job(&mut *tx, j.id, &f.reason).await?;
-                            tx.commit().await.map_err(store::StoreError::from)?;
-                            let console = conns[&sut].console_tail().filter(|_| f.reason.contains("unreachable"));
-                            let reason = match console {
-                                Some(c) => format!("{}; console:\n{c}", f.reason),
-                                None => f.reason,
-                            };
-                            on_event(Event::JobFailed {
-                                ordinal: j.ordinal,
-                                reason,
-                            });
-                        }
-                    }
-                }
-                if let Some(s) = session {
-                    if let Err(e) = s.stop().await {
-                        tracing::warn!(workload = %workload.name, error = %e, "could not stop the server");
-                    }
-                }
-            }
-            if let Err(reason) = job::restore_features(&sut_client, &variant, &defaults).await {
-                tracing::warn!(variant = %variant.name, %reason, "could not restore sched features");
-            }
-        }
-        if let Some(before) = schedstats_before {
-            match job::set_schedstats(&sut_client, &before).await {
-                Ok(()) => store::setting_restored(db, run_id, &sut, &sut_id.boot_id, job::SCHEDSTATS_SETTING).await?,
-                Err(e) => on_event(Event::Warning {
-                    message: format!("{sut}: could not put {} back to {before}: {e}", job::SCHEDSTATS_SETTING),
-                }),
-            }
-        }
-    }
-
-    let after = store::jobs(db, run_id).await?;
-    let done = after
-        .iter()
-        .filter(|j| j.state() == crate::plan::JobState::Done)
-        .count();
+    let after = store::jobs(db, run.id).await?;
+    let done = after.iter().filter(|j| j.state == JobState::Done).count();
     let failed = after.len() - done;
-    store::set_run_state(db, run_id, if failed == 0 { "done" } else { "failed" }).await?;
+    let state = if failed == 0 { RunState::Done } else { RunState::Failed };
+    store::set_run_state(db, run.id, state).await?;
     Ok(Outcome { done, failed })
 }

@@ -10,7 +10,7 @@ pub use crate::results::{KernelProvenance, Sample};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
-use crate::plan::{Job, JobState};
+use crate::plan::{Job, JobState, RunState};
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -131,7 +131,8 @@ pub struct RunRow {
     pub scenario_name: String,
     pub yaml: String,
     pub source_path: String,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: RunState,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -150,7 +151,8 @@ pub async fn run(db: impl PgExecutor<'_>, run_id: i64) -> Result<RunRow> {
 pub struct RunSummary {
     pub id: i64,
     pub scenario_name: String,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: RunState,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub jobs: i64,
     pub done: i64,
@@ -180,19 +182,19 @@ pub async fn interrupt_run(db: &PgPool, run_id: i64) -> Result<()> {
         .bind(run_id)
         .execute(&mut *tx)
         .await?;
-    set_run_state(&mut *tx, run_id, "interrupted").await?;
+    set_run_state(&mut *tx, run_id, RunState::Interrupted).await?;
     tx.commit().await?;
     Ok(())
 }
 
-pub async fn set_run_state(db: impl PgExecutor<'_>, run_id: i64, state: &str) -> Result<()> {
+pub async fn set_run_state(db: impl PgExecutor<'_>, run_id: i64, state: RunState) -> Result<()> {
     sqlx::query(
         "UPDATE runs SET state = $2, updated_at = now(),
                 finished_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END
          WHERE id = $1",
     )
     .bind(run_id)
-    .bind(state)
+    .bind(state.as_str())
     .execute(db)
     .await?;
     Ok(())
@@ -206,15 +208,10 @@ pub struct JobRow {
     pub variant: String,
     pub workload: String,
     pub iteration: i32,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: JobState,
     pub attempts: i32,
     pub error: Option<String>,
-}
-
-impl JobRow {
-    pub fn state(&self) -> JobState {
-        JobState::parse(&self.state).unwrap_or(JobState::Pending)
-    }
 }
 
 pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {

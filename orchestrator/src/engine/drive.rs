@@ -1,0 +1,470 @@
+//! A run's jobs, step by step: for each kernel, prepare it and boot the SUT into it, claim
+//! the hosts for this run, install the tools, turn the schedstat counters on; for each
+//! variant, set its sched features; for each workload, open its server; then each job.
+//! Jobs come grouped (kernel, then variant, then workload) from [`runs_of`], the one place
+//! that groups them. A step that fails fails the jobs below it with a typed [`Failure`].
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use kreg_agent::client::AgentClient;
+use kreg_agent::wire::Identity;
+use sqlx::PgPool;
+
+use super::host::Conn;
+use super::server::Session;
+use super::{job, owner_of, schedstats_on, server, sweep, tools, EngineError, Event};
+use crate::config::Config;
+use crate::kernel::Prepared;
+use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, Variant, Workload};
+use crate::store::{self, JobRow, RunRow};
+
+/// Why a group of jobs could not run, said once and stored as each job's reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Failure {
+    /// The kernel could not be fetched, built, installed or booted.
+    #[error("boot failed: {0}")]
+    Boot(String),
+    #[error("tool {tool} on {host}: {detail}")]
+    Tool { tool: String, host: String, detail: String },
+    #[error("host {0} is not connected")]
+    NotConnected(String),
+    /// A variant's sched features could not be set.
+    #[error("{0}")]
+    Variant(String),
+    #[error("the server of workload {workload} on {host}: {detail}")]
+    Server {
+        workload: String,
+        host: String,
+        detail: String,
+    },
+}
+
+/// Consecutive runs of jobs with the same key, in order: the jobs of one kernel, of one
+/// variant within it, of one workload within that.
+pub fn runs_of<'a, 'j>(jobs: &'a [&'j JobRow], key: fn(&JobRow) -> &str) -> Vec<&'a [&'j JobRow]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=jobs.len() {
+        if i == jobs.len() || key(jobs[i]) != key(jobs[start]) {
+            if i > start {
+                out.push(&jobs[start..i]);
+            }
+            start = i;
+        }
+    }
+    out
+}
+
+/// The SUT on one kernel's boot, and what its jobs run with.
+struct Booted {
+    id: Identity,
+    client: AgentClient,
+    /// The sched features file as the kernel booted.
+    defaults: String,
+    versions: tools::Versions,
+    /// The schedstat switch's value before kreg turned it on (to put back).
+    schedstats_before: Option<String>,
+}
+
+pub(super) struct Driver<'a> {
+    pub db: &'a PgPool,
+    pub run: &'a RunRow,
+    pub scenario: &'a Scenario,
+    pub cfg: &'a Config,
+    pub conns: HashMap<String, Conn>,
+    pub sut: String,
+    /// All jobs of the run, for "job N of M".
+    pub total: usize,
+    pub on_event: &'a mut dyn FnMut(Event),
+}
+
+impl Driver<'_> {
+    /// Every job given (in run order), kernel by kernel.
+    pub async fn all(&mut self, todo: &[&JobRow]) -> Result<(), EngineError> {
+        for jobs in runs_of(todo, |j| &j.kernel) {
+            let kernel = self
+                .scenario
+                .kernel(&jobs[0].kernel)
+                .expect("jobs come from the scenario");
+            let booted = match self.boot_kernel(kernel).await? {
+                Ok(b) => b,
+                Err(reason) => {
+                    self.fail_kernel(jobs, &kernel.name, reason).await?;
+                    continue;
+                }
+            };
+            let mut booted = match self.ready_hosts(kernel, booted).await? {
+                Ok(b) => b,
+                Err(failure) => {
+                    self.fail_jobs(jobs, &failure.to_string()).await?;
+                    continue;
+                }
+            };
+            for vjobs in runs_of(jobs, |j| &j.variant) {
+                self.variant(&mut booted, vjobs).await?;
+            }
+            self.put_schedstats_back(&booted).await?;
+        }
+        Ok(())
+    }
+
+    /// Prepares `kernel` and boots the SUT into it. The outer error stops the drive; the
+    /// inner one fails the kernel's jobs.
+    async fn boot_kernel(&mut self, kernel: &Kernel) -> Result<Result<(Identity, AgentClient), String>, EngineError> {
+        (self.on_event)(Event::KernelBooting {
+            kernel: kernel.name.clone(),
+        });
+        let prepared = match self.prepare(kernel).await {
+            Ok(p) => p,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        if let Some(b) = prepared.as_ref().and_then(|p| p.built.as_ref()) {
+            store::record_build(self.db, b, &b.built_on).await?;
+            store::link_build(self.db, &b.key, self.run.id, &kernel.name).await?;
+        }
+        let timeout = Duration::from_secs(self.scenario.boot.timeout_secs);
+        let conn = self.conns.get_mut(&self.sut).expect("the SUT has a connection");
+        let (id, method) = match conn.boot(kernel, prepared.as_ref(), self.cfg, timeout).await {
+            Ok(x) => x,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        store::record_host(self.db, self.run.id, &self.sut, &id, method.as_str()).await?;
+        (self.on_event)(Event::KernelReady {
+            kernel: kernel.name.clone(),
+            release: id.kernel_release.clone(),
+            boot_id: id.boot_id.clone(),
+            method: method.as_str(),
+        });
+        let client = self.conns[&self.sut]
+            .client()
+            .expect("a booted host has an agent")
+            .clone();
+        Ok(Ok((id, client)))
+    }
+
+    /// Fetches, unpacks or builds the kernel (on its build host when it names one), the
+    /// build's output going out as events while it runs.
+    async fn prepare(&mut self, kernel: &Kernel) -> Result<Option<Prepared>, String> {
+        let builder = match &kernel.source {
+            KernelSource::Build(BuildSpec { build_on: Some(h), .. }) => {
+                match self.conns.get(h).and_then(|c| c.client()) {
+                    Some(c) => Some((h.clone(), c.clone())),
+                    None => return Err(format!("kernel {}: build host {h} is not reachable", kernel.name)),
+                }
+            }
+            _ => None,
+        };
+        let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let on_event = &mut *self.on_event;
+        let mut say = |line: String| {
+            on_event(Event::BuildOutput {
+                kernel: kernel.name.clone(),
+                line,
+            })
+        };
+        let prep = self.conns[&self.sut].prepare(kernel, self.cfg, builder, log_tx);
+        tokio::pin!(prep);
+        let prepared = loop {
+            tokio::select! {
+                r = &mut prep => break r,
+                Some(line) = log_rx.recv() => say(line),
+            }
+        };
+        while let Ok(line) = log_rx.try_recv() {
+            say(line);
+        }
+        prepared
+    }
+
+    /// After a boot: every host claimed for this run (nothing an earlier attempt left
+    /// survives), the other hosts' boots recorded, the tools installed, the schedstat
+    /// counters on.
+    async fn ready_hosts(
+        &mut self,
+        kernel: &Kernel,
+        (id, client): (Identity, AgentClient),
+    ) -> Result<Result<Booted, Failure>, EngineError> {
+        for h in &self.scenario.hosts {
+            if let Some(c) = self.conns[&h.name].client() {
+                c.set_owner(&owner_of(self.run, &h.name));
+                sweep(c, &h.name, false, self.on_event).await;
+                if h.name != self.sut {
+                    if let Ok(other) = c.identity().await {
+                        store::record_host(self.db, self.run.id, &h.name, &other, "none").await?;
+                    }
+                }
+            }
+        }
+        let versions = match self.install_tools().await {
+            Ok(v) => v,
+            Err(f) => return Ok(Err(f)),
+        };
+        let schedstats_before = if id.schedstat_version.is_some() {
+            schedstats_on(self.db, self.run.id, &self.sut, &client, &id.boot_id, self.on_event).await?
+        } else {
+            (self.on_event)(Event::Warning {
+                message: format!(
+                    "kernel {}: {} has no /proc/schedstat (CONFIG_SCHEDSTATS off?): its jobs run without scheduler statistics",
+                    kernel.name, self.sut
+                ),
+            });
+            None
+        };
+        Ok(Ok(Booted {
+            defaults: id.sched_features.clone().unwrap_or_default(),
+            id,
+            client,
+            versions,
+            schedstats_before,
+        }))
+    }
+
+    /// Installs every tool on its hosts; their versions by "tool@host".
+    async fn install_tools(&self) -> Result<tools::Versions, Failure> {
+        let mut versions = tools::Versions::new();
+        for t in &self.scenario.tools {
+            for h in &t.on {
+                let c = self.conns[h].client().ok_or_else(|| Failure::NotConnected(h.clone()))?;
+                let v = tools::install(c, t).await.map_err(|detail| Failure::Tool {
+                    tool: t.name.clone(),
+                    host: h.clone(),
+                    detail,
+                })?;
+                versions.insert(format!("{}@{h}", t.name), v);
+            }
+        }
+        Ok(versions)
+    }
+
+    /// One variant's jobs: its sched features set (and put back after), then workload by
+    /// workload.
+    async fn variant(&mut self, booted: &mut Booted, jobs: &[&JobRow]) -> Result<(), EngineError> {
+        let variant = self
+            .scenario
+            .variant(&jobs[0].variant)
+            .expect("jobs come from the scenario");
+        if let Err(reason) = job::apply_features(&booted.client, variant, &booted.defaults).await {
+            self.fail_jobs(jobs, &Failure::Variant(reason).to_string()).await?;
+            let _ = job::restore_features(&booted.client, variant, &booted.defaults).await;
+            return Ok(());
+        }
+        for wjobs in runs_of(jobs, |j| &j.workload) {
+            let workload = self
+                .scenario
+                .workload(&wjobs[0].workload)
+                .expect("jobs come from the scenario");
+            match self.open_workload(booted, variant, workload).await {
+                Ok((runner, session)) => {
+                    self.note_versions(booted, workload, &runner).await;
+                    for j in wjobs {
+                        self.job(booted, variant, workload, &runner, session.as_ref(), j)
+                            .await?;
+                    }
+                    if let Some(s) = session {
+                        if let Err(e) = s.stop().await {
+                            tracing::warn!(workload = %workload.name, error = %e, "could not stop the server");
+                        }
+                    }
+                }
+                Err(failure) => self.fail_jobs(wjobs, &failure.to_string()).await?,
+            }
+        }
+        if let Err(reason) = job::restore_features(&booted.client, variant, &booted.defaults).await {
+            tracing::warn!(variant = %variant.name, %reason, "could not restore sched features");
+        }
+        Ok(())
+    }
+
+    /// The agent a workload runs on and, for a two-host kind, its server started.
+    async fn open_workload(
+        &self,
+        booted: &Booted,
+        variant: &Variant,
+        workload: &Workload,
+    ) -> Result<(AgentClient, Option<Session>), Failure> {
+        let client_of = |host: &str| {
+            self.conns[host]
+                .client()
+                .cloned()
+                .ok_or_else(|| Failure::NotConnected(host.to_string()))
+        };
+        let runner = client_of(&workload.on)?;
+        let Some(host) = workload.kind.server_host() else {
+            return Ok((runner, None));
+        };
+        let srv = client_of(host)?;
+        let cpus = variant.cpus.clone();
+        match server::open(&workload.kind, &srv, &runner, variant.policy, cpus, booted.id.nr_cpus).await {
+            Ok(session) => Ok((runner, session)),
+            Err(detail) => Err(Failure::Server {
+                workload: workload.name.clone(),
+                host: host.to_string(),
+                detail,
+            }),
+        }
+    }
+
+    /// The versions of the programs a workload runs, once per boot.
+    async fn note_versions(&self, booted: &mut Booted, workload: &Workload, runner: &AgentClient) {
+        for (program, host, client) in job::programs(workload, runner, &self.conns) {
+            let key = format!("{program}@{host}");
+            if let std::collections::btree_map::Entry::Vacant(slot) = booted.versions.entry(key) {
+                slot.insert(tools::identify(&client, &program).await);
+            }
+        }
+    }
+
+    /// One job: its hosts swept of leftovers, run, and its outcome stored in one
+    /// transaction.
+    async fn job(
+        &mut self,
+        booted: &Booted,
+        variant: &Variant,
+        workload: &Workload,
+        runner: &AgentClient,
+        session: Option<&Session>,
+        j: &JobRow,
+    ) -> Result<(), EngineError> {
+        sweep(runner, &workload.on, true, self.on_event).await;
+        if workload.on != self.sut {
+            sweep(&booted.client, &self.sut, true, self.on_event).await;
+        }
+        (self.on_event)(Event::JobStarted {
+            ordinal: j.ordinal,
+            total: self.total,
+            kernel: j.kernel.clone(),
+            variant: j.variant.clone(),
+            workload: j.workload.clone(),
+            iteration: j.iteration,
+        });
+        store::start_job(self.db, j.id).await?;
+        let ctx = job::Ctx {
+            sut: &booted.client,
+            sut_id: &booted.id,
+            runner,
+            session,
+            versions: &booted.versions,
+            schedstat: booted.id.schedstat_version.is_some(),
+        };
+        let result = job::run(&ctx, variant, workload).await;
+        let mut tx = self.db.begin().await.map_err(store::StoreError::from)?;
+        match result {
+            Ok(outcome) => {
+                store::finish_job(&mut tx, self.run.id, j.id, &outcome).await?;
+                tx.commit().await.map_err(store::StoreError::from)?;
+                (self.on_event)(Event::JobDone {
+                    ordinal: j.ordinal,
+                    metrics: outcome
+                        .metrics
+                        .iter()
+                        .map(|m| (m.name.clone(), m.value, m.unit.clone()))
+                        .collect(),
+                    policy: outcome.observed_policy.clone(),
+                });
+            }
+            Err(f) => {
+                store::store_raw(&mut tx, self.run.id, j.id, &f.raw).await?;
+                store::fail_job(&mut *tx, j.id, &f.reason).await?;
+                tx.commit().await.map_err(store::StoreError::from)?;
+                // A host that stopped answering: the lab's console says why.
+                let console = f.unreachable.then(|| self.conns[&self.sut].console_tail()).flatten();
+                let reason = match console {
+                    Some(c) => format!("{}; console:\n{c}", f.reason),
+                    None => f.reason,
+                };
+                (self.on_event)(Event::JobFailed {
+                    ordinal: j.ordinal,
+                    reason,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts the schedstat switch back as the boot had it, and notes that it was.
+    async fn put_schedstats_back(&mut self, booted: &Booted) -> Result<(), EngineError> {
+        let Some(before) = &booted.schedstats_before else {
+            return Ok(());
+        };
+        match job::set_schedstats(&booted.client, before).await {
+            Ok(()) => {
+                store::setting_restored(
+                    self.db,
+                    self.run.id,
+                    &self.sut,
+                    &booted.id.boot_id,
+                    job::SCHEDSTATS_SETTING,
+                )
+                .await?
+            }
+            Err(e) => (self.on_event)(Event::Warning {
+                message: format!(
+                    "{}: could not put {} back to {before}: {e}",
+                    self.sut,
+                    job::SCHEDSTATS_SETTING
+                ),
+            }),
+        }
+        Ok(())
+    }
+
+    /// A kernel that could not be prepared or booted: its jobs fail with the reason.
+    async fn fail_kernel(&mut self, jobs: &[&JobRow], kernel: &str, reason: String) -> Result<(), EngineError> {
+        let stored = Failure::Boot(reason.clone()).to_string();
+        for j in jobs {
+            store::fail_job(self.db, j.id, &stored).await?;
+        }
+        (self.on_event)(Event::KernelFailed {
+            kernel: kernel.to_string(),
+            reason,
+            jobs: jobs.len(),
+        });
+        Ok(())
+    }
+
+    async fn fail_jobs(&mut self, jobs: &[&JobRow], reason: &str) -> Result<(), EngineError> {
+        for j in jobs {
+            store::fail_job(self.db, j.id, reason).await?;
+            (self.on_event)(Event::JobFailed {
+                ordinal: j.ordinal,
+                reason: reason.to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::JobState;
+
+    fn row(ordinal: i32, kernel: &str, variant: &str) -> JobRow {
+        JobRow {
+            id: ordinal as i64,
+            ordinal,
+            kernel: kernel.into(),
+            variant: variant.into(),
+            workload: "w".into(),
+            iteration: 1,
+            state: JobState::Pending,
+            attempts: 0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn runs_are_consecutive_groups() {
+        let rows = [row(1, "a", "x"), row(2, "a", "y"), row(3, "b", "y"), row(4, "a", "y")];
+        let refs: Vec<&JobRow> = rows.iter().collect();
+        let kernels: Vec<Vec<i32>> = runs_of(&refs, |j| &j.kernel)
+            .iter()
+            .map(|r| r.iter().map(|j| j.ordinal).collect())
+            .collect();
+        assert_eq!(kernels, vec![vec![1, 2], vec![3], vec![4]]);
+        let variants = runs_of(&refs[..2], |j| &j.variant);
+        assert_eq!(variants.len(), 2);
+        assert!(runs_of(&[], |j| &j.kernel).is_empty());
+    }
+}
