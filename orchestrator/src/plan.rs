@@ -218,7 +218,12 @@ mod state_tests {
         for s in [JobState::Pending, JobState::Running, JobState::Done, JobState::Failed] {
             assert_eq!(JobState::try_from(s.as_str().to_string()), Ok(s));
         }
-        for s in [RunState::Running, RunState::Interrupted, RunState::Done, RunState::Failed] {
+        for s in [
+            RunState::Running,
+            RunState::Interrupted,
+            RunState::Done,
+            RunState::Failed,
+        ] {
             assert_eq!(RunState::try_from(s.to_string()), Ok(s));
         }
         assert!(JobState::try_from("finished".to_string()).is_err());

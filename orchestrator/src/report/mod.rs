@@ -8,7 +8,7 @@ mod render;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 
-pub use notes::{definition_changes, failed_cells, unlike, FailedCell, JobSummary, Unlike};
+pub use notes::{definition_changes, environment_changes, failed_cells, unlike, FailedCell, JobSummary, Unlike};
 
 /// The formats a report is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! What a report says besides its tables: the cells whose jobs failed, with the reasons,
 //! and, between two runs, the definitions and environments that differ. Pure.
 
+use crate::results::KernelProvenance;
 use crate::scenario::Scenario;
 use crate::yaml::{self, Kind, Node};
 
@@ -243,6 +244,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn environment_changes_name_what_differs_per_kernel() {
+        let prov = |kernel: &str, release: &str, tool: &str, setting: &str| KernelProvenance {
+            kernel: kernel.into(),
+            boots: vec![format!("sut: {release}, 2 CPUs")],
+            tools: vec![tool.into()],
+            settings: vec![setting.into()],
+            ..Default::default()
+        };
+        let a = [
+            prov("k1", "6.1.0-1", "hackbench@sut 2.0", "sut: kernel.sched_schedstats 0 → 1, restored"),
+            prov("k2", "6.12.1", "hackbench@sut 2.0", ""),
+        ];
+        let b = [
+            prov("k1", "6.1.0-1", "hackbench@sut 2.1", "sut: kernel.sched_schedstats 0 → 1"),
+            prov("k2", "6.12.2", "hackbench@sut 2.0", ""),
+            prov("k3", "6.13", "x", ""),
+        ];
+        assert_eq!(
+            environment_changes(&a, &b),
+            [
+                "kernel k1: tool versions differ between the runs: hackbench@sut 2.0 | hackbench@sut 2.1",
+                "kernel k2: boots differ between the runs: sut: 6.12.1, 2 CPUs | sut: 6.12.2, 2 CPUs",
+            ]
+        );
+        assert!(environment_changes(&a, &a).is_empty());
+    }
+
+    #[test]
     fn failed_cells_group_jobs_and_keep_distinct_reasons() {
         let job = |k: &str, failed: bool, e: Option<&str>| JobSummary {
             kernel: k.into(),
@@ -280,4 +309,36 @@ mod tests {
             vec![("v".to_string(), vec!["features: [A] → [A, B]".to_string()])]
         );
     }
+}
+
+/// Per kernel in both runs' provenance (A's first): the boots, tool versions, settings and
+/// command lines that differ between the runs ("restored" aside).
+pub fn environment_changes(prov_a: &[KernelProvenance], prov_b: &[KernelProvenance]) -> Vec<String> {
+    let mut out = Vec::new();
+    for pa in prov_a {
+        let Some(pb) = prov_b.iter().find(|p| p.kernel == pa.kernel) else {
+            continue;
+        };
+        for (what, a, b) in [
+            ("boots", &pa.boots, &pb.boots),
+            ("tool versions", &pa.tools, &pb.tools),
+            ("settings kreg changed", &pa.settings, &pb.settings),
+            ("kernel command lines", &pa.cmdlines, &pb.cmdlines),
+        ] {
+            let strip = |v: &Vec<String>| {
+                let mut v: Vec<String> = v.iter().map(|s| s.replace(", restored", "")).collect();
+                v.sort();
+                v
+            };
+            if strip(a) != strip(b) {
+                out.push(format!(
+                    "kernel {}: {what} differ between the runs: {} | {}",
+                    pa.kernel,
+                    a.join("; "),
+                    b.join("; ")
+                ));
+            }
+        }
+    }
+    out
 }

@@ -83,8 +83,20 @@ pub async fn open(options: PgConnectOptions) -> Result<PgPool> {
     Ok(pool)
 }
 
+/// Records a new run of a scenario: its text (stored once per distinct content, known by
+/// its SHA-256), the run, and all its jobs pending, in one transaction. Returns the run's id.
+pub async fn record_run(db: &PgPool, name: &str, yaml: &str, source_path: &str, jobs: &[Job]) -> Result<i64> {
+    use sha2::Digest;
+    let sha = hex::encode(sha2::Sha256::digest(yaml.as_bytes()));
+    let mut tx = db.begin().await?;
+    let scenario_id = upsert_scenario(&mut *tx, name, yaml, &sha).await?;
+    let run_id = create_run(&mut tx, scenario_id, source_path, jobs).await?;
+    tx.commit().await?;
+    Ok(run_id)
+}
+
 /// Stores the scenario text once per distinct content; returns its id.
-pub async fn upsert_scenario(db: impl PgExecutor<'_>, name: &str, yaml: &str, sha256: &str) -> Result<i64> {
+async fn upsert_scenario(db: impl PgExecutor<'_>, name: &str, yaml: &str, sha256: &str) -> Result<i64> {
     let id = sqlx::query_scalar(
         "INSERT INTO scenarios (name, yaml, sha256) VALUES ($1, $2, $3)
          ON CONFLICT (sha256) DO UPDATE SET name = EXCLUDED.name RETURNING id",
@@ -97,8 +109,8 @@ pub async fn upsert_scenario(db: impl PgExecutor<'_>, name: &str, yaml: &str, sh
     Ok(id)
 }
 
-/// Creates a run and all its jobs, pending, in one transaction.
-pub async fn create_run(
+/// Creates a run and all its jobs, pending.
+async fn create_run(
     tx: &mut Transaction<'_, Postgres>,
     scenario_id: i64,
     source_path: &str,

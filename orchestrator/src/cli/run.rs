@@ -4,15 +4,17 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use sqlx::PgPool;
 
 use kreg::config::Config;
 use kreg::engine::{self, Event};
-use kreg::store;
+use kreg::{plan, store};
 
-use crate::report_cli::print_report;
+use super::report::print_report;
 use crate::Format;
 
 /// What a run's progress looks like: lines on stderr, and a bar when it is a terminal.
@@ -140,4 +142,50 @@ async fn interrupted() -> &'static str {
         _ = int.recv() => "SIGINT",
         _ = term.recv() => "SIGTERM",
     }
+}
+
+/// `kreg run`: the hosts checked, the run recorded, then driven.
+pub async fn start(file: &Path, cfg: &Config) -> Result<ExitCode> {
+    let (text, s) = super::validate::load(file)?;
+    // Every host reached and authenticated before anything is recorded.
+    let found = kreg::preflight::check(&s).await;
+    for w in &found.warnings {
+        eprintln!("kreg: warning: {w}");
+    }
+    if !found.problems.is_empty() {
+        for p in &found.problems {
+            eprintln!("kreg: {p}");
+        }
+        bail!(
+            "{} cannot start: {} problem(s), no run recorded",
+            file.display(),
+            found.problems.len()
+        );
+    }
+    let db = super::db::connect(cfg).await?;
+    let jobs = plan::expand(&s);
+    let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
+    let run_id = store::record_run(&db, &s.name, &text, &source.display().to_string(), &jobs).await?;
+    println!(
+        "run {run_id}: {} jobs ({}); resume with `kreg resume {run_id}` if it stops",
+        jobs.len(),
+        s.name
+    );
+    drive(&db, run_id, cfg).await
+}
+
+/// `kreg resume`: a run driven on from its first job not done.
+pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
+    let db = super::db::connect(cfg).await?;
+    let before = store::jobs(&db, run).await?;
+    if before.is_empty() {
+        store::run(&db, run).await?;
+    }
+    let left = before.iter().filter(|j| j.state != plan::JobState::Done).count();
+    if left == 0 {
+        println!("run {run}: finished, all {} jobs done; nothing to resume", before.len());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("run {run}: resuming, {left} of {} jobs left", before.len());
+    drive(&db, run, cfg).await
 }

@@ -100,14 +100,17 @@ pub async fn compare(db: &PgPool, run_a: i64, run_b: i64, format: Format) -> Res
     let (samples_a, samples_b) = (store::samples(db, run_a).await?, store::samples(db, run_b).await?);
     let tables = report::compare_runs(&sa, &samples_a, &sb, &samples_b, &settings);
     let base = report::Baseline::Run(run_a);
+    let prov_a = store::provenance(db, run_a, &sa.sut().name).await?;
+    let prov_b = store::provenance(db, run_b, &sb.sut().name).await?;
+    warnings.extend(report::environment_changes(&prov_a, &prov_b));
+    // Each kernel shown once per run, labelled with it.
     let mut prov = Vec::new();
-    for (run, s) in [(run_a, &sa), (run_b, &sb)] {
-        for mut p in store::provenance(db, run, &s.sut().name).await? {
+    for (run, list) in [(run_a, prov_a), (run_b, prov_b)] {
+        for mut p in list {
             p.kernel = format!("{} (run {run})", p.kernel);
             prov.push(p);
         }
     }
-    warnings.extend(environment_changes(&prov, run_a, run_b));
     let rep = report::Report {
         run_id: run_b,
         scenario: &sb,
@@ -122,34 +125,27 @@ pub async fn compare(db: &PgPool, run_a: i64, run_b: i64, format: Format) -> Res
     Ok(ExitCode::SUCCESS)
 }
 
-/// Per kernel of both runs: the releases, tool versions and settings that differ.
-fn environment_changes(prov: &[store::KernelProvenance], run_a: i64, run_b: i64) -> Vec<String> {
-    let mut out = Vec::new();
-    let tag_a = format!(" (run {run_a})");
-    for pa in prov.iter().filter(|p| p.kernel.ends_with(&tag_a)) {
-        let kernel = pa.kernel.trim_end_matches(&tag_a);
-        let Some(pb) = prov.iter().find(|p| p.kernel == format!("{kernel} (run {run_b})")) else {
-            continue;
-        };
-        for (what, a, b) in [
-            ("boots", &pa.boots, &pb.boots),
-            ("tool versions", &pa.tools, &pb.tools),
-            ("settings kreg changed", &pa.settings, &pb.settings),
-            ("kernel command lines", &pa.cmdlines, &pb.cmdlines),
-        ] {
-            let strip = |v: &Vec<String>| {
-                let mut v: Vec<String> = v.iter().map(|s| s.replace(", restored", "")).collect();
-                v.sort();
-                v
-            };
-            if strip(a) != strip(b) {
-                out.push(format!(
-                    "kernel {kernel}: {what} differ between the runs: {} | {}",
-                    a.join("; "),
-                    b.join("; ")
-                ));
-            }
-        }
+/// `kreg report` with its settings checked.
+pub async fn report(
+    cfg: &kreg::config::Config,
+    run: i64,
+    baseline: Option<report::Baseline>,
+    format: Format,
+    alpha: f64,
+    min_effect: f64,
+) -> Result<ExitCode> {
+    // Written so that NaN fails both checks.
+    let alpha_ok = alpha > 0.0 && alpha < 1.0;
+    let effect_ok = min_effect >= 0.0 && min_effect.is_finite();
+    if !(alpha_ok && effect_ok) {
+        bail!("--alpha must be between 0 and 1 and --min-effect a percentage ≥ 0");
     }
-    out
+    let settings = kreg::stats::Settings {
+        alpha,
+        min_effect: min_effect / 100.0,
+        ..Default::default()
+    };
+    let db = super::db::connect(cfg).await?;
+    print_report(&db, run, baseline, format, &settings).await?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,48 @@
+//! `kreg db`, and the one way every command opens the database: `DATABASE_URL`, or kreg's
+//! private cluster started when needed.
+
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::PgPool;
+
+use kreg::config::Config;
+use kreg::store;
+
+#[derive(Subcommand)]
+pub enum DbCmd {
+    /// Start the private cluster if needed and print its URL (for psql or DATABASE_URL).
+    Url,
+    /// Stop the private cluster.
+    Stop,
+}
+
+pub async fn dispatch(cmd: DbCmd, cfg: &Config) -> Result<ExitCode> {
+    match cmd {
+        DbCmd::Url => {
+            let dir = cfg.data_dir.join("postgres");
+            store::cluster::ensure(&cfg.data_dir)
+                .await
+                .context("starting kreg's private PostgreSQL")?;
+            println!("postgres://kreg@localhost/kreg?host={}", dir.canonicalize()?.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        DbCmd::Stop => {
+            store::cluster::stop(&cfg.data_dir.canonicalize()?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+pub async fn connect(cfg: &Config) -> Result<PgPool> {
+    let options = match &cfg.database_url {
+        Some(url) => PgConnectOptions::from_str(url.expose()).context("DATABASE_URL is not a valid PostgreSQL URL")?,
+        None => store::cluster::ensure(&cfg.data_dir)
+            .await
+            .context("starting kreg's private PostgreSQL")?,
+    };
+    store::open(options).await.context("opening the database")
+}

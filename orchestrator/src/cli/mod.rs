@@ -1,0 +1,11 @@
+//! One file per command of `kreg`; `main` parses the arguments and dispatches here.
+
+pub mod db;
+pub mod kernels;
+pub mod lab;
+pub mod parse;
+pub mod report;
+pub mod run;
+pub mod schedstat;
+pub mod status;
+pub mod validate;

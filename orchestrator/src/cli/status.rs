@@ -1,0 +1,46 @@
+//! `kreg status`: where runs stand, and a run's jobs.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use sqlx::PgPool;
+
+use kreg::store;
+
+pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
+    let runs = store::runs(db, run).await?;
+    if let Some(id) = run {
+        if runs.is_empty() {
+            bail!("run {id} does not exist");
+        }
+    }
+    if runs.is_empty() {
+        println!("no runs yet: start one with `kreg run SCENARIO.yaml`");
+    }
+    for r in &runs {
+        println!(
+            "run {}  {:<24} {:<8} {}/{} done, {} failed  (started {})",
+            r.id,
+            r.scenario_name,
+            r.state,
+            r.done,
+            r.jobs,
+            r.failed,
+            r.created_at.format("%Y-%m-%d %H:%M:%S UTC")
+        );
+    }
+    if let Some(id) = run {
+        for j in store::jobs(db, id).await? {
+            let err = j
+                .error
+                .as_deref()
+                .map(|e| format!("  {}", e.lines().next().unwrap_or("")))
+                .unwrap_or_default();
+            println!(
+                "  #{:<4} {:<8} kernel={} variant={} workload={} iteration={} attempts={}{err}",
+                j.ordinal, j.state, j.kernel, j.variant, j.workload, j.iteration, j.attempts
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,46 @@
+//! `kreg validate` and `kreg plan`: a scenario checked, and its job matrix in run order.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+
+use kreg::{plan, scenario};
+
+/// Loads a scenario file, printing every problem as FILE:LINE:COL: message.
+pub fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
+    match kreg::scenario_file::load(file, false) {
+        Ok(x) => Ok(x),
+        Err(diags) => {
+            for d in &diags {
+                eprintln!("{}", d.render(&file.display().to_string()));
+            }
+            bail!("{} has {} problem(s)", file.display(), diags.len())
+        }
+    }
+}
+
+pub fn validate(files: &[PathBuf], skip_files: bool) -> Result<ExitCode> {
+    if files.is_empty() {
+        bail!("give at least one scenario file");
+    }
+    let mut bad = false;
+    for f in files {
+        match kreg::scenario_file::load(f, skip_files) {
+            Ok((_, s)) => println!("{}: ok ({} jobs)", f.display(), kreg::scenario_file::job_count(&s)),
+            Err(diags) => {
+                bad = true;
+                for d in diags {
+                    println!("{}", d.render(&f.display().to_string()));
+                }
+            }
+        }
+    }
+    Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+pub fn plan(file: &Path) -> Result<ExitCode> {
+    let (_, s) = load(file)?;
+    print!("{}", plan::render(&s, &plan::expand(&s)));
+    Ok(ExitCode::SUCCESS)
+}
