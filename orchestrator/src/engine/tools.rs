@@ -14,9 +14,9 @@ use crate::scenario::{Tool, ToolSource};
 /// Where git-built tools keep their trees on a host.
 const TREES: &str = "/var/lib/kreg/tools";
 
-fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
+fn req(argv: &[&str], timeout_secs: u64) -> ExecRequest {
     ExecRequest {
-        argv,
+        argv: argv.iter().map(|a| a.to_string()).collect(),
         timeout_secs,
         ..Default::default()
     }
@@ -35,126 +35,16 @@ async fn run(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String,
 pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String> {
     let target = format!("{}/{}", tool.install_dir, tool.name);
     match &tool.source {
-        ToolSource::Apt { package } => {
-            let mut r = req(
-                vec![
-                    "apt-get".into(),
-                    "install".into(),
-                    "-y".into(),
-                    "-q".into(),
-                    package.clone(),
-                ],
-                1800,
-            );
-            r.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
-            run(client, r, &format!("apt-get install {package}")).await?;
-            let v = run(
-                client,
-                req(
-                    vec![
-                        "dpkg-query".into(),
-                        "-W".into(),
-                        "-f=${Version}".into(),
-                        package.clone(),
-                    ],
-                    30,
-                ),
-                "dpkg-query",
-            )
-            .await?;
-            Ok(format!("{package} {v}"))
-        }
+        ToolSource::Apt { package } => install_apt(client, package).await,
         ToolSource::Git {
             url,
             git_ref,
             build,
             binary,
         } => {
-            // One tree per tool and URL, reused across boots and runs.
-            let url_hash = hex::encode(&sha2::Sha256::digest(url.as_bytes())[..6]);
-            let tree = format!("{TREES}/{}-{url_hash}", tool.name);
-            let have = client
-                .exec(req(vec!["test".into(), "-d".into(), format!("{tree}/.git")], 10))
-                .await
-                .map_err(|e| e.to_string())?;
-            let fetched = have.success()
-                && run(
-                    client,
-                    req(
-                        vec![
-                            "git".into(),
-                            "-C".into(),
-                            tree.clone(),
-                            "fetch".into(),
-                            "--quiet".into(),
-                            "--tags".into(),
-                            "origin".into(),
-                        ],
-                        1800,
-                    ),
-                    "git fetch",
-                )
-                .await
-                .is_ok();
-            if !fetched {
-                run(client, req(vec!["rm".into(), "-rf".into(), tree.clone()], 60), "rm").await?;
-                run(
-                    client,
-                    req(vec!["mkdir".into(), "-p".into(), TREES.into()], 10),
-                    "mkdir",
-                )
-                .await?;
-                run(
-                    client,
-                    req(
-                        vec![
-                            "git".into(),
-                            "clone".into(),
-                            "--quiet".into(),
-                            "--".into(),
-                            url.clone(),
-                            tree.clone(),
-                        ],
-                        1800,
-                    ),
-                    "git clone",
-                )
-                .await?;
-            }
-            run(
-                client,
-                req(
-                    vec![
-                        "git".into(),
-                        "-C".into(),
-                        tree.clone(),
-                        "checkout".into(),
-                        "--quiet".into(),
-                        "--force".into(),
-                        git_ref.clone(),
-                        "--".into(),
-                    ],
-                    60,
-                ),
-                "git checkout",
-            )
-            .await?;
-            let commit = run(
-                client,
-                req(
-                    vec![
-                        "git".into(),
-                        "-C".into(),
-                        tree.clone(),
-                        "rev-parse".into(),
-                        "HEAD".into(),
-                    ],
-                    30,
-                ),
-                "git rev-parse",
-            )
-            .await?;
-            let mut b = req(build.clone(), 3600);
+            let (tree, commit) = checkout(client, &tool.name, url, git_ref).await?;
+            let mut b = req(&[], 3600);
+            b.argv = build.clone();
             b.cwd = Some(tree.clone());
             run(client, b, &format!("building {}", tool.name)).await?;
             place(client, FileSource::Path(format!("{tree}/{binary}")), &target).await?;
@@ -173,6 +63,52 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String
             Ok(format!("sha256 {hash}"))
         }
     }
+}
+
+/// `apt-get install` of a package; its version as dpkg has it.
+async fn install_apt(client: &AgentClient, package: &str) -> Result<String, String> {
+    let mut r = req(&["apt-get", "install", "-y", "-q", package], 1800);
+    r.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
+    run(client, r, &format!("apt-get install {package}")).await?;
+    let v = run(
+        client,
+        req(&["dpkg-query", "-W", "-f=${Version}", package], 30),
+        "dpkg-query",
+    )
+    .await?;
+    Ok(format!("{package} {v}"))
+}
+
+/// The tool's tree on the host at `git_ref`: one tree per tool and URL, fetched when it
+/// is there, cloned afresh when it is not (or cannot be fetched). Returns the tree and
+/// the commit checked out.
+async fn checkout(client: &AgentClient, name: &str, url: &str, git_ref: &str) -> Result<(String, String), String> {
+    let url_hash = hex::encode(&sha2::Sha256::digest(url.as_bytes())[..6]);
+    let tree = format!("{TREES}/{name}-{url_hash}");
+    let have = client
+        .exec(req(&["test", "-d", &format!("{tree}/.git")], 10))
+        .await
+        .map_err(|e| e.to_string())?;
+    let fetch = req(&["git", "-C", &tree, "fetch", "--quiet", "--tags", "origin"], 1800);
+    let fetched = have.success() && run(client, fetch, "git fetch").await.is_ok();
+    if !fetched {
+        run(client, req(&["rm", "-rf", &tree], 60), "rm").await?;
+        run(client, req(&["mkdir", "-p", TREES], 10), "mkdir").await?;
+        let clone = req(&["git", "clone", "--quiet", "--", url, &tree], 1800);
+        run(client, clone, "git clone").await?;
+    }
+    let co = req(
+        &["git", "-C", &tree, "checkout", "--quiet", "--force", git_ref, "--"],
+        60,
+    );
+    run(client, co, "git checkout").await?;
+    let commit = run(
+        client,
+        req(&["git", "-C", &tree, "rev-parse", "HEAD"], 30),
+        "git rev-parse",
+    )
+    .await?;
+    Ok((tree, commit))
 }
 
 /// The agent copies the file into place with mode 0755 itself: the host needs no
@@ -198,28 +134,19 @@ pub async fn identify(client: &AgentClient, program: &str) -> String {
     let path = if program.contains('/') {
         program.to_string()
     } else {
-        match run(client, req(vec!["which".into(), program.into()], 10), "which").await {
+        match run(client, req(&["which", program], 10), "which").await {
             Ok(p) if !p.is_empty() => p,
             _ => return "not found".into(),
         }
     };
-    if let Ok(owner) = run(
-        client,
-        req(vec!["dpkg-query".into(), "-S".into(), path.clone()], 10),
-        "dpkg-query",
-    )
-    .await
-    {
+    if let Ok(owner) = run(client, req(&["dpkg-query", "-S", &path], 10), "dpkg-query").await {
         // `dpkg-query -S` also lists diversions ("diversion by PKG from: PATH"): skip them.
         let owning = owner.lines().find(|l| !l.starts_with("diversion by"));
         if let Some((pkg, _)) = owning.and_then(|l| l.split_once(':')) {
-            let pkg = pkg.trim().to_string();
+            let pkg = pkg.trim();
             if let Ok(v) = run(
                 client,
-                req(
-                    vec!["dpkg-query".into(), "-W".into(), "-f=${Version}".into(), pkg.clone()],
-                    10,
-                ),
+                req(&["dpkg-query", "-W", "-f=${Version}", pkg], 10),
                 "dpkg-query",
             )
             .await
@@ -228,7 +155,7 @@ pub async fn identify(client: &AgentClient, program: &str) -> String {
             }
         }
     }
-    match run(client, req(vec!["sha256sum".into(), path.clone()], 30), "sha256sum").await {
+    match run(client, req(&["sha256sum", &path], 30), "sha256sum").await {
         Ok(out) => format!("sha256 {}", out.split_whitespace().next().unwrap_or("")),
         Err(_) => "unknown".into(),
     }

@@ -336,18 +336,13 @@ pub fn build(
     let work = cache.join("work").join(&ikey[..16]);
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| msg(format!("{}: {e}", work.display())))?;
-    let result = build_in(
-        spec,
-        cache,
-        &work,
-        running_config,
-        host,
-        log,
-        &tree_hash,
+    let inputs = Inputs {
+        tree_hash,
         git,
-        &patches,
-        &compiler,
-    );
+        patches,
+        compiler,
+    };
+    let result = build_in(spec, cache, &work, running_config, host, log, inputs);
     let _ = std::fs::remove_dir_all(&work);
     let built = result?;
     std::fs::create_dir_all(index.parent().expect("has parent")).map_err(|e| msg(e.to_string()))?;
@@ -364,7 +359,17 @@ pub fn load(cache: &Path, key: &str) -> Option<Built> {
     b.image().exists().then_some(b)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What identifies a build besides its configuration: the tree, the patches, the compiler.
+struct Inputs {
+    tree_hash: String,
+    /// For a git tree: the mirror and the commit to extract.
+    git: Option<(PathBuf, String)>,
+    patches: String,
+    compiler: String,
+}
+
+/// The build in a fresh work tree: extract, patch, configure, then compile unless a build
+/// of the same content key is already in the cache.
 fn build_in(
     spec: &BuildSpec,
     cache: &Path,
@@ -372,42 +377,9 @@ fn build_in(
     running_config: Option<String>,
     host: &mut dyn BuildHost,
     log: &mut dyn FnMut(&str),
-    tree_hash: &str,
-    git: Option<(PathBuf, String)>,
-    patches: &str,
-    compiler: &str,
+    inputs: Inputs,
 ) -> Result<Built, KernelError> {
-    match (&spec.tree, git) {
-        (TreeSource::Git { .. }, Some((mirror, commit))) => {
-            log(&format!("extracting {commit}"));
-            let tar = work.with_extension("tar");
-            run(
-                Command::new("git")
-                    .arg("--git-dir")
-                    .arg(&mirror)
-                    .args(["archive", "--format=tar", "-o"])
-                    .arg(&tar)
-                    .arg(&commit),
-                "git archive",
-            )?;
-            let r = run(Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(work), "tar");
-            let _ = std::fs::remove_file(&tar);
-            r?;
-        }
-        (TreeSource::Tarball { path }, _) => {
-            log(&format!("extracting {}", path.display()));
-            run(
-                Command::new("tar")
-                    .arg("-xf")
-                    .arg(path)
-                    .arg("-C")
-                    .arg(work)
-                    .arg("--strip-components=1"),
-                "tar",
-            )?;
-        }
-        _ => unreachable!("git trees come with their mirror"),
-    }
+    extract(&spec.tree, inputs.git.as_ref(), work, log)?;
     for p in &spec.patches {
         log(&format!("applying {}", p.display()));
         run(
@@ -419,7 +391,86 @@ fn build_in(
         )
         .map_err(|e| msg(format!("patch {} does not apply: {e}", p.display())))?;
     }
-    // Base config, requested options, olddefconfig.
+    let config = configure(spec, work, running_config)?;
+    let config_hash = sha256_hex(kconfig::canonical(&config).as_bytes());
+    let key = sha256_hex(
+        format!(
+            "{}\n{config_hash}\n{}\n{}\n",
+            inputs.tree_hash, inputs.patches, inputs.compiler
+        )
+        .as_bytes(),
+    )[..16]
+        .to_string();
+    if let Some(b) = load(cache, &key) {
+        log(&format!(
+            "kernel {} is in the cache ({key}), nothing to build",
+            b.release
+        ));
+        return Ok(b);
+    }
+    let keyed = Keyed {
+        inputs,
+        key,
+        config_hash,
+    };
+    compile(cache, work, &config, host, log, keyed)
+}
+
+/// A build's inputs with its configuration's hash and the content key they make.
+struct Keyed {
+    inputs: Inputs,
+    key: String,
+    config_hash: String,
+}
+
+/// The source tree into `work`: a commit of the mirror, or a tarball.
+fn extract(
+    tree: &TreeSource,
+    git: Option<&(PathBuf, String)>,
+    work: &Path,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), KernelError> {
+    match (tree, git) {
+        (TreeSource::Git { .. }, Some((mirror, commit))) => {
+            log(&format!("extracting {commit}"));
+            let tar = work.with_extension("tar");
+            run(
+                Command::new("git")
+                    .arg("--git-dir")
+                    .arg(mirror)
+                    .args(["archive", "--format=tar", "-o"])
+                    .arg(&tar)
+                    .arg(commit),
+                "git archive",
+            )?;
+            let r = run(Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(work), "tar");
+            let _ = std::fs::remove_file(&tar);
+            r.map(drop)
+        }
+        (TreeSource::Tarball { path }, _) => {
+            log(&format!("extracting {}", path.display()));
+            run(
+                Command::new("tar")
+                    .arg("-xf")
+                    .arg(path)
+                    .arg("-C")
+                    .arg(work)
+                    .arg("--strip-components=1"),
+                "tar",
+            )
+            .map(drop)
+        }
+        (TreeSource::Git { .. }, None) => Err(msg("a git tree needs its mirror and commit")),
+    }
+}
+
+fn read(p: &Path) -> Result<String, KernelError> {
+    std::fs::read_to_string(p).map_err(|e| msg(format!("{}: {e}", p.display())))
+}
+
+/// The base config, the requested options, olddefconfig; an option olddefconfig dropped is
+/// an error that says what it depends on. Returns the final .config.
+fn configure(spec: &BuildSpec, work: &Path, running_config: Option<String>) -> Result<String, KernelError> {
     let dotconfig = work.join(".config");
     match &spec.config.base {
         ConfigBase::Defconfig => drop(make(work, &["defconfig"], "make defconfig")?),
@@ -431,41 +482,50 @@ fn build_in(
             std::fs::write(&dotconfig, running_config.unwrap_or_default()).map_err(|e| msg(e.to_string()))?
         }
     }
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| msg(format!("{}: {e}", p.display())));
     std::fs::write(&dotconfig, kconfig::apply(&read(&dotconfig)?, &spec.config.set)).map_err(|e| msg(e.to_string()))?;
     make(work, &["olddefconfig"], "make olddefconfig")?;
     let config = read(&dotconfig)?;
     let dropped = kconfig::dropped(&config, &spec.config.set);
-    if !dropped.is_empty() {
-        let trees = kconfigs(work);
-        let lines: Vec<String> = dropped
-            .iter()
-            .map(|(name, want, now)| {
-                let now = now
-                    .as_deref()
-                    .map(|v| format!("={v}"))
-                    .unwrap_or_else(|| " not set".into());
-                let deps = match kconfig::depends_on(&trees, name.trim_start_matches("CONFIG_")) {
-                    Some(d) => format!("it depends on: {}", kconfig::annotate(&d, &config)),
-                    None => "no Kconfig in this tree defines it".into(),
-                };
-                format!("{name}={want} did not survive olddefconfig (now{now}); {deps}")
-            })
-            .collect();
-        return Err(msg(lines.join("\n")));
+    if dropped.is_empty() {
+        return Ok(config);
     }
-    let config_hash = sha256_hex(kconfig::canonical(&config).as_bytes());
-    let key = sha256_hex(format!("{tree_hash}\n{config_hash}\n{patches}\n{compiler}\n").as_bytes())[..16].to_string();
-    if let Some(b) = load(cache, &key) {
-        log(&format!(
-            "kernel {} is in the cache ({key}), nothing to build",
-            b.release
-        ));
-        return Ok(b);
-    }
+    let trees = kconfigs(work);
+    let lines: Vec<String> = dropped
+        .iter()
+        .map(|(name, want, now)| {
+            let now = now
+                .as_deref()
+                .map(|v| format!("={v}"))
+                .unwrap_or_else(|| " not set".into());
+            let deps = match kconfig::depends_on(&trees, name.trim_start_matches("CONFIG_")) {
+                Some(d) => format!("it depends on: {}", kconfig::annotate(&d, &config)),
+                None => "no Kconfig in this tree defines it".into(),
+            };
+            format!("{name}={want} did not survive olddefconfig (now{now}); {deps}")
+        })
+        .collect();
+    Err(msg(lines.join("\n")))
+}
+
+/// LOCALVERSION set from the key, the compile on `host`, and the build recorded in the
+/// cache under `key`.
+fn compile(
+    cache: &Path,
+    work: &Path,
+    config: &str,
+    host: &mut dyn BuildHost,
+    log: &mut dyn FnMut(&str),
+    keyed: Keyed,
+) -> Result<Built, KernelError> {
+    let Keyed {
+        inputs,
+        key,
+        config_hash,
+    } = keyed;
+    let dotconfig = work.join(".config");
     let localversion = format!("-kreg-{}", &key[..8]);
     let with_lv = kconfig::apply(
-        &config,
+        config,
         &[
             ("CONFIG_LOCALVERSION".into(), format!("\"{localversion}\"")),
             ("CONFIG_LOCALVERSION_AUTO".into(), "n".into()),
@@ -484,8 +544,6 @@ fn build_in(
     }
     let compiled = host.compile(work, &out, has_modules, log)?;
     std::fs::copy(&dotconfig, out.join("config")).map_err(|e| msg(e.to_string()))?;
-    let release = compiled.release;
-    let uts_version = compiled.uts_version;
     let build_id = compiled.build_id.unwrap_or_else(|| {
         format!(
             "sha256:{}",
@@ -493,15 +551,15 @@ fn build_in(
         )
     });
     let built = Built {
-        key: key.clone(),
-        release,
+        key,
+        release: compiled.release,
         localversion,
-        tree_hash: tree_hash.into(),
+        tree_hash: inputs.tree_hash,
         config_hash,
-        patches_hash: patches.into(),
-        compiler: compiler.into(),
+        patches_hash: inputs.patches,
+        compiler: inputs.compiler,
         build_id,
-        uts_version,
+        uts_version: compiled.uts_version,
         dir: out.clone(),
         has_modules,
         built_on: place,

@@ -253,11 +253,21 @@ mod tests {
             ..Default::default()
         };
         let a = [
-            prov("k1", "6.1.0-1", "hackbench@sut 2.0", "sut: kernel.sched_schedstats 0 → 1, restored"),
+            prov(
+                "k1",
+                "6.1.0-1",
+                "hackbench@sut 2.0",
+                "sut: kernel.sched_schedstats 0 → 1, restored",
+            ),
             prov("k2", "6.12.1", "hackbench@sut 2.0", ""),
         ];
         let b = [
-            prov("k1", "6.1.0-1", "hackbench@sut 2.1", "sut: kernel.sched_schedstats 0 → 1"),
+            prov(
+                "k1",
+                "6.1.0-1",
+                "hackbench@sut 2.1",
+                "sut: kernel.sched_schedstats 0 → 1",
+            ),
             prov("k2", "6.12.2", "hackbench@sut 2.0", ""),
             prov("k3", "6.13", "x", ""),
         ];
