@@ -89,21 +89,7 @@ impl<'a> Cx<'a> {
             Some(n) => self.uint(n, "iterations", 1, 1000).map(|n| n as u32),
             None => Some(1),
         };
-        let order = match f.get("order") {
-            None => Some(Order::Blocked),
-            Some(n) => match self.string(n, "order").as_deref() {
-                Some("blocked") => Some(Order::Blocked),
-                Some("interleaved") => Some(Order::Interleaved),
-                Some(other) => {
-                    self.error(
-                        n,
-                        format!("order: `{other}` is not an order; expected blocked or interleaved"),
-                    );
-                    None
-                }
-                None => None,
-            },
-        };
+        let order = self.order(f.get("order"));
         let tools = match f.get("tools") {
             Some(n) => self.tools(n),
             None => Some(Vec::new()),
@@ -114,51 +100,10 @@ impl<'a> Cx<'a> {
         let host_names = declared_names(f.get("hosts"));
         let kernel_names = declared_names(f.get("kernels"));
         self.matrix_size(&f, iterations);
-        let baseline = match (baseline, baseline_node) {
-            (Some(b), Some(node)) => {
-                if !kernel_names.is_empty() && !kernel_names.contains(&b) {
-                    let hint = closest(&b, &kernel_names.iter().map(String::as_str).collect::<Vec<_>>())
-                        .map(|c| format!("; did you mean `{c}`?"))
-                        .unwrap_or_default();
-                    self.error(
-                        node,
-                        format!(
-                            "baseline `{b}` is not one of the kernels ({}){hint}",
-                            kernel_names.join(", ")
-                        ),
-                    );
-                }
-                Some(b)
-            }
-            (None, Some(_)) => None,
-            (_, None) => kernel_names.first().cloned(),
-        };
+        let baseline = self.baseline(baseline, baseline_node, &kernel_names);
         let (workloads, workloads_ok) = workloads;
         let resolved = self.resolve_workloads(workloads, &hosts, &host_names);
-        if let Some(hosts_node) = f.get("hosts") {
-            if let Some(hosts) = &hosts {
-                let suts = hosts.iter().filter(|h| h.role == Role::Sut).count();
-                if suts != 1 {
-                    self.error(
-                        hosts_node,
-                        format!("hosts: exactly one host must have role `sut`, found {suts}"),
-                    );
-                }
-            }
-        }
-        if let (Some(kernels), Some(kernels_node)) = (&kernels, f.get("kernels")) {
-            let items = self.seq(kernels_node, "kernels").unwrap_or(&[]);
-            self.check_build_hosts(kernels, items, &hosts, &host_names);
-        }
-        if let (Some(tools), Some(tools_node)) = (&tools, f.get("tools")) {
-            for (t, item) in tools.iter().zip(self.seq(tools_node, "tools").unwrap_or(&[])) {
-                for h in &t.on {
-                    if !host_names.contains(h) {
-                        self.error(item, format!("tool `{}` goes on `{h}`, which is not a host", t.name));
-                    }
-                }
-            }
-        }
+        self.check_hosts(&f, &hosts, &kernels, &tools, &host_names);
         let (hosts, kernels, baseline) = (hosts?, kernels?, baseline?);
         if !workloads_ok {
             return None;
@@ -176,6 +121,83 @@ impl<'a> Cx<'a> {
             order: order?,
             files: Vec::new(),
         })
+    }
+
+    fn order(&mut self, node: Option<&Node>) -> Option<Order> {
+        let Some(n) = node else {
+            return Some(Order::Blocked);
+        };
+        match self.string(n, "order").as_deref() {
+            Some("blocked") => Some(Order::Blocked),
+            Some("interleaved") => Some(Order::Interleaved),
+            Some(other) => {
+                self.error(
+                    n,
+                    format!("order: `{other}` is not an order; expected blocked or interleaved"),
+                );
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The baseline kernel: the one named, checked against the kernels the file declares,
+    /// or the first kernel.
+    fn baseline(&mut self, baseline: Option<String>, node: Option<&Node>, kernel_names: &[String]) -> Option<String> {
+        match (baseline, node) {
+            (Some(b), Some(node)) => {
+                if !kernel_names.is_empty() && !kernel_names.contains(&b) {
+                    let hint = closest(&b, &kernel_names.iter().map(String::as_str).collect::<Vec<_>>())
+                        .map(|c| format!("; did you mean `{c}`?"))
+                        .unwrap_or_default();
+                    self.error(
+                        node,
+                        format!(
+                            "baseline `{b}` is not one of the kernels ({}){hint}",
+                            kernel_names.join(", ")
+                        ),
+                    );
+                }
+                Some(b)
+            }
+            (None, Some(_)) => None,
+            (_, None) => kernel_names.first().cloned(),
+        }
+    }
+
+    /// One SUT; build hosts and tool hosts that exist.
+    fn check_hosts(
+        &mut self,
+        f: &Fields,
+        hosts: &Option<Vec<Host>>,
+        kernels: &Option<Vec<Kernel>>,
+        tools: &Option<Vec<Tool>>,
+        host_names: &[String],
+    ) {
+        if let Some(hosts_node) = f.get("hosts") {
+            if let Some(hosts) = hosts {
+                let suts = hosts.iter().filter(|h| h.role == Role::Sut).count();
+                if suts != 1 {
+                    self.error(
+                        hosts_node,
+                        format!("hosts: exactly one host must have role `sut`, found {suts}"),
+                    );
+                }
+            }
+        }
+        if let (Some(kernels), Some(kernels_node)) = (kernels, f.get("kernels")) {
+            let items = self.seq(kernels_node, "kernels").unwrap_or(&[]);
+            self.check_build_hosts(kernels, items, hosts, host_names);
+        }
+        if let (Some(tools), Some(tools_node)) = (tools, f.get("tools")) {
+            for (t, item) in tools.iter().zip(self.seq(tools_node, "tools").unwrap_or(&[])) {
+                for h in &t.on {
+                    if !host_names.contains(h) {
+                        self.error(item, format!("tool `{}` goes on `{h}`, which is not a host", t.name));
+                    }
+                }
+            }
+        }
     }
 
     /// Reads every item of a list with `read` (a problem in one does not hide the next),
