@@ -217,24 +217,7 @@ impl LabConn {
                 kernel.name
             ));
         };
-        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
-        let agent_bin = cfg.agent_bin.clone();
-        if !agent_bin.exists() {
-            return Err(format!(
-                "{} does not exist: build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN",
-                agent_bin.display()
-            ));
-        }
-        let token = self.token.clone();
-        let modules = p.modules_dir.clone();
-        let initrd_bytes =
-            tokio::task::spawn_blocking(move || initramfs::build(&agent_bin, &token, modules.as_deref()))
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
-        let initrd = self.dir.join(format!("initrd-{}.cpio", p.release));
-        std::fs::write(&initrd, &initrd_bytes).map_err(|e| format!("{}: {e}", initrd.display()))?;
-
+        let (initrd, initrd_bytes) = self.initramfs(p, cfg).await?;
         let alive = self.vm.as_mut().is_some_and(|vm| vm.exited().is_none());
         let running = match &self.client {
             Some(c) if alive => c.identity().await.ok(),
@@ -282,6 +265,29 @@ impl LabConn {
             self.last_good = Some((p.clone(), initrd.clone(), cmdline.clone()));
         }
         result
+    }
+
+    /// The initramfs for `p` (the agent, this host's token, the kernel's modules), written
+    /// beside the VM; its path and bytes.
+    async fn initramfs(&self, p: &Prepared, cfg: &Config) -> Result<(PathBuf, Vec<u8>), String> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        let agent_bin = cfg.agent_bin.clone();
+        if !agent_bin.exists() {
+            return Err(format!(
+                "{} does not exist: build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN",
+                agent_bin.display()
+            ));
+        }
+        let token = self.token.clone();
+        let modules = p.modules_dir.clone();
+        let initrd_bytes =
+            tokio::task::spawn_blocking(move || initramfs::build(&agent_bin, &token, modules.as_deref()))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
+        let initrd = self.dir.join(format!("initrd-{}.cpio", p.release));
+        std::fs::write(&initrd, &initrd_bytes).map_err(|e| format!("{}: {e}", initrd.display()))?;
+        Ok((initrd, initrd_bytes))
     }
 
     async fn cold_boot(

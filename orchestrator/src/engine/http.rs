@@ -80,34 +80,60 @@ impl HttpConn {
         let Some(p) = prepared else {
             return Ok((id, BootMethod::None));
         };
+        if self.runs_already(kernel, p, &id, timeout).await? {
+            return Ok((id, BootMethod::None));
+        }
+        self.switch(kernel, p, &good.cmdline, timeout).await
+    }
+
+    /// Whether the machine runs `p` with the kernel's command line already. When it runs
+    /// another kernel of that release that kreg booted, it goes back to the known-good
+    /// kernel first (and this says no); kreg never installs over the machine's own.
+    async fn runs_already(
+        &mut self,
+        kernel: &Kernel,
+        p: &Prepared,
+        id: &Identity,
+        timeout: Duration,
+    ) -> Result<bool, String> {
+        if id.kernel_release != p.release {
+            return Ok(false);
+        }
         let extra = kernel.cmdline.as_deref().unwrap_or("");
         let cmdline_ok = extra
             .split_whitespace()
             .all(|w| id.cmdline.split_whitespace().any(|c| c == w));
-        if id.kernel_release == p.release {
-            match &self.booted {
-                // kreg booted this boot: it is the same kernel if it is the same image.
-                Some((boot_id, image, _)) if *boot_id == id.boot_id => {
-                    if *image == p.vmlinuz && cmdline_ok {
-                        return Ok((id, BootMethod::None));
-                    }
-                    // Another kernel of the same release: back to the known-good one first.
-                    self.recover(timeout)
-                        .await
-                        .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
+        match &self.booted {
+            // kreg booted this boot: it is the same kernel if it is the same image.
+            Some((boot_id, image, _)) if *boot_id == id.boot_id => {
+                if *image == p.vmlinuz && cmdline_ok {
+                    return Ok(true);
                 }
-                // The machine's own kernel.
-                _ => {
-                    if check_booted(p, &id).is_ok() && cmdline_ok {
-                        return Ok((id, BootMethod::None));
-                    }
-                    return Err(format!(
-                        "kernel {}: the host runs release {} already, but not this build or command line, and kreg does not install over the running kernel; boot another kernel first",
-                        kernel.name, p.release
-                    ));
-                }
+                // Another kernel of the same release: back to the known-good one first.
+                self.recover(timeout)
+                    .await
+                    .map_err(|e| format!("kernel {}: {e}", kernel.name))?;
+                Ok(false)
             }
+            // The machine's own kernel.
+            _ if check_booted(p, id).is_ok() && cmdline_ok => Ok(true),
+            _ => Err(format!(
+                "kernel {}: the host runs release {} already, but not this build or command line, and kreg does not install over the running kernel; boot another kernel first",
+                kernel.name, p.release
+            )),
         }
+    }
+
+    /// Installs `p`, boots it once (kexec or grub-reboot) with the known-good command line
+    /// and the kernel's extra arguments, and checks the new boot. A boot that fails puts the
+    /// machine back on its known-good kernel, and the error says what the console showed.
+    async fn switch(
+        &mut self,
+        kernel: &Kernel,
+        p: &Prepared,
+        good_cmdline: &str,
+        timeout: Duration,
+    ) -> Result<(Identity, BootMethod), String> {
         let before = self
             .client
             .identity()
@@ -116,55 +142,47 @@ impl HttpConn {
         self.install(p)
             .await
             .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
-
-        let cmdline = kexec_cmdline(&good.cmdline, extra);
-        let cmdline_used = cmdline.clone();
+        let cmdline = kexec_cmdline(good_cmdline, kernel.cmdline.as_deref().unwrap_or(""));
+        let release = p.release.clone();
         let (step, method) = match self.boot {
             BootVia::Kexec => (
                 Step::KexecInstalled {
-                    release: p.release.clone(),
-                    cmdline,
+                    release,
+                    cmdline: cmdline.clone(),
                 },
                 BootMethod::Kexec,
             ),
             BootVia::GrubReboot => (
                 Step::GrubReboot {
-                    release: p.release.clone(),
-                    cmdline,
+                    release,
+                    cmdline: cmdline.clone(),
                 },
                 BootMethod::GrubReboot,
             ),
         };
+        let what = format!(
+            "kernel {}: {} into {} on {}",
+            kernel.name,
+            method.as_str(),
+            p.release,
+            self.name
+        );
         match self.client.step(step, Duration::from_secs(600)).await {
             Ok(StepOutput::KexecStarted { .. } | StepOutput::Rebooting { .. }) => {}
             Ok(other) => return Err(format!("kernel {}: unexpected answer: {other:?}", kernel.name)),
             // Refused before any reboot: the machine stays where it is.
-            Err(e) => {
-                return Err(format!(
-                    "kernel {}: {} on {}: {e}",
-                    kernel.name,
-                    method.as_str(),
-                    self.name
-                ))
-            }
+            Err(e) => return Err(format!("{what}: {e}")),
         }
         let detail = match wait_for_agent(&self.client, Some(&before.boot_id), timeout, None).await {
             Ok(new) => match check_booted(p, &new) {
                 Ok(()) => {
-                    self.booted = Some((new.boot_id.clone(), p.vmlinuz.clone(), cmdline_used));
+                    self.booted = Some((new.boot_id.clone(), p.vmlinuz.clone(), cmdline));
                     return Ok((new, method));
                 }
                 Err(wrong) => wrong,
             },
             Err(e) => e,
         };
-        let outcome = format!(
-            "kernel {}: {} into {} on {}: {detail}",
-            kernel.name,
-            method.as_str(),
-            p.release,
-            self.name
-        );
         // What the failed boot printed, read before the recovery adds its own.
         let console = self.console_tail().await;
         let next = match self.recover(timeout).await {
@@ -172,8 +190,8 @@ impl HttpConn {
             Err(lost) => lost,
         };
         Err(match console {
-            Some(c) => format!("{outcome}; {next}; console:\n{c}"),
-            None => format!("{outcome}; {next}"),
+            Some(c) => format!("{what}: {detail}; {next}; console:\n{c}"),
+            None => format!("{what}: {detail}; {next}"),
         })
     }
 

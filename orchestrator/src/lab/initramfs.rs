@@ -167,6 +167,23 @@ pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>) -> Resul
     if !busybox.exists() {
         return Err(err("/bin/busybox is missing: install the busybox-static package"));
     }
+    let mut entries = skeleton(token);
+    entries.push(Entry::File {
+        path: "bin/busybox".into(),
+        mode: 0o755,
+        data: read(busybox)?,
+    });
+    add_programs(&mut entries, agent_bin, busybox)?;
+    add_modules(&mut entries, modules_dir)?;
+    Ok(archive(&entries))
+}
+
+fn read(p: &Path) -> Result<Vec<u8>, LabError> {
+    std::fs::read(p).map_err(|e| err(format!("{}: {e}", p.display())))
+}
+
+/// The directories, device nodes, init and token of the guest.
+fn skeleton(token: &str) -> Vec<Entry> {
     let mut entries = Vec::new();
     for d in [
         "bin",
@@ -213,13 +230,11 @@ pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>) -> Resul
         mode: 0o600,
         data: token.as_bytes().to_vec(),
     });
-    let read = |p: &Path| std::fs::read(p).map_err(|e| err(format!("{}: {e}", p.display())));
-    entries.push(Entry::File {
-        path: "bin/busybox".into(),
-        mode: 0o755,
-        data: read(busybox)?,
-    });
+    entries
+}
 
+/// The agent and the host's programs, with the shared libraries they (and busybox) need.
+fn add_programs(entries: &mut Vec<Entry>, agent_bin: &Path, busybox: &Path) -> Result<(), LabError> {
     let mut programs: Vec<(PathBuf, String)> = vec![(agent_bin.to_path_buf(), "usr/bin/kreg-agent".into())];
     for (host, guest) in HOST_PROGRAMS {
         if !Path::new(host).exists() {
@@ -259,6 +274,11 @@ pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>) -> Resul
             data: read(lib)?,
         });
     }
+    Ok(())
+}
+
+/// The kernel's modules the guest loads at boot, and their list.
+fn add_modules(entries: &mut Vec<Entry>, modules_dir: Option<&Path>) -> Result<(), LabError> {
     let mut list = String::new();
     if let Some(dir) = modules_dir {
         for (name, bytes) in modules(dir)? {
@@ -276,5 +296,5 @@ pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>) -> Resul
         mode: 0o644,
         data: list.into_bytes(),
     });
-    Ok(archive(&entries))
+    Ok(())
 }
