@@ -127,8 +127,29 @@ fn test_result(line: &str) -> Option<(Result<f64, ()>, Result<f64, ()>)> {
     }
 }
 
+/// The run's NOPM and TPM and, when the time profile was on, the response times of each
+/// stored procedure (p50/p95/p99/avg, and p25/p75 where printed).
 pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
     let lines: Vec<&str> = text.lines().map(strip_vuser).collect();
+    let (nopm, tpm) = totals(&lines)?;
+    let mut out = vec![
+        Metric::new("nopm", nopm, "NOPM", true),
+        Metric::new("tpm", tpm, "TPM", true),
+    ];
+    let Some(start) = lines
+        .iter()
+        .rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS"))
+    else {
+        return unique(TOOL, out);
+    };
+    for (name, line, fields) in profile(&lines, start)? {
+        out.extend(proc_metrics(&name, line, &fields)?);
+    }
+    unique(TOOL, out)
+}
+
+/// NOPM and TPM from the one `TEST RESULT` line.
+fn totals(lines: &[&str]) -> Result<(f64, f64), ParseError> {
     let mut result = None;
     for (n, l) in lines.iter().enumerate() {
         if let Some((nopm, tpm)) = test_result(l) {
@@ -156,25 +177,19 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
             }
         }
     }
-    let (nopm, tpm) = result.ok_or_else(|| {
+    result.ok_or_else(|| {
         perr(
             TOOL,
             "no `TEST RESULT : System achieved …` line (truncated, or the run failed)",
         )
-    })?;
-    let mut out = vec![
-        Metric::new("nopm", nopm, "NOPM", true),
-        Metric::new("tpm", tpm, "TPM", true),
-    ];
+    })
+}
 
-    let Some(start) = lines
-        .iter()
-        .rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS"))
-    else {
-        return unique(TOOL, out);
-    };
-    // The procedure being read: (name, its line, its (counter, value) pairs).
-    type Proc = (String, usize, Vec<(String, f64)>);
+/// A procedure of the time profile: its name, its line, its (counter, value) pairs.
+type Proc = (String, usize, Vec<(String, f64)>);
+
+/// The procedures of the last time profile summary, which starts at line `start`.
+fn profile(lines: &[&str], start: usize) -> Result<Vec<Proc>, ParseError> {
     let mut proc: Option<Proc> = None;
     let mut blocks = Vec::new();
     for (n, l) in lines.iter().enumerate().skip(start + 1) {
@@ -205,18 +220,32 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
         }
     }
     blocks.extend(proc.take());
-    for (name, line, fields) in blocks {
-        let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| *v);
-        for key in ["P50", "P95", "P99", "AVG"] {
-            let v = get(key).ok_or_else(|| {
-                perr(
-                    TOOL,
-                    format!(
-                        "line {line}: PROC {} has no {key} (truncated time profile)",
-                        name.to_uppercase()
-                    ),
-                )
-            })?;
+    Ok(blocks)
+}
+
+/// One procedure's response times, in milliseconds.
+fn proc_metrics(name: &str, line: usize, fields: &[(String, f64)]) -> Result<Vec<Metric>, ParseError> {
+    let mut out = Vec::new();
+    let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| *v);
+    for key in ["P50", "P95", "P99", "AVG"] {
+        let v = get(key).ok_or_else(|| {
+            perr(
+                TOOL,
+                format!(
+                    "line {line}: PROC {} has no {key} (truncated time profile)",
+                    name.to_uppercase()
+                ),
+            )
+        })?;
+        out.push(Metric::new(
+            format!("{name}_{}_ms", key.to_ascii_lowercase()),
+            v,
+            "ms",
+            false,
+        ));
+    }
+    for key in ["P25", "P75"] {
+        if let Some(v) = get(key) {
             out.push(Metric::new(
                 format!("{name}_{}_ms", key.to_ascii_lowercase()),
                 v,
@@ -224,18 +253,8 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
                 false,
             ));
         }
-        for key in ["P25", "P75"] {
-            if let Some(v) = get(key) {
-                out.push(Metric::new(
-                    format!("{name}_{}_ms", key.to_ascii_lowercase()),
-                    v,
-                    "ms",
-                    false,
-                ));
-            }
-        }
     }
-    unique(TOOL, out)
+    Ok(out)
 }
 
 #[cfg(test)]
