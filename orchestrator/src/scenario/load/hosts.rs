@@ -2,7 +2,7 @@
 //! reads their console), and the scenario's `boot:`.
 
 use super::super::*;
-use super::Cx;
+use super::{Cx, Fields};
 use crate::yaml::{Kind, Node};
 
 impl<'a> Cx<'a> {
@@ -90,41 +90,7 @@ impl<'a> Cx<'a> {
         match kind.as_str() {
             "http" => {
                 refuse(self, &["cpus", "memory_mib", "parallel"], "http");
-                let url = self.required(&f, "url", &what).and_then(|n| {
-                    let u = self.string(n, "url")?;
-                    if !(u.starts_with("http://") || u.starts_with("https://")) {
-                        self.error(n, format!("url: {u:?} must start with http:// or https://"));
-                        return None;
-                    }
-                    Some(u)
-                });
-                let token = self
-                    .required(&f, "token_file", &what)
-                    .and_then(|n| self.file(n, "token_file"));
-                let boot = match f.get("boot") {
-                    None => Some(default_boot),
-                    Some(n) => self.boot_via(n, "boot"),
-                };
-                let reset = match f.get("reset") {
-                    None => Some(None),
-                    Some(n) => self.argv(n, "reset").map(Some),
-                };
-                let console = match f.get("console") {
-                    None => Some(None),
-                    Some(n) => self.argv(n, "console").map(Some),
-                };
-                let keep = f
-                    .get("keep_kernels")
-                    .map(|n| self.uint(n, "keep_kernels", 1, 1000))
-                    .unwrap_or(Some(KEEP_KERNELS as u64));
-                Some(Transport::Http {
-                    url: url?,
-                    token_file: token?,
-                    boot: boot?,
-                    reset: reset?,
-                    console: console?,
-                    keep_kernels: keep? as u32,
-                })
+                self.http_transport(&f, &what, default_boot)
             }
             "lab" => {
                 refuse(
@@ -132,20 +98,7 @@ impl<'a> Cx<'a> {
                     &["url", "token_file", "boot", "reset", "console", "keep_kernels"],
                     "lab",
                 );
-                let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
-                let mem = f
-                    .get("memory_mib")
-                    .map(|n| self.uint(n, "memory_mib", 256, 8192))
-                    .unwrap_or(Some(1024));
-                let parallel = f
-                    .get("parallel")
-                    .map(|n| self.boolean(n, "parallel"))
-                    .unwrap_or(Some(true));
-                Some(Transport::Lab {
-                    cpus: cpus? as u32,
-                    memory_mib: mem? as u32,
-                    parallel: parallel?,
-                })
+                self.lab_transport(&f)
             }
             other => {
                 self.error(
@@ -155,6 +108,64 @@ impl<'a> Cx<'a> {
                 None
             }
         }
+    }
+
+    /// A machine running kreg-agent: its URL and token, how it boots kernels, how it is
+    /// reset and its console read, how many of kreg's kernels it keeps.
+    fn http_transport(&mut self, f: &Fields, what: &str, default_boot: BootVia) -> Option<Transport> {
+        let url = self.required(f, "url", what).and_then(|n| {
+            let u = self.string(n, "url")?;
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                self.error(n, format!("url: {u:?} must start with http:// or https://"));
+                return None;
+            }
+            Some(u)
+        });
+        let token = self
+            .required(f, "token_file", what)
+            .and_then(|n| self.file(n, "token_file"));
+        let boot = match f.get("boot") {
+            None => Some(default_boot),
+            Some(n) => self.boot_via(n, "boot"),
+        };
+        let reset = match f.get("reset") {
+            None => Some(None),
+            Some(n) => self.argv(n, "reset").map(Some),
+        };
+        let console = match f.get("console") {
+            None => Some(None),
+            Some(n) => self.argv(n, "console").map(Some),
+        };
+        let keep = f
+            .get("keep_kernels")
+            .map(|n| self.uint(n, "keep_kernels", 1, 1000))
+            .unwrap_or(Some(KEEP_KERNELS as u64));
+        Some(Transport::Http {
+            url: url?,
+            token_file: token?,
+            boot: boot?,
+            reset: reset?,
+            console: console?,
+            keep_kernels: keep? as u32,
+        })
+    }
+
+    /// A qemu VM of kreg's lab.
+    fn lab_transport(&mut self, f: &Fields) -> Option<Transport> {
+        let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
+        let mem = f
+            .get("memory_mib")
+            .map(|n| self.uint(n, "memory_mib", 256, 8192))
+            .unwrap_or(Some(1024));
+        let parallel = f
+            .get("parallel")
+            .map(|n| self.boolean(n, "parallel"))
+            .unwrap_or(Some(true));
+        Some(Transport::Lab {
+            cpus: cpus? as u32,
+            memory_mib: mem? as u32,
+            parallel: parallel?,
+        })
     }
 
     pub(super) fn boot(&mut self, node: &Node) -> Option<Boot> {

@@ -99,51 +99,60 @@ impl<'a> Cx<'a> {
             }
             kind => {
                 let tree = if kind == "git" {
-                    let url = self.string(f.get("git").expect("given"), "git");
-                    let git_ref = self.required(&f, "ref", &src_what).and_then(|n| {
-                        let r = self.string(n, "ref")?;
-                        if r.starts_with('-') || r.is_empty() {
-                            self.error(n, format!("ref: {r:?} is not a git ref"));
-                            return None;
-                        }
-                        Some(r)
-                    });
-                    let url = url?;
-                    // A local repository path is taken from the scenario's folder.
-                    let url = if url.contains("://") || url.starts_with('/') || url.contains('@') {
-                        url
-                    } else {
-                        self.base_dir.join(url).display().to_string()
-                    };
-                    TreeSource::Git { url, git_ref: git_ref? }
+                    self.git_tree(&f, &src_what)?
                 } else {
                     TreeSource::Tarball {
                         path: self.file(f.get("tarball").expect("given"), "the source tarball")?,
                     }
                 };
-                let config = self.required(kernel, "config", what).and_then(|n| self.config_spec(n));
-                let patches = match kernel.get("patches") {
-                    None => Some(Vec::new()),
-                    Some(n) => {
-                        let items = self.seq(n, "patches")?;
-                        items.iter().map(|i| self.file(i, "a patch file")).collect()
-                    }
-                };
-                let build_on = match kernel.get("build_on") {
-                    None => Some(None),
-                    Some(n) => match self.string(n, "build_on")?.as_str() {
-                        "controller" => Some(None),
-                        host => Some(Some(host.to_string())),
-                    },
-                };
-                Some(KernelSource::Build(BuildSpec {
-                    tree,
-                    config: config?,
-                    patches: patches?,
-                    build_on: build_on?,
-                }))
+                self.build_spec(kernel, what, tree)
             }
         }
+    }
+
+    /// `{ git: URL, ref: REF }`; a local repository path is taken from the scenario's folder.
+    fn git_tree(&mut self, f: &Fields, src_what: &str) -> Option<TreeSource> {
+        let url = self.string(f.get("git").expect("given"), "git");
+        let git_ref = self.required(f, "ref", src_what).and_then(|n| {
+            let r = self.string(n, "ref")?;
+            if r.starts_with('-') || r.is_empty() {
+                self.error(n, format!("ref: {r:?} is not a git ref"));
+                return None;
+            }
+            Some(r)
+        });
+        let url = url?;
+        let url = if url.contains("://") || url.starts_with('/') || url.contains('@') {
+            url
+        } else {
+            self.base_dir.join(url).display().to_string()
+        };
+        Some(TreeSource::Git { url, git_ref: git_ref? })
+    }
+
+    /// How a kernel from a source tree is built: its config, patches and build host.
+    fn build_spec(&mut self, kernel: &Fields, what: &str, tree: TreeSource) -> Option<KernelSource> {
+        let config = self.required(kernel, "config", what).and_then(|n| self.config_spec(n));
+        let patches = match kernel.get("patches") {
+            None => Some(Vec::new()),
+            Some(n) => {
+                let items = self.seq(n, "patches")?;
+                items.iter().map(|i| self.file(i, "a patch file")).collect()
+            }
+        };
+        let build_on = match kernel.get("build_on") {
+            None => Some(None),
+            Some(n) => match self.string(n, "build_on")?.as_str() {
+                "controller" => Some(None),
+                host => Some(Some(host.to_string())),
+            },
+        };
+        Some(KernelSource::Build(BuildSpec {
+            tree,
+            config: config?,
+            patches: patches?,
+            build_on: build_on?,
+        }))
     }
 
     fn config_spec(&mut self, node: &Node) -> Option<ConfigSpec> {
