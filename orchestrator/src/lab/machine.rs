@@ -44,6 +44,39 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), LabError> {
     }
 }
 
+/// The machine's disks: a copy-on-write overlay of the golden image, and a small ext2
+/// disk with kreg-agent and its token (the guest's init copies them at each boot).
+fn disks(spec: &MachineSpec) -> Result<(PathBuf, PathBuf), LabError> {
+    let dir = &spec.dir;
+    let overlay = dir.join("disk.qcow2");
+    let _ = std::fs::remove_file(&overlay);
+    run(
+        Command::new("qemu-img")
+            .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
+            .arg(&spec.golden)
+            .arg(&overlay),
+        "qemu-img create (install qemu-utils)",
+    )?;
+    let agent_dir = dir.join("agent-disk");
+    let _ = std::fs::remove_dir_all(&agent_dir);
+    std::fs::create_dir_all(&agent_dir).map_err(|e| err(e.to_string()))?;
+    std::fs::copy(&spec.agent_bin, agent_dir.join("kreg-agent"))
+        .map_err(|e| err(format!("{}: {e}", spec.agent_bin.display())))?;
+    std::fs::write(agent_dir.join("token"), format!("{}\n", spec.token)).map_err(|e| err(e.to_string()))?;
+    let agent_img = dir.join("agent.img");
+    let _ = std::fs::remove_file(&agent_img);
+    run(
+        Command::new("mke2fs")
+            .args(["-F", "-q", "-t", "ext2", "-d"])
+            .arg(&agent_dir)
+            .arg(&agent_img)
+            .arg("64M"),
+        "mke2fs of the agent disk",
+    )?;
+    let _ = std::fs::remove_dir_all(&agent_dir);
+    Ok((overlay, agent_img))
+}
+
 impl Machine {
     pub fn start(spec: &MachineSpec) -> Result<Machine, LabError> {
         let dir = &spec.dir;
@@ -55,33 +88,7 @@ impl Machine {
                 spec.golden.parent().unwrap_or(Path::new(".")).display()
             )));
         }
-        let overlay = dir.join("disk.qcow2");
-        let _ = std::fs::remove_file(&overlay);
-        run(
-            Command::new("qemu-img")
-                .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
-                .arg(&spec.golden)
-                .arg(&overlay),
-            "qemu-img create (install qemu-utils)",
-        )?;
-        // The agent disk: kreg-agent and its token, copied by the guest's init at each boot.
-        let agent_dir = dir.join("agent-disk");
-        let _ = std::fs::remove_dir_all(&agent_dir);
-        std::fs::create_dir_all(&agent_dir).map_err(|e| err(e.to_string()))?;
-        std::fs::copy(&spec.agent_bin, agent_dir.join("kreg-agent"))
-            .map_err(|e| err(format!("{}: {e}", spec.agent_bin.display())))?;
-        std::fs::write(agent_dir.join("token"), format!("{}\n", spec.token)).map_err(|e| err(e.to_string()))?;
-        let agent_img = dir.join("agent.img");
-        let _ = std::fs::remove_file(&agent_img);
-        run(
-            Command::new("mke2fs")
-                .args(["-F", "-q", "-t", "ext2", "-d"])
-                .arg(&agent_dir)
-                .arg(&agent_img)
-                .arg("64M"),
-            "mke2fs of the agent disk",
-        )?;
-        let _ = std::fs::remove_dir_all(&agent_dir);
+        let (overlay, agent_img) = disks(spec)?;
 
         let port = super::free_port()?;
         let console = dir.join("console.log");
@@ -111,19 +118,7 @@ impl Machine {
             .stderr(Stdio::from(
                 std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| err(e.to_string()))?,
             ));
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: prctl is async-signal-safe.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
-        let child = cmd
-            .spawn()
-            .map_err(|e| err(format!("cannot start qemu-system-x86_64: {e}")))?;
+        let child = super::spawn_tied(&mut cmd).map_err(|e| err(format!("cannot start qemu-system-x86_64: {e}")))?;
         Ok(Machine {
             child,
             port,

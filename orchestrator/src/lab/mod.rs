@@ -64,6 +64,20 @@ fn free_port() -> Result<u16, LabError> {
     Ok(l.local_addr().map_err(|e| LabError::Msg(e.to_string()))?.port())
 }
 
+/// Starts `cmd` so that it is killed when the process that started it dies
+/// (PR_SET_PDEATHSIG): a killed controller leaves no VM behind.
+pub(crate) fn spawn_tied(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
 impl Vm {
     /// Starts qemu. It dies with the process that started it (PR_SET_PDEATHSIG), so a
     /// killed controller leaves no VM behind.
@@ -114,17 +128,7 @@ impl Vm {
         .stderr(Stdio::from(
             std::fs::File::create(spec.dir.join("qemu.stderr")).map_err(|e| LabError::Msg(e.to_string()))?,
         ));
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: prctl is async-signal-safe.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
-        let child = cmd.spawn().map_err(|e| {
+        let child = spawn_tied(&mut cmd).map_err(|e| {
             LabError::Msg(format!(
                 "cannot start qemu-system-x86_64 (install qemu-system-x86): {e}"
             ))

@@ -37,20 +37,22 @@ pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>
     }
 }
 
+/// The keys of a scenario.
+const TOP: &[&str] = &[
+    "name",
+    "hosts",
+    "kernels",
+    "baseline",
+    "boot",
+    "variants",
+    "workloads",
+    "iterations",
+    "tools",
+    "order",
+];
+
 impl<'a> Cx<'a> {
     fn scenario(&mut self, root: &Node) -> Option<Scenario> {
-        const TOP: &[&str] = &[
-            "name",
-            "hosts",
-            "kernels",
-            "baseline",
-            "boot",
-            "variants",
-            "workloads",
-            "iterations",
-            "tools",
-            "order",
-        ];
         let f = self.map(root, "the scenario", TOP)?;
         let name = self
             .required(&f, "name", "the scenario")

@@ -1,7 +1,7 @@
 //! The `tools:` section: where each workload tool comes from and which hosts get it.
 
 use super::super::*;
-use super::Cx;
+use super::{Cx, Fields};
 use crate::yaml::Node;
 
 impl<'a> Cx<'a> {
@@ -85,52 +85,55 @@ impl<'a> Cx<'a> {
                 }
                 Some(ToolSource::Apt { package })
             }
-            "git" => {
-                let url = self.string(f.get("git").expect("given"), "git")?;
-                let git_ref = self.required(&f, "ref", &what).and_then(|n| self.string(n, "ref"));
-                let build = self.required(&f, "build", &what).and_then(|n| {
-                    let items = self.seq(n, "build")?;
-                    if items.is_empty() {
-                        self.error(n, "build: give the build command as an argv, e.g. [make]");
-                        return None;
-                    }
-                    items
-                        .iter()
-                        .map(|i| self.string(i, "a build argv element"))
-                        .collect::<Option<Vec<_>>>()
-                });
-                let binary = self.required(&f, "binary", &what).and_then(|n| {
-                    let b = self.string(n, "binary")?;
-                    if b.starts_with('/') || b.contains("..") {
-                        self.error(n, format!("binary: {b:?} must be a path inside the source tree"));
-                        return None;
-                    }
-                    Some(b)
-                });
-                if let Some(r) = &git_ref {
-                    if r.starts_with('-') {
-                        self.error(
-                            f.get("ref").expect("given"),
-                            format!("ref: {r:?} may not start with '-'"),
-                        );
-                        return None;
-                    }
-                }
-                if url.starts_with('-') {
-                    self.error(f.get("git").expect("given"), "git: a URL may not start with '-'");
-                    return None;
-                }
-                Some(ToolSource::Git {
-                    url,
-                    git_ref: git_ref?,
-                    build: build?,
-                    binary: binary?,
-                })
-            }
+            "git" => self.git_tool(&f, &what),
             _ => {
                 let path = self.file(f.get("upload").expect("given"), "the tool to upload")?;
                 Some(ToolSource::Upload { path })
             }
         }
+    }
+
+    /// `{ git: URL, ref: REF, build: ARGV, binary: PATH }`: built on each host it goes on.
+    fn git_tool(&mut self, f: &Fields, what: &str) -> Option<ToolSource> {
+        let url = self.string(f.get("git").expect("given"), "git")?;
+        let git_ref = self.required(f, "ref", what).and_then(|n| self.string(n, "ref"));
+        let build = self.required(f, "build", what).and_then(|n| {
+            let items = self.seq(n, "build")?;
+            if items.is_empty() {
+                self.error(n, "build: give the build command as an argv, e.g. [make]");
+                return None;
+            }
+            items
+                .iter()
+                .map(|i| self.string(i, "a build argv element"))
+                .collect::<Option<Vec<_>>>()
+        });
+        let binary = self.required(f, "binary", what).and_then(|n| {
+            let b = self.string(n, "binary")?;
+            if b.starts_with('/') || b.contains("..") {
+                self.error(n, format!("binary: {b:?} must be a path inside the source tree"));
+                return None;
+            }
+            Some(b)
+        });
+        if let Some(r) = &git_ref {
+            if r.starts_with('-') {
+                self.error(
+                    f.get("ref").expect("given"),
+                    format!("ref: {r:?} may not start with '-'"),
+                );
+                return None;
+            }
+        }
+        if url.starts_with('-') {
+            self.error(f.get("git").expect("given"), "git: a URL may not start with '-'");
+            return None;
+        }
+        Some(ToolSource::Git {
+            url,
+            git_ref: git_ref?,
+            build: build?,
+            binary: binary?,
+        })
     }
 }
