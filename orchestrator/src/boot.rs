@@ -8,6 +8,16 @@ use kreg_agent::client::AgentClient;
 use kreg_agent::wire::Identity;
 
 use crate::kernel::Prepared;
+use crate::scenario::Kernel;
+
+/// What a host is to boot: a kernel, prepared (or none, to stay on the running one), within
+/// a time limit.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    pub kernel: &'a Kernel,
+    pub prepared: Option<&'a Prepared>,
+    pub timeout: Duration,
+}
 
 /// What can be watched while a host boots: a VM that may die, with its console.
 pub trait Watch: Send {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kreg_agent::client::AgentClient;
 
-use crate::scenario::{KernelSource, Scenario, Transport};
+use crate::scenario::{HttpTransport, KernelSource, Scenario, Transport};
 
 /// What the checks found: problems stop the run; warnings are said and it goes on.
 #[derive(Debug, Default)]
@@ -41,7 +41,7 @@ pub async fn check(s: &Scenario) -> Findings {
     // Features can be checked for certain only when every kernel is the running one.
     let only_running = s.kernels.iter().all(|k| matches!(k.source, KernelSource::Running));
     for h in &s.hosts {
-        let Transport::Http { url, token_file, .. } = &h.transport else {
+        let Transport::Http(HttpTransport { url, token_file, .. }) = &h.transport else {
             continue;
         };
         let token = match crate::engine::read_token(token_file) {

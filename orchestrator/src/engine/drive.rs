@@ -14,6 +14,7 @@ use sqlx::PgPool;
 use super::host::Conn;
 use super::server::Session;
 use super::{job, owner_of, schedstats_on, server, sweep, tools, EngineError, Event};
+use crate::boot::Target;
 use crate::config::Config;
 use crate::kernel::Prepared;
 use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, Variant, Workload};
@@ -125,7 +126,12 @@ impl Driver<'_> {
         }
         let timeout = Duration::from_secs(self.scenario.boot.timeout_secs);
         let conn = self.conns.get_mut(&self.sut).expect("the SUT has a connection");
-        let (id, method) = match conn.boot(kernel, prepared.as_ref(), self.cfg, timeout).await {
+        let target = Target {
+            kernel,
+            prepared: prepared.as_ref(),
+            timeout,
+        };
+        let (id, method) = match conn.boot(target, self.cfg).await {
             Ok(x) => x,
             Err(reason) => return Ok(Err(reason)),
         };

@@ -10,7 +10,7 @@ use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{Identity, KexecRequest, Step, StepOutput};
 
 use super::http::HttpConn;
-use crate::boot::{check_booted, wait_for_agent, BootMethod, Watch};
+use crate::boot::{check_booted, wait_for_agent, BootMethod, Target, Watch};
 use crate::config::Config;
 use crate::kernel::{self, Prepared};
 use crate::lab::{self, initramfs, Vm, VmSpec};
@@ -52,22 +52,12 @@ pub fn read_token(token_file: &std::path::Path) -> Result<String, String> {
 impl Conn {
     pub fn open(host: &Host, run_dir: &std::path::Path) -> Result<Conn, String> {
         match &host.transport {
-            Transport::Http {
-                url,
-                token_file,
-                boot,
-                reset,
-                console,
-                keep_kernels,
-            } => {
-                let token = read_token(token_file)?;
+            Transport::Http(http) => {
+                let token = read_token(&http.token_file)?;
                 Ok(Conn::Http(HttpConn::new(
                     &host.name,
-                    AgentClient::new(url, &token),
-                    *boot,
-                    reset.clone(),
-                    console.clone(),
-                    *keep_kernels,
+                    AgentClient::new(&http.url, &token),
+                    http.clone(),
                 )))
             }
             Transport::Lab {
@@ -172,16 +162,11 @@ impl Conn {
 
     /// Brings the host up on the prepared `kernel` and checks that it runs it. Returns the
     /// identity seen after the boot and how the host got there.
-    pub async fn boot(
-        &mut self,
-        kernel: &Kernel,
-        prepared: Option<&Prepared>,
-        cfg: &Config,
-        timeout: Duration,
-    ) -> Result<(Identity, BootMethod), String> {
+    pub async fn boot(&mut self, target: Target<'_>, cfg: &Config) -> Result<(Identity, BootMethod), String> {
+        let Target { kernel, prepared, .. } = target;
         let (id, method) = match self {
-            Conn::Http(http) => return http.boot(kernel, prepared, timeout).await,
-            Conn::Lab(lab) => lab.boot(kernel, prepared, cfg, timeout).await?,
+            Conn::Http(http) => return http.boot(target).await,
+            Conn::Lab(lab) => lab.boot(target, cfg).await?,
         };
         if let Some(p) = prepared {
             check_booted(p, &id).map_err(|e| format!("kernel {}: {e}", kernel.name))?;
@@ -191,13 +176,12 @@ impl Conn {
 }
 
 impl LabConn {
-    async fn boot(
-        &mut self,
-        kernel: &Kernel,
-        prepared: Option<&Prepared>,
-        cfg: &Config,
-        timeout: Duration,
-    ) -> Result<(Identity, BootMethod), String> {
+    async fn boot(&mut self, target: Target<'_>, cfg: &Config) -> Result<(Identity, BootMethod), String> {
+        let Target {
+            kernel,
+            prepared,
+            timeout,
+        } = target;
         let cmdline = match &kernel.cmdline {
             Some(extra) => format!("{} {extra}", lab::CMDLINE),
             None => lab::CMDLINE.to_string(),

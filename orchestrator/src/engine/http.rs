@@ -10,9 +10,9 @@ use std::time::Duration;
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{Identity, InstallRequest, Step, StepOutput};
 
-use crate::boot::{check_booted, wait_for_agent, BootMethod};
+use crate::boot::{check_booted, wait_for_agent, BootMethod, Target};
 use crate::kernel::Prepared;
-use crate::scenario::{BootVia, Kernel};
+use crate::scenario::{BootVia, HttpTransport, Kernel};
 
 /// A machine reached over http. Kernels are installed on it and booted by kexec or a
 /// one-shot GRUB entry. The boot it was on when the run reached it is its known-good
@@ -22,12 +22,8 @@ use crate::scenario::{BootVia, Kernel};
 pub struct HttpConn {
     name: String,
     client: AgentClient,
-    boot: BootVia,
-    reset: Option<Vec<String>>,
-    /// A command that prints the machine's recent console output, for failure reports.
-    console: Option<Vec<String>>,
-    /// kreg's kernels that may stay installed besides a running one.
-    keep_kernels: u32,
+    /// How the scenario says to boot, reset and watch the machine.
+    how: HttpTransport,
     known_good: Option<Identity>,
     /// The last boot kreg made on this machine: (boot id, image, command line).
     booted: Option<(String, PathBuf, String)>,
@@ -36,21 +32,11 @@ pub struct HttpConn {
 }
 
 impl HttpConn {
-    pub fn new(
-        name: &str,
-        client: AgentClient,
-        boot: BootVia,
-        reset: Option<Vec<String>>,
-        console: Option<Vec<String>>,
-        keep_kernels: u32,
-    ) -> HttpConn {
+    pub fn new(name: &str, client: AgentClient, how: HttpTransport) -> HttpConn {
         HttpConn {
             name: name.to_string(),
             client,
-            boot,
-            reset,
-            console,
-            keep_kernels,
+            how,
             known_good: None,
             booted: None,
             down: None,
@@ -62,12 +48,12 @@ impl HttpConn {
         self.down.is_none().then_some(&self.client)
     }
 
-    pub(super) async fn boot(
-        &mut self,
-        kernel: &Kernel,
-        prepared: Option<&Prepared>,
-        timeout: Duration,
-    ) -> Result<(Identity, BootMethod), String> {
+    pub(super) async fn boot(&mut self, target: Target<'_>) -> Result<(Identity, BootMethod), String> {
+        let Target {
+            kernel,
+            prepared,
+            timeout,
+        } = target;
         if let Some(reason) = &self.down {
             return Err(format!("host {} is lost to this run: {reason}", self.name));
         }
@@ -144,7 +130,7 @@ impl HttpConn {
             .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
         let cmdline = kexec_cmdline(good_cmdline, kernel.cmdline.as_deref().unwrap_or(""));
         let release = p.release.clone();
-        let (step, method) = match self.boot {
+        let (step, method) = match self.how.boot {
             BootVia::Kexec => (
                 Step::KexecInstalled {
                     release,
@@ -197,7 +183,7 @@ impl HttpConn {
 
     /// The last lines of the machine's console, from its `console:` command.
     async fn console_tail(&self) -> Option<String> {
-        let argv = self.console.as_ref()?;
+        let argv = self.how.console.as_ref()?;
         Some(
             match controller_command(argv, "console", Duration::from_secs(30)).await {
                 Ok(text) => console_lines(&text, 25),
@@ -224,7 +210,7 @@ impl HttpConn {
             .map(|k| k.release.as_str())
             .filter(|r| *r != release && *r != running)
             .collect();
-        let excess = (others.len() + 1).saturating_sub(self.keep_kernels.max(1) as usize);
+        let excess = (others.len() + 1).saturating_sub(self.how.keep_kernels.max(1) as usize);
         let mut removed = Vec::new();
         // Oldest first, as the agent lists them.
         for old in others.into_iter().take(excess) {
@@ -240,7 +226,7 @@ impl HttpConn {
             removed.push(old.to_string());
         }
         if !removed.is_empty() {
-            tracing::info!(host = %self.name, removed = ?removed, keep = self.keep_kernels, "removed kreg's oldest kernels");
+            tracing::info!(host = %self.name, removed = ?removed, keep = self.how.keep_kernels, "removed kreg's oldest kernels");
         }
         Ok(removed)
     }
@@ -335,7 +321,7 @@ impl HttpConn {
                     Err(e) => Err(format!("reboot refused: {e}")),
                 }
             }
-            Err(_) => match &self.reset {
+            Err(_) => match &self.how.reset {
                 Some(argv) => match run_reset(argv).await {
                     Ok(()) => wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
                     Err(e) => Err(e),

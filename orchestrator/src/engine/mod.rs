@@ -117,7 +117,7 @@ pub async fn restore_settings(db: &PgPool, run_id: i64) -> Result<Vec<String>, E
     for (host, boot_id, setting, before) in store::unrestored_settings(db, run_id).await? {
         let transport = scenario.hosts.iter().find(|h| h.name == host).map(|h| &h.transport);
         let put_back = match transport {
-            Some(crate::scenario::Transport::Http { url, token_file, .. }) => {
+            Some(crate::scenario::Transport::Http(crate::scenario::HttpTransport { url, token_file, .. })) => {
                 let client = host::read_token(token_file).map(|t| kreg_agent::client::AgentClient::new(url, &t));
                 match client {
                     Ok(c) => match c.identity().await {

@@ -20,6 +20,34 @@ pub struct Session {
     pub what: String,
 }
 
+impl Session {
+    /// Starts a server in the background under the variant's policy and CPUs.
+    async fn spawn(
+        server: &AgentClient,
+        argv: Vec<String>,
+        policy: Policy,
+        cpus: Option<Vec<u32>>,
+        what: &str,
+        password: String,
+    ) -> Result<Session, String> {
+        let spawn = ExecRequest {
+            argv,
+            timeout_secs: 0,
+            policy: Some(policy),
+            cpus,
+            ..Default::default()
+        };
+        let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
+        Ok(Session {
+            server: server.clone(),
+            id: p.id,
+            pid: p.pid,
+            password,
+            what: what.to_string(),
+        })
+    }
+}
+
 fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
     ExecRequest {
         argv,
@@ -117,21 +145,7 @@ pub async fn start_db(
     if !initialised.success() {
         must(server, req(db.init_argv(), 600), "initialising the datadir").await?;
     }
-    let spawn = ExecRequest {
-        argv: db.server_argv(),
-        timeout_secs: 0,
-        policy: Some(policy),
-        cpus: cpus.clone(),
-        ..Default::default()
-    };
-    let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
-    let session = Session {
-        server: server.clone(),
-        id: p.id,
-        pid: p.pid,
-        password,
-        what: db.programs().0.to_string(),
-    };
+    let session = Session::spawn(server, db.server_argv(), policy, cpus, db.programs().0, password).await?;
     let result = async {
         let mut admin = req(db.admin_argv(), 30);
         admin.argv.push("--execute=SELECT 1".into());
@@ -166,21 +180,7 @@ pub async fn start_netserver(
     policy: Policy,
     cpus: Option<Vec<u32>>,
 ) -> Result<Session, String> {
-    let spawn = ExecRequest {
-        argv: n.server_argv(),
-        timeout_secs: 0,
-        policy: Some(policy),
-        cpus: cpus.clone(),
-        ..Default::default()
-    };
-    let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
-    let session = Session {
-        server: server.clone(),
-        id: p.id,
-        pid: p.pid,
-        password: String::new(),
-        what: "netserver".into(),
-    };
+    let session = Session::spawn(server, n.server_argv(), policy, cpus, "netserver", String::new()).await?;
     let mut probe = n.clone();
     probe.duration_secs = 1;
     match wait_ready(&session, client, req(probe.client_argv(), 30), Duration::from_secs(60)).await {

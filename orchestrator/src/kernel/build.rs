@@ -58,6 +58,15 @@ fn controller() -> String {
     "controller".into()
 }
 
+/// A configured tree to compile (its .config final), the folder its results go to, and
+/// whether it has modules.
+#[derive(Debug, Clone, Copy)]
+pub struct Tree<'a> {
+    pub work: &'a Path,
+    pub out: &'a Path,
+    pub has_modules: bool,
+}
+
 /// Where a kernel gets compiled: this machine ([`Local`]) or a host of the scenario through
 /// its agent ([`super::remote::Remote`]). Fetching, patching and configuring always happen
 /// on the controller; the compile runs on the build host with its compiler and cores.
@@ -71,13 +80,7 @@ pub trait BuildHost {
     /// Compiles the configured tree `work` (its .config final) and leaves in `out`:
     /// bzImage, System.map and, with modules, modroot/lib/modules/RELEASE. Every output
     /// line goes to `log` and to out/build.log.
-    fn compile(
-        &mut self,
-        work: &Path,
-        out: &Path,
-        has_modules: bool,
-        log: &mut dyn FnMut(&str),
-    ) -> Result<Compiled, KernelError>;
+    fn compile(&mut self, tree: Tree<'_>, log: &mut dyn FnMut(&str)) -> Result<Compiled, KernelError>;
 }
 
 /// What a compile tells about its result.
@@ -123,13 +126,8 @@ impl BuildHost for Local {
         self.jobs
     }
 
-    fn compile(
-        &mut self,
-        work: &Path,
-        out: &Path,
-        has_modules: bool,
-        log: &mut dyn FnMut(&str),
-    ) -> Result<Compiled, KernelError> {
+    fn compile(&mut self, tree: Tree<'_>, log: &mut dyn FnMut(&str)) -> Result<Compiled, KernelError> {
+        let Tree { work, out, has_modules } = tree;
         let mut targets = vec!["bzImage"];
         if has_modules {
             targets.push("modules");
@@ -542,7 +540,12 @@ fn compile(
     if place != "controller" {
         log(&format!("compiling on {place}"));
     }
-    let compiled = host.compile(work, &out, has_modules, log)?;
+    let tree = Tree {
+        work,
+        out: &out,
+        has_modules,
+    };
+    let compiled = host.compile(tree, log)?;
     std::fs::copy(&dotconfig, out.join("config")).map_err(|e| msg(e.to_string()))?;
     let build_id = compiled.build_id.unwrap_or_else(|| {
         format!(

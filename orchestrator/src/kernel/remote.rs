@@ -12,7 +12,7 @@ use std::time::Duration;
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, ExecResult};
 
-use super::build::{build_id_of, run, uts_version_of, BuildHost, Compiled};
+use super::build::{build_id_of, run, uts_version_of, BuildHost, Compiled, Tree};
 use super::{msg, KernelError};
 
 pub struct Remote {
@@ -64,13 +64,8 @@ impl BuildHost for Remote {
         self.cpus.max(1)
     }
 
-    fn compile(
-        &mut self,
-        work: &Path,
-        out: &Path,
-        has_modules: bool,
-        log: &mut dyn FnMut(&str),
-    ) -> Result<Compiled, KernelError> {
+    fn compile(&mut self, tree: Tree<'_>, log: &mut dyn FnMut(&str)) -> Result<Compiled, KernelError> {
+        let Tree { work, out, has_modules } = tree;
         let key = out
             .file_name()
             .and_then(|n| n.to_str())

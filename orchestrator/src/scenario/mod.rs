@@ -99,24 +99,29 @@ pub struct Host {
     pub transport: Transport,
 }
 
+/// A machine running `kreg-agent`, reached over HTTP; the token file is resolved against
+/// the scenario's folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpTransport {
+    pub url: String,
+    pub token_file: PathBuf,
+    /// How a kernel other than the running one gets booted after it is installed.
+    pub boot: BootVia,
+    /// A command run on the controller to reset the machine (a BMC's power cycle, say)
+    /// when a kernel does not come back; the default boot entry then brings it up.
+    pub reset: Option<Vec<String>>,
+    /// A command run on the controller that prints the machine's recent console
+    /// output (a console server's log, say); its last lines go into boot failures.
+    pub console: Option<Vec<String>>,
+    /// How many of kreg's kernels may stay installed on the machine (besides a running
+    /// one); the oldest are removed before another is installed.
+    pub keep_kernels: u32,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
-    /// A running `kreg-agent`; the token file is resolved against the scenario's folder.
-    Http {
-        url: String,
-        token_file: PathBuf,
-        /// How a kernel other than the running one gets booted after it is installed.
-        boot: BootVia,
-        /// A command run on the controller to reset the machine (a BMC's power cycle, say)
-        /// when a kernel does not come back; the default boot entry then brings it up.
-        reset: Option<Vec<String>>,
-        /// A command run on the controller that prints the machine's recent console
-        /// output (a console server's log, say); its last lines go into boot failures.
-        console: Option<Vec<String>>,
-        /// How many of kreg's kernels may stay installed on the machine (besides a running
-        /// one); the oldest are removed before another is installed.
-        keep_kernels: u32,
-    },
+    /// A running `kreg-agent`.
+    Http(HttpTransport),
     /// A qemu VM that kreg starts on this machine.
     Lab {
         cpus: u32,

@@ -143,6 +143,14 @@ pub(crate) fn uint_or(
     }
 }
 
+/// A whole-number option: (key, what messages call it, min, max, default).
+pub(crate) type UintOption = (&'static str, &'static str, u64, u64, u64);
+
+/// Each option of `table` as [`uint_or`] reads it.
+pub(crate) fn uints<const N: usize>(cx: &mut Cx, f: &Fields, table: [UintOption; N]) -> [Option<u32>; N] {
+    table.map(|(key, what, min, max, default)| uint_or(cx, f, key, what, (min, max), default))
+}
+
 /// A boolean at `key`, or false when the key is absent.
 pub(crate) fn flag_or_false(cx: &mut Cx, f: &Fields, key: &str, what: &str) -> Option<bool> {
     match f.get(key) {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::common::ip_address;
 use super::common::uint_or;
 use super::HostRefs;
-use crate::yaml::cx::Cx;
+use crate::yaml::cx::{Cx, Fields};
 use crate::yaml::Node;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +123,12 @@ impl DbServer {
 }
 
 impl DbServer {
+    /// The `server` a workload requires.
+    pub(crate) fn required(cx: &mut Cx, f: &Fields, what: &str, refs: &mut HostRefs) -> Option<DbServer> {
+        let node = cx.required(f, "server", what)?;
+        DbServer::load(cx, node, what, refs)
+    }
+
     pub(crate) fn load(cx: &mut Cx, node: &Node, what: &str, refs: &mut HostRefs) -> Option<DbServer> {
         let what = format!("the server of {what}");
         const KEYS: &[&str] = &[

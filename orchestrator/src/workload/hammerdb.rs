@@ -8,7 +8,7 @@
 //!   `>>>>> PROC: NEWORD` / `CALLS: …  MIN: …ms  AVG: …ms  MAX: …ms  TOTAL: …ms` /
 //!   `P99: …ms  P95: …ms  P50: …ms  SD: …  RATIO: …%`; v5/v6 add `P75` and `P25`.
 
-use super::common::uint_or;
+use super::common::uints;
 use super::common::Count;
 use super::db::DbServer;
 use super::HostRefs;
@@ -73,16 +73,20 @@ impl Hammerdb {
     }
 
     pub(crate) fn load(cx: &mut Cx, f: &Fields, what: &str, refs: &mut HostRefs) -> Option<Hammerdb> {
-        let warehouses = uint_or(cx, f, "warehouses", "warehouses", (1, 100_000), 10);
+        let [warehouses, rampup, duration] = uints(
+            cx,
+            f,
+            [
+                ("warehouses", "warehouses", 1, 100_000, 10),
+                ("rampup", "rampup (minutes)", 0, 600, 2),
+                ("duration", "duration (minutes)", 1, 1440, 5),
+            ],
+        );
         let vu = match f.get("virtual_users") {
             Some(n) => Count::load(cx, n, "virtual_users", true),
             None => Some(Count::PerCpu(1.0)),
         };
-        let rampup = uint_or(cx, f, "rampup", "rampup (minutes)", (0, 600), 2);
-        let duration = uint_or(cx, f, "duration", "duration (minutes)", (1, 1440), 5);
-        let server = cx
-            .required(f, "server", what)
-            .and_then(|n| DbServer::load(cx, n, what, refs));
+        let server = DbServer::required(cx, f, what, refs);
         Some(Hammerdb {
             warehouses: warehouses?,
             virtual_users: vu?,

@@ -1,7 +1,7 @@
 //! sysbench (1.0) OLTP and other Lua tests: transactions and queries per second, latency
 //! min/avg/max and the requested percentile (`--percentile`, 95 by default), errors.
 
-use super::common::uint_or;
+use super::common::uints;
 use super::db::DbServer;
 use super::HostRefs;
 use crate::parse::{number, perr, unique, Metric, ParseError};
@@ -70,14 +70,18 @@ impl Sysbench {
             }
             Some(t)
         });
-        let threads = uint_or(cx, f, "threads", "threads", (1, 4096), 1);
-        let time = uint_or(cx, f, "time", "time", (1, 86400), 60);
-        let tables = uint_or(cx, f, "tables", "tables", (1, 1000), 1);
-        let table_size = uint_or(cx, f, "table_size", "table_size", (1, 1_000_000_000), 10_000);
-        let percentile = uint_or(cx, f, "percentile", "percentile", (1, 100), 95);
-        let server = cx
-            .required(f, "server", what)
-            .and_then(|n| DbServer::load(cx, n, what, refs));
+        let [threads, time, tables, table_size, percentile] = uints(
+            cx,
+            f,
+            [
+                ("threads", "threads", 1, 4096, 1),
+                ("time", "time", 1, 86400, 60),
+                ("tables", "tables", 1, 1000, 1),
+                ("table_size", "table_size", 1, 1_000_000_000, 10_000),
+                ("percentile", "percentile", 1, 100, 95),
+            ],
+        );
+        let server = DbServer::required(cx, f, what, refs);
         Some(Sysbench {
             test: test?,
             threads: threads?,

@@ -150,6 +150,23 @@ impl<'a> Cx<'a> {
         Some(Fields { node, entries: out })
     }
 
+    /// The one key of `keys` that `f` holds; when it holds none or several, `message`
+    /// (given how many) is reported at `node`.
+    pub(crate) fn one_of(
+        &mut self,
+        f: &Fields,
+        keys: &[&'static str],
+        node: &Node,
+        message: impl FnOnce(usize) -> String,
+    ) -> Option<&'static str> {
+        let given: Vec<&'static str> = keys.iter().copied().filter(|k| f.get(k).is_some()).collect();
+        if given.len() == 1 {
+            return Some(given[0]);
+        }
+        self.error(node, message(given.len()));
+        None
+    }
+
     pub(crate) fn required<'n>(&mut self, f: &Fields<'n>, key: &str, what: &str) -> Option<&'n Node> {
         let v = f.get(key);
         if v.is_none() {

@@ -140,14 +140,14 @@ impl<'a> Cx<'a> {
             .get("keep_kernels")
             .map(|n| self.uint(n, "keep_kernels", 1, 1000))
             .unwrap_or(Some(KEEP_KERNELS as u64));
-        Some(Transport::Http {
+        Some(Transport::Http(HttpTransport {
             url: url?,
             token_file: token?,
             boot: boot?,
             reset: reset?,
             console: console?,
             keep_kernels: keep? as u32,
-        })
+        }))
     }
 
     /// A qemu VM of kreg's lab.

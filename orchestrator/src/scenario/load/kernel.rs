@@ -61,23 +61,15 @@ impl<'a> Cx<'a> {
         }
         let src_what = format!("the source of {what}");
         let f = self.map(node, &src_what, &["deb", "path", "git", "ref", "tarball"])?;
-        let given: Vec<&str> = ["deb", "path", "git", "tarball"]
-            .into_iter()
-            .filter(|k| f.get(k).is_some())
-            .collect();
-        if given.len() != 1 {
-            self.error(
-                node,
-                format!("{src_what}: expected `running`, {{ deb: PACKAGE }}, {{ path: VMLINUZ }}, {{ git: URL, ref: REF }} or {{ tarball: FILE }}"),
-            );
-            return None;
-        }
-        if given[0] != "git" {
+        let given = self.one_of(&f, &["deb", "path", "git", "tarball"], node, |_| {
+            format!("{src_what}: expected `running`, {{ deb: PACKAGE }}, {{ path: VMLINUZ }}, {{ git: URL, ref: REF }} or {{ tarball: FILE }}")
+        })?;
+        if given != "git" {
             if let Some(n) = f.get("ref") {
                 self.error(n, "`ref` goes with `git`");
             }
         }
-        match given[0] {
+        match given {
             "deb" => {
                 built_only(self);
                 let d = f.get("deb").expect("given");

@@ -256,12 +256,12 @@ workloads: [ { name: w, kind: hackbench } ]
 "#;
     let s = from_str(ok, Path::new("/etc/kreg")).unwrap();
     match &s.hosts[0].transport {
-        Transport::Http {
+        Transport::Http(HttpTransport {
             boot,
             reset,
             token_file,
             ..
-        } => {
+        }) => {
             assert_eq!(*boot, BootVia::GrubReboot);
             assert_eq!(reset.as_ref().unwrap()[0], "ipmitool");
             assert_eq!(token_file, Path::new("/etc/kreg/t"));
@@ -274,12 +274,12 @@ workloads: [ { name: w, kind: hackbench } ]
         "",
     );
     match &from_str(&plain, Path::new(".")).unwrap().hosts[0].transport {
-        Transport::Http {
+        Transport::Http(HttpTransport {
             boot,
             reset,
             keep_kernels,
             ..
-        } => assert_eq!((*boot, reset.is_none(), *keep_kernels), (BootVia::Kexec, true, 3)),
+        }) => assert_eq!((*boot, reset.is_none(), *keep_kernels), (BootVia::Kexec, true, 3)),
         other => panic!("{other:?}"),
     }
     let keep1 = ok.replace(
@@ -287,16 +287,16 @@ workloads: [ { name: w, kind: hackbench } ]
         "boot: grub-reboot, keep_kernels: 1, console: [tail, -n, 50, /var/log/consoles/s],",
     );
     match &from_str(&keep1, Path::new(".")).unwrap().hosts[0].transport {
-        Transport::Http {
+        Transport::Http(HttpTransport {
             keep_kernels, console, ..
-        } => {
+        }) => {
             assert_eq!(*keep_kernels, 1);
             assert_eq!(console.as_deref().unwrap(), ["tail", "-n", "50", "/var/log/consoles/s"]);
         }
         other => panic!("{other:?}"),
     }
     match &from_str(ok, Path::new(".")).unwrap().hosts[0].transport {
-        Transport::Http { console, .. } => assert!(console.is_none()),
+        Transport::Http(HttpTransport { console, .. }) => assert!(console.is_none()),
         other => panic!("{other:?}"),
     }
     check(
@@ -339,7 +339,7 @@ workloads: [ {{ name: w, kind: hackbench }} ]
         .hosts
         .iter()
         .map(|h| match &h.transport {
-            Transport::Http { boot, .. } => *boot,
+            Transport::Http(HttpTransport { boot, .. }) => *boot,
             other => panic!("{other:?}"),
         })
         .collect();
@@ -348,10 +348,10 @@ workloads: [ {{ name: w, kind: hackbench }} ]
     let s = from_str(&text("{ timeout: 10m }"), Path::new(".")).unwrap();
     assert!(matches!(
         s.hosts[0].transport,
-        Transport::Http {
+        Transport::Http(HttpTransport {
             boot: BootVia::Kexec,
             ..
-        }
+        })
     ));
     check(
         &text("{ method: pxe, timeout: 0 }"),

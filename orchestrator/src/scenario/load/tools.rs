@@ -52,21 +52,10 @@ impl<'a> Cx<'a> {
     fn tool_source(&mut self, node: &Node, tool: &str) -> Option<ToolSource> {
         let what = format!("the source of {tool}");
         let f = self.map(node, &what, &["apt", "git", "ref", "build", "binary", "upload"])?;
-        let given: Vec<&str> = ["apt", "git", "upload"]
-            .into_iter()
-            .filter(|k| f.get(k).is_some())
-            .collect();
-        if given.len() != 1 {
-            self.error(
-                node,
-                format!(
-                    "{what}: give exactly one of `apt`, `git` or `upload` (found {})",
-                    given.len()
-                ),
-            );
-            return None;
-        }
-        match given[0] {
+        let given = self.one_of(&f, &["apt", "git", "upload"], node, |n| {
+            format!("{what}: give exactly one of `apt`, `git` or `upload` (found {n})")
+        })?;
+        match given {
             "apt" => {
                 for k in ["ref", "build", "binary"] {
                     if let Some(n) = f.get(k) {
