@@ -16,22 +16,146 @@ pub struct Sample {
     pub observed_policy: String,
 }
 
+/// A boot a kernel's jobs ran on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootSeen {
+    pub host: String,
+    pub release: String,
+    pub cpus: i32,
+    pub cpu_model: String,
+    pub cmdline: String,
+}
+
+/// The version of a tool (or program) on a host, as a job recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ToolVersion {
+    /// "tool@host".
+    pub tool: String,
+    pub version: String,
+}
+
+/// A kernel kreg built, as a run used it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildUsed {
+    pub key: String,
+    pub config_hash: String,
+}
+
+/// A setting kreg changed on a host for the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingChange {
+    pub host: String,
+    pub name: String,
+    pub before: String,
+    pub after: String,
+    pub restored: bool,
+}
+
 /// Provenance of one kernel of a run: the boots it ran on and what its jobs ran with.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct KernelProvenance {
     pub kernel: String,
-    /// "host: release, N CPUs, cpu model, cmdline", one per distinct boot setting.
-    pub boots: Vec<String>,
-    pub cpu_models: Vec<String>,
-    pub cmdlines: Vec<String>,
-    /// "tool@host version", distinct.
-    pub tools: Vec<String>,
-    /// kreg's builds: "key (config hash …)".
-    pub builds: Vec<String>,
-    /// Settings kreg changed for the run: "sut: kernel.sched_schedstats 0 → 1, restored".
-    #[serde(default)]
-    pub settings: Vec<String>,
+    /// Distinct.
+    pub boots: Vec<BootSeen>,
+    /// Distinct, sorted.
+    pub tools: Vec<ToolVersion>,
+    pub builds: Vec<BuildUsed>,
+    pub settings: Vec<SettingChange>,
     /// The SUT had no /proc/schedstat on this kernel: no scheduler statistics.
-    #[serde(default)]
     pub no_schedstat: bool,
+}
+
+impl std::fmt::Display for BootSeen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}, {} CPUs", self.host, self.release, self.cpus)
+    }
+}
+
+impl std::fmt::Display for ToolVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.tool, self.version)
+    }
+}
+
+impl std::fmt::Display for BuildUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (config {})",
+            self.key,
+            &self.config_hash[..12.min(self.config_hash.len())]
+        )
+    }
+}
+
+impl SettingChange {
+    /// "host: setting before → after", without whether it was put back.
+    pub fn change(&self) -> String {
+        format!("{}: {} {} → {}", self.host, self.name, self.before, self.after)
+    }
+}
+
+impl std::fmt::Display for SettingChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = if self.restored { "restored" } else { "NOT restored" };
+        write!(f, "{}, {state}", self.change())
+    }
+}
+
+/// Each item's text, once, in order.
+fn distinct<T: ToString>(items: impl IntoIterator<Item = T>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in items.into_iter().map(|i| i.to_string()) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+impl KernelProvenance {
+    /// "host: release, N CPUs", one per distinct boot setting.
+    pub fn boot_lines(&self) -> Vec<String> {
+        distinct(&self.boots)
+    }
+
+    pub fn cpu_models(&self) -> Vec<String> {
+        distinct(self.boots.iter().map(|b| &b.cpu_model))
+    }
+
+    pub fn cmdlines(&self) -> Vec<String> {
+        distinct(self.boots.iter().map(|b| &b.cmdline))
+    }
+
+    /// "tool@host version".
+    pub fn tool_lines(&self) -> Vec<String> {
+        distinct(&self.tools)
+    }
+
+    /// "key (config hash)".
+    pub fn build_lines(&self) -> Vec<String> {
+        distinct(&self.builds)
+    }
+
+    /// "sut: kernel.sched_schedstats 0 → 1, restored".
+    pub fn setting_lines(&self) -> Vec<String> {
+        distinct(&self.settings)
+    }
+}
+
+/// In JSON reports, as text: each list as the lines the other formats print.
+impl serde::Serialize for KernelProvenance {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = ser.serialize_struct("KernelProvenance", 8)?;
+        st.serialize_field("kernel", &self.kernel)?;
+        st.serialize_field("boots", &self.boot_lines())?;
+        st.serialize_field("cpu_models", &self.cpu_models())?;
+        st.serialize_field("cmdlines", &self.cmdlines())?;
+        st.serialize_field("tools", &self.tool_lines())?;
+        st.serialize_field("builds", &self.build_lines())?;
+        st.serialize_field("settings", &self.setting_lines())?;
+        st.serialize_field("no_schedstat", &self.no_schedstat)?;
+        st.end()
+    }
 }

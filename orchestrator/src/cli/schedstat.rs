@@ -48,9 +48,9 @@ async fn compare(db: &PgPool, run: i64, a: &str, b: &str) -> Result<ExitCode> {
             None => (spec, None),
         };
         let mut out = Vec::new();
-        for (k, v, _, before, after) in &pairs {
-            if k == kernel && variant.is_none_or(|x| x == v) {
-                let d = kreg::schedstat::diff(&kreg::schedstat::parse(before)?, &kreg::schedstat::parse(after)?)
+        for p in &pairs {
+            if p.kernel == kernel && variant.is_none_or(|x| x == p.variant) {
+                let d = kreg::schedstat::diff(&kreg::schedstat::parse(&p.before)?, &kreg::schedstat::parse(&p.after)?)
                     .map_err(anyhow::Error::msg)?;
                 out.push(d);
             }

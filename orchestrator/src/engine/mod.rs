@@ -114,7 +114,13 @@ pub async fn restore_settings(db: &PgPool, run_id: i64) -> Result<Vec<String>, E
     let run = store::run(db, run_id).await?;
     let scenario = scenario_of(&run)?;
     let mut said = Vec::new();
-    for (host, boot_id, setting, before) in store::unrestored_settings(db, run_id).await? {
+    for store::PendingSetting {
+        host,
+        boot_id,
+        setting,
+        before,
+    } in store::unrestored_settings(db, run_id).await?
+    {
         let transport = scenario.hosts.iter().find(|h| h.name == host).map(|h| &h.transport);
         let put_back = match transport {
             Some(crate::scenario::Transport::Http(crate::scenario::HttpTransport { url, token_file, .. })) => {

@@ -342,10 +342,10 @@ fn comparable_cmdline(c: &str) -> String {
 /// other CPU models or with other kernel command lines.
 pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
     let mut out = Vec::new();
-    let models: Vec<&String> = {
-        let mut m: Vec<&String> = prov
+    let models: Vec<String> = {
+        let mut m: Vec<String> = prov
             .iter()
-            .flat_map(|p| &p.cpu_models)
+            .flat_map(|p| p.cpu_models())
             .filter(|m| !m.is_empty())
             .collect();
         m.sort();
@@ -361,8 +361,8 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
     let cmdlines: Vec<String> = {
         let mut c: Vec<String> = prov
             .iter()
-            .flat_map(|p| &p.cmdlines)
-            .map(|c| comparable_cmdline(c))
+            .flat_map(|p| p.cmdlines())
+            .map(|c| comparable_cmdline(&c))
             .collect();
         c.sort();
         c.dedup();
@@ -377,8 +377,8 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
     let not_restored: Vec<String> = prov
         .iter()
         .flat_map(|p| &p.settings)
-        .filter(|s| s.ends_with("NOT restored"))
-        .cloned()
+        .filter(|s| !s.restored)
+        .map(|s| s.to_string())
         .collect();
     if !not_restored.is_empty() {
         out.push(format!(
@@ -395,21 +395,21 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
         out.push("tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them)".into());
     }
     for p in prov {
-        let mut parts = vec![format!("kernel {}: {}", p.kernel, p.boots.join("; "))];
+        let mut parts = vec![format!("kernel {}: {}", p.kernel, p.boot_lines().join("; "))];
         if !p.settings.is_empty() {
-            parts.push(format!("settings changed {}", p.settings.join(", ")));
+            parts.push(format!("settings changed {}", p.setting_lines().join(", ")));
         }
         if p.no_schedstat {
             parts.push("no /proc/schedstat on the SUT: no scheduler statistics".to_string());
         }
-        if !p.cpu_models.is_empty() {
-            parts.push(format!("CPU {}", p.cpu_models.join(" / ")));
+        if !p.boots.is_empty() {
+            parts.push(format!("CPU {}", p.cpu_models().join(" / ")));
         }
         if !p.builds.is_empty() {
-            parts.push(format!("built {}", p.builds.join(", ")));
+            parts.push(format!("built {}", p.build_lines().join(", ")));
         }
         if !p.tools.is_empty() {
-            parts.push(format!("tools {}", p.tools.join(", ")));
+            parts.push(format!("tools {}", p.tool_lines().join(", ")));
         }
         out.push(parts.join("; "));
     }
@@ -600,14 +600,24 @@ mod tests {
         let prov = vec![
             KernelProvenance {
                 kernel: "a".into(),
-                cpu_models: vec!["Xeon".into()],
-                cmdlines: vec!["BOOT_IMAGE=/a quiet".into()],
+                boots: vec![crate::results::BootSeen {
+                    host: "sut".into(),
+                    release: "6.1".into(),
+                    cpus: 2,
+                    cpu_model: "Xeon".into(),
+                    cmdline: "BOOT_IMAGE=/a quiet".into(),
+                }],
                 ..Default::default()
             },
             KernelProvenance {
                 kernel: "b".into(),
-                cpu_models: vec!["EPYC".into()],
-                cmdlines: vec!["BOOT_IMAGE=/b quiet".into()],
+                boots: vec![crate::results::BootSeen {
+                    host: "sut".into(),
+                    release: "6.1".into(),
+                    cpus: 2,
+                    cpu_model: "EPYC".into(),
+                    cmdline: "BOOT_IMAGE=/b quiet".into(),
+                }],
                 ..Default::default()
             },
         ];

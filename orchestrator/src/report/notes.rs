@@ -245,37 +245,48 @@ mod tests {
 
     #[test]
     fn environment_changes_name_what_differs_per_kernel() {
-        let prov = |kernel: &str, release: &str, tool: &str, setting: &str| KernelProvenance {
+        let prov = |kernel: &str, release: &str, version: &str, restored: Option<bool>| KernelProvenance {
             kernel: kernel.into(),
-            boots: vec![format!("sut: {release}, 2 CPUs")],
-            tools: vec![tool.into()],
-            settings: vec![setting.into()],
+            boots: vec![crate::results::BootSeen {
+                host: "sut".into(),
+                release: release.into(),
+                cpus: 2,
+                cpu_model: "QEMU".into(),
+                cmdline: "quiet".into(),
+            }],
+            tools: vec![crate::results::ToolVersion {
+                tool: "hackbench@sut".into(),
+                version: version.into(),
+            }],
+            settings: restored
+                .map(|restored| crate::results::SettingChange {
+                    host: "sut".into(),
+                    name: "kernel.sched_schedstats".into(),
+                    before: "0".into(),
+                    after: "1".into(),
+                    restored,
+                })
+                .into_iter()
+                .collect(),
             ..Default::default()
         };
+        // k1: another tool version; whether a setting was put back is no difference.
+        // k2: another release, and a setting changed in one run only.
         let a = [
-            prov(
-                "k1",
-                "6.1.0-1",
-                "hackbench@sut 2.0",
-                "sut: kernel.sched_schedstats 0 → 1, restored",
-            ),
-            prov("k2", "6.12.1", "hackbench@sut 2.0", ""),
+            prov("k1", "6.1.0-1", "2.0", Some(true)),
+            prov("k2", "6.12.1", "2.0", Some(false)),
         ];
         let b = [
-            prov(
-                "k1",
-                "6.1.0-1",
-                "hackbench@sut 2.1",
-                "sut: kernel.sched_schedstats 0 → 1",
-            ),
-            prov("k2", "6.12.2", "hackbench@sut 2.0", ""),
-            prov("k3", "6.13", "x", ""),
+            prov("k1", "6.1.0-1", "2.1", Some(false)),
+            prov("k2", "6.12.2", "2.0", None),
+            prov("k3", "6.13", "x", None),
         ];
         assert_eq!(
             environment_changes(&a, &b),
             [
                 "kernel k1: tool versions differ between the runs: hackbench@sut 2.0 | hackbench@sut 2.1",
                 "kernel k2: boots differ between the runs: sut: 6.12.1, 2 CPUs | sut: 6.12.2, 2 CPUs",
+                "kernel k2: settings kreg changed differ between the runs: sut: kernel.sched_schedstats 0 → 1, NOT restored | ",
             ]
         );
         assert!(environment_changes(&a, &a).is_empty());
@@ -329,18 +340,28 @@ pub fn environment_changes(prov_a: &[KernelProvenance], prov_b: &[KernelProvenan
         let Some(pb) = prov_b.iter().find(|p| p.kernel == pa.kernel) else {
             continue;
         };
-        for (what, a, b) in [
-            ("boots", &pa.boots, &pb.boots),
-            ("tool versions", &pa.tools, &pb.tools),
-            ("settings kreg changed", &pa.settings, &pb.settings),
-            ("kernel command lines", &pa.cmdlines, &pb.cmdlines),
+        let settings = |p: &KernelProvenance| {
+            let mut v: Vec<String> = p.settings.iter().map(|s| s.change()).collect();
+            v.sort();
+            v
+        };
+        for (what, a, b, same) in [
+            ("boots", pa.boot_lines(), pb.boot_lines(), None),
+            ("tool versions", pa.tool_lines(), pb.tool_lines(), None),
+            (
+                "settings kreg changed",
+                pa.setting_lines(),
+                pb.setting_lines(),
+                Some(settings(pa) == settings(pb)),
+            ),
+            ("kernel command lines", pa.cmdlines(), pb.cmdlines(), None),
         ] {
-            let strip = |v: &Vec<String>| {
-                let mut v: Vec<String> = v.iter().map(|s| s.replace(", restored", "")).collect();
+            let sorted = |v: &[String]| {
+                let mut v = v.to_vec();
                 v.sort();
                 v
             };
-            if strip(a) != strip(b) {
+            if !same.unwrap_or_else(|| sorted(&a) == sorted(&b)) {
                 out.push(format!(
                     "kernel {}: {what} differ between the runs: {} | {}",
                     pa.kernel,

@@ -6,6 +6,7 @@ pub mod cluster;
 
 pub use builds::{builds, link_build, record_build, BuildRow};
 
+use crate::results::{BootSeen, BuildUsed, SettingChange, ToolVersion};
 pub use crate::results::{KernelProvenance, Sample};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
@@ -374,13 +375,20 @@ pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Res
     )
 }
 
-/// /proc/schedstat before and after each done job of a run: (kernel, variant, workload, before, after).
-pub async fn schedstat_pairs(
-    db: impl PgExecutor<'_>,
-    run_id: i64,
-) -> Result<Vec<(String, String, String, String, String)>> {
+/// /proc/schedstat as it was before and after a done job.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SchedstatPair {
+    pub kernel: String,
+    pub variant: String,
+    pub workload: String,
+    pub before: String,
+    pub after: String,
+}
+
+/// /proc/schedstat before and after each done job of a run.
+pub async fn schedstat_pairs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<SchedstatPair>> {
     Ok(sqlx::query_as(
-        "SELECT j.kernel, j.variant, j.workload, b.content, a.content
+        "SELECT j.kernel, j.variant, j.workload, b.content AS before, a.content AS after
          FROM jobs j
          JOIN raw_outputs b ON b.job_id = j.id AND b.kind = 'schedstat_before'
          JOIN raw_outputs a ON a.job_id = j.id AND a.kind = 'schedstat_after'
@@ -437,10 +445,16 @@ pub async fn setting_restored(
 }
 
 /// Settings of a run not put back yet: (host, boot id, setting, value before).
-pub async fn unrestored_settings(
-    db: impl PgExecutor<'_>,
-    run_id: i64,
-) -> Result<Vec<(String, String, String, String)>> {
+/// A setting kreg changed on a host's boot and has not put back yet.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PendingSetting {
+    pub host: String,
+    pub boot_id: String,
+    pub setting: String,
+    pub before: String,
+}
+
+pub async fn unrestored_settings(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<PendingSetting>> {
     Ok(sqlx::query_as(
         "SELECT host, boot_id, setting, before FROM host_settings WHERE run_id = $1 AND restored_at IS NULL ORDER BY id",
     )
@@ -449,11 +463,44 @@ pub async fn unrestored_settings(
     .await?)
 }
 
-/// Per kernel: the settings kreg changed (kernel, host, setting, before, after, restored),
-/// and the kernels on which `sut` had no /proc/schedstat.
+#[derive(sqlx::FromRow)]
+struct BootRow {
+    kernel: String,
+    host: String,
+    release: String,
+    cpus: i32,
+    cpu_model: String,
+    cmdline: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct ToolsRow {
+    kernel: String,
+    tool_versions: serde_json::Value,
+}
+
+#[derive(sqlx::FromRow)]
+struct UsedBuildRow {
+    kernel: String,
+    key: String,
+    config_hash: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct SettingRow {
+    kernel: String,
+    host: String,
+    setting: String,
+    before: String,
+    after: String,
+    restored: bool,
+}
+
+/// The settings kreg changed per kernel, and the kernels on which `sut` had no
+/// /proc/schedstat.
 async fn settings_of(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<(Vec<SettingRow>, Vec<String>)> {
     let settings: Vec<SettingRow> = sqlx::query_as(
-        "SELECT DISTINCT j.kernel, s.host, s.setting, s.before, s.after, s.restored_at IS NOT NULL
+        "SELECT DISTINCT j.kernel, s.host, s.setting, s.before, s.after, s.restored_at IS NOT NULL AS restored
          FROM host_settings s JOIN jobs j ON j.run_id = s.run_id AND j.boot_id = s.boot_id
          WHERE s.run_id = $1 ORDER BY 1, 2, 3",
     )
@@ -471,25 +518,23 @@ async fn settings_of(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<(Vec<S
     Ok((settings, no_schedstat))
 }
 
-type SettingRow = (String, String, String, String, String, bool);
-
 /// Provenance per kernel; `sut` names the host whose schedstat support is reported.
 pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec<KernelProvenance>> {
     // Boots: a host row is tied to its kernel through the jobs that ran on its boot id.
-    let boots: Vec<(String, String, String, i32, String, String)> = sqlx::query_as(
-        "SELECT DISTINCT j.kernel, h.name, h.kernel_release, h.nr_cpus, h.cpu_model, h.cmdline
+    let boots: Vec<BootRow> = sqlx::query_as(
+        "SELECT DISTINCT j.kernel, h.name AS host, h.kernel_release AS release, h.nr_cpus AS cpus, h.cpu_model, h.cmdline
          FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
          WHERE h.run_id = $1 ORDER BY 1, 2",
     )
     .bind(run_id)
     .fetch_all(db)
     .await?;
-    let tools: Vec<(String, serde_json::Value)> =
+    let tools: Vec<ToolsRow> =
         sqlx::query_as("SELECT DISTINCT kernel, tool_versions FROM jobs WHERE run_id = $1 AND state = 'done'")
             .bind(run_id)
             .fetch_all(db)
             .await?;
-    let builds: Vec<(String, String, String)> = sqlx::query_as(
+    let builds: Vec<UsedBuildRow> = sqlx::query_as(
         "SELECT r.kernel, b.key, b.config_hash FROM kernel_build_runs r JOIN kernel_builds b ON b.key = r.build_key WHERE r.run_id = $1",
     )
     .bind(run_id)
@@ -497,8 +542,8 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec
     .await?;
     let (settings, no_schedstat) = settings_of(db, run_id, sut).await?;
     let mut out: Vec<KernelProvenance> = Vec::new();
-    let entry = |out: &mut Vec<KernelProvenance>, k: &str| -> usize {
-        match out.iter().position(|p| p.kernel == k) {
+    fn entry<'a>(out: &'a mut Vec<KernelProvenance>, k: &str) -> &'a mut KernelProvenance {
+        let i = match out.iter().position(|p| p.kernel == k) {
             Some(i) => i,
             None => {
                 out.push(KernelProvenance {
@@ -507,45 +552,56 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec
                 });
                 out.len() - 1
             }
-        }
-    };
-    fn add(v: &mut Vec<String>, s: String) {
-        if !v.contains(&s) {
-            v.push(s);
-        }
+        };
+        &mut out[i]
     }
-    for (k, host, rel, cpus, model, cmdline) in boots {
-        let i = entry(&mut out, &k);
-        add(&mut out[i].boots, format!("{host}: {rel}, {cpus} CPUs"));
-        add(&mut out[i].cpu_models, model);
-        add(&mut out[i].cmdlines, cmdline);
-    }
-    for (k, v) in tools {
-        let i = entry(&mut out, &k);
-        if let Some(map) = v.as_object() {
-            for (tool, ver) in map {
-                add(&mut out[i].tools, format!("{tool} {}", ver.as_str().unwrap_or("")));
-            }
+    fn add<T: PartialEq>(v: &mut Vec<T>, x: T) {
+        if !v.contains(&x) {
+            v.push(x);
         }
     }
-    for (k, key, hash) in builds {
-        let i = entry(&mut out, &k);
-        add(
-            &mut out[i].builds,
-            format!("{key} (config {})", &hash[..12.min(hash.len())]),
-        );
+    for b in boots {
+        let boot = BootSeen {
+            host: b.host,
+            release: b.release,
+            cpus: b.cpus,
+            cpu_model: b.cpu_model,
+            cmdline: b.cmdline,
+        };
+        add(&mut entry(&mut out, &b.kernel).boots, boot);
     }
-    for (k, host, setting, before, after, restored) in settings {
-        let i = entry(&mut out, &k);
-        let state = if restored { "restored" } else { "NOT restored" };
-        add(
-            &mut out[i].settings,
-            format!("{host}: {setting} {before} → {after}, {state}"),
-        );
+    for t in tools {
+        let p = entry(&mut out, &t.kernel);
+        for (tool, ver) in t.tool_versions.as_object().into_iter().flatten() {
+            let version = ver.as_str().unwrap_or("").to_string();
+            add(
+                &mut p.tools,
+                ToolVersion {
+                    tool: tool.clone(),
+                    version,
+                },
+            );
+        }
+    }
+    for b in builds {
+        let build = BuildUsed {
+            key: b.key,
+            config_hash: b.config_hash,
+        };
+        add(&mut entry(&mut out, &b.kernel).builds, build);
+    }
+    for st in settings {
+        let change = SettingChange {
+            host: st.host,
+            name: st.setting,
+            before: st.before,
+            after: st.after,
+            restored: st.restored,
+        };
+        add(&mut entry(&mut out, &st.kernel).settings, change);
     }
     for k in no_schedstat {
-        let i = entry(&mut out, &k);
-        out[i].no_schedstat = true;
+        entry(&mut out, &k).no_schedstat = true;
     }
     for p in out.iter_mut() {
         p.tools.sort();
