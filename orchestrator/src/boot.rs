@@ -2,12 +2,13 @@
 //! and waiting for a host's agent to answer from a new boot. Real machines and the lab's
 //! VMs both go through here; neither depends on the other.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::Identity;
 
 use crate::kernel::Prepared;
+use crate::poll::{until, Look, Waited};
 use crate::scenario::Kernel;
 
 /// What a host is to boot: a kernel, prepared (or none, to stay on the running one), within
@@ -74,27 +75,27 @@ pub async fn wait_for_agent(
     timeout: Duration,
     mut watch: Option<&mut dyn Watch>,
 ) -> Result<Identity, String> {
-    let deadline = Instant::now() + timeout;
-    loop {
+    let waited = until(timeout, Duration::from_millis(500), async || {
         if let Some(w) = watch.as_deref_mut() {
             if let Some(death) = w.died() {
-                return Err(format!("{death} before its agent answered; console:\n{}", w.console()));
+                return Look::Failed(format!("{death} before its agent answered; console:\n{}", w.console()));
             }
         }
-        let last = match client.identity().await {
-            Ok(id) if Some(id.boot_id.as_str()) != old_boot_id => return Ok(id),
-            Ok(_) => "the agent still answers from the old boot".to_string(),
-            Err(e) => e.to_string(),
-        };
-        if Instant::now() >= deadline {
+        match client.identity().await {
+            Ok(id) if Some(id.boot_id.as_str()) != old_boot_id => Look::Ready(id),
+            Ok(_) => Look::NotYet("the agent still answers from the old boot".to_string()),
+            Err(e) => Look::NotYet(e.to_string()),
+        }
+    })
+    .await;
+    match waited {
+        Ok(id) => Ok(id),
+        Err(Waited::Failed(e)) => Err(e),
+        Err(Waited::TimedOut { limit, last }) => {
             let console = watch
                 .map(|w| format!("; console:\n{}", w.console()))
                 .unwrap_or_default();
-            return Err(format!(
-                "not back within {}s (last: {last}){console}",
-                timeout.as_secs()
-            ));
+            Err(format!("not back within {}s (last: {last}){console}", limit.as_secs()))
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

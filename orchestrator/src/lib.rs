@@ -9,6 +9,7 @@ pub mod kernel;
 pub mod lab;
 pub mod parse;
 pub mod plan;
+pub mod poll;
 pub mod preflight;
 pub mod report;
 pub mod results;

@@ -11,6 +11,7 @@ use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutp
 use super::server::Session;
 use crate::failure::CommandFailed;
 use crate::parse::Metric;
+use crate::poll::{until, Look, Waited};
 use crate::scenario::{Variant, Workload};
 use crate::store::JobOutcome;
 use crate::workload::{hammerdb, netperf, sysbench, Netperf, Plan, SingleHost};
@@ -331,17 +332,21 @@ async fn wait_spawned(
     id: u64,
     limit: Duration,
 ) -> Result<kreg_agent::wire::ProcessState, WaitError> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let st = client.poll(id).await?;
-        if !st.running {
-            return Ok(client.stop(id, 1).await?);
+    let waited = until(limit, Duration::from_millis(200), async || {
+        match client.poll(id).await {
+            Ok(st) if !st.running => Look::Ready(()),
+            Ok(_) => Look::NotYet(String::new()),
+            Err(e) => Look::Failed(e),
         }
-        if Instant::now() >= deadline {
+    })
+    .await;
+    match waited {
+        Ok(()) => Ok(client.stop(id, 1).await?),
+        Err(Waited::Failed(e)) => Err(WaitError::Agent(e)),
+        Err(Waited::TimedOut { .. }) => {
             let _ = client.stop(id, 5).await;
-            return Err(WaitError::Overran(limit.as_secs()));
+            Err(WaitError::Overran(limit.as_secs()))
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -419,24 +424,30 @@ async fn hammerdb_run(
         ..Default::default()
     };
     let p = ctx.runner.spawn(req).await.map_err(|e| agent_fail("", &e, raw))?;
-    let deadline = Instant::now() + Duration::from_secs(timeout_secs);
-    loop {
-        let st = ctx.runner.poll(p.id).await.map_err(|e| agent_fail("", &e, raw))?;
-        if st.stdout.contains("Rampup complete") || !st.running {
-            break;
+    let limit = Duration::from_secs(timeout_secs);
+    let started = Instant::now();
+    let rampup = until(limit, Duration::from_millis(500), async || {
+        match ctx.runner.poll(p.id).await {
+            Ok(st) if st.stdout.contains("Rampup complete") || !st.running => Look::Ready(()),
+            Ok(_) => Look::NotYet(String::new()),
+            Err(e) => Look::Failed(e),
         }
-        if Instant::now() >= deadline {
+    })
+    .await;
+    match rampup {
+        Ok(()) => {}
+        Err(Waited::Failed(e)) => return Err(agent_fail("", &e, raw)),
+        Err(Waited::TimedOut { .. }) => {
             let _ = ctx.runner.stop(p.id, 5).await;
             return Err(fail("hammerdbcli never finished its rampup", raw));
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
     if ctx.schedstat {
         if let Some(s) = schedstat(ctx.sut).await {
             raw.push(("schedstat_before".to_string(), s));
         }
     }
-    let left = deadline.saturating_duration_since(Instant::now());
+    let left = limit.saturating_sub(started.elapsed());
     let st = wait_spawned(ctx.runner, p.id, left)
         .await
         .map_err(|e| e.fail("hammerdbcli", raw))?;

@@ -2,12 +2,13 @@
 //! host under the variant's policy, checked ready with a real query from the client host,
 //! and stopped after the variant's jobs of that workload.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, Policy};
 
 use crate::failure::{tail, CommandFailed, TAIL_LINES};
+use crate::poll::{until, Look, Waited};
 use crate::workload::{DbServer, Netperf, Plan, WorkloadKind};
 
 /// A running server and what the jobs need to reach it.
@@ -72,31 +73,30 @@ async fn wait_ready(
     probe: ExecRequest,
     limit: Duration,
 ) -> Result<(), String> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let st = session.server.poll(session.id).await.map_err(|e| e.to_string())?;
+    let waited = until(limit, Duration::from_millis(250), async || {
+        let st = match session.server.poll(session.id).await {
+            Ok(st) => st,
+            Err(e) => return Look::Failed(e.to_string()),
+        };
         if !st.running {
-            return Err(format!(
+            return Look::Failed(format!(
                 "{} exited ({:?}) before it was ready: {}",
                 session.what,
                 st.exit_code.or(st.signal),
                 tail(&st.stderr, TAIL_LINES)
             ));
         }
-        let last = match client.exec(probe.clone()).await {
-            Ok(r) if r.success() => return Ok(()),
-            Ok(r) => r.stderr.lines().last().unwrap_or("").to_string(),
-            Err(e) => e.to_string(),
-        };
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "{} not ready within {}s: {last}",
-                session.what,
-                limit.as_secs()
-            ));
+        match client.exec(probe.clone()).await {
+            Ok(r) if r.success() => Look::Ready(()),
+            Ok(r) => Look::NotYet(r.stderr.lines().last().unwrap_or("").to_string()),
+            Err(e) => Look::NotYet(e.to_string()),
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    })
+    .await;
+    waited.map_err(|w| match w {
+        Waited::Failed(e) => e,
+        Waited::TimedOut { limit, last } => format!("{} not ready within {}s: {last}", session.what, limit.as_secs()),
+    })
 }
 
 fn read_password(db: &DbServer) -> Result<String, String> {
