@@ -17,7 +17,7 @@ pub struct Sample {
 }
 
 /// A boot a kernel's jobs ran on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct BootSeen {
     pub host: String,
     pub release: String,
@@ -35,14 +35,14 @@ pub struct ToolVersion {
 }
 
 /// A kernel kreg built, as a run used it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct BuildUsed {
     pub key: String,
     pub config_hash: String,
 }
 
 /// A setting kreg changed on a host for the run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct SettingChange {
     pub host: String,
     pub name: String,

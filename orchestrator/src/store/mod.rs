@@ -463,14 +463,11 @@ pub async fn unrestored_settings(db: impl PgExecutor<'_>, run_id: i64) -> Result
     .await?)
 }
 
+/// One item of a kernel's provenance, built as JSON by the query.
 #[derive(sqlx::FromRow)]
-struct BootRow {
+struct KernelItem<T> {
     kernel: String,
-    host: String,
-    release: String,
-    cpus: i32,
-    cpu_model: String,
-    cmdline: String,
+    item: sqlx::types::Json<T>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -479,50 +476,67 @@ struct ToolsRow {
     tool_versions: serde_json::Value,
 }
 
-#[derive(sqlx::FromRow)]
-struct UsedBuildRow {
-    kernel: String,
-    key: String,
-    config_hash: String,
-}
-
-#[derive(sqlx::FromRow)]
-struct SettingRow {
-    kernel: String,
-    host: String,
-    setting: String,
-    before: String,
-    after: String,
-    restored: bool,
-}
-
-/// The settings kreg changed per kernel, and the kernels on which `sut` had no
-/// /proc/schedstat.
-async fn settings_of(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<(Vec<SettingRow>, Vec<String>)> {
-    let settings: Vec<SettingRow> = sqlx::query_as(
-        "SELECT DISTINCT j.kernel, s.host, s.setting, s.before, s.after, s.restored_at IS NOT NULL AS restored
+/// The settings kreg changed per kernel.
+async fn settings_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<KernelItem<SettingChange>>> {
+    Ok(sqlx::query_as(
+        "SELECT DISTINCT j.kernel, s.host, s.setting,
+                jsonb_build_object('host', s.host, 'name', s.setting, 'before', s.before, 'after', s.after,
+                                   'restored', s.restored_at IS NOT NULL) AS item
          FROM host_settings s JOIN jobs j ON j.run_id = s.run_id AND j.boot_id = s.boot_id
          WHERE s.run_id = $1 ORDER BY 1, 2, 3",
     )
     .bind(run_id)
     .fetch_all(db)
-    .await?;
-    let no_schedstat: Vec<String> = sqlx::query_scalar(
+    .await?)
+}
+
+/// The kernels of a run on which `sut` had no /proc/schedstat.
+async fn without_schedstat(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
         "SELECT DISTINCT j.kernel FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
          WHERE h.run_id = $1 AND h.name = $2 AND h.schedstat_version IS NULL",
     )
     .bind(run_id)
     .bind(sut)
     .fetch_all(db)
-    .await?;
-    Ok((settings, no_schedstat))
+    .await?)
+}
+
+/// Each item once, in the order first seen, under its kernel.
+fn gather<T: PartialEq>(
+    out: &mut Vec<KernelProvenance>,
+    rows: impl IntoIterator<Item = (String, T)>,
+    list: fn(&mut KernelProvenance) -> &mut Vec<T>,
+) {
+    for (kernel, item) in rows {
+        let p = match out.iter().position(|p| p.kernel == kernel) {
+            Some(i) => &mut out[i],
+            None => {
+                out.push(KernelProvenance {
+                    kernel,
+                    ..Default::default()
+                });
+                out.last_mut().expect("pushed")
+            }
+        };
+        let v = list(p);
+        if !v.contains(&item) {
+            v.push(item);
+        }
+    }
+}
+
+fn items<T>(rows: Vec<KernelItem<T>>) -> impl Iterator<Item = (String, T)> {
+    rows.into_iter().map(|r| (r.kernel, r.item.0))
 }
 
 /// Provenance per kernel; `sut` names the host whose schedstat support is reported.
 pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec<KernelProvenance>> {
     // Boots: a host row is tied to its kernel through the jobs that ran on its boot id.
-    let boots: Vec<BootRow> = sqlx::query_as(
-        "SELECT DISTINCT j.kernel, h.name AS host, h.kernel_release AS release, h.nr_cpus AS cpus, h.cpu_model, h.cmdline
+    let boots: Vec<KernelItem<BootSeen>> = sqlx::query_as(
+        "SELECT DISTINCT j.kernel, h.name,
+                jsonb_build_object('host', h.name, 'release', h.kernel_release, 'cpus', h.nr_cpus,
+                                   'cpu_model', h.cpu_model, 'cmdline', h.cmdline) AS item
          FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
          WHERE h.run_id = $1 ORDER BY 1, 2",
     )
@@ -534,74 +548,34 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec
             .bind(run_id)
             .fetch_all(db)
             .await?;
-    let builds: Vec<UsedBuildRow> = sqlx::query_as(
-        "SELECT r.kernel, b.key, b.config_hash FROM kernel_build_runs r JOIN kernel_builds b ON b.key = r.build_key WHERE r.run_id = $1",
+    let builds: Vec<KernelItem<BuildUsed>> = sqlx::query_as(
+        "SELECT r.kernel, jsonb_build_object('key', b.key, 'config_hash', b.config_hash) AS item
+         FROM kernel_build_runs r JOIN kernel_builds b ON b.key = r.build_key WHERE r.run_id = $1",
     )
     .bind(run_id)
     .fetch_all(db)
     .await?;
-    let (settings, no_schedstat) = settings_of(db, run_id, sut).await?;
     let mut out: Vec<KernelProvenance> = Vec::new();
-    fn entry<'a>(out: &'a mut Vec<KernelProvenance>, k: &str) -> &'a mut KernelProvenance {
-        let i = match out.iter().position(|p| p.kernel == k) {
-            Some(i) => i,
-            None => {
-                out.push(KernelProvenance {
-                    kernel: k.to_string(),
-                    ..Default::default()
-                });
-                out.len() - 1
-            }
-        };
-        &mut out[i]
-    }
-    fn add<T: PartialEq>(v: &mut Vec<T>, x: T) {
-        if !v.contains(&x) {
-            v.push(x);
+    gather(&mut out, items(boots), |p| &mut p.boots);
+    let versions = tools.into_iter().flat_map(|t| {
+        let map = t.tool_versions.as_object().cloned().unwrap_or_default();
+        map.into_iter().map(move |(tool, v)| {
+            let version = v.as_str().unwrap_or("").to_string();
+            (t.kernel.clone(), ToolVersion { tool, version })
+        })
+    });
+    gather(&mut out, versions, |p| &mut p.tools);
+    gather(&mut out, items(builds), |p| &mut p.builds);
+    gather(&mut out, items(settings_of(db, run_id).await?), |p| &mut p.settings);
+    for k in without_schedstat(db, run_id, sut).await? {
+        match out.iter_mut().find(|p| p.kernel == k) {
+            Some(p) => p.no_schedstat = true,
+            None => out.push(KernelProvenance {
+                kernel: k,
+                no_schedstat: true,
+                ..Default::default()
+            }),
         }
-    }
-    for b in boots {
-        let boot = BootSeen {
-            host: b.host,
-            release: b.release,
-            cpus: b.cpus,
-            cpu_model: b.cpu_model,
-            cmdline: b.cmdline,
-        };
-        add(&mut entry(&mut out, &b.kernel).boots, boot);
-    }
-    for t in tools {
-        let p = entry(&mut out, &t.kernel);
-        for (tool, ver) in t.tool_versions.as_object().into_iter().flatten() {
-            let version = ver.as_str().unwrap_or("").to_string();
-            add(
-                &mut p.tools,
-                ToolVersion {
-                    tool: tool.clone(),
-                    version,
-                },
-            );
-        }
-    }
-    for b in builds {
-        let build = BuildUsed {
-            key: b.key,
-            config_hash: b.config_hash,
-        };
-        add(&mut entry(&mut out, &b.kernel).builds, build);
-    }
-    for st in settings {
-        let change = SettingChange {
-            host: st.host,
-            name: st.setting,
-            before: st.before,
-            after: st.after,
-            restored: st.restored,
-        };
-        add(&mut entry(&mut out, &st.kernel).settings, change);
-    }
-    for k in no_schedstat {
-        entry(&mut out, &k).no_schedstat = true;
     }
     for p in out.iter_mut() {
         p.tools.sort();
