@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fresh_db, kreg, Agent, Scratch};
+use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
 
 /// Waits until `path` has more than `n` lines; panics after a minute.
 fn wait_lines(path: &std::path::Path, n: usize) {
@@ -60,9 +60,7 @@ async fn a_controller_stopped_mid_job_leaves_nothing_running_and_one_sample_per_
     let scenario = format!(
         r#"
 name: interrupt
-hosts:
-  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
-kernels: [ {{ name: current, source: running }} ]
+{hosts}kernels: [ {{ name: current, source: running }} ]
 workloads:
   - name: w
     kind: command
@@ -70,8 +68,7 @@ workloads:
     metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }}
 iterations: 3
 "#,
-        url = agent.url,
-        token = agent.token_file.display(),
+        hosts = agent.hosts_yaml(),
     );
     let file = dir.0.join("s.yaml");
     std::fs::write(&file, scenario).unwrap();
@@ -115,12 +112,7 @@ iterations: 3
         }
         // Resumed at once: the retry must not overlap the earlier attempt.
         let out = kreg(&db, &dir.0).args(["resume", &run.to_string()]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out, "kreg");
     }
     assert!(
         !dir.0.join("overlaps.log").exists(),

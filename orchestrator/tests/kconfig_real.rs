@@ -125,17 +125,14 @@ async fn a_dropped_option_names_only_what_it_depends_on() {
     let scenario = format!(
         r#"
 name: dropped-option
-hosts:
-  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
-kernels:
+{hosts}kernels:
   - name: tiny61
     source: {{ tarball: {TARBALL} }}
     config: {{ base: tinyconfig, set: [CONFIG_SCHEDSTATS=y] }}
 workloads:
   - {{ name: w, kind: command, argv: [true], metrics: {{ v: {{ regex: "(1)", higher_is_better: true }} }} }}
 "#,
-        url = agent.url,
-        token = agent.token_file.display(),
+        hosts = agent.hosts_yaml(),
     );
     tarball();
     let file = dir.0.join("s.yaml");

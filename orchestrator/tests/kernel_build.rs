@@ -187,17 +187,14 @@ async fn dropped_options_and_bad_patches_are_named() {
     let scenario = format!(
         r#"
 name: kconfig
-hosts:
-  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
-kernels:
+{hosts}kernels:
   - {{ name: dropped, source: {{ git: "{repo}", ref: v1 }}, config: {{ base: tinyconfig, set: [CONFIG_NEEDS_PCI=y, CONFIG_HZ=300] }} }}
   - {{ name: badpatch, source: {{ git: "{repo}", ref: v1 }}, config: {{ base: tinyconfig }}, patches: [bad.patch] }}
   - {{ name: noref, source: {{ git: "{repo}", ref: v9 }}, config: {{ base: tinyconfig }} }}
 workloads:
   - {{ name: w, kind: command, argv: [true], metrics: {{ v: {{ regex: "(1)", higher_is_better: true }} }} }}
 "#,
-        url = agent.url,
-        token = agent.token_file.display(),
+        hosts = agent.hosts_yaml(),
         repo = repo.display()
     );
     let file = dir.0.join("k.yaml");

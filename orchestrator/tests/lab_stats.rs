@@ -12,7 +12,7 @@
 //! under TCG, cross-vCPU wakeups cost so much that one vCPU is often faster.)
 
 mod common;
-use common::{fresh_db, kreg, Scratch};
+use common::{assert_ok, fresh_db, kreg, Scratch};
 
 const SCENARIO: &str = r#"
 name: lab-verdicts
@@ -57,12 +57,7 @@ async fn same_kernel_twice_is_no_change_and_half_the_cpus_is_a_regression() {
     let file = dir.0.join("v.yaml");
     std::fs::write(&file, SCENARIO).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out, "kreg");
 
     let report = |args: &[&str]| -> serde_json::Value {
         // alpha 0.01 so that the A/A half of this test fails about once in a hundred runs

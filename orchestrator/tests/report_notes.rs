@@ -10,17 +10,14 @@ fn scenario(agent: &Agent, second_argv: &str) -> String {
     format!(
         r#"
 name: notes
-hosts:
-  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
-kernels: [ {{ name: current, source: running }} ]
+{hosts}kernels: [ {{ name: current, source: running }} ]
 variants: [ {{ name: default }}, {{ name: batch, policy: batch }} ]
 workloads:
   - {{ name: good, kind: command, argv: [sh, -c, "echo value: 1"], metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }} }}
   - {{ name: other, kind: command, argv: {second_argv}, metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }} }}
 iterations: 2
 "#,
-        url = agent.url,
-        token = agent.token_file.display(),
+        hosts = agent.hosts_yaml(),
     )
 }
 

@@ -3,15 +3,13 @@
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fresh_db, kreg, Agent, Scratch};
+use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
 
 fn scenario(agent: &Agent, variants: &str, argv: &str, iterations: u32) -> String {
     format!(
         r#"
 name: it
-hosts:
-  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
-kernels: [ {{ name: current, source: running }} ]
+{hosts}kernels: [ {{ name: current, source: running }} ]
 variants: {variants}
 workloads:
   - name: probe
@@ -23,8 +21,7 @@ workloads:
       policy: {{ regex: "policy\\s*:\\s*([0-9]+)", unit: "", higher_is_better: true }}
 iterations: {iterations}
 "#,
-        url = agent.url,
-        token = agent.token_file.display()
+        hosts = agent.hosts_yaml(),
     )
 }
 
@@ -84,12 +81,7 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
     assert_eq!(count(&db, "SELECT count(*) FROM runs WHERE state = 'running'").await, 1);
 
     let out = kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "resume failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out, "resume failed");
 
     // Exactly kernels × variants × iterations samples per metric, one per job.
     for metric in ["value", "policy"] {
@@ -152,12 +144,7 @@ async fn observed_policy_is_stored_with_each_result() {
     )
     .unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out, "kreg");
     let rows: Vec<(String, String, f64)> = sqlx::query_as(
         "SELECT j.variant, r.observed_policy, r.value FROM results r JOIN jobs j ON j.id = r.job_id
          WHERE r.metric = 'policy' ORDER BY j.ordinal",

@@ -2,7 +2,7 @@
 //! the distribution; each tool's version is stored with every job that ran.
 
 mod common;
-use common::{fresh_db, git, kreg, Agent, Scratch};
+use common::{assert_ok, fresh_db, git, kreg, Agent, Scratch};
 
 #[tokio::test]
 async fn tools_are_installed_and_their_versions_stored() {
@@ -27,9 +27,7 @@ async fn tools_are_installed_and_their_versions_stored() {
     let text = format!(
         r#"
 name: tools
-hosts:
-  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
-kernels: [ {{ name: current, source: running }} ]
+{hosts}kernels: [ {{ name: current, source: running }} ]
 tools:
   - {{ name: uptool, on: [here], install_dir: "{bin}", from: {{ upload: uptool.sh }} }}
   - {{ name: gittool, on: [here], install_dir: "{bin}", from: {{ git: "{repo}", ref: v1, build: [cp, tool.in, tool.out], binary: tool.out }} }}
@@ -45,20 +43,14 @@ workloads:
     argv: ["{bin}/gittool"]
     metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }}
 "#,
-        url = agent.url,
-        token = agent.token_file.display(),
+        hosts = agent.hosts_yaml(),
         bin = bin.display(),
         repo = repo.display()
     );
     let file = dir.0.join("s.yaml");
     std::fs::write(&file, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out, "kreg");
 
     let values: Vec<(String, f64)> =
         sqlx::query_as("SELECT j.workload, r.value FROM results r JOIN jobs j ON j.id = r.job_id ORDER BY j.ordinal")
@@ -99,16 +91,13 @@ async fn a_tool_that_fails_to_build_fails_the_kernels_jobs_with_the_reason() {
     let text = format!(
         r#"
 name: toolfail
-hosts:
-  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
-kernels: [ {{ name: current, source: running }} ]
+{hosts}kernels: [ {{ name: current, source: running }} ]
 tools:
   - {{ name: nope, on: [here], install_dir: "{d}/bin", from: {{ git: "{d}/no-such-repo", ref: main, build: [make], binary: nope }} }}
 workloads:
   - {{ name: w, kind: command, argv: [true], metrics: {{ v: {{ regex: "(1)", higher_is_better: true }} }} }}
 "#,
-        url = agent.url,
-        token = agent.token_file.display(),
+        hosts = agent.hosts_yaml(),
         d = dir.0.display()
     );
     let file = dir.0.join("s.yaml");

@@ -4,11 +4,10 @@
 //! variants default and batch, 3 iterations. Needs root, iproute2, mariadb-server and
 //! sysbench (scripts/test.sh installs them).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 mod common;
-use common::{agent_bin, fresh_db, kreg, Scratch, TOKEN};
+use common::{agent_bin, fresh_db, kreg, spawn_agent, Scratch, TOKEN};
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("iproute2");
@@ -107,29 +106,15 @@ impl Drop for NsAgent {
 }
 
 fn agent_in(ns: &str, addr: &str, dir: &std::path::Path, token_file: &std::path::Path) -> NsAgent {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns])
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns])
         .arg(agent_bin())
         .args(["--listen", &format!("{addr}:0"), "--token-file"])
         .arg(token_file)
         .arg("--data-dir")
-        .arg(dir.join(ns))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let bound = line
-        .trim()
-        .strip_prefix("kreg-agent listening on ")
-        .unwrap_or_else(|| panic!("agent said {line:?}"));
-    NsAgent {
-        child,
-        url: format!("http://{bound}"),
-    }
+        .arg(dir.join(ns));
+    let (child, url) = spawn_agent(cmd);
+    NsAgent { child, url }
 }
 
 #[tokio::test]

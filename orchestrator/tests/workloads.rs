@@ -3,7 +3,7 @@
 //! output is kept beside the numbers.
 
 mod common;
-use common::{fresh_db, kreg, Agent, Scratch};
+use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
 
 #[tokio::test]
 async fn perf_bench_and_hackbench_run_parse_and_store() {
@@ -13,9 +13,7 @@ async fn perf_bench_and_hackbench_run_parse_and_store() {
     let text = format!(
         r#"
 name: kinds
-hosts:
-  here: {{ role: sut, transport: {{ kind: http, url: "{url}", token_file: "{token}" }} }}
-kernels: [ {{ name: current, source: running }} ]
+{hosts}kernels: [ {{ name: current, source: running }} ]
 variants: [ {{ name: default }}, {{ name: batch, policy: batch }} ]
 workloads:
   - {{ name: messaging, kind: perf-bench, bench: messaging, groups: 1, loops: 20, threads: true }}
@@ -23,18 +21,12 @@ workloads:
   - {{ name: hb, kind: hackbench, groups: 1, loops: 20, threads: true, pipe: true, datasize: 64 }}
 iterations: 2
 "#,
-        url = agent.url,
-        token = agent.token_file.display()
+        hosts = agent.hosts_yaml(),
     );
     let file = dir.0.join("s.yaml");
     std::fs::write(&file, text).unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out, "kreg");
 
     let rows: Vec<(String, String, String, bool, i64)> = sqlx::query_as(
         "SELECT j.workload, r.metric, r.unit, r.higher_is_better, count(*) FROM results r JOIN jobs j ON j.id = r.job_id

@@ -87,6 +87,33 @@ pub fn agent_bin() -> PathBuf {
     p
 }
 
+/// Starts a kreg-agent command line (listening on port 0) and reads the address it bound
+/// from its first line: the process and its URL.
+pub fn spawn_agent(mut cmd: Command) -> (Child, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("kreg-agent listening on ")
+        .unwrap_or_else(|| panic!("agent said {line:?}"));
+    let url = format!("http://{addr}");
+    (child, url)
+}
+
+/// Panics with the command's output unless it succeeded.
+pub fn assert_ok(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A real kreg-agent process on 127.0.0.1 with a fresh port, killed on drop.
 pub struct Agent {
     child: Child,
@@ -100,29 +127,29 @@ impl Agent {
         let dir = Scratch::new("agent");
         let token_file = dir.0.join("token");
         std::fs::write(&token_file, TOKEN).unwrap();
-        let mut child = Command::new(agent_bin())
-            .args(["--listen", "127.0.0.1:0", "--token-file"])
+        let mut cmd = Command::new(agent_bin());
+        cmd.args(["--listen", "127.0.0.1:0", "--token-file"])
             .arg(&token_file)
             .arg("--data-dir")
-            .arg(dir.0.join("data"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("kreg-agent listening on ")
-            .unwrap_or_else(|| panic!("agent said {line:?}"));
+            .arg(dir.0.join("data"));
+        let (child, url) = spawn_agent(cmd);
         Agent {
             child,
-            url: format!("http://{addr}"),
+            url,
             token_file,
             _dir: dir,
         }
+    }
+}
+
+impl Agent {
+    /// The `hosts:` section of a scenario whose one host, `here`, is this agent (the SUT).
+    pub fn hosts_yaml(&self) -> String {
+        format!(
+            "hosts:\n  here: {{ role: sut, transport: {{ kind: http, url: \"{}\", token_file: \"{}\" }} }}\n",
+            self.url,
+            self.token_file.display()
+        )
     }
 }
 
