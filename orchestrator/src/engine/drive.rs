@@ -232,10 +232,10 @@ impl Driver<'_> {
         for t in &self.scenario.tools {
             for h in &t.on {
                 let c = self.conns[h].client().ok_or_else(|| Failure::NotConnected(h.clone()))?;
-                let v = tools::install(c, t).await.map_err(|detail| Failure::Tool {
+                let v = tools::install(c, t).await.map_err(|e| Failure::Tool {
                     tool: t.name.clone(),
                     host: h.clone(),
-                    detail,
+                    detail: e.to_string(),
                 })?;
                 versions.insert(format!("{}@{h}", t.name), v);
             }
@@ -251,7 +251,8 @@ impl Driver<'_> {
             .variant(&jobs[0].variant)
             .expect("jobs come from the scenario");
         if let Err(reason) = job::apply_features(&booted.client, variant, &booted.defaults).await {
-            self.fail_jobs(jobs, &Failure::Variant(reason).to_string()).await?;
+            self.fail_jobs(jobs, &Failure::Variant(reason.to_string()).to_string())
+                .await?;
             let _ = job::restore_features(&booted.client, variant, &booted.defaults).await;
             return Ok(());
         }
@@ -303,10 +304,10 @@ impl Driver<'_> {
         let cpus = variant.cpus.clone();
         match server::open(&workload.kind, &srv, &runner, variant.policy, cpus, booted.id.nr_cpus).await {
             Ok(session) => Ok((runner, session)),
-            Err(detail) => Err(Failure::Server {
+            Err(e) => Err(Failure::Server {
                 workload: workload.name.clone(),
                 host: host.to_string(),
-                detail,
+                detail: e.to_string(),
             }),
         }
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use kreg_agent::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
 use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
 
+use super::error::HostError;
 use super::server::Session;
 use crate::failure::CommandFailed;
 use crate::parse::Metric;
@@ -51,75 +52,78 @@ fn agent_fail(context: &str, e: &ClientError, raw: &[(String, String)]) -> JobFa
     }
 }
 
-async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<String, String> {
+async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<String, HostError> {
     let step = Step::WriteKnob {
         path: path.into(),
         value: value.into(),
     };
-    match client.step(step, CONTROL_TIMEOUT).await.map_err(|e| e.to_string())? {
+    match client.step(step, CONTROL_TIMEOUT).await? {
         StepOutput::Knob(k) => Ok(k.value),
-        other => Err(format!("unexpected answer to write_knob: {other:?}")),
+        other => Err(format!("unexpected answer to write_knob: {other:?}").into()),
     }
 }
 
-async fn read_knob(client: &AgentClient, path: &str) -> Result<String, String> {
+async fn read_knob(client: &AgentClient, path: &str) -> Result<String, HostError> {
     match client
         .step(Step::ReadKnob { path: path.into() }, CONTROL_TIMEOUT)
-        .await
-        .map_err(|e| e.to_string())?
+        .await?
     {
         StepOutput::Knob(k) => Ok(k.value.trim().to_string()),
-        other => Err(format!("unexpected answer to read_knob: {other:?}")),
+        other => Err(format!("unexpected answer to read_knob: {other:?}").into()),
     }
 }
 
 /// The schedstat switch's value (the counters stay zero until it is 1).
-pub async fn schedstats_value(client: &AgentClient) -> Result<String, String> {
+pub async fn schedstats_value(client: &AgentClient) -> Result<String, HostError> {
     read_knob(client, SCHEDSTATS).await
 }
 
 /// Sets the schedstat switch, checked in the read-back.
-pub async fn set_schedstats(client: &AgentClient, value: &str) -> Result<(), String> {
+pub async fn set_schedstats(client: &AgentClient, value: &str) -> Result<(), HostError> {
     let back = write_knob(client, SCHEDSTATS, value).await?;
     if back.trim() == value {
         Ok(())
     } else {
-        Err(format!(
+        Err(HostError::Other(format!(
             "wrote {value} to {SCHEDSTATS}, it reads back as {}",
             back.trim()
-        ))
+        )))
     }
 }
 
 /// Sets a variant's sched features, checking each one in the read-back.
 /// `defaults` is the features file as the kernel booted (empty when unknown).
-pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
+pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), HostError> {
     for f in &variant.features {
         let base = f.strip_prefix("NO_").unwrap_or(f);
         let known = defaults
             .split_whitespace()
             .any(|t| t.strip_prefix("NO_").unwrap_or(t) == base);
         if !defaults.is_empty() && !known {
-            return Err(format!(
+            return Err(HostError::Other(format!(
                 "variant {}: this kernel has no sched feature {base}; it has: {defaults}",
                 variant.name
-            ));
+            )));
         }
-        let back = write_knob(client, FEATURES, f)
-            .await
-            .map_err(|e| format!("variant {}: {e}", variant.name))?;
+        let back = write_knob(client, FEATURES, f).await.map_err(|e| match e {
+            HostError::Agent { cause, .. } => HostError::Agent {
+                what: Some(format!("variant {}", variant.name)),
+                cause,
+            },
+            other => HostError::Other(format!("variant {}: {other}", variant.name)),
+        })?;
         if !back.split_whitespace().any(|t| t == f) {
-            return Err(format!(
+            return Err(HostError::Other(format!(
                 "variant {}: wrote {f} to {FEATURES} but it reads back as: {back}",
                 variant.name
-            ));
+            )));
         }
     }
     Ok(())
 }
 
 /// Puts each feature a variant touched back to the state the kernel booted with.
-pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), String> {
+pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), HostError> {
     for f in &variant.features {
         let base = f.strip_prefix("NO_").unwrap_or(f);
         let value = if defaults.split_whitespace().any(|t| t == base) {
@@ -193,7 +197,12 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
                 raw.push(("server_threads".into(), listing));
                 server_policy = Some(policy);
             }
-            Err(e) => return Err(fail(e, &raw)),
+            Err(e) => {
+                return Err(JobFailure {
+                    unreachable: e.is_unreachable(),
+                    ..fail(e.to_string(), &raw)
+                })
+            }
         }
     }
     let (metrics, observed) = match workload.kind.plan() {

@@ -3,6 +3,7 @@
 //! first job not done. Progress goes out as [`Event`]s.
 
 mod drive;
+pub mod error;
 mod host;
 pub use host::read_token;
 mod http;
@@ -88,7 +89,7 @@ async fn schedstats_on(
     boot_id: &str,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Option<String>, EngineError> {
-    let warn = |on_event: &mut dyn FnMut(Event), e: String| {
+    let warn = |on_event: &mut dyn FnMut(Event), e: error::HostError| {
         on_event(Event::Warning {
             message: format!("{sut}: cannot turn the schedstat counters on ({e}): they may read zero"),
         })
@@ -130,7 +131,8 @@ pub async fn restore_settings(db: &PgPool, run_id: i64) -> Result<Vec<String>, E
                         Ok(id) if id.boot_id != boot_id => Ok("reset by a reboot".to_string()),
                         Ok(_) if setting == job::SCHEDSTATS_SETTING => job::set_schedstats(&c, &before)
                             .await
-                            .map(|_| format!("put back to {before}")),
+                            .map(|_| format!("put back to {before}"))
+                            .map_err(|e| e.to_string()),
                         Ok(_) => Err(format!("kreg does not know how to put {setting} back")),
                         Err(e) => Err(e.to_string()),
                     },

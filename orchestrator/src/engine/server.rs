@@ -7,6 +7,7 @@ use std::time::Duration;
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, Policy};
 
+use super::error::HostError;
 use crate::failure::{tail, CommandFailed, TAIL_LINES};
 use crate::poll::{until, Look, Waited};
 use crate::workload::{DbServer, Netperf, Plan, WorkloadKind};
@@ -30,7 +31,7 @@ impl Session {
         cpus: Option<Vec<u32>>,
         what: &str,
         password: String,
-    ) -> Result<Session, String> {
+    ) -> Result<Session, HostError> {
         let spawn = ExecRequest {
             argv,
             timeout_secs: 0,
@@ -38,7 +39,10 @@ impl Session {
             cpus,
             ..Default::default()
         };
-        let p = server.spawn(spawn).await.map_err(|e| e.to_string())?;
+        let p = server
+            .spawn(spawn)
+            .await
+            .map_err(HostError::agent(format!("starting {what}")))?;
         Ok(Session {
             server: server.clone(),
             id: p.id,
@@ -57,11 +61,11 @@ fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
     }
 }
 
-async fn must(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, String> {
+async fn must(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, HostError> {
     let r_timeout = r.timeout_secs;
-    let res = client.exec(r).await.map_err(|e| format!("{what}: {e}"))?;
+    let res = client.exec(r).await.map_err(HostError::agent(what))?;
     if !res.success() {
-        return Err(CommandFailed::of_exec(what, &res, r_timeout).to_string());
+        return Err(CommandFailed::of_exec(what, &res, r_timeout).into());
     }
     Ok(res.stdout)
 }
@@ -72,19 +76,19 @@ async fn wait_ready(
     client: &AgentClient,
     probe: ExecRequest,
     limit: Duration,
-) -> Result<(), String> {
+) -> Result<(), HostError> {
     let waited = until(limit, Duration::from_millis(250), async || {
         let st = match session.server.poll(session.id).await {
             Ok(st) => st,
-            Err(e) => return Look::Failed(e.to_string()),
+            Err(e) => return Look::Failed(HostError::from(e)),
         };
         if !st.running {
-            return Look::Failed(format!(
+            return Look::Failed(HostError::Other(format!(
                 "{} exited ({:?}) before it was ready: {}",
                 session.what,
                 st.exit_code.or(st.signal),
                 tail(&st.stderr, TAIL_LINES)
-            ));
+            )));
         }
         match client.exec(probe.clone()).await {
             Ok(r) if r.success() => Look::Ready(()),
@@ -95,16 +99,20 @@ async fn wait_ready(
     .await;
     waited.map_err(|w| match w {
         Waited::Failed(e) => e,
-        Waited::TimedOut { limit, last } => format!("{} not ready within {}s: {last}", session.what, limit.as_secs()),
+        Waited::TimedOut { limit, last } => HostError::Other(format!(
+            "{} not ready within {}s: {last}",
+            session.what,
+            limit.as_secs()
+        )),
     })
 }
 
-fn read_password(db: &DbServer) -> Result<String, String> {
+fn read_password(db: &DbServer) -> Result<String, HostError> {
     let text = std::fs::read_to_string(&db.password_file)
         .map_err(|e| format!("cannot read password file {}: {e}", db.password_file.display()))?;
     let pw = text.lines().next().unwrap_or("").to_string();
     if pw.is_empty() {
-        return Err(format!("password file {} is empty", db.password_file.display()));
+        return Err(format!("password file {} is empty", db.password_file.display()).into());
     }
     Ok(pw)
 }
@@ -116,7 +124,7 @@ pub async fn start_db(
     db: &DbServer,
     policy: Policy,
     cpus: Option<Vec<u32>>,
-) -> Result<Session, String> {
+) -> Result<Session, HostError> {
     let password = read_password(db)?;
     let dir = &db.datadir;
     must(
@@ -179,7 +187,7 @@ pub async fn start_netserver(
     n: &Netperf,
     policy: Policy,
     cpus: Option<Vec<u32>>,
-) -> Result<Session, String> {
+) -> Result<Session, HostError> {
     let session = Session::spawn(server, n.server_argv(), policy, cpus, "netserver", String::new()).await?;
     let mut probe = n.clone();
     probe.duration_secs = 1;
@@ -194,19 +202,19 @@ pub async fn start_netserver(
 
 impl Session {
     /// The policies on every thread of the server; an error if any differs from `want`.
-    pub async fn check_threads(&self, want: Policy) -> Result<(String, String), String> {
+    pub async fn check_threads(&self, want: Policy) -> Result<(String, String), HostError> {
         let threads = self
             .server
             .threads(self.pid)
             .await
-            .map_err(|e| format!("{}: {e}", self.what))?;
+            .map_err(HostError::agent(self.what.clone()))?;
         let listing: String = threads
             .iter()
             .map(|t| format!("{} {} {}\n", t.tid, t.comm, t.policy))
             .collect();
         let wrong: Vec<_> = threads.iter().filter(|t| t.policy != want.name()).collect();
         if !wrong.is_empty() {
-            return Err(format!(
+            return Err(HostError::Other(format!(
                 "{} has {} of {} threads not under {}: e.g. {} ({}) under {}",
                 self.what,
                 wrong.len(),
@@ -215,17 +223,13 @@ impl Session {
                 wrong[0].tid,
                 wrong[0].comm,
                 wrong[0].policy
-            ));
+            )));
         }
         Ok((want.name().to_string(), listing))
     }
 
-    pub async fn stop(self) -> Result<(), String> {
-        self.server
-            .stop(self.id, 60)
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    pub async fn stop(self) -> Result<(), HostError> {
+        self.server.stop(self.id, 60).await.map(|_| ()).map_err(HostError::from)
     }
 }
 
@@ -238,7 +242,7 @@ pub async fn open(
     policy: Policy,
     cpus: Option<Vec<u32>>,
     sut_cpus: u32,
-) -> Result<Option<Session>, String> {
+) -> Result<Option<Session>, HostError> {
     let session = match kind.plan() {
         Plan::Sysbench(sb) => {
             let s = start_db(server, runner, &sb.server, policy, cpus.clone()).await?;
@@ -254,7 +258,9 @@ pub async fn open(
             if h.server.password_file.exists() {
                 let pw = read_password(&h.server)?;
                 if pw.contains(['{', '}', '\\']) {
-                    return Err("a HammerDB password may not contain braces or backslashes".into());
+                    return Err(HostError::Other(
+                        "a HammerDB password may not contain braces or backslashes".into(),
+                    ));
                 }
             }
             let s = start_db(server, runner, &h.server, policy, cpus.clone()).await?;

@@ -8,6 +8,7 @@ use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, FileSource, PlaceRequest, Step, StepOutput};
 use sha2::Digest;
 
+use super::error::HostError;
 use crate::failure::CommandFailed;
 use crate::scenario::{Tool, ToolSource};
 
@@ -22,17 +23,17 @@ fn req(argv: &[&str], timeout_secs: u64) -> ExecRequest {
     }
 }
 
-async fn run(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, String> {
+async fn run(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, HostError> {
     let r_timeout = r.timeout_secs;
-    let res = client.exec(r).await.map_err(|e| format!("{what}: {e}"))?;
+    let res = client.exec(r).await.map_err(HostError::agent(what))?;
     if !res.success() {
-        return Err(CommandFailed::of_exec(what, &res, r_timeout).to_string());
+        return Err(CommandFailed::of_exec(what, &res, r_timeout).into());
     }
     Ok(res.stdout.trim().to_string())
 }
 
 /// Installs `tool` on one host and returns its version.
-pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String> {
+pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, HostError> {
     let target = format!("{}/{}", tool.install_dir, tool.name);
     match &tool.source {
         ToolSource::Apt { package } => install_apt(client, package).await,
@@ -54,10 +55,7 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String
         ToolSource::Upload { path } => {
             let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let hash = hex::encode(sha2::Sha256::digest(&bytes));
-            let up = client
-                .upload(&format!("tool-{}", tool.name), bytes)
-                .await
-                .map_err(|e| e.to_string())?;
+            let up = client.upload(&format!("tool-{}", tool.name), bytes).await?;
             place(client, FileSource::Upload(up.name), &target).await?;
             client.set_program(&tool.name, &target);
             Ok(format!("sha256 {hash}"))
@@ -66,7 +64,7 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, String
 }
 
 /// `apt-get install` of a package; its version as dpkg has it.
-async fn install_apt(client: &AgentClient, package: &str) -> Result<String, String> {
+async fn install_apt(client: &AgentClient, package: &str) -> Result<String, HostError> {
     let mut r = req(&["apt-get", "install", "-y", "-q", package], 1800);
     r.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
     run(client, r, &format!("apt-get install {package}")).await?;
@@ -82,13 +80,10 @@ async fn install_apt(client: &AgentClient, package: &str) -> Result<String, Stri
 /// The tool's tree on the host at `git_ref`: one tree per tool and URL, fetched when it
 /// is there, cloned afresh when it is not (or cannot be fetched). Returns the tree and
 /// the commit checked out.
-async fn checkout(client: &AgentClient, name: &str, url: &str, git_ref: &str) -> Result<(String, String), String> {
+async fn checkout(client: &AgentClient, name: &str, url: &str, git_ref: &str) -> Result<(String, String), HostError> {
     let url_hash = hex::encode(&sha2::Sha256::digest(url.as_bytes())[..6]);
     let tree = format!("{TREES}/{name}-{url_hash}");
-    let have = client
-        .exec(req(&["test", "-d", &format!("{tree}/.git")], 10))
-        .await
-        .map_err(|e| e.to_string())?;
+    let have = client.exec(req(&["test", "-d", &format!("{tree}/.git")], 10)).await?;
     let fetch = req(&["git", "-C", &tree, "fetch", "--quiet", "--tags", "origin"], 1800);
     let fetched = have.success() && run(client, fetch, "git fetch").await.is_ok();
     if !fetched {
@@ -113,7 +108,7 @@ async fn checkout(client: &AgentClient, name: &str, url: &str, git_ref: &str) ->
 
 /// The agent copies the file into place with mode 0755 itself: the host needs no
 /// `install` (busybox has none).
-async fn place(client: &AgentClient, from: FileSource, target: &str) -> Result<(), String> {
+async fn place(client: &AgentClient, from: FileSource, target: &str) -> Result<(), HostError> {
     let step = Step::PlaceFile(PlaceRequest {
         from,
         to: target.to_string(),
@@ -121,8 +116,8 @@ async fn place(client: &AgentClient, from: FileSource, target: &str) -> Result<(
     });
     match client.step(step, std::time::Duration::from_secs(120)).await {
         Ok(StepOutput::Placed(_)) => Ok(()),
-        Ok(other) => Err(format!("placing {target}: unexpected answer {other:?}")),
-        Err(e) => Err(format!("placing {target}: {e}")),
+        Ok(other) => Err(format!("placing {target}: unexpected answer {other:?}").into()),
+        Err(e) => Err(HostError::agent(format!("placing {target}"))(e)),
     }
 }
 
