@@ -11,9 +11,7 @@ use common::{fresh_db, kreg, Scratch};
 const SCENARIO: &str = r#"
 name: lab-kexec
 hosts:
-  # One host thread for both vCPUs: this test toggles sched features (static keys), and
-  # QEMU running a thread per vCPU now and then runs stale code while 6.12 patches its text.
-  sut: { role: sut, transport: { kind: lab, cpus: 2, memory_mib: 1024, parallel: false } }
+  sut: { role: sut, transport: { kind: lab, cpus: 2, memory_mib: 1024 } }
 kernels:
   - { name: old, source: { deb: linux-image-amd64 } }
   - { name: broken, source: { path: not-a-kernel.img } }

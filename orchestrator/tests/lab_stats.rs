@@ -17,7 +17,8 @@ use common::{assert_ok, fresh_db, kreg, Scratch};
 const SCENARIO: &str = r#"
 name: lab-verdicts
 hosts:
-  sut: { role: sut, transport: { kind: lab, cpus: 2 } }
+  # Two vCPUs that really run at once (a host thread each): "half the CPUs" must cost.
+  sut: { role: sut, transport: { kind: lab, cpus: 2, parallel: true } }
 kernels:
   - { name: deb612, source: { deb: linux-image-6.12-amd64 } }
 order: interleaved

@@ -117,7 +117,7 @@ async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Resul
         initrd,
         cpus,
         memory_mib,
-        parallel: true,
+        parallel: false,
         accel: cfg.lab_accel.clone(),
         dir: dir.clone(),
         cmdline: lab::CMDLINE.to_string(),

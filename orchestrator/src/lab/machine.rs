@@ -95,29 +95,40 @@ impl Machine {
         let monitor = dir.join("monitor.sock");
         let _ = std::fs::remove_file(&monitor);
         let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args(["-accel", "tcg", "-cpu", "max", "-nodefaults", "-display", "none"])
-            .args(["-smp", &spec.cpus.to_string(), "-m", &spec.memory_mib.to_string()])
-            .arg("-drive")
-            .arg(format!("file={},format=qcow2,if=virtio", overlay.display()))
-            .arg("-drive")
-            .arg(format!("file={},format=raw,if=virtio,readonly=on", agent_img.display()))
-            .arg("-serial")
-            .arg(format!("file:{}", console.display()))
-            .arg("-monitor")
-            .arg(format!("unix:{},server=on,wait=off", monitor.display()))
-            .args([
-                "-netdev",
-                &format!(
-                    "user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{}",
-                    super::initramfs::GUEST_AGENT_PORT
-                ),
-            ])
-            .args(["-device", "virtio-net-pci,netdev=n0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| err(e.to_string()))?,
-            ));
+        // One host thread for all vCPUs: with a thread per vCPU, QEMU now and then runs
+        // stale guest code while the kernel patches its own text, and a kexec'd kernel dies
+        // of an int3 oops at boot (see `super::VmSpec::parallel`).
+        cmd.args([
+            "-accel",
+            "tcg,thread=single",
+            "-cpu",
+            "max",
+            "-nodefaults",
+            "-display",
+            "none",
+        ])
+        .args(["-smp", &spec.cpus.to_string(), "-m", &spec.memory_mib.to_string()])
+        .arg("-drive")
+        .arg(format!("file={},format=qcow2,if=virtio", overlay.display()))
+        .arg("-drive")
+        .arg(format!("file={},format=raw,if=virtio,readonly=on", agent_img.display()))
+        .arg("-serial")
+        .arg(format!("file:{}", console.display()))
+        .arg("-monitor")
+        .arg(format!("unix:{},server=on,wait=off", monitor.display()))
+        .args([
+            "-netdev",
+            &format!(
+                "user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{}",
+                super::initramfs::GUEST_AGENT_PORT
+            ),
+        ])
+        .args(["-device", "virtio-net-pci,netdev=n0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(
+            std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| err(e.to_string()))?,
+        ));
         let child = super::spawn_tied(&mut cmd).map_err(|e| err(format!("cannot start qemu-system-x86_64: {e}")))?;
         Ok(Machine {
             child,

@@ -28,7 +28,10 @@ pub struct VmSpec {
     pub initrd: PathBuf,
     pub cpus: u32,
     pub memory_mib: u32,
-    /// Under TCG, a host thread per vCPU (true) or one for all (false).
+    /// Under TCG, a host thread per vCPU (true: real parallelism) or one for all (false).
+    /// With a thread per vCPU, QEMU 7.2 now and then runs stale guest code while the kernel
+    /// patches its own text (`text_poke_bp`): guests died of an `int3` oops in
+    /// `sched_clock_cpu` at boot (6.1 and 6.12) and on a write to sched_features.
     pub parallel: bool,
     /// "tcg", "kvm", or "auto": KVM where /dev/kvm opens, falling back to TCG when the VM
     /// dies under KVM before its agent answers.

@@ -126,9 +126,10 @@ pub enum Transport {
     Lab {
         cpus: u32,
         memory_mib: u32,
-        /// Under TCG: each vCPU on a host thread of its own (QEMU's default, real
-        /// parallelism), or all vCPUs taking turns on one thread (slower, but the emulator
-        /// never runs stale guest code while the kernel patches its own text).
+        /// Under TCG: all vCPUs taking turns on one host thread (the default: the emulator
+        /// never runs stale guest code while the kernel patches its own text), or each on a
+        /// thread of its own (`parallel: true`: real parallelism, and a guest that now and
+        /// then dies of an int3 oops at boot or on a sched_features write).
         parallel: bool,
     },
 }

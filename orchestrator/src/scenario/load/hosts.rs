@@ -160,7 +160,7 @@ impl<'a> Cx<'a> {
         let parallel = f
             .get("parallel")
             .map(|n| self.boolean(n, "parallel"))
-            .unwrap_or(Some(true));
+            .unwrap_or(Some(false));
         Some(Transport::Lab {
             cpus: cpus? as u32,
             memory_mib: mem? as u32,
