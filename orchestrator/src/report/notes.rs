@@ -239,6 +239,48 @@ pub fn unlike(a: (i64, &Scenario, &str), b: (i64, &Scenario, &str)) -> Unlike {
     out
 }
 
+/// Per kernel in both runs' provenance (A's first): the boots, tool versions, settings and
+/// command lines that differ between the runs ("restored" aside).
+pub fn environment_changes(prov_a: &[KernelProvenance], prov_b: &[KernelProvenance]) -> Vec<String> {
+    let mut out = Vec::new();
+    for pa in prov_a {
+        let Some(pb) = prov_b.iter().find(|p| p.kernel == pa.kernel) else {
+            continue;
+        };
+        let settings = |p: &KernelProvenance| {
+            let mut v: Vec<String> = p.settings.iter().map(|s| s.change()).collect();
+            v.sort();
+            v
+        };
+        for (what, a, b, same) in [
+            ("boots", pa.boot_lines(), pb.boot_lines(), None),
+            ("tool versions", pa.tool_lines(), pb.tool_lines(), None),
+            (
+                "settings kreg changed",
+                pa.setting_lines(),
+                pb.setting_lines(),
+                Some(settings(pa) == settings(pb)),
+            ),
+            ("kernel command lines", pa.cmdlines(), pb.cmdlines(), None),
+        ] {
+            let sorted = |v: &[String]| {
+                let mut v = v.to_vec();
+                v.sort();
+                v
+            };
+            if !same.unwrap_or_else(|| sorted(&a) == sorted(&b)) {
+                out.push(format!(
+                    "kernel {}: {what} differ between the runs: {} | {}",
+                    pa.kernel,
+                    a.join("; "),
+                    b.join("; ")
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,46 +372,4 @@ mod tests {
             vec![("v".to_string(), vec!["features: [A] → [A, B]".to_string()])]
         );
     }
-}
-
-/// Per kernel in both runs' provenance (A's first): the boots, tool versions, settings and
-/// command lines that differ between the runs ("restored" aside).
-pub fn environment_changes(prov_a: &[KernelProvenance], prov_b: &[KernelProvenance]) -> Vec<String> {
-    let mut out = Vec::new();
-    for pa in prov_a {
-        let Some(pb) = prov_b.iter().find(|p| p.kernel == pa.kernel) else {
-            continue;
-        };
-        let settings = |p: &KernelProvenance| {
-            let mut v: Vec<String> = p.settings.iter().map(|s| s.change()).collect();
-            v.sort();
-            v
-        };
-        for (what, a, b, same) in [
-            ("boots", pa.boot_lines(), pb.boot_lines(), None),
-            ("tool versions", pa.tool_lines(), pb.tool_lines(), None),
-            (
-                "settings kreg changed",
-                pa.setting_lines(),
-                pb.setting_lines(),
-                Some(settings(pa) == settings(pb)),
-            ),
-            ("kernel command lines", pa.cmdlines(), pb.cmdlines(), None),
-        ] {
-            let sorted = |v: &[String]| {
-                let mut v = v.to_vec();
-                v.sort();
-                v
-            };
-            if !same.unwrap_or_else(|| sorted(&a) == sorted(&b)) {
-                out.push(format!(
-                    "kernel {}: {what} differ between the runs: {} | {}",
-                    pa.kernel,
-                    a.join("; "),
-                    b.join("; ")
-                ));
-            }
-        }
-    }
-    out
 }
