@@ -71,6 +71,29 @@ pub enum Event {
     },
 }
 
+/// A command for an agent's exec step: argv and a time limit, nothing else set.
+fn command<S: Into<String>>(argv: impl IntoIterator<Item = S>, timeout_secs: u64) -> kreg_agent::wire::ExecRequest {
+    kreg_agent::wire::ExecRequest {
+        argv: argv.into_iter().map(Into::into).collect(),
+        timeout_secs,
+        ..Default::default()
+    }
+}
+
+/// Runs `r` on `client`; its stdout, or why it failed (`what` names it).
+async fn must(
+    client: &kreg_agent::client::AgentClient,
+    r: kreg_agent::wire::ExecRequest,
+    what: &str,
+) -> Result<String, error::HostError> {
+    let limit = r.timeout_secs;
+    let res = client.exec(r).await.map_err(error::HostError::agent(what))?;
+    if !res.success() {
+        return Err(crate::failure::CommandFailed::of_exec(what, &res, limit).into());
+    }
+    Ok(res.stdout)
+}
+
 /// Whom the run's processes on `host` work for (the agent's sweep finds them by it): the
 /// run's id and creation time, so that runs of two databases never share one, and the
 /// host, so that a sweep on one host never touches another's processes when two agents

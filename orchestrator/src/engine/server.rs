@@ -8,7 +8,8 @@ use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{ExecRequest, Policy};
 
 use super::error::HostError;
-use crate::failure::{tail, CommandFailed, TAIL_LINES};
+use super::{command, must};
+use crate::failure::{tail, TAIL_LINES};
 use crate::poll::{until, Look, Waited};
 use crate::workload::{DbServer, Netperf, Plan, WorkloadKind};
 
@@ -51,23 +52,6 @@ impl Session {
             what: what.to_string(),
         })
     }
-}
-
-fn req(argv: Vec<String>, timeout_secs: u64) -> ExecRequest {
-    ExecRequest {
-        argv,
-        timeout_secs,
-        ..Default::default()
-    }
-}
-
-async fn must(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, HostError> {
-    let r_timeout = r.timeout_secs;
-    let res = client.exec(r).await.map_err(HostError::agent(what))?;
-    if !res.success() {
-        return Err(CommandFailed::of_exec(what, &res, r_timeout).into());
-    }
-    Ok(res.stdout)
 }
 
 /// Repeats `probe` on `client` until it succeeds, the server dies, or `limit` passes.
@@ -129,7 +113,7 @@ pub async fn start_db(
     let dir = &db.datadir;
     must(
         server,
-        req(
+        command(
             vec![
                 "install".into(),
                 "-d".into(),
@@ -147,26 +131,26 @@ pub async fn start_db(
     )
     .await?;
     let initialised = server
-        .exec(req(vec!["test".into(), "-d".into(), format!("{dir}/mysql")], 10))
+        .exec(command(["test".to_string(), "-d".into(), format!("{dir}/mysql")], 10))
         .await
         .map_err(|e| e.to_string())?;
     if !initialised.success() {
-        must(server, req(db.init_argv(), 600), "initialising the datadir").await?;
+        must(server, command(db.init_argv(), 600), "initialising the datadir").await?;
     }
     let session = Session::spawn(server, db.server_argv(), policy, cpus, db.programs().0, password).await?;
     let result = async {
-        let mut admin = req(db.admin_argv(), 30);
+        let mut admin = command(db.admin_argv(), 30);
         admin.argv.push("--execute=SELECT 1".into());
         wait_ready(&session, server, admin, Duration::from_secs(120)).await?;
         let setup = ExecRequest {
             stdin: Some(db.setup_sql(&session.password)),
-            ..req(db.admin_argv(), 60)
+            ..command(db.admin_argv(), 60)
         };
         must(server, setup, "creating the benchmark database and user").await?;
         // A real query over the network, from the client host.
         let probe = ExecRequest {
             env: vec![("MYSQL_PWD".into(), session.password.clone())],
-            ..req(db.probe_argv(), 30)
+            ..command(db.probe_argv(), 30)
         };
         wait_ready(&session, client, probe, Duration::from_secs(60)).await
     }
@@ -191,7 +175,14 @@ pub async fn start_netserver(
     let session = Session::spawn(server, n.server_argv(), policy, cpus, "netserver", String::new()).await?;
     let mut probe = n.clone();
     probe.duration_secs = 1;
-    match wait_ready(&session, client, req(probe.client_argv(), 30), Duration::from_secs(60)).await {
+    match wait_ready(
+        &session,
+        client,
+        command(probe.client_argv(), 30),
+        Duration::from_secs(60),
+    )
+    .await
+    {
         Ok(()) => Ok(session),
         Err(e) => {
             let _ = session.stop().await;
@@ -247,8 +238,14 @@ pub async fn open(
         Plan::Sysbench(sb) => {
             let s = start_db(server, runner, &sb.server, policy, cpus.clone()).await?;
             // Fresh tables for each session: cleanup (which tolerates none), then prepare.
-            let _ = runner.exec(req(sb.argv(&s.password, "cleanup"), 600)).await;
-            if let Err(e) = must(runner, req(sb.argv(&s.password, "prepare"), 3600), "sysbench prepare").await {
+            let _ = runner.exec(command(sb.argv(&s.password, "cleanup"), 600)).await;
+            if let Err(e) = must(
+                runner,
+                command(sb.argv(&s.password, "prepare"), 3600),
+                "sysbench prepare",
+            )
+            .await
+            {
                 let _ = s.stop().await;
                 return Err(e);
             }
@@ -264,14 +261,14 @@ pub async fn open(
                 }
             }
             let s = start_db(server, runner, &h.server, policy, cpus.clone()).await?;
-            let count = req(h.schema_probe_argv(), 30);
+            let count = command(h.schema_probe_argv(), 30);
             let built = must(server, count, "looking for the TPROC-C schema").await?.trim() == "1";
             if !built {
                 let vus = h.virtual_users.resolve(sut_cpus);
                 let script = h.script(&s.password, vus, true);
                 let build = ExecRequest {
                     stdin: Some(format!("{script}exit\n")),
-                    ..req(vec!["hammerdbcli".into()], 7200)
+                    ..command(["hammerdbcli"], 7200)
                 };
                 if let Err(e) = must(runner, build, "building the TPROC-C schema").await {
                     let _ = s.stop().await;

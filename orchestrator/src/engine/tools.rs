@@ -9,27 +9,15 @@ use kreg_agent::wire::{ExecRequest, FileSource, PlaceRequest, Step, StepOutput};
 use sha2::Digest;
 
 use super::error::HostError;
-use crate::failure::CommandFailed;
+use super::{command, must};
 use crate::scenario::{Tool, ToolSource};
 
 /// Where git-built tools keep their trees on a host.
 const TREES: &str = "/var/lib/kreg/tools";
 
-fn req(argv: &[&str], timeout_secs: u64) -> ExecRequest {
-    ExecRequest {
-        argv: argv.iter().map(|a| a.to_string()).collect(),
-        timeout_secs,
-        ..Default::default()
-    }
-}
-
+/// `must`, its stdout trimmed.
 async fn run(client: &AgentClient, r: ExecRequest, what: &str) -> Result<String, HostError> {
-    let r_timeout = r.timeout_secs;
-    let res = client.exec(r).await.map_err(HostError::agent(what))?;
-    if !res.success() {
-        return Err(CommandFailed::of_exec(what, &res, r_timeout).into());
-    }
-    Ok(res.stdout.trim().to_string())
+    Ok(must(client, r, what).await?.trim().to_string())
 }
 
 /// Installs `tool` on one host and returns its version.
@@ -44,9 +32,11 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, HostEr
             binary,
         } => {
             let (tree, commit) = checkout(client, &tool.name, url, git_ref).await?;
-            let mut b = req(&[], 3600);
-            b.argv = build.clone();
-            b.cwd = Some(tree.clone());
+            let b = ExecRequest {
+                argv: build.clone(),
+                cwd: Some(tree.clone()),
+                ..command(Vec::<String>::new(), 3600)
+            };
             run(client, b, &format!("building {}", tool.name)).await?;
             place(client, FileSource::Path(format!("{tree}/{binary}")), &target).await?;
             client.set_program(&tool.name, &target);
@@ -65,12 +55,12 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, HostEr
 
 /// `apt-get install` of a package; its version as dpkg has it.
 async fn install_apt(client: &AgentClient, package: &str) -> Result<String, HostError> {
-    let mut r = req(&["apt-get", "install", "-y", "-q", package], 1800);
+    let mut r = command(["apt-get", "install", "-y", "-q", package], 1800);
     r.env.push(("DEBIAN_FRONTEND".into(), "noninteractive".into()));
     run(client, r, &format!("apt-get install {package}")).await?;
     let v = run(
         client,
-        req(&["dpkg-query", "-W", "-f=${Version}", package], 30),
+        command(["dpkg-query", "-W", "-f=${Version}", package], 30),
         "dpkg-query",
     )
     .await?;
@@ -83,23 +73,25 @@ async fn install_apt(client: &AgentClient, package: &str) -> Result<String, Host
 async fn checkout(client: &AgentClient, name: &str, url: &str, git_ref: &str) -> Result<(String, String), HostError> {
     let url_hash = hex::encode(&sha2::Sha256::digest(url.as_bytes())[..6]);
     let tree = format!("{TREES}/{name}-{url_hash}");
-    let have = client.exec(req(&["test", "-d", &format!("{tree}/.git")], 10)).await?;
-    let fetch = req(&["git", "-C", &tree, "fetch", "--quiet", "--tags", "origin"], 1800);
+    let have = client
+        .exec(command(["test", "-d", &format!("{tree}/.git")], 10))
+        .await?;
+    let fetch = command(["git", "-C", &tree, "fetch", "--quiet", "--tags", "origin"], 1800);
     let fetched = have.success() && run(client, fetch, "git fetch").await.is_ok();
     if !fetched {
-        run(client, req(&["rm", "-rf", &tree], 60), "rm").await?;
-        run(client, req(&["mkdir", "-p", TREES], 10), "mkdir").await?;
-        let clone = req(&["git", "clone", "--quiet", "--", url, &tree], 1800);
+        run(client, command(["rm", "-rf", &tree], 60), "rm").await?;
+        run(client, command(["mkdir", "-p", TREES], 10), "mkdir").await?;
+        let clone = command(["git", "clone", "--quiet", "--", url, &tree], 1800);
         run(client, clone, "git clone").await?;
     }
-    let co = req(
-        &["git", "-C", &tree, "checkout", "--quiet", "--force", git_ref, "--"],
+    let co = command(
+        ["git", "-C", &tree, "checkout", "--quiet", "--force", git_ref, "--"],
         60,
     );
     run(client, co, "git checkout").await?;
     let commit = run(
         client,
-        req(&["git", "-C", &tree, "rev-parse", "HEAD"], 30),
+        command(["git", "-C", &tree, "rev-parse", "HEAD"], 30),
         "git rev-parse",
     )
     .await?;
@@ -129,19 +121,19 @@ pub async fn identify(client: &AgentClient, program: &str) -> String {
     let path = if program.contains('/') {
         program.to_string()
     } else {
-        match run(client, req(&["which", program], 10), "which").await {
+        match run(client, command(["which", program], 10), "which").await {
             Ok(p) if !p.is_empty() => p,
             _ => return "not found".into(),
         }
     };
-    if let Ok(owner) = run(client, req(&["dpkg-query", "-S", &path], 10), "dpkg-query").await {
+    if let Ok(owner) = run(client, command(["dpkg-query", "-S", &path], 10), "dpkg-query").await {
         // `dpkg-query -S` also lists diversions ("diversion by PKG from: PATH"): skip them.
         let owning = owner.lines().find(|l| !l.starts_with("diversion by"));
         if let Some((pkg, _)) = owning.and_then(|l| l.split_once(':')) {
             let pkg = pkg.trim();
             if let Ok(v) = run(
                 client,
-                req(&["dpkg-query", "-W", "-f=${Version}", pkg], 10),
+                command(["dpkg-query", "-W", "-f=${Version}", pkg], 10),
                 "dpkg-query",
             )
             .await
@@ -150,7 +142,7 @@ pub async fn identify(client: &AgentClient, program: &str) -> String {
             }
         }
     }
-    match run(client, req(&["sha256sum", &path], 30), "sha256sum").await {
+    match run(client, command(["sha256sum", &path], 30), "sha256sum").await {
         Ok(out) => format!("sha256 {}", out.split_whitespace().next().unwrap_or("")),
         Err(_) => "unknown".into(),
     }

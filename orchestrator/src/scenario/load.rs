@@ -87,10 +87,7 @@ impl<'a> Cx<'a> {
             Some(n) => self.workloads(n),
             None => (Vec::new(), false),
         };
-        let iterations = match f.get("iterations") {
-            Some(n) => self.uint(n, "iterations", 1, 1000).map(|n| n as u32),
-            None => Some(1),
-        };
+        let iterations = self.uint_or(&f, "iterations", "iterations", (1, 1000), 1);
         let order = self.order(f.get("order"));
         let tools = match f.get("tools") {
             Some(n) => self.tools(n),

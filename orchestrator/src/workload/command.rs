@@ -27,17 +27,9 @@ pub struct MetricPattern {
 
 impl CommandWorkload {
     pub(crate) fn load(cx: &mut Cx, f: &Fields, what: &str) -> Option<CommandWorkload> {
-        let argv = cx.required(f, "argv", what).and_then(|n| {
-            let items = cx.seq(n, "argv")?;
-            if items.is_empty() {
-                cx.error(n, "argv: give at least the program");
-                return None;
-            }
-            items
-                .iter()
-                .map(|i| cx.string(i, "an argv element"))
-                .collect::<Option<Vec<_>>>()
-        });
+        let argv = cx
+            .required(f, "argv", what)
+            .and_then(|n| cx.argv(n, "argv", "give at least the program"));
         let metrics = cx.required(f, "metrics", what).and_then(|n| metrics(cx, n));
         Some(CommandWorkload {
             argv: argv?,

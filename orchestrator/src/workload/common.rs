@@ -128,33 +128,10 @@ impl Count {
     }
 }
 
-/// A whole number at `key` within `min..=max`, or `default` when the key is absent.
-pub(crate) fn uint_or(
-    cx: &mut Cx,
-    f: &Fields,
-    key: &str,
-    what: &str,
-    (min, max): (u64, u64),
-    default: u64,
-) -> Option<u32> {
-    match f.get(key) {
-        Some(n) => cx.uint(n, what, min, max).map(|v| v as u32),
-        None => Some(default as u32),
-    }
-}
-
 /// A whole-number option: (key, what messages call it, min, max, default).
-pub(crate) type UintOption = (&'static str, &'static str, u64, u64, u64);
+pub(crate) type UintOption = (&'static str, &'static str, u64, u64, u32);
 
-/// Each option of `table` as [`uint_or`] reads it.
+/// Each option of `table`, as `Cx::uint_or` reads it.
 pub(crate) fn uints<const N: usize>(cx: &mut Cx, f: &Fields, table: [UintOption; N]) -> [Option<u32>; N] {
-    table.map(|(key, what, min, max, default)| uint_or(cx, f, key, what, (min, max), default))
-}
-
-/// A boolean at `key`, or false when the key is absent.
-pub(crate) fn flag_or_false(cx: &mut Cx, f: &Fields, key: &str, what: &str) -> Option<bool> {
-    match f.get(key) {
-        Some(n) => cx.boolean(n, what),
-        None => Some(false),
-    }
+    table.map(|(key, what, min, max, default)| cx.uint_or(f, key, what, (min, max), default))
 }

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use super::common::ip_address;
-use super::common::uint_or;
 use super::HostRefs;
 use crate::yaml::cx::{Cx, Fields};
 use crate::yaml::Node;
@@ -162,7 +161,7 @@ impl DbServer {
         let address = cx
             .required(&f, "address", &what)
             .and_then(|n| ip_address(cx, n, "address"));
-        let port = uint_or(cx, &f, "port", "port", (1, 65535), 3306);
+        let port = cx.uint_or(&f, "port", "port", (1, 65535), 3306);
         let datadir = cx.required(&f, "datadir", &what).and_then(|n| {
             let s = cx.string(n, "datadir")?;
             if !s.starts_with('/') || s.contains("..") {

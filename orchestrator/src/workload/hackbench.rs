@@ -1,7 +1,6 @@
 //! rt-tests hackbench: groups of senders and receivers over pipes or sockets; one `Time:`
 //! line per run.
 
-use super::common::{flag_or_false, uint_or};
 use super::SingleHost;
 use crate::parse::{number, perr, Metric, ParseError};
 use crate::yaml::cx::{Cx, Fields};
@@ -29,10 +28,10 @@ pub struct Hackbench {
 
 impl Hackbench {
     pub(crate) fn load(cx: &mut Cx, f: &Fields) -> Option<Hackbench> {
-        let groups = uint_or(cx, f, "groups", "groups (-g)", (1, 10_000), 10);
-        let loops = uint_or(cx, f, "loops", "loops (-l)", (1, 100_000_000), 100);
-        let pipe = flag_or_false(cx, f, "pipe", "pipe (-p)");
-        let threads = flag_or_false(cx, f, "threads", "threads (-T)");
+        let groups = cx.uint_or(f, "groups", "groups (-g)", (1, 10_000), 10);
+        let loops = cx.uint_or(f, "loops", "loops (-l)", (1, 100_000_000), 100);
+        let pipe = cx.bool_or(f, "pipe", "pipe (-p)", false);
+        let threads = cx.bool_or(f, "threads", "threads (-T)", false);
         if let (Some(t), Some(p)) = (f.get("threads"), f.get("process")) {
             if matches!((&t.kind, &p.kind), (Kind::Scalar(a, _), Kind::Scalar(b, _)) if a == "true" && b == "true") {
                 cx.error(p, "process (-P) and threads (-T) exclude each other");

@@ -2,7 +2,6 @@
 //! them: `-- -k THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P90_LATENCY,P99_LATENCY`.
 //! Each line is `KEY=VALUE`; latencies are in microseconds.
 
-use super::common::uint_or;
 use super::common::{ip_address, Count};
 use super::HostRefs;
 use crate::parse::{number, perr, unique, Metric, ParseError};
@@ -88,7 +87,7 @@ impl Netperf {
             Some(n) => Count::load(cx, n, "clients", false),
             None => Some(Count::Fixed(1)),
         };
-        let duration = uint_or(cx, f, "duration", "duration (-l)", (1, 86400), 30);
+        let duration = cx.uint_or(f, "duration", "duration (-l)", (1, 86400), 30);
         let server = cx.required(f, "server", what).and_then(|n| {
             let sf = cx.map(n, "the netperf server", &["on", "address", "port"])?;
             let on_node = cx.required(&sf, "on", "the netperf server")?;
@@ -97,10 +96,7 @@ impl Netperf {
             let address = cx
                 .required(&sf, "address", "the netperf server")
                 .and_then(|a| ip_address(cx, a, "address"));
-            let port = sf
-                .get("port")
-                .map(|p| cx.uint(p, "port", 1, 65535))
-                .unwrap_or(Some(12865));
+            let port = cx.uint_or(&sf, "port", "port", (1, 65535), 12865);
             Some((on, address?, port? as u16))
         });
         let (server_on, server_address, server_port) = server?;

@@ -76,7 +76,7 @@ impl Schbench {
                 }
             }
         }
-        let json = super::common::flag_or_false(cx, f, "json", "json (-j)");
+        let json = cx.bool_or(f, "json", "json (-j)", false);
         ok.then_some(Schbench { flags, json: json? })
     }
 }

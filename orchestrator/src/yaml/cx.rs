@@ -231,13 +231,11 @@ impl<'a> Cx<'a> {
     }
 
     /// A non-empty list of strings: a program and its arguments, never a shell line.
-    pub(crate) fn argv(&mut self, node: &Node, what: &str) -> Option<Vec<String>> {
+    /// `hint` says what to give when the list is empty.
+    pub(crate) fn argv(&mut self, node: &Node, what: &str, hint: &str) -> Option<Vec<String>> {
         let items = self.seq(node, what)?;
         if items.is_empty() {
-            self.error(
-                node,
-                format!("{what}: give a program and its arguments, e.g. [ipmitool, …]"),
-            );
+            self.error(node, format!("{what}: {hint}"));
             return None;
         }
         let out: Vec<Option<String>> = items
@@ -245,6 +243,31 @@ impl<'a> Cx<'a> {
             .map(|i| self.string(i, &format!("an element of {what}")))
             .collect();
         out.into_iter().collect()
+    }
+
+    /// A whole number at `key` of `f` within `min..=max` (which fits in 32 bits), or
+    /// `default` when the key is absent.
+    pub(crate) fn uint_or(
+        &mut self,
+        f: &Fields,
+        key: &str,
+        what: &str,
+        (min, max): (u64, u64),
+        default: u32,
+    ) -> Option<u32> {
+        debug_assert!(max <= u32::MAX as u64);
+        match f.get(key) {
+            Some(n) => self.uint(n, what, min, max).map(|v| v as u32),
+            None => Some(default),
+        }
+    }
+
+    /// A boolean at `key` of `f`, or `default` when the key is absent.
+    pub(crate) fn bool_or(&mut self, f: &Fields, key: &str, what: &str, default: bool) -> Option<bool> {
+        match f.get(key) {
+            Some(n) => self.boolean(n, what),
+            None => Some(default),
+        }
     }
 
     pub(crate) fn seq<'n>(&mut self, node: &'n Node, what: &str) -> Option<&'n [Node]> {

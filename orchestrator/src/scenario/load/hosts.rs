@@ -130,40 +130,35 @@ impl<'a> Cx<'a> {
         };
         let reset = match f.get("reset") {
             None => Some(None),
-            Some(n) => self.argv(n, "reset").map(Some),
+            Some(n) => self
+                .argv(n, "reset", "give a program and its arguments, e.g. [ipmitool, …]")
+                .map(Some),
         };
         let console = match f.get("console") {
             None => Some(None),
-            Some(n) => self.argv(n, "console").map(Some),
+            Some(n) => self
+                .argv(n, "console", "give a program and its arguments, e.g. [ipmitool, …]")
+                .map(Some),
         };
-        let keep = f
-            .get("keep_kernels")
-            .map(|n| self.uint(n, "keep_kernels", 1, 1000))
-            .unwrap_or(Some(KEEP_KERNELS as u64));
+        let keep = self.uint_or(f, "keep_kernels", "keep_kernels", (1, 1000), KEEP_KERNELS);
         Some(Transport::Http(HttpTransport {
             url: url?,
             token_file: token?,
             boot: boot?,
             reset: reset?,
             console: console?,
-            keep_kernels: keep? as u32,
+            keep_kernels: keep?,
         }))
     }
 
     /// A qemu VM of kreg's lab.
     fn lab_transport(&mut self, f: &Fields) -> Option<Transport> {
-        let cpus = f.get("cpus").map(|n| self.uint(n, "cpus", 1, 8)).unwrap_or(Some(2));
-        let mem = f
-            .get("memory_mib")
-            .map(|n| self.uint(n, "memory_mib", 256, 8192))
-            .unwrap_or(Some(1024));
-        let parallel = f
-            .get("parallel")
-            .map(|n| self.boolean(n, "parallel"))
-            .unwrap_or(Some(false));
+        let cpus = self.uint_or(f, "cpus", "cpus", (1, 8), 2);
+        let mem = self.uint_or(f, "memory_mib", "memory_mib", (256, 8192), 1024);
+        let parallel = self.bool_or(f, "parallel", "parallel", false);
         Some(Transport::Lab {
-            cpus: cpus? as u32,
-            memory_mib: mem? as u32,
+            cpus: cpus?,
+            memory_mib: mem?,
             parallel: parallel?,
         })
     }

@@ -86,17 +86,9 @@ impl<'a> Cx<'a> {
     fn git_tool(&mut self, f: &Fields, what: &str) -> Option<ToolSource> {
         let url = self.string(f.get("git").expect("given"), "git")?;
         let git_ref = self.required(f, "ref", what).and_then(|n| self.string(n, "ref"));
-        let build = self.required(f, "build", what).and_then(|n| {
-            let items = self.seq(n, "build")?;
-            if items.is_empty() {
-                self.error(n, "build: give the build command as an argv, e.g. [make]");
-                return None;
-            }
-            items
-                .iter()
-                .map(|i| self.string(i, "a build argv element"))
-                .collect::<Option<Vec<_>>>()
-        });
+        let build = self
+            .required(f, "build", what)
+            .and_then(|n| self.argv(n, "build", "give the build command as an argv, e.g. [make]"));
         let binary = self.required(f, "binary", what).and_then(|n| {
             let b = self.string(n, "binary")?;
             if b.starts_with('/') || b.contains("..") {
