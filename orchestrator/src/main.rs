@@ -47,12 +47,17 @@ enum Cmd {
         baseline_variant: Option<String>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
-        /// Significance level, after the multiple-comparison control.
-        #[arg(long, default_value_t = 0.05)]
+        /// The false-alarm rate per row (after the multiple-comparison control, spent over
+        /// the looks of an adaptive run).
+        #[arg(long, default_value_t = kreg::stats::Settings::default().alpha)]
         alpha: f64,
         /// Smallest change worth calling one, in percent.
         #[arg(long, default_value_t = 2.0)]
         min_effect: f64,
+        /// Box-drawing characters in text tables (the default on a terminal; plain ASCII
+        /// otherwise, for mail).
+        #[arg(long)]
+        boxes: bool,
     },
     /// kreg's private PostgreSQL cluster (used when DATABASE_URL is not set).
     Db {
@@ -65,6 +70,9 @@ enum Cmd {
         run_b: i64,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Box-drawing characters in text tables (the default on a terminal).
+        #[arg(long)]
+        boxes: bool,
     },
     /// Kernels kreg built: release, content key, where, and the runs that used them.
     Kernels,
@@ -80,6 +88,15 @@ enum Cmd {
         kind: String,
         /// The output file; `-` reads standard input.
         file: PathBuf,
+    },
+    /// Two sets of numbers run by hand, compared as a report compares a row with its
+    /// baseline (like ministat): the test for their kind, the change with its interval, and
+    /// a verdict.
+    Stats(cli::stats::StatsArgs),
+    /// Benchmarks that print figures.
+    Bench {
+        #[command(subcommand)]
+        command: cli::bench::BenchCmd,
     },
     /// The local qemu lab.
     Lab {
@@ -139,20 +156,28 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             format,
             alpha,
             min_effect,
+            boxes,
         } => {
             let base = match (baseline, baseline_variant) {
                 (_, Some(v)) => Some(report::Baseline::Variant(v)),
                 (Some(k), None) => Some(report::Baseline::Kernel(k)),
                 (None, None) => None,
             };
-            cli::report::report(cfg, run, base, format, alpha, min_effect).await
+            cli::report::report(cfg, run, base, (format, boxes), alpha, min_effect).await
         }
         Cmd::Schedstat { command } => cli::schedstat::dispatch(command, cfg).await,
-        Cmd::Compare { run_a, run_b, format } => {
-            cli::report::compare(&cli::db::connect(cfg).await?, run_a, run_b, format).await
+        Cmd::Compare {
+            run_a,
+            run_b,
+            format,
+            boxes,
+        } => {
+            cli::report::compare(&cli::db::connect(cfg).await?, run_a, run_b, (format, boxes)).await
         }
         Cmd::Kernels => cli::kernels::kernels(&cli::db::connect(cfg).await?).await,
         Cmd::Parse { kind, file } => cli::parse::parse(&kind, &file),
+        Cmd::Stats(args) => cli::stats::stats(&args),
+        Cmd::Bench { command } => cli::bench::dispatch(command),
         Cmd::Db { command } => cli::db::dispatch(command, cfg).await,
         Cmd::Lab { command } => cli::lab::dispatch(command, cfg).await,
     }

@@ -12,8 +12,12 @@ pub struct Sample {
     pub value: f64,
     pub unit: String,
     pub higher_is_better: bool,
+    #[sqlx(try_from = "String")]
+    pub kind: crate::stats::MetricKind,
     pub kernel_release: String,
     pub observed_policy: String,
+    /// The boot the job ran in.
+    pub boot_id: String,
 }
 
 /// A boot a kernel's jobs ran on.

@@ -1,5 +1,6 @@
 //! One file per command of `kreg`; `main` parses the arguments and dispatches here.
 
+pub mod bench;
 pub mod db;
 pub mod kernels;
 pub mod lab;
@@ -7,5 +8,6 @@ pub mod parse;
 pub mod report;
 pub mod run;
 pub mod schedstat;
+pub mod stats;
 pub mod status;
 pub mod validate;

@@ -16,7 +16,7 @@ pub fn parse(kind: &str, file: &Path) -> Result<ExitCode> {
     let metrics = kreg::workload::parse_output(kind, &text).with_context(|| format!("{}", file.display()))?;
     let json: Vec<serde_json::Value> = metrics
         .iter()
-        .map(|m| serde_json::json!({"name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction()}))
+        .map(|m| serde_json::json!({"name": m.name, "value": m.value, "unit": m.unit, "direction": m.direction(), "kind": m.kind}))
         .collect();
     println!("{}", serde_json::to_string_pretty(&json)?);
     Ok(ExitCode::SUCCESS)

@@ -10,16 +10,25 @@ use kreg::{engine, plan, report, store};
 
 use crate::Format;
 
+/// A format, and whether text tables may use box-drawing characters (asked for, or
+/// printing to a terminal).
+pub type Style = (Format, bool);
+
+fn boxes(asked: bool) -> bool {
+    use std::io::IsTerminal;
+    asked || std::io::stdout().is_terminal()
+}
+
 pub async fn print_report(
     db: &PgPool,
     run_id: i64,
     baseline: Option<report::Baseline>,
-    format: Format,
+    (format, boxes_asked): Style,
     settings: &kreg::stats::Settings,
 ) -> Result<()> {
     let run = store::run(db, run_id).await?;
     let s = engine::scenario_of(&run)?;
-    let baseline = baseline.unwrap_or_else(|| report::Baseline::Kernel(s.baseline.clone()));
+    let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
     match &baseline {
         report::Baseline::Kernel(k) if s.kernel(k).is_none() => {
             let names: Vec<&str> = s.kernels.iter().map(|k| k.name.as_str()).collect();
@@ -43,6 +52,7 @@ pub async fn print_report(
         prov: &prov,
         warnings: Vec::new(),
         failed: failed_of(db, run_id).await?,
+        boxes: boxes(boxes_asked),
     };
     let text = rep.render(format.into());
     print!("{text}");
@@ -71,7 +81,7 @@ async fn failed_of(db: &PgPool, run_id: i64) -> Result<Vec<report::FailedCell>> 
 /// `kreg compare A B`: B's rows against A's, only where the two runs define the workload,
 /// the variant and the kernel alike; what differs is said, and a comparison with nothing
 /// alike is refused.
-pub async fn compare(db: &PgPool, run_a: i64, run_b: i64, format: Format) -> Result<ExitCode> {
+pub async fn compare(db: &PgPool, run_a: i64, run_b: i64, (format, boxes_asked): Style) -> Result<ExitCode> {
     let (ra, rb) = (store::run(db, run_a).await?, store::run(db, run_b).await?);
     let (sa, mut sb) = (engine::scenario_of(&ra)?, engine::scenario_of(&rb)?);
     if sa.name != sb.name {
@@ -120,6 +130,7 @@ pub async fn compare(db: &PgPool, run_a: i64, run_b: i64, format: Format) -> Res
         prov: &prov,
         warnings,
         failed: failed_of(db, run_b).await?,
+        boxes: boxes(boxes_asked),
     };
     print!("{}", rep.render(format.into()));
     Ok(ExitCode::SUCCESS)
@@ -130,22 +141,12 @@ pub async fn report(
     cfg: &kreg::config::Config,
     run: i64,
     baseline: Option<report::Baseline>,
-    format: Format,
+    style: Style,
     alpha: f64,
     min_effect: f64,
 ) -> Result<ExitCode> {
-    // Written so that NaN fails both checks.
-    let alpha_ok = alpha > 0.0 && alpha < 1.0;
-    let effect_ok = min_effect >= 0.0 && min_effect.is_finite();
-    if !(alpha_ok && effect_ok) {
-        bail!("--alpha must be between 0 and 1 and --min-effect a percentage ≥ 0");
-    }
-    let settings = kreg::stats::Settings {
-        alpha,
-        min_effect: min_effect / 100.0,
-        ..Default::default()
-    };
+    let settings = kreg::stats::Settings::checked(alpha, min_effect).map_err(anyhow::Error::msg)?;
     let db = super::db::connect(cfg).await?;
-    print_report(&db, run, baseline, format, &settings).await?;
+    print_report(&db, run, baseline, style, &settings).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,7 @@ use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutp
 use super::error::HostError;
 use super::server::Session;
 use crate::failure::CommandFailed;
-use crate::parse::Metric;
+use crate::parse::{Metric, MetricKind};
 use crate::poll::{until, Look, Waited};
 use crate::scenario::{Variant, Workload};
 use crate::store::JobOutcome;
@@ -414,7 +414,7 @@ async fn netperf_clients(
             values.iter().sum::<f64>() / values.len() as f64
         };
     }
-    out.push(Metric::new("clients", clients as f64, "", true));
+    out.push(Metric::new("clients", clients as f64, "", true, MetricKind::Count));
     Ok(out)
 }
 

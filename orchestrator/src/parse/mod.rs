@@ -9,15 +9,20 @@ pub struct Metric {
     pub value: f64,
     pub unit: String,
     pub higher_is_better: bool,
+    /// What kind of figure it is: the test that compares it follows from this.
+    pub kind: MetricKind,
 }
 
+pub use crate::stats::MetricKind;
+
 impl Metric {
-    pub fn new(name: impl Into<String>, value: f64, unit: &str, higher_is_better: bool) -> Metric {
+    pub fn new(name: impl Into<String>, value: f64, unit: &str, higher_is_better: bool, kind: MetricKind) -> Metric {
         Metric {
             name: name.into(),
             value,
             unit: unit.into(),
             higher_is_better,
+            kind,
         }
     }
 

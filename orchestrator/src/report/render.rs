@@ -1,72 +1,6 @@
-//! Reports as markdown (to paste into a mail), CSV and JSON (every statistic).
+//! Reports as CSV and JSON: every statistic of every row, one line (or object) each.
 
-use super::{change_text, fmt_value, method_line, unit_and_direction, Report};
-use crate::stats::Verdict;
-
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
-/// Markdown: a heading and a table per metric, value ± stddev%, change, verdict; a
-/// significant change is marked in bold with its adjusted p.
-pub(super) fn render_markdown(rep: &Report) -> String {
-    let (baseline, tables) = (rep.baseline, rep.tables);
-    let mut out = format!(
-        "## kreg run {}: {}\n\nCompared with the {}. {}.\n\n",
-        rep.run_id,
-        md_escape(&rep.scenario.name),
-        baseline.describe(),
-        method_line(tables, rep.settings)
-    );
-    for line in rep.warning_lines().into_iter().chain(rep.info_lines()) {
-        out.push_str(&format!("- {}\n", md_escape(&line)));
-    }
-    for t in tables {
-        out.push_str(&format!(
-            "\n### {} / {} ({})\n\n",
-            md_escape(&t.workload),
-            md_escape(&t.metric),
-            unit_and_direction(t)
-        ));
-        out.push_str("| kernel | variant | n | mean ± stddev% | change | verdict | flags |\n");
-        out.push_str("|:--|:--|--:|--:|--:|:--|:--|\n");
-        for r in &t.rows {
-            let (change, verdict) = match &r.comparison {
-                Some(c) => {
-                    let significant = matches!(c.verdict, Verdict::Regression | Verdict::Improvement);
-                    let change = change_text(r, baseline);
-                    if significant {
-                        (
-                            format!("**{change}**"),
-                            format!("**{}** (p={:.3})", c.verdict.as_str(), c.p_adjusted),
-                        )
-                    } else {
-                        (change, c.verdict.as_str().to_string())
-                    }
-                }
-                None => (change_text(r, baseline), String::new()),
-            };
-            out.push_str(&format!(
-                "| {} | {} | {} | {} ± {:.2}% | {} | {} | {} |\n",
-                md_escape(&r.kernel),
-                md_escape(&r.variant),
-                r.summary.n,
-                fmt_value(r.summary.mean),
-                r.summary.stddev_pct(),
-                change,
-                verdict,
-                md_escape(&super::flags(r))
-            ));
-        }
-    }
-    if !rep.failed.is_empty() {
-        out.push_str("\n### Failed jobs\n\n");
-        for c in &rep.failed {
-            out.push_str(&format!("- {}\n", md_escape(&c.line())));
-        }
-    }
-    out
-}
+use super::Report;
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
@@ -76,62 +10,81 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+const CSV_HEADER: [&str; 36] = [
+    "workload", "metric", "unit", "higher_is_better", "kind", "kernel", "variant", "releases", "policies",
+    "n", "boots", "boot_share", "mean", "median", "stddev", "cov_pct", "q1", "q3", "min", "max", "outliers", "bimodal",
+    "unit_of_analysis", "n_base", "n_new", "change", "ci_low", "ci_high", "ci_level", "test", "p", "p_adjusted", "alpha",
+    "look", "verdict", "reason",
+];
+
+fn num(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite()).map(|x| x.to_string()).unwrap_or_default()
+}
+
+fn csv_row(t: &super::MetricTable, r: &super::Row) -> Vec<String> {
+    let sm = &r.summary;
+    let c = r.comparison.as_ref();
+    let ci = c.and_then(|c| c.ci);
+    vec![
+        csv_field(&t.workload),
+        csv_field(&t.metric),
+        csv_field(&t.unit),
+        t.higher_is_better.to_string(),
+        t.kind.to_string(),
+        csv_field(&r.kernel),
+        csv_field(&r.variant),
+        csv_field(&r.releases.join(" ")),
+        csv_field(&r.policies.join(" ")),
+        sm.n.to_string(),
+        r.boots().to_string(),
+        num(r.boot_share),
+        sm.mean.to_string(),
+        sm.median.to_string(),
+        sm.stddev.to_string(),
+        sm.stddev_pct().to_string(),
+        r.quartiles.0.to_string(),
+        r.quartiles.1.to_string(),
+        sm.min.to_string(),
+        sm.max.to_string(),
+        r.outliers.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" "),
+        r.bimodal.to_string(),
+        c.map(|c| c.unit.plural().trim_end_matches('s').to_string()).unwrap_or_default(),
+        c.map(|c| c.n[0].to_string()).unwrap_or_default(),
+        c.map(|c| c.n[1].to_string()).unwrap_or_default(),
+        num(c.map(|c| c.change)),
+        num(ci.map(|x| x.0)),
+        num(ci.map(|x| x.1)),
+        num(c.map(|c| c.ci_level)),
+        c.map(|c| serde_json::to_value(c.test).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()).unwrap_or_default(),
+        num(c.map(|c| c.p)),
+        num(c.map(|c| c.p_adjusted)),
+        num(c.map(|c| c.alpha)),
+        c.map(|c| format!("{}/{}", c.look + 1, c.looks)).unwrap_or_default(),
+        c.map(|c| c.verdict.as_str().to_string()).unwrap_or_default(),
+        csv_field(c.map(|c| c.reason.as_str()).unwrap_or("")),
+    ]
+}
+
 /// CSV with every statistic, one line per workload × metric × kernel × variant; then one
 /// line per cell whose jobs failed (metric empty, verdict `failed`, the reasons).
 pub(super) fn render_csv(rep: &Report) -> String {
     let tables = rep.tables;
-    let mut out = String::from(
-        "workload,metric,unit,higher_is_better,kernel,variant,releases,policies,n,mean,median,stddev,cov_pct,min,max,outliers,bimodal,ci95_low,ci95_high,change_pct,change_ci_low_pct,change_ci_high_pct,median_ratio_ci_low,median_ratio_ci_high,test,p,p_adjusted,verdict,reason\n",
-    );
+    let mut out = format!("{}\n", CSV_HEADER.join(","));
     for t in tables {
         for r in &t.rows {
-            let sm = &r.summary;
-            let ci = sm.ci95();
-            let c = r.comparison.as_ref();
-            let num = |v: Option<f64>| v.filter(|x| x.is_finite()).map(|x| x.to_string()).unwrap_or_default();
-            let fields = [
-                csv_field(&t.workload),
-                csv_field(&t.metric),
-                csv_field(&t.unit),
-                t.higher_is_better.to_string(),
-                csv_field(&r.kernel),
-                csv_field(&r.variant),
-                csv_field(&r.releases.join(" ")),
-                csv_field(&r.policies.join(" ")),
-                sm.n.to_string(),
-                sm.mean.to_string(),
-                sm.median.to_string(),
-                sm.stddev.to_string(),
-                sm.stddev_pct().to_string(),
-                sm.min.to_string(),
-                sm.max.to_string(),
-                r.outliers.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" "),
-                r.bimodal.to_string(),
-                num(ci.map(|c| c.0)),
-                num(ci.map(|c| c.1)),
-                num(c.map(|c| c.change_pct)),
-                num(c.map(|c| c.change_ci_pct.0)),
-                num(c.map(|c| c.change_ci_pct.1)),
-                num(c.map(|c| c.median_ratio_ci.0)),
-                num(c.map(|c| c.median_ratio_ci.1)),
-                c.map(|c| format!("{:?}", c.test).to_lowercase()).unwrap_or_default(),
-                num(c.map(|c| c.p)),
-                num(c.map(|c| c.p_adjusted)),
-                c.map(|c| c.verdict.as_str().to_string()).unwrap_or_default(),
-                csv_field(c.map(|c| c.reason.as_str()).unwrap_or("")),
-            ];
-            out.push_str(&fields.join(","));
+            out.push_str(&csv_row(t, r).join(","));
             out.push('\n');
         }
     }
     for c in &rep.failed {
-        let mut fields = vec![String::new(); 29];
-        fields[0] = csv_field(&c.workload);
-        fields[4] = csv_field(&c.kernel);
-        fields[5] = csv_field(&c.variant);
-        fields[8] = "0".into();
-        fields[27] = "failed".into();
-        fields[28] = csv_field(&format!(
+        let mut fields = vec![String::new(); CSV_HEADER.len()];
+        let at = |name: &str| CSV_HEADER.iter().position(|h| *h == name).expect("a CSV column");
+        fields[at("workload")] = csv_field(&c.workload);
+        fields[at("kernel")] = csv_field(&c.kernel);
+        fields[at("variant")] = csv_field(&c.variant);
+        fields[at("n")] = "0".into();
+        fields[at("verdict")] = "failed".into();
+        fields[at("reason")] = csv_field(&format!(
             "{} of {} jobs failed: {}",
             c.failed,
             c.jobs,
@@ -152,9 +105,10 @@ pub(super) fn render_json(rep: &Report) -> String {
             t.rows.iter().map(move |r| {
                 serde_json::json!({
                     "workload": t.workload, "metric": t.metric, "unit": t.unit,
-                    "direction": if t.higher_is_better { "higher" } else { "lower" },
+                    "direction": if t.higher_is_better { "higher" } else { "lower" }, "kind": t.kind,
+                    "boots": r.boots(), "boot_share": r.boot_share, "quartiles": [r.quartiles.0, r.quartiles.1],
                     "kernel": r.kernel, "variant": r.variant, "releases": r.releases, "policies": r.policies,
-                    "summary": r.summary, "ci95": r.summary.ci95(), "samples": r.samples,
+                    "summary": r.summary, "ci95": r.summary.ci95(), "samples": r.samples, "boot_ids": r.side.boots,
                     "outliers": r.outliers, "bimodal": r.bimodal,
                     "comparison": r.comparison,
                 })
@@ -169,7 +123,8 @@ pub(super) fn render_json(rep: &Report) -> String {
         "warnings": rep.warning_lines(),
         "failed": rep.failed,
         "settings": { "alpha": settings.alpha, "min_effect": settings.min_effect,
-                      "bootstrap_resamples": settings.bootstrap_resamples,
+                      "equivalence_alpha": settings.equivalence_alpha,
+                      "looks": if rep.scenario.looks().is_fixed() { serde_json::Value::Null } else { serde_json::json!(rep.scenario.looks().at) },
                       "multiple_comparisons": "benjamini-hochberg", "comparisons": super::comparisons(tables) },
         "rows": rows,
     });

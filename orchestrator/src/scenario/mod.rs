@@ -65,6 +65,11 @@ pub enum ToolSource {
 }
 
 impl Scenario {
+    /// The looks of the run's sequential plan, in observations per side.
+    pub fn looks(&self) -> crate::stats::Looks {
+        crate::stats::Looks::fixed()
+    }
+
     pub fn host(&self, name: &str) -> Option<&Host> {
         self.hosts.iter().find(|h| h.name == name)
     }

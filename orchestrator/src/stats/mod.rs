@@ -1,15 +1,54 @@
-//! Statistics over a metric's samples: summaries, two-sample tests, multiple-comparison
-//! control, and verdicts against a baseline. Pure.
+//! Statistics over a metric's samples: summaries, the two-sample tests each kind of metric
+//! calls for, multiple-comparison control, sequential plans, and verdicts against a
+//! baseline. Pure.
 
+pub mod judge;
+pub mod kind;
+pub mod looks;
+pub mod rank;
 pub mod rng;
+pub mod sim;
 mod tests_impl;
+pub mod units;
 pub mod verdict;
 
-pub use tests_impl::{benjamini_hochberg, mann_whitney, t_quantile, welch};
-pub use verdict::{compare, settle, Comparison, Settings, Test, Verdict};
+pub use judge::{judge, judge_one, RowInput};
+pub use kind::MetricKind;
+pub use looks::Looks;
+pub use tests_impl::{benjamini_hochberg, t_quantile, welch};
+pub use units::Side;
+pub use verdict::{decide, interval_text, measure, Comparison, Settings, Test, Unit, Verdict};
 
 #[cfg(test)]
 mod sim_tests;
+
+/// The standard normal distribution function.
+pub fn normal_cdf(z: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    Normal::new(0.0, 1.0).expect("standard normal").cdf(z)
+}
+
+/// The standard normal quantile.
+pub fn normal_quantile(p: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    Normal::new(0.0, 1.0).expect("standard normal").inverse_cdf(p)
+}
+
+/// The first and third quartiles (linear interpolation between order statistics, as
+/// R's default); NaN for no samples.
+pub fn quartiles(samples: &[f64]) -> (f64, f64) {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        let h = q * (v.len() - 1) as f64;
+        let (lo, frac) = (h.floor() as usize, h - h.floor());
+        v[lo] + frac * (v[(lo + 1).min(v.len() - 1)] - v[lo])
+    };
+    (at(0.25), at(0.75))
+}
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Summary {
@@ -60,7 +99,7 @@ impl Summary {
 /// The median of finite samples (sorted in place); the mean of the middle two for an even
 /// count. NaN for none.
 pub fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).expect("finite samples"));
+    v.sort_by(f64::total_cmp);
     let n = v.len();
     match n {
         0 => f64::NAN,
@@ -156,5 +195,7 @@ mod tests {
         assert!((change_pct(10.0, 11.0).unwrap() - 10.0).abs() < 1e-9);
         assert!((change_pct(10.0, 9.0).unwrap() + 10.0).abs() < 1e-9);
         assert_eq!(change_pct(0.0, 1.0), None);
+        assert_eq!(quartiles(&[1.0, 2.0, 3.0, 4.0, 5.0]), (2.0, 4.0));
+        assert_eq!(quartiles(&[1.0, 2.0, 3.0, 4.0]), (1.75, 3.25));
     }
 }

@@ -1,16 +1,23 @@
-//! One comparison row: a new sample against its baseline, the test that fits the metric,
-//! a bootstrap interval for the ratio of medians, and a verdict that uses the metric's
-//! direction. Deterministic: the same samples always give the same verdict.
+//! One comparison of a row against its baseline at one look: the test the metric's kind
+//! calls for, the change with its interval, and one of four verdicts: a regression or an
+//! improvement (significant and at least the minimum effect), no change (equivalence
+//! shown: the interval inside ±minimum effect), or inconclusive with the reason and the
+//! runs that would settle it. Deterministic: the same samples give the same verdict.
 
-use super::tests_impl::{mann_whitney, t_quantile, welch};
-use super::{median, Summary};
+use super::kind::MetricKind;
+use super::rank::{hodges_lehmann, rank_test, runs_to_reach, MONTE_CARLO_DRAWS};
+use super::tests_impl::{t_quantile, welch};
+use super::{median, normal_quantile, quartiles};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    #[serde(rename = "regression")]
     Regression,
+    #[serde(rename = "improvement")]
     Improvement,
+    #[serde(rename = "no change")]
     NoChange,
+    #[serde(rename = "inconclusive")]
     Inconclusive,
 }
 
@@ -23,177 +30,340 @@ impl Verdict {
             Verdict::Inconclusive => "inconclusive",
         }
     }
+
+    /// A regression or an improvement.
+    pub fn is_change(self) -> bool {
+        matches!(self, Verdict::Regression | Verdict::Improvement)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Test {
+    /// Welch's t-test on the means.
     Welch,
-    MannWhitney,
+    /// The permutation test of the rank sum on midranks, counted exactly.
+    RankExact,
+    /// The same test, by Monte Carlo with a fixed seed.
+    RankMonteCarlo,
+}
+
+impl Test {
+    pub fn name(self) -> String {
+        match self {
+            Test::Welch => "Welch t-test".into(),
+            Test::RankExact => "exact permutation test on midranks".into(),
+            Test::RankMonteCarlo => {
+                format!("permutation test on midranks ({MONTE_CARLO_DRAWS} draws, fixed seed)")
+            }
+        }
+    }
+}
+
+/// What the analysis counts as one observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Each run (iteration) is one observation.
+    Run,
+    /// Each boot is one observation (its runs' mean, or median for rank kinds).
+    Boot,
+}
+
+impl Unit {
+    pub fn plural(self) -> &'static str {
+        match self {
+            Unit::Run => "runs",
+            Unit::Boot => "boots",
+        }
+    }
 }
 
 /// Settings a report states at its top.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
+    /// The false-alarm rate per row, spent over the looks of an adaptive run.
     pub alpha: f64,
     /// The smallest change (fraction, 0.02 = 2%) worth calling a change.
     pub min_effect: f64,
-    pub bootstrap_resamples: usize,
+    /// Each one-sided test of the equivalence test (the interval shown is 1 − 2× this).
+    pub equivalence_alpha: f64,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            alpha: 0.05,
+            // Half of the 1% false-alarm goal: room for the t-test's approximation on
+            // skewed data and for the noise of any one study.
+            alpha: 0.005,
             min_effect: 0.02,
-            bootstrap_resamples: 2000,
+            equivalence_alpha: 0.05,
         }
+    }
+}
+
+impl Settings {
+    /// Settings from a user's alpha and minimum effect (in percent), checked.
+    pub fn checked(alpha: f64, min_effect_pct: f64) -> Result<Settings, String> {
+        // Written so that NaN fails both checks.
+        if !(alpha > 0.0 && alpha < 1.0) {
+            return Err(format!("alpha must be between 0 and 1, not {alpha}"));
+        }
+        if !(0.0..100.0).contains(&min_effect_pct) {
+            return Err(format!("the minimum effect is a percentage from 0 to 100, not {min_effect_pct}"));
+        }
+        Ok(Settings {
+            alpha,
+            min_effect: min_effect_pct / 100.0,
+            ..Settings::default()
+        })
     }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Comparison {
+    pub kind: MetricKind,
     pub test: Test,
+    pub unit: Unit,
+    /// Observations per side: [baseline, new].
+    pub n: [usize; 2],
+    /// Mean (Welch) or median (ranks) of each side's observations.
+    pub centre: [f64; 2],
     pub p: f64,
-    /// After the report's multiple-comparison control (Benjamini–Hochberg).
+    /// After the multiple-comparison control across the rows of the same look.
     pub p_adjusted: f64,
-    /// Change of the mean, in percent of the baseline mean.
-    pub change_pct: f64,
-    /// 95% interval of the change of the mean, in percent (Welch).
-    pub change_ci_pct: (f64, f64),
-    /// Bootstrap 95% interval of median(new) / median(base).
-    pub median_ratio_ci: (f64, f64),
+    /// The alpha this look could spend.
+    pub alpha: f64,
+    /// Estimated change as a fraction of the baseline (difference of means, or the
+    /// Hodges–Lehmann shift over the baseline median); NaN when the baseline is 0.
+    pub change: f64,
+    /// Interval of the change at `ci_level`; `None` when the data cannot bound it.
+    pub ci: Option<(f64, f64)>,
+    pub ci_level: f64,
     pub verdict: Verdict,
     pub reason: String,
+    /// The look (0-based) that gave the verdict, of `looks`.
+    pub look: usize,
+    pub looks: usize,
+    /// Runs (or boots) per side that would likely settle an inconclusive row.
+    pub runs_needed: Option<usize>,
+    /// The smallest p the test could give with these observations.
+    #[serde(skip)]
+    pub min_p: f64,
+    /// The spread of one observation relative to the baseline's centre.
+    #[serde(skip)]
+    pub rel_sd: f64,
+    /// The direction when the change is not a number (+1: larger).
+    #[serde(skip)]
+    pub sign: f64,
 }
 
-/// Whether a metric is a distribution summary (a percentile, a latency) rather than a mean.
-pub fn is_distribution_metric(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n.contains("lat")
-        || n.split(['_', '-'])
-            .any(|part| part.starts_with('p') && part[1..].chars().next().is_some_and(|c| c.is_ascii_digit()))
+fn variance(x: &[f64]) -> f64 {
+    let m = x.iter().sum::<f64>() / x.len() as f64;
+    x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0)
 }
 
-/// The bootstrap's generator, seeded from the samples: the same samples give the same
-/// interval.
-fn rng_from_samples(a: &[f64], b: &[f64]) -> super::rng::Rng {
-    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
-    for v in a.iter().chain([f64::NAN].iter()).chain(b) {
-        h ^= v.to_bits();
-        h = h.wrapping_mul(0x1000_0000_01B3).rotate_left(17);
-    }
-    super::rng::Rng::new(h | 1)
-}
-
-/// Percentile bootstrap of median(b) / median(a).
-pub fn median_ratio_ci(a: &[f64], b: &[f64], resamples: usize) -> (f64, f64) {
-    let mut rng = rng_from_samples(a, b);
-    let mut ratios = Vec::with_capacity(resamples);
-    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
-    for _ in 0..resamples {
-        for x in ra.iter_mut() {
-            *x = a[rng.below(a.len())];
-        }
-        for x in rb.iter_mut() {
-            *x = b[rng.below(b.len())];
-        }
-        let ma = median(&mut ra);
-        if ma != 0.0 {
-            ratios.push(median(&mut rb) / ma);
-        }
-    }
-    if ratios.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    ratios.sort_by(|x, y| x.partial_cmp(y).expect("finite"));
-    let at = |q: f64| ratios[((q * (ratios.len() - 1) as f64).round() as usize).min(ratios.len() - 1)];
-    (at(0.025), at(0.975))
-}
-
-/// Compares `new` against `base`. `p_adjusted` is filled in later, across the report's
-/// rows; the verdict is settled by [`settle`].
-pub fn compare(base: &[f64], new: &[f64], metric: &str, s: &Settings) -> Option<Comparison> {
-    let sb = Summary::of(base)?;
-    let sn = Summary::of(new)?;
-    let test = if is_distribution_metric(metric) {
-        Test::MannWhitney
-    } else {
-        Test::Welch
-    };
-    let p = match test {
-        Test::Welch => welch(base, new).map(|x| x.2),
-        Test::MannWhitney => mann_whitney(base, new).map(|x| x.1),
-    }
-    .unwrap_or(1.0);
-    let change_pct = if sb.mean != 0.0 {
-        100.0 * (sn.mean - sb.mean) / sb.mean.abs()
-    } else {
-        f64::NAN
-    };
-    let change_ci_pct = if base.len() >= 2 && new.len() >= 2 && sb.mean != 0.0 {
-        let (va, vb) = (sb.stddev.powi(2) / sb.n as f64, sn.stddev.powi(2) / sn.n as f64);
-        let se = (va + vb).sqrt();
-        let df = if se == 0.0 {
-            (sb.n + sn.n - 2) as f64
-        } else {
-            (va + vb).powi(2) / (va.powi(2) / (sb.n as f64 - 1.0) + vb.powi(2) / (sn.n as f64 - 1.0))
-        };
-        let half = t_quantile(0.05, df) * se;
-        let d = sn.mean - sb.mean;
-        (100.0 * (d - half) / sb.mean.abs(), 100.0 * (d + half) / sb.mean.abs())
-    } else {
-        (f64::NAN, f64::NAN)
-    };
-    let median_ratio_ci = median_ratio_ci(base, new, s.bootstrap_resamples);
-    Some(Comparison {
+fn blank(kind: MetricKind, test: Test, unit: Unit, base: &[f64], new: &[f64]) -> Comparison {
+    Comparison {
+        kind,
         test,
-        p,
-        p_adjusted: p,
-        change_pct,
-        change_ci_pct,
-        median_ratio_ci,
+        unit,
+        n: [base.len(), new.len()],
+        centre: [f64::NAN, f64::NAN],
+        p: 1.0,
+        p_adjusted: 1.0,
+        alpha: f64::NAN,
+        change: f64::NAN,
+        ci: None,
+        ci_level: f64::NAN,
         verdict: Verdict::Inconclusive,
         reason: String::new(),
-    })
+        look: 0,
+        looks: 1,
+        runs_needed: None,
+        min_p: 1.0,
+        rel_sd: f64::NAN,
+        sign: 0.0,
+    }
 }
 
-/// The verdict from the adjusted p-value, the interval and the metric's direction.
-pub fn settle(c: &mut Comparison, n_base: usize, n_new: usize, higher_is_better: bool, s: &Settings) {
-    let min_pct = 100.0 * s.min_effect;
-    if n_base < 3 || n_new < 3 {
-        c.verdict = Verdict::Inconclusive;
-        c.reason = format!("too few samples ({n_base} vs {n_new}; 3 or more each)");
-        return;
-    }
-    let test = match c.test {
-        Test::Welch => "Welch t-test",
-        Test::MannWhitney => "Mann-Whitney U",
+/// Measures `new` against `base` (observations in the order taken). `tail` is each
+/// one-sided level of the interval (0.05: a 90% interval). The verdict is left for
+/// [`decide`], after the adjustment across rows.
+pub fn measure(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
+    let constant = |x: &[f64]| x.iter().all(|v| *v == x[0]);
+    let enough = base.len() >= 2 && new.len() >= 2;
+    let mut c = if !kind.by_ranks() && enough && !(constant(base) && constant(new)) {
+        measure_welch(base, new, kind, unit, tail)
+    } else if base.is_empty() || new.is_empty() {
+        blank(kind, Test::Welch, unit, base, new)
+    } else {
+        measure_ranks(base, new, kind, unit, tail)
     };
-    if c.p_adjusted < s.alpha {
-        let worse = (c.change_pct < 0.0) == higher_is_better;
-        c.verdict = if worse {
+    c.ci_level = 1.0 - 2.0 * tail;
+    if !kind.by_ranks() && !enough {
+        // The t-test needs two observations a side; say so rather than rank two numbers.
+        c.min_p = 1.0;
+    }
+    c
+}
+
+fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
+    let mut c = blank(kind, Test::Welch, unit, base, new);
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    let (ma, mb) = (mean(base), mean(new));
+    let (sa, sb) = (variance(base), variance(new));
+    let (va, vb) = (sa / base.len() as f64, sb / new.len() as f64);
+    let se = (va + vb).sqrt();
+    let df = (va + vb).powi(2) / (va.powi(2) / (base.len() as f64 - 1.0) + vb.powi(2) / (new.len() as f64 - 1.0));
+    c.centre = [ma, mb];
+    c.p = welch(base, new).map(|x| x.2).unwrap_or(1.0);
+    c.p_adjusted = c.p;
+    c.min_p = 0.0;
+    c.sign = (mb - ma).signum();
+    if ma != 0.0 {
+        let q = t_quantile(2.0 * tail, df);
+        let d = mb - ma;
+        c.change = d / ma.abs();
+        c.ci = Some(((d - q * se) / ma.abs(), (d + q * se) / ma.abs()));
+        c.rel_sd = ((sa + sb) / 2.0).sqrt() / ma.abs();
+    }
+    c
+}
+
+fn measure_ranks(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
+    let rt = rank_test(base, new).expect("both sides have observations");
+    let test = if rt.exact { Test::RankExact } else { Test::RankMonteCarlo };
+    let mut c = blank(kind, test, unit, base, new);
+    let (ma, mb) = (median(&mut base.to_vec()), median(&mut new.to_vec()));
+    let (shift, ci) = hodges_lehmann(base, new, tail);
+    c.centre = [ma, mb];
+    c.p = rt.p;
+    c.p_adjusted = rt.p;
+    c.min_p = rt.min_p;
+    c.sign = if shift != 0.0 { shift.signum() } else { rt.rank_shift.signum() };
+    let all_zero = base.iter().chain(new).all(|v| *v == 0.0);
+    if all_zero {
+        (c.change, c.ci) = (0.0, Some((0.0, 0.0)));
+    } else if ma != 0.0 {
+        c.change = shift / ma.abs();
+        c.ci = ci.map(|(l, h)| (l / ma.abs(), h / ma.abs()));
+        // The interquartile range over 1.349 estimates a normal spread; pooled.
+        let iqr = |x: &[f64]| {
+            let (q1, q3) = quartiles(x);
+            (q3 - q1) / 1.349
+        };
+        c.rel_sd = ((iqr(base).powi(2) + iqr(new).powi(2)) / 2.0).sqrt() / ma.abs();
+    }
+    c
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", 100.0 * x)
+}
+
+/// An interval of the change as text: "[-1.2%, +3.4%]" or "unbounded".
+pub fn interval_text(ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((l, h)) => format!("[{}, {}]", pct(l), pct(h)),
+        None => "unbounded".into(),
+    }
+}
+
+/// Settles the verdict of `c` at a look that may spend `alpha`, after the adjustment has
+/// set `p_adjusted`. `higher_is_better` gives the direction.
+pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settings) {
+    c.alpha = alpha;
+    c.runs_needed = None;
+    let min = s.min_effect;
+    let unit = c.unit.plural();
+    let test = c.test.name();
+    let level = format!("{:.0}%", 100.0 * c.ci_level);
+    let ci = interval_text(c.ci);
+    let within = c.ci.is_some_and(|(l, h)| l >= -min && h <= min);
+    let significant = c.p_adjusted < alpha;
+    let p_text = if c.p_adjusted != c.p {
+        format!("p={:.2e}, adjusted {:.2e}", c.p, c.p_adjusted)
+    } else {
+        format!("p={:.2e}", c.p)
+    };
+    let change_verdict = |sign: f64| {
+        if (sign < 0.0) == higher_is_better {
             Verdict::Regression
         } else {
             Verdict::Improvement
-        };
-        c.reason = format!("{test}, p={:.4} (adjusted {:.4})", c.p, c.p_adjusted);
-    } else if c.change_ci_pct.0 >= -min_pct && c.change_ci_pct.1 <= min_pct {
-        c.verdict = Verdict::NoChange;
-        c.reason = format!("{test}, p={:.4}; 95% CI of the change within ±{min_pct}%", c.p);
-    } else if c.change_ci_pct.0 > min_pct || c.change_ci_pct.1 < -min_pct {
-        // The interval is clear of the band, but the test (after adjusting for the report's
-        // other comparisons) is not below alpha: a likely change not yet shown.
-        c.verdict = Verdict::Inconclusive;
-        c.reason = format!(
-            "{test}, p={:.4} (adjusted {:.4}) not below alpha {}; 95% CI of the change [{:+.1}%, {:+.1}%]: more samples needed",
-            c.p, c.p_adjusted, s.alpha, c.change_ci_pct.0, c.change_ci_pct.1
-        );
+        }
+    };
+    let (verdict, reason) = if c.n[0] < 2 || c.n[1] < 2 {
+        c.runs_needed = Some(2);
+        (
+            Verdict::Inconclusive,
+            format!("too few {unit} ({} vs {}): needs at least 2 per side", c.n[0], c.n[1]),
+        )
+    } else if significant && c.change.is_nan() {
+        (
+            change_verdict(c.sign),
+            format!("{test}, {p_text} < alpha {alpha:.2e}; the baseline's centre is 0, so the change has no relative size"),
+        )
+    } else if significant && c.change.abs() >= min {
+        (
+            change_verdict(c.change),
+            format!("{test}, {p_text} < alpha {alpha:.2e}; change {} {level} CI {ci}, at least the minimum effect ±{:.1}%", pct(c.change), 100.0 * min),
+        )
+    } else if within {
+        let why = if significant { "a real but smaller change; " } else { "" };
+        (
+            Verdict::NoChange,
+            format!("{why}{level} CI of the change {ci} inside ±{:.1}% (equivalence: two one-sided tests); {test}, {p_text}", 100.0 * min),
+        )
+    } else if c.min_p >= alpha {
+        let need = if c.test == Test::Welch { 2 } else { runs_to_reach(alpha) };
+        c.runs_needed = Some(need.max(c.n[0].max(c.n[1]) + 1));
+        (
+            Verdict::Inconclusive,
+            format!(
+                "needs ≥ {need} {unit} per side: the {test} cannot reach p < {alpha:.2e} with {} vs {}; {level} CI of the change {ci}",
+                c.n[0], c.n[1]
+            ),
+        )
     } else {
-        c.verdict = Verdict::Inconclusive;
-        c.reason = format!(
-            "{test}, p={:.4}; 95% CI of the change [{:+.1}%, {:+.1}%] cannot rule out ±{min_pct}%",
-            c.p, c.change_ci_pct.0, c.change_ci_pct.1
-        );
+        c.runs_needed = runs_to_settle(c, s, alpha);
+        let estimate = match c.runs_needed {
+            Some(n) => format!("; about {n} {unit} per side would settle it"),
+            None => String::new(),
+        };
+        let first = if significant {
+            format!("{test}, {p_text} < alpha but the change {} is below the minimum effect", pct(c.change))
+        } else {
+            format!("{test}, {p_text} not below alpha {alpha:.2e}")
+        };
+        (
+            Verdict::Inconclusive,
+            format!("{first}; {level} CI of the change {ci} reaches beyond ±{:.1}%{estimate}", 100.0 * min),
+        )
+    };
+    c.verdict = verdict;
+    c.reason = reason;
+}
+
+/// Observations per side that would likely (80%) settle the row, from the spread seen:
+/// enough to show the change if it is at least the minimum effect, or the equivalence if
+/// it is below.
+fn runs_to_settle(c: &Comparison, s: &Settings, alpha: f64) -> Option<usize> {
+    if !c.rel_sd.is_finite() || !c.change.is_finite() {
+        return None;
     }
+    let z_power = 0.8416;
+    let d = c.change.abs();
+    let per_side = if d >= s.min_effect {
+        2.0 * ((normal_quantile(1.0 - alpha / 2.0) + z_power) * c.rel_sd / d).powi(2)
+    } else {
+        let z = normal_quantile(1.0 - s.equivalence_alpha);
+        2.0 * ((z + z_power) * c.rel_sd / (s.min_effect - d)).powi(2)
+    };
+    // Rank tests need about π/3 times the runs of a t-test on normal data.
+    let per_side = if c.kind.by_ranks() { per_side * std::f64::consts::PI / 3.0 } else { per_side };
+    let floor = if c.kind.by_ranks() { runs_to_reach(alpha) } else { 2 };
+    let n = per_side.ceil().min(1e6) as usize;
+    Some(n.max(floor).max(c.n[0].max(c.n[1]) + 1))
 }

@@ -272,11 +272,11 @@ pub struct JobOutcome {
 pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id: i64, o: &JobOutcome) -> Result<()> {
     for m in &o.metrics {
         sqlx::query(
-            "INSERT INTO results (run_id, job_id, metric, value, unit, higher_is_better, kernel_release, observed_policy)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            "INSERT INTO results (run_id, job_id, metric, value, unit, higher_is_better, kernel_release, observed_policy, kind)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
              ON CONFLICT (run_id, job_id, metric) DO UPDATE SET value = EXCLUDED.value, unit = EXCLUDED.unit,
                  higher_is_better = EXCLUDED.higher_is_better, kernel_release = EXCLUDED.kernel_release,
-                 observed_policy = EXCLUDED.observed_policy",
+                 observed_policy = EXCLUDED.observed_policy, kind = EXCLUDED.kind",
         )
         .bind(run_id)
         .bind(job_id)
@@ -286,6 +286,7 @@ pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id:
         .bind(m.higher_is_better)
         .bind(&o.kernel_release)
         .bind(&o.observed_policy)
+        .bind(m.kind.as_str())
         .execute(&mut **tx)
         .await?;
     }
@@ -356,9 +357,9 @@ pub async fn record_host(
 pub async fn samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>> {
     Ok(sqlx::query_as(
         "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
-                r.kernel_release, r.observed_policy
+                r.kind, r.kernel_release, r.observed_policy, COALESCE(j.boot_id, '') AS boot_id
          FROM results r JOIN jobs j ON j.id = r.job_id
-         WHERE r.run_id = $1 ORDER BY j.ordinal, r.metric",
+         WHERE r.run_id = $1 ORDER BY j.iteration, j.ordinal, r.metric",
     )
     .bind(run_id)
     .fetch_all(db)

@@ -2,7 +2,7 @@
 //! first capture group of each, searched in stdout, then in stderr.
 
 use super::SingleHost;
-use crate::parse::{perr, Metric, ParseError};
+use crate::parse::{perr, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 use crate::yaml::{Kind, Node};
 
@@ -23,6 +23,8 @@ pub struct MetricPattern {
     pub regex: String,
     pub unit: String,
     pub higher_is_better: bool,
+    /// What kind of figure it is (`kind:`, default `mean`): picks the test.
+    pub kind: MetricKind,
 }
 
 impl CommandWorkload {
@@ -65,7 +67,7 @@ fn metrics(cx: &mut Cx, node: &Node) -> Option<Vec<MetricPattern>> {
     for (k, v) in entries {
         let name = cx.name(k, "metric name");
         let what = format!("metric `{}`", name.as_deref().unwrap_or("?"));
-        let Some(f) = cx.map(v, &what, &["regex", "unit", "higher_is_better"]) else {
+        let Some(f) = cx.map(v, &what, &["regex", "unit", "higher_is_better", "kind"]) else {
             continue;
         };
         let regex = cx.required(&f, "regex", &what).and_then(|n| {
@@ -92,12 +94,23 @@ fn metrics(cx: &mut Cx, node: &Node) -> Option<Vec<MetricPattern>> {
         let hib = cx
             .required(&f, "higher_is_better", &what)
             .and_then(|n| cx.boolean(n, "higher_is_better"));
-        if let (Some(name), Some(regex), Some(unit), Some(higher_is_better)) = (name, regex, unit, hib) {
+        let kind = match f.get("kind") {
+            None => Some(MetricKind::Mean),
+            Some(n) => cx.string(n, "kind").and_then(|k| {
+                let kind = MetricKind::from_name(&k);
+                if kind.is_none() {
+                    cx.error(n, format!("kind: {k:?} is not one of mean, throughput, latency, count"));
+                }
+                kind
+            }),
+        };
+        if let (Some(name), Some(regex), Some(unit), Some(higher_is_better), Some(kind)) = (name, regex, unit, hib, kind) {
             out.push(MetricPattern {
                 name,
                 regex,
                 unit,
                 higher_is_better,
+                kind,
             });
         }
     }
@@ -133,6 +146,7 @@ pub fn parse(patterns: &[MetricPattern], stdout: &str, stderr: &str) -> Result<V
             value,
             unit: p.unit.clone(),
             higher_is_better: p.higher_is_better,
+            kind: p.kind,
         });
     }
     Ok(out)

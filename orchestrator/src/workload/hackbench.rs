@@ -2,7 +2,7 @@
 //! line per run.
 
 use super::SingleHost;
-use crate::parse::{number, perr, Metric, ParseError};
+use crate::parse::{number, perr, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 use crate::yaml::Kind;
 
@@ -112,5 +112,5 @@ pub fn parse(stdout: &str) -> Result<Vec<Metric>, ParseError> {
             "no `Time:` line in the output (truncated, or the run failed)",
         )
     })?;
-    Ok(vec![Metric::new("time", time, "s", false)])
+    Ok(vec![Metric::new("time", time, "s", false, MetricKind::Mean)])
 }

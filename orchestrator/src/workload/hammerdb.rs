@@ -12,7 +12,7 @@ use super::common::uints;
 use super::common::Count;
 use super::db::DbServer;
 use super::HostRefs;
-use crate::parse::{number, perr, unique, Metric, ParseError};
+use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 
 /// The keys of a hammerdb workload, besides the common ones.
@@ -137,8 +137,8 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
     let lines: Vec<&str> = text.lines().map(strip_vuser).collect();
     let (nopm, tpm) = totals(&lines)?;
     let mut out = vec![
-        Metric::new("nopm", nopm, "NOPM", true),
-        Metric::new("tpm", tpm, "TPM", true),
+        Metric::new("nopm", nopm, "NOPM", true, MetricKind::Throughput),
+        Metric::new("tpm", tpm, "TPM", true, MetricKind::Throughput),
     ];
     let Some(start) = lines
         .iter()
@@ -246,6 +246,7 @@ fn proc_metrics(name: &str, line: usize, fields: &[(String, f64)]) -> Result<Vec
             v,
             "ms",
             false,
+            if key == "AVG" { MetricKind::Mean } else { MetricKind::Latency },
         ));
     }
     for key in ["P25", "P75"] {
@@ -255,6 +256,7 @@ fn proc_metrics(name: &str, line: usize, fields: &[(String, f64)]) -> Result<Vec
                 v,
                 "ms",
                 false,
+                MetricKind::Latency,
             ));
         }
     }

@@ -132,6 +132,38 @@ impl WorkloadKind {
         }
     }
 
+    /// The command line a report states for the workload (passwords as `***`).
+    pub fn command_line(&self) -> String {
+        let join = |v: Vec<String>| {
+            v.iter()
+                .map(|a| {
+                    if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
+                        format!("'{}'", a.replace('\'', "'\\''"))
+                    } else {
+                        a.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match self.plan() {
+            Plan::Single(s) => join(s.argv()),
+            Plan::Sysbench(sb) => format!(
+                "{} (server: {})",
+                join(sb.argv("***", "run")),
+                join(sb.server.server_argv())
+            ),
+            Plan::Netperf(n) => format!("{} (server: {})", join(n.client_argv()), join(n.server_argv())),
+            Plan::Hammerdb(h) => format!(
+                "hammerdbcli auto SCRIPT: TPROC-C, {} warehouses, {} min rampup, {} min timed (server: {})",
+                h.warehouses,
+                h.rampup_min,
+                h.duration_min,
+                join(h.server.server_argv())
+            ),
+        }
+    }
+
     /// The host a two-host workload's server runs on.
     pub fn server_host(&self) -> Option<&str> {
         match self.plan() {

@@ -4,7 +4,7 @@
 
 use super::common::{ip_address, Count};
 use super::HostRefs;
-use crate::parse::{number, perr, unique, Metric, ParseError};
+use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 
 /// The keys of a netperf workload, besides the common ones.
@@ -143,6 +143,7 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
                 number(TOOL, n + 1, key, value)?,
                 "us",
                 false,
+                MetricKind::Mean,
             )),
             "P50_LATENCY" | "P90_LATENCY" | "P99_LATENCY" => {
                 let p = &key[1..3];
@@ -151,6 +152,7 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
                     number(TOOL, n + 1, key, value)?,
                     "us",
                     false,
+                    MetricKind::Latency,
                 ))
             }
             _ => {}
@@ -167,7 +169,7 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
     } else {
         "throughput"
     };
-    out.insert(0, Metric::new(name, t, &units, true));
+    out.insert(0, Metric::new(name, t, &units, true, MetricKind::Throughput));
     unique(TOOL, out)
 }
 

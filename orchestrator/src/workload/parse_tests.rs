@@ -391,6 +391,7 @@ fn command_metrics() {
         regex: r"rps: ([0-9.]+)".into(),
         unit: "req/s".into(),
         higher_is_better: true,
+        kind: crate::stats::MetricKind::Throughput,
     }];
     assert_eq!(command(&p, "x\nrps: 12.5\n", "").unwrap()[0].value, 12.5);
     assert_eq!(command(&p, "", "rps: 3\n").unwrap()[0].value, 3.0);

@@ -2,7 +2,7 @@
 
 use super::common::{bool_flags, num_flags, push_flags, Flags, NumFlag};
 use super::SingleHost;
-use crate::parse::{number, perr, unique, Metric, ParseError};
+use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 
 /// The keys of a perf-bench workload, besides the common ones.
@@ -90,6 +90,7 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
                 number(TOOL, n + 1, "Total time", v)?,
                 "s",
                 false,
+                MetricKind::Mean,
             ));
         } else if let Some(v) = l.strip_suffix("usecs/op") {
             out.push(Metric::new(
@@ -97,6 +98,7 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
                 number(TOOL, n + 1, "usecs/op", v)?,
                 "us",
                 false,
+                MetricKind::Mean,
             ));
         } else if let Some(v) = l.strip_suffix("ops/sec") {
             out.push(Metric::new(
@@ -104,6 +106,7 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
                 number(TOOL, n + 1, "ops/sec", v)?,
                 "ops/s",
                 true,
+                MetricKind::Throughput,
             ));
         }
     }

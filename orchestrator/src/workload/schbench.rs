@@ -7,7 +7,7 @@
 
 use super::common::{bool_flags, is_cpu_list, num_flags, push_flags, Flags, NumFlag};
 use super::SingleHost;
-use crate::parse::{clip, number, pct_name, perr, plausible, unique, Metric, ParseError};
+use crate::parse::{clip, number, pct_name, perr, plausible, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 
 const NUM: &[NumFlag] = &[
@@ -150,6 +150,7 @@ fn min_max(section: &Section, line: usize, l: &str, rest: &str) -> Result<[Metri
             number(TOOL, line, suffix, value)?,
             section.unit,
             section.higher_is_better,
+            MetricKind::Latency,
         ))
     };
     Ok([metric("min", min)?, metric("max", max)?])
@@ -166,7 +167,7 @@ pub fn parse_text(text: &str) -> Result<Vec<Metric>, ParseError> {
             if let Some(rest) = line.strip_prefix("average rps:") {
                 let v = number(TOOL, i + 1, "average rps", rest)?;
                 out.retain(|m| m.name != "avg_rps");
-                out.push(Metric::new("avg_rps", v, "req/s", true));
+                out.push(Metric::new("avg_rps", v, "req/s", true, MetricKind::Throughput));
             }
             i += 1;
             continue;
@@ -182,7 +183,7 @@ pub fn parse_text(text: &str) -> Result<Vec<Metric>, ParseError> {
                 let value = rest.split_whitespace().next().unwrap_or("");
                 let v = number(TOOL, i + 1, &format!("the {label}th percentile"), value)?;
                 let name = format!("{}_{}", section.stem, pct_name(label));
-                block.push(Metric::new(name, v, section.unit, section.higher_is_better));
+                block.push(Metric::new(name, v, section.unit, section.higher_is_better, MetricKind::Latency));
             } else if let Some(rest) = l.strip_prefix("min=") {
                 block.extend(min_max(section, i + 1, l, rest)?);
                 closed = true;
@@ -261,7 +262,7 @@ pub fn parse_json(text: &str) -> Result<Vec<Metric>, ParseError> {
             if !plausible(n) {
                 return Err(perr("schbench-json", format!("`{key}` is {n}, which is impossible")));
             }
-            out.push(Metric::new(format!("{stem}_{suffix}"), n, unit, hib));
+            out.push(Metric::new(format!("{stem}_{suffix}"), n, unit, hib, MetricKind::Latency));
         }
     }
     if !out.iter().any(|m| m.name.starts_with("wakeup_lat_p")) {

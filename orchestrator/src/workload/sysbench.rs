@@ -4,7 +4,7 @@
 use super::common::uints;
 use super::db::DbServer;
 use super::HostRefs;
-use crate::parse::{number, perr, unique, Metric, ParseError};
+use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 
 /// The keys of a sysbench workload, besides the common ones.
@@ -128,25 +128,28 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
         };
         let key = key.trim();
         match (in_latency, key) {
-            (false, "transactions") => out.push(Metric::new("tps", per_sec(no, "transactions", rest)?, "tx/s", true)),
-            (false, "queries") => out.push(Metric::new("qps", per_sec(no, "queries", rest)?, "queries/s", true)),
+            (false, "transactions") => out.push(Metric::new("tps", per_sec(no, "transactions", rest)?, "tx/s", true, MetricKind::Throughput)),
+            (false, "queries") => out.push(Metric::new("qps", per_sec(no, "queries", rest)?, "queries/s", true, MetricKind::Throughput)),
             (false, "ignored errors") => out.push(Metric::new(
                 "errors_per_s",
                 per_sec(no, "ignored errors", rest)?,
                 "errors/s",
                 false,
+                MetricKind::Count,
             )),
             (false, "events/s (eps)") => out.push(Metric::new(
                 "eps",
                 number(TOOL, no, "events/s", rest)?,
                 "events/s",
                 true,
+                MetricKind::Throughput,
             )),
             (true, "min" | "avg" | "max") => out.push(Metric::new(
                 format!("lat_{key}_ms"),
                 number(TOOL, no, key, rest)?,
                 "ms",
                 false,
+                if key == "avg" { MetricKind::Mean } else { MetricKind::Latency },
             )),
             (true, k) if k.ends_with("th percentile") => {
                 let p = crate::parse::pct_name(k.trim_end_matches("th percentile"));
@@ -155,6 +158,7 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
                     number(TOOL, no, k, rest)?,
                     "ms",
                     false,
+                    MetricKind::Latency,
                 ))
             }
             _ => {}

@@ -1,0 +1,77 @@
+//! `kreg bench verdicts`: the verdicts' promises measured by simulation and printed as a
+//! table: false alarms, equivalence shown, power against a 10% change and the runs it
+//! took, for every noise shape the test suite holds them to.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use comfy_table::{presets, Table};
+use kreg::stats::sim::{cases, run_trials, Case, Design};
+use kreg::stats::Settings;
+
+#[derive(clap::Subcommand)]
+pub enum BenchCmd {
+    /// False alarms, "no change" and power of the verdicts on simulated samples.
+    Verdicts {
+        /// Comparisons per case and design.
+        #[arg(long, default_value_t = 20_000)]
+        trials: usize,
+        /// Seed of the simulations.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+fn designs(case: &Case) -> [(String, Design); 2] {
+    let adaptive = if case.runs_per_boot() > 1 {
+        ("adaptive 2..5 boots x3".to_string(), Design::Adaptive(2, 5))
+    } else {
+        ("adaptive 3..10".to_string(), Design::Adaptive(3, 10))
+    };
+    let fixed = if case.runs_per_boot() > 1 {
+        ("fixed 4 boots x3".to_string(), Design::Fixed(4))
+    } else {
+        ("fixed 10".to_string(), Design::Fixed(10))
+    };
+    [adaptive, fixed]
+}
+
+pub fn dispatch(cmd: BenchCmd) -> Result<ExitCode> {
+    let BenchCmd::Verdicts { trials, seed } = cmd;
+    let s = Settings::default();
+    let mut table = Table::new();
+    table.load_preset(presets::ASCII_MARKDOWN);
+    table.set_header([
+        "case", "kind", "design", "A/A false alarms", "A/A no change", "A/A runs", "+10% caught", "+10% runs",
+        "+1% called regression",
+    ]);
+    let started = std::time::Instant::now();
+    for (i, case) in cases().iter().enumerate() {
+        for (name, design) in designs(case) {
+            let seed = seed.wrapping_mul(1_000_003).wrapping_add(i as u64);
+            let aa = run_trials(case, design, 0.0, trials, seed, &s);
+            let ab = run_trials(case, design, 0.10, trials, seed ^ 0xA5A5, &s);
+            let small = run_trials(case, design, 0.01, trials, seed ^ 0x5A5A, &s);
+            let pct = |x: f64| format!("{:.2}%", 100.0 * x);
+            table.add_row(vec![
+                case.name.to_string(),
+                case.kind.to_string(),
+                name,
+                pct(aa.share(aa.alarms())),
+                pct(aa.share(aa.no_change)),
+                format!("{:.1}", aa.mean_runs()),
+                format!("{} ({} wrong way)", pct(ab.share(ab.regressions)), ab.improvements),
+                format!("{:.1}", ab.mean_runs()),
+                pct(small.share(small.regressions)),
+            ]);
+        }
+    }
+    println!(
+        "verdicts on simulated samples: {trials} comparisons per cell, seed {seed}, alpha {}, minimum effect {}%, lower is better\n\
+         runs: mean runs per side at the verdict (boot cases: 3 runs per boot)\n{table}\n{:.1} s",
+        s.alpha,
+        100.0 * s.min_effect,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,264 @@
+//! A report's numbers: per workload metric, one row per kernel × variant with its summary,
+//! and against its baseline row the comparison, judged with every other comparison of the
+//! report under the run's sequential plan (`stats::judge`). Pure: samples in, tables out.
+
+use crate::results::Sample;
+use crate::scenario::Scenario;
+use crate::stats::{self, judge, Comparison, Looks, MetricKind, RowInput, Settings, Side, Summary};
+
+/// One row of a metric's table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub kernel: String,
+    pub variant: String,
+    pub releases: Vec<String>,
+    pub policies: Vec<String>,
+    pub summary: Summary,
+    /// First and third quartiles.
+    pub quartiles: (f64, f64),
+    /// The test and verdict against the baseline row, when there is one.
+    pub comparison: Option<Comparison>,
+    /// The samples in the order taken.
+    pub samples: Vec<f64>,
+    /// The samples with their boots.
+    pub side: Side,
+    /// Samples the robust outlier rule flags.
+    pub outliers: Vec<f64>,
+    /// Whether the samples look like two modes.
+    pub bimodal: bool,
+    /// The share of the variance between boots (two boots or more).
+    pub boot_share: Option<f64>,
+}
+
+impl Row {
+    /// "outliers: 31.0; bimodal" or empty.
+    pub fn flags(&self) -> String {
+        let mut f = Vec::new();
+        if !self.outliers.is_empty() {
+            let v: Vec<String> = self.outliers.iter().map(|v| super::fmt_value(*v)).collect();
+            f.push(format!("outliers: {}", v.join(" ")));
+        }
+        if self.bimodal {
+            f.push("bimodal".to_string());
+        }
+        f.join("; ")
+    }
+
+    pub fn boots(&self) -> usize {
+        self.side.boot_count()
+    }
+
+    /// The centre a reader should see: the mean, or the median for rank kinds.
+    pub fn centre(&self, kind: MetricKind) -> f64 {
+        if kind.by_ranks() {
+            self.summary.median
+        } else {
+            self.summary.mean
+        }
+    }
+
+    /// The spread beside it, in percent of the centre: the stddev, or the IQR.
+    pub fn spread_pct(&self, kind: MetricKind) -> f64 {
+        let c = self.centre(kind);
+        if c == 0.0 {
+            return 0.0;
+        }
+        if kind.by_ranks() {
+            100.0 * (self.quartiles.1 - self.quartiles.0) / c.abs()
+        } else {
+            self.summary.stddev_pct()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricTable {
+    pub workload: String,
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub kind: MetricKind,
+    pub rows: Vec<Row>,
+}
+
+/// What each row is compared with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Baseline {
+    /// The row of this kernel with the same variant (kernels compared).
+    Kernel(String),
+    /// The row of this variant on the same kernel (variants compared).
+    Variant(String),
+    /// The same kernel, variant and workload in another run (`kreg compare`).
+    Run(i64),
+}
+
+impl Baseline {
+    pub fn is_base(&self, r: &Row) -> bool {
+        match self {
+            Baseline::Kernel(k) => &r.kernel == k,
+            Baseline::Variant(v) => &r.variant == v,
+            Baseline::Run(_) => false,
+        }
+    }
+
+    fn base_of<'r>(&self, rows: &'r [Row], r: &Row) -> Option<&'r Row> {
+        rows.iter().find(|b| match self {
+            Baseline::Kernel(k) => &b.kernel == k && b.variant == r.variant,
+            Baseline::Variant(v) => &b.variant == v && b.kernel == r.kernel,
+            Baseline::Run(_) => false,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Baseline::Kernel(k) => format!("baseline kernel {k} (same variant)"),
+            Baseline::Variant(v) => format!("baseline variant {v} (same kernel)"),
+            Baseline::Run(id) => format!("baseline run {id} (same kernel, variant and workload)"),
+        }
+    }
+}
+
+/// The baseline a report uses unless told: the scenario's baseline kernel, or, with a
+/// single kernel, the first variant.
+pub fn default_baseline(s: &Scenario) -> Baseline {
+    if s.kernels.len() == 1 && s.variants.len() > 1 {
+        Baseline::Variant(s.variants[0].name.clone())
+    } else {
+        Baseline::Kernel(s.baseline.clone())
+    }
+}
+
+/// Groups samples into tables, in the scenario's order of workloads, kernels and variants,
+/// and judges every row against its baseline row across the whole report.
+pub fn tables(s: &Scenario, samples: &[Sample], baseline: &Baseline, settings: &Settings) -> Vec<MetricTable> {
+    let mut out = group(s, samples);
+    let mut pairs = Vec::new();
+    for (ti, t) in out.iter().enumerate() {
+        for (ri, r) in t.rows.iter().enumerate() {
+            if baseline.is_base(r) {
+                continue;
+            }
+            if let Some(b) = baseline.base_of(&t.rows, r) {
+                pairs.push(((ti, ri), b.side.clone()));
+            }
+        }
+    }
+    judge_into(&mut out, pairs, &s.looks(), settings);
+    out
+}
+
+/// Run B's rows, each compared with the row of run A that has the same workload, metric,
+/// kernel and variant; judged together under B's plan.
+pub fn compare_runs(sa: &Scenario, a: &[Sample], sb: &Scenario, b: &[Sample], settings: &Settings) -> Vec<MetricTable> {
+    let ta = group(sa, a);
+    let mut tb = group(sb, b);
+    let mut pairs = Vec::new();
+    for (ti, t) in tb.iter().enumerate() {
+        let Some(base) = ta.iter().find(|x| x.workload == t.workload && x.metric == t.metric) else {
+            continue;
+        };
+        for (ri, r) in t.rows.iter().enumerate() {
+            if let Some(br) = base.rows.iter().find(|x| x.kernel == r.kernel && x.variant == r.variant) {
+                pairs.push(((ti, ri), br.side.clone()));
+            }
+        }
+    }
+    judge_into(&mut tb, pairs, &sb.looks(), settings);
+    tb
+}
+
+/// Judges the rows at `pairs` (table, row) against the baseline sides given.
+fn judge_into(tables: &mut [MetricTable], pairs: Vec<((usize, usize), Side)>, looks: &Looks, settings: &Settings) {
+    let inputs: Vec<RowInput> = pairs
+        .iter()
+        .map(|((ti, ri), base)| {
+            let t = &tables[*ti];
+            RowInput {
+                base: base.clone(),
+                new: t.rows[*ri].side.clone(),
+                kind: t.kind,
+                higher_is_better: t.higher_is_better,
+            }
+        })
+        .collect();
+    let judged = judge(&inputs, looks, settings, true);
+    for (((ti, ri), _), c) in pairs.into_iter().zip(judged) {
+        tables[ti].rows[ri].comparison = c;
+    }
+}
+
+/// How many comparisons a report makes.
+pub fn comparisons(tables: &[MetricTable]) -> usize {
+    tables
+        .iter()
+        .map(|t| t.rows.iter().filter(|r| r.comparison.is_some()).count())
+        .sum()
+}
+
+fn push_unique(v: &mut Vec<String>, s: &str) {
+    if !v.iter().any(|x| x == s) {
+        v.push(s.to_string());
+    }
+}
+
+fn row_of(kernel: &str, variant: &str, mine: &[&Sample]) -> Option<Row> {
+    let values: Vec<f64> = mine.iter().map(|x| x.value).collect();
+    let summary = Summary::of(&values)?;
+    let (mut releases, mut policies) = (Vec::new(), Vec::new());
+    for x in mine {
+        push_unique(&mut releases, &x.kernel_release);
+        push_unique(&mut policies, &x.observed_policy);
+    }
+    let side = Side {
+        values: values.clone(),
+        boots: mine.iter().map(|x| x.boot_id.clone()).collect(),
+    };
+    Some(Row {
+        kernel: kernel.to_string(),
+        variant: variant.to_string(),
+        releases,
+        policies,
+        summary,
+        quartiles: stats::quartiles(&values),
+        comparison: None,
+        outliers: stats::outliers(&values),
+        bimodal: stats::bimodal(&values),
+        boot_share: stats::units::between_boot_share(&side),
+        side,
+        samples: values,
+    })
+}
+
+fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
+    let mut out = Vec::new();
+    for w in &s.workloads {
+        let mut metrics: Vec<&Sample> = Vec::new();
+        for x in samples.iter().filter(|x| x.workload == w.name) {
+            if !metrics.iter().any(|m| m.metric == x.metric) {
+                metrics.push(x);
+            }
+        }
+        for m in metrics {
+            let mut rows = Vec::new();
+            for k in &s.kernels {
+                for v in &s.variants {
+                    let mut mine: Vec<&Sample> = samples
+                        .iter()
+                        .filter(|x| x.workload == w.name && x.metric == m.metric && x.kernel == k.name && x.variant == v.name)
+                        .collect();
+                    mine.sort_by_key(|x| x.iteration);
+                    rows.extend(row_of(&k.name, &v.name, &mine));
+                }
+            }
+            out.push(MetricTable {
+                workload: w.name.clone(),
+                metric: m.metric.clone(),
+                unit: m.unit.clone(),
+                higher_is_better: m.higher_is_better,
+                kind: m.kind,
+                rows,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,175 @@
+//! Simulated measurements for holding the verdicts to their promises: the noise shapes
+//! kernel benchmarks show (normal, heavy-tailed, two modes, integer latency buckets,
+//! offsets that differ from boot to boot), seeded, and the trials the test suite and
+//! `kreg bench verdicts` run over them.
+
+use super::judge::{judge, RowInput};
+use super::kind::MetricKind;
+use super::looks::Looks;
+use super::rng::Rng;
+use super::units::Side;
+use super::verdict::{Settings, Verdict};
+
+/// The shape of the noise around a centre.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Noise {
+    /// Normal with this coefficient of variation.
+    Normal(f64),
+    /// Lognormal (a heavy right tail) with this coefficient of variation.
+    LogNormal(f64),
+    /// 70% in one mode, 30% in another 20% higher, each with 1% spread.
+    Bimodal,
+    /// Lognormal CoV 10% around 20, rounded to whole numbers (microsecond buckets).
+    Buckets,
+    /// Normal CoV 3% within a boot, plus an offset per boot of this CoV.
+    BootOffset(f64),
+}
+
+/// A simulated case: noise, the metric's kind, and how the runs are taken.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Case {
+    pub name: &'static str,
+    pub noise: Noise,
+    pub kind: MetricKind,
+}
+
+impl Case {
+    /// The centre the samples are drawn around.
+    fn centre(&self) -> f64 {
+        if self.noise == Noise::Buckets {
+            20.0
+        } else {
+            100.0
+        }
+    }
+
+    /// Boots per side and runs per boot for a design of `runs` observations per side: a
+    /// case with boot offsets spreads three runs over each boot.
+    pub fn runs_per_boot(&self) -> usize {
+        if matches!(self.noise, Noise::BootOffset(_)) {
+            3
+        } else {
+            1
+        }
+    }
+}
+
+/// Every case the verdicts are held to.
+pub fn cases() -> Vec<Case> {
+    use MetricKind::*;
+    use Noise::*;
+    vec![
+        Case { name: "normal CoV 1%", noise: Normal(0.01), kind: Mean },
+        Case { name: "normal CoV 3%", noise: Normal(0.03), kind: Mean },
+        Case { name: "normal CoV 10%", noise: Normal(0.10), kind: Mean },
+        Case { name: "lognormal CoV 3%", noise: LogNormal(0.03), kind: Mean },
+        Case { name: "lognormal CoV 10%", noise: LogNormal(0.10), kind: Mean },
+        Case { name: "lognormal CoV 3% (percentile)", noise: LogNormal(0.03), kind: Latency },
+        Case { name: "lognormal CoV 10% (percentile)", noise: LogNormal(0.10), kind: Latency },
+        Case { name: "bimodal 70/30, modes 20% apart", noise: Bimodal, kind: Mean },
+        Case { name: "bimodal 70/30 (percentile)", noise: Bimodal, kind: Latency },
+        Case { name: "integer buckets, many ties", noise: Buckets, kind: Latency },
+        Case { name: "boot offset 1%, 3 runs/boot", noise: BootOffset(0.01), kind: Mean },
+        Case { name: "boot offset 2%, 3 runs/boot", noise: BootOffset(0.02), kind: Mean },
+    ]
+}
+
+/// Normal draws by Box–Muller over the seeded generator.
+pub fn normal(rng: &mut Rng) -> f64 {
+    let (u1, u2) = (rng.uniform(), rng.uniform());
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+fn lognormal(rng: &mut Rng, mean: f64, cov: f64) -> f64 {
+    let sigma = (1.0 + cov * cov).ln().sqrt();
+    mean * (sigma * normal(rng) - sigma * sigma / 2.0).exp()
+}
+
+/// `boots` boots of `per_boot` runs each around `centre` (scaled by `factor`).
+pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usize) -> Side {
+    let centre = case.centre() * factor;
+    let mut side = Side::default();
+    for boot in 0..boots {
+        let offset = match case.noise {
+            Noise::BootOffset(sd) => 1.0 + sd * normal(rng),
+            _ => 1.0,
+        };
+        for _ in 0..per_boot {
+            let v = match case.noise {
+                Noise::Normal(cov) => centre * (1.0 + cov * normal(rng)),
+                Noise::LogNormal(cov) => lognormal(rng, centre, cov),
+                Noise::Bimodal => {
+                    let mode = if rng.uniform() < 0.7 { centre } else { centre * 1.2 };
+                    mode * (1.0 + 0.01 * normal(rng))
+                }
+                Noise::Buckets => lognormal(rng, centre, 0.10).round(),
+                Noise::BootOffset(_) => centre * offset * (1.0 + 0.03 * normal(rng)),
+            };
+            side.values.push(v);
+            side.boots.push(boot.to_string());
+        }
+    }
+    side
+}
+
+/// How a trial takes its runs: a fixed count, or adaptive between two counts (per side, in
+/// observations: boots when the case has boot offsets).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Design {
+    Fixed(usize),
+    Adaptive(usize, usize),
+}
+
+/// What the trials of one case and one true change gave.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tally {
+    pub trials: usize,
+    pub regressions: usize,
+    pub improvements: usize,
+    pub no_change: usize,
+    /// Sum of the observations per side the verdicts were given at.
+    pub runs: usize,
+}
+
+impl Tally {
+    pub fn share(&self, n: usize) -> f64 {
+        n as f64 / self.trials.max(1) as f64
+    }
+    pub fn mean_runs(&self) -> f64 {
+        self.runs as f64 / self.trials.max(1) as f64
+    }
+    /// Regressions or improvements: false alarms when nothing changed.
+    pub fn alarms(&self) -> usize {
+        self.regressions + self.improvements
+    }
+}
+
+/// `trials` comparisons of a baseline with a side whose centre is `1 + change` times it,
+/// for a lower-is-better metric (so a positive change is a regression).
+pub fn run_trials(case: &Case, design: Design, change: f64, trials: usize, seed: u64, s: &Settings) -> Tally {
+    let mut rng = Rng::new(seed);
+    let (looks, max) = match design {
+        Design::Fixed(n) => (Looks::fixed(), n),
+        Design::Adaptive(lo, hi) => (Looks::adaptive(lo, hi), hi),
+    };
+    let per_boot = case.runs_per_boot();
+    let (boots, runs) = if per_boot > 1 { (max, per_boot) } else { (1, max) };
+    let mut t = Tally { trials, ..Tally::default() };
+    for _ in 0..trials {
+        let row = RowInput {
+            base: draw(case, &mut rng, 1.0, boots, runs),
+            new: draw(case, &mut rng, 1.0 + change, boots, runs),
+            kind: case.kind,
+            higher_is_better: false,
+        };
+        let c = judge(&[row], &looks, s, true).pop().flatten().expect("a comparison");
+        t.runs += c.n[0] * if per_boot > 1 { per_boot } else { 1 };
+        match c.verdict {
+            Verdict::Regression => t.regressions += 1,
+            Verdict::Improvement => t.improvements += 1,
+            Verdict::NoChange => t.no_change += 1,
+            Verdict::Inconclusive => {}
+        }
+    }
+    t
+}
