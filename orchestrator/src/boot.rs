@@ -18,6 +18,8 @@ pub struct Target<'a> {
     pub kernel: &'a Kernel,
     pub prepared: Option<&'a Prepared>,
     pub timeout: Duration,
+    /// A new boot even when the host runs this kernel already (the next of its `boots`).
+    pub fresh: bool,
 }
 
 /// What can be watched while a host boots: a VM that may die, with its console.

@@ -1,8 +1,10 @@
-//! The job matrix: kernel × variant × workload × iteration, in the order it runs. Jobs are
-//! grouped by kernel so each kernel boots once; within a kernel, by variant, so sched
-//! features change as rarely as possible.
+//! The job matrix: kernel × variant × workload × iteration, in the order it runs. Jobs
+//! are grouped by boot: with `boots: N` each kernel is booted N times, kernels alternating
+//! (A B A B …), and its runs spread over the boots; within a boot, by variant, so sched
+//! features change as rarely as possible. An adaptive run adds rounds to the cells that
+//! need them ([`extend`]).
 
-use crate::scenario::Scenario;
+use crate::scenario::{Order, Scenario};
 
 /// One point of the matrix. `ordinal` is its place in the run order, from 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,43 +15,117 @@ pub struct Job {
     pub workload: String,
     /// From 1.
     pub iteration: u32,
+    /// The boot of its kernel it runs in, from 1.
+    pub boot: u32,
 }
 
-pub fn expand(s: &Scenario) -> Vec<Job> {
-    let mut jobs = Vec::new();
-    let mut push = |k: &str, v: &str, w: &str, i: u32| {
-        jobs.push(Job {
-            ordinal: jobs.len() as u32,
-            kernel: k.into(),
-            variant: v.into(),
-            workload: w.into(),
-            iteration: i,
+/// One cell of the matrix: what a report row compares.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cell {
+    pub kernel: String,
+    pub variant: String,
+    pub workload: String,
+}
+
+/// The iterations of each boot: `iterations` split into `boots` nearly equal blocks, the
+/// larger first (10 over 3 boots: 1–4, 5–7, 8–10).
+fn blocks(iterations: u32, boots: u32) -> Vec<std::ops::RangeInclusive<u32>> {
+    let boots = boots.clamp(1, iterations.max(1));
+    let (base, extra) = (iterations / boots, iterations % boots);
+    let mut start = 1;
+    (0..boots)
+        .map(|b| {
+            let len = base + u32::from(b < extra);
+            let r = start..=start + len - 1;
+            start += len;
+            r
         })
+        .collect()
+}
+
+/// Pushes one kernel's jobs of one boot: `iterations` of each cell wanted.
+fn push_boot(s: &Scenario, jobs: &mut Vec<Job>, kernel: &str, boot: u32, iterations: &[u32], wanted: &dyn Fn(&Cell) -> bool) {
+    let mut push = |v: &str, w: &str, i: u32| {
+        let cell = Cell { kernel: kernel.into(), variant: v.into(), workload: w.into() };
+        if wanted(&cell) {
+            jobs.push(Job {
+                ordinal: jobs.len() as u32,
+                kernel: kernel.into(),
+                variant: v.into(),
+                workload: w.into(),
+                iteration: i,
+                boot,
+            });
+        }
     };
-    for k in &s.kernels {
-        match s.order {
-            // Each variant's iterations together: sched features and servers change least.
-            crate::scenario::Order::Blocked => {
-                for v in &s.variants {
-                    for w in &s.workloads {
-                        for i in 1..=s.iterations {
-                            push(&k.name, &v.name, &w.name, i);
-                        }
-                    }
-                }
-            }
-            // Iteration by iteration across variants: drift over time hits every variant
-            // alike, at the cost of switching variants (and restarting servers) each job.
-            crate::scenario::Order::Interleaved => {
-                for i in 1..=s.iterations {
-                    for v in &s.variants {
-                        for w in &s.workloads {
-                            push(&k.name, &v.name, &w.name, i);
-                        }
+    match s.order {
+        // Each variant's iterations together: sched features and servers change least.
+        Order::Blocked => {
+            for v in &s.variants {
+                for w in &s.workloads {
+                    for &i in iterations {
+                        push(&v.name, &w.name, i);
                     }
                 }
             }
         }
+        // Iteration by iteration across variants: drift over time hits every variant
+        // alike, at the cost of switching variants (and restarting servers) each job.
+        Order::Interleaved => {
+            for &i in iterations {
+                for v in &s.variants {
+                    for w in &s.workloads {
+                        push(&v.name, &w.name, i);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The jobs of the first look: every boot of every kernel, kernels alternating.
+pub fn expand(s: &Scenario) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for (b, its) in blocks(s.iterations, s.boots).into_iter().enumerate() {
+        let its: Vec<u32> = its.collect();
+        for k in &s.kernels {
+            push_boot(s, &mut jobs, &k.name, b as u32 + 1, &its, &|_| true);
+        }
+    }
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.ordinal = i as u32;
+    }
+    jobs
+}
+
+/// The next round of an adaptive run for `cells`, after the jobs there are: one more run
+/// of each cell (in the same boot of its kernel when runs are the unit), or a new boot of
+/// each kernel with a boot's runs when boots are; never past `max_iterations`. Ordinals
+/// and iterations go on from `after`.
+pub fn extend(s: &Scenario, after: &[Job], cells: &[Cell]) -> Vec<Job> {
+    let wanted = |c: &Cell| cells.contains(c);
+    let mut jobs = Vec::new();
+    for k in &s.kernels {
+        let mine: Vec<&Job> = after.iter().filter(|j| j.kernel == k.name).collect();
+        if !cells.iter().any(|c| c.kernel == k.name) {
+            continue;
+        }
+        let next_iteration = mine.iter().map(|j| j.iteration).max().unwrap_or(0) + 1;
+        let last_boot = mine.iter().map(|j| j.boot).max().unwrap_or(1);
+        if next_iteration > s.max_iterations {
+            continue;
+        }
+        let (boot, its): (u32, Vec<u32>) = if s.by_boot() {
+            let n = s.runs_per_boot();
+            (last_boot + 1, (next_iteration..next_iteration + n).collect())
+        } else {
+            (last_boot, vec![next_iteration])
+        };
+        push_boot(s, &mut jobs, &k.name, boot, &its, &wanted);
+    }
+    let first = after.iter().map(|j| j.ordinal + 1).max().unwrap_or(0);
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.ordinal = first + i as u32;
     }
     jobs
 }
@@ -131,21 +207,34 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "scenario {}: {} kernels × {} variants × {} workloads × {} iterations = {} jobs",
+        "scenario {}: {} kernels × {} variants × {} workloads × {} iterations = {} jobs{}",
         s.name,
         s.kernels.len(),
         s.variants.len(),
         s.workloads.len(),
         s.iterations,
-        jobs.len()
+        jobs.len(),
+        if s.boots > 1 { format!(", each kernel booted {} times", s.boots) } else { String::new() }
     );
+    if s.adaptive() {
+        let looks = s.looks();
+        let unit = if s.by_boot() { "boots" } else { "runs" };
+        let _ = writeln!(
+            out,
+            "adaptive: looks at {}..{} {unit} per side; after each, only the cells still inconclusive get more (at most {} iterations)",
+            looks.at[0],
+            looks.last(),
+            s.max_iterations
+        );
+    }
     let mut kernel = None;
     for j in jobs {
-        if kernel != Some(&j.kernel) {
-            kernel = Some(&j.kernel);
+        if kernel != Some((&j.kernel, j.boot)) {
+            kernel = Some((&j.kernel, j.boot));
             let k = s.kernel(&j.kernel).expect("validated");
             let baseline = if k.name == s.baseline { " (baseline)" } else { "" };
-            let _ = writeln!(out, "boot kernel {}{baseline}: {}", k.name, describe_source(&k.source));
+            let nth = if s.boots > 1 { format!(" (boot {})", j.boot) } else { String::new() };
+            let _ = writeln!(out, "boot kernel {}{baseline}{nth}: {}", k.name, describe_source(&k.source));
         }
         let _ = writeln!(
             out,
@@ -206,6 +295,43 @@ mod tests {
         assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
         let text = render(&s, &jobs);
         assert_eq!(text.matches("boot kernel").count(), 2, "{text}");
+    }
+
+    fn lab(extra: &str) -> Scenario {
+        let text = format!("name: p\nhosts: {{ s: {{ role: sut, transport: {{ kind: lab }} }} }}\nkernels: [ {{name: a, source: {{ path: /a }}}}, {{name: b, source: {{ path: /b }}}} ]\nvariants: [ {{name: default}}, {{name: batch, policy: batch}} ]\nworkloads: [ {{name: w, kind: hackbench}} ]\n{extra}");
+        crate::scenario::from_str(&text, std::path::Path::new("/")).unwrap()
+    }
+
+    #[test]
+    fn boots_alternate_kernels_and_spread_the_runs() {
+        let s = lab("iterations: 5\nboots: 2\n");
+        let jobs = expand(&s);
+        assert_eq!(jobs.len(), 20);
+        let order: Vec<String> = jobs.iter().map(|j| format!("{}{}/{}/{}", j.kernel, j.boot, j.variant, j.iteration)).collect();
+        assert_eq!(&order[..7], ["a1/default/1", "a1/default/2", "a1/default/3", "a1/batch/1", "a1/batch/2", "a1/batch/3", "b1/default/1"]);
+        assert_eq!(order[12], "a2/default/4");
+        assert_eq!(order[19], "b2/batch/5");
+        assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
+        assert_eq!(blocks(10, 3), vec![1..=4, 5..=7, 8..=10]);
+    }
+
+    #[test]
+    fn an_adaptive_round_adds_runs_only_to_the_cells_asked() {
+        let s = lab("iterations: { min: 3, max: 6 }\n");
+        assert_eq!(s.looks().at, vec![3, 4, 5, 6]);
+        let jobs = expand(&s);
+        assert_eq!(jobs.len(), 12);
+        let cell = |k: &str, v: &str| Cell { kernel: k.into(), variant: v.into(), workload: "w".into() };
+        let more = extend(&s, &jobs, &[cell("a", "batch"), cell("b", "batch")]);
+        let keys: Vec<String> = more.iter().map(|j| format!("{}{}/{}/{}#{}", j.kernel, j.boot, j.variant, j.iteration, j.ordinal)).collect();
+        assert_eq!(keys, ["a1/batch/4#12", "b1/batch/4#13"]);
+        // With boots, a round is a new boot of each kernel with a boot's runs.
+        let s = lab("iterations: { min: 4, max: 8 }\nboots: 2\n");
+        assert_eq!(s.looks().at, vec![2, 3, 4]);
+        let jobs = expand(&s);
+        let more = extend(&s, &jobs, &[cell("a", "default"), cell("b", "default")]);
+        let keys: Vec<String> = more.iter().map(|j| format!("{}{}/{}", j.kernel, j.boot, j.iteration)).collect();
+        assert_eq!(keys, ["a3/5", "a3/6", "b3/5", "b3/6"]);
     }
 }
 

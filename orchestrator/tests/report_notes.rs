@@ -81,7 +81,7 @@ async fn failed_cells_are_listed_in_every_format() {
                 let rows: Vec<&str> = out.lines().filter(|l| l.contains(",failed,")).collect();
                 assert_eq!(rows.len(), 2, "{out}");
                 assert!(
-                    rows[0].starts_with("other,,,,current,default,") && rows[0].contains("2 of 2 jobs failed"),
+                    rows[0].starts_with("other,,,,,current,default,") && rows[0].contains("2 of 2 jobs failed"),
                     "{out}"
                 );
             }
@@ -115,7 +115,7 @@ async fn compare_takes_only_workloads_defined_alike() {
         out.contains("WARNING: workloads `other` differs between run 1 and run 2 (argv: [sh, -c, echo value: 2] → [sh, -c, echo value: 20]): not compared"),
         "{out}"
     );
-    assert!(out.contains("good / value") && !out.contains("other / value"), "{out}");
+    assert!(out.contains("good (variant ") && !out.contains("other (variant "), "{out}");
     // Nothing alike: refused, with the differences.
     let both = scenario(&agent, r#"[sh, -c, "echo value: 20"]"#).replace("echo value: 1", "echo value: 5");
     let (code, _, err) = run(&db, &dir, "c.yaml", &both);

@@ -84,6 +84,11 @@ fn show(bar: &ProgressBar, tty: bool, e: Event) {
             say(bar, format!("job #{ordinal}: FAILED: {reason}"));
         }
         Event::Warning { message } => say(bar, format!("warning: {message}")),
+        Event::Look { cells, jobs } if jobs > 0 => say(
+            bar,
+            format!("look: {} cell(s) still inconclusive, {jobs} more job(s): {}", cells.len(), cells.join(", ")),
+        ),
+        Event::Look { .. } => say(bar, "look: every row has its verdict or its last look".into()),
         Event::Leftovers { host, killed } => say(
             bar,
             format!(

@@ -41,9 +41,9 @@ pub enum Failure {
     },
 }
 
-/// Consecutive runs of jobs with the same key, in order: the jobs of one kernel, of one
-/// variant within it, of one workload within that.
-pub fn runs_of<'a, 'j>(jobs: &'a [&'j JobRow], key: fn(&JobRow) -> &str) -> Vec<&'a [&'j JobRow]> {
+/// Consecutive runs of jobs with the same key, in order: the jobs of one boot of a kernel,
+/// of one variant within it, of one workload within that.
+pub fn runs_of<'a, 'j, K: PartialEq>(jobs: &'a [&'j JobRow], key: impl Fn(&'j JobRow) -> K) -> Vec<&'a [&'j JobRow]> {
     let mut out = Vec::new();
     let mut start = 0;
     for i in 1..=jobs.len() {
@@ -77,18 +77,22 @@ pub(super) struct Driver<'a> {
     pub sut: String,
     /// All jobs of the run, for "job N of M".
     pub total: usize,
+    /// The boots (kernel, boot) with a job done already: a resume stays in such a boot if
+    /// the host still runs it; any other boot of `boots: N` is a fresh one.
+    pub started: std::collections::HashSet<(String, i32)>,
     pub on_event: &'a mut dyn FnMut(Event),
 }
 
 impl Driver<'_> {
     /// Every job given (in run order), kernel by kernel.
     pub async fn all(&mut self, todo: &[&JobRow]) -> Result<(), EngineError> {
-        for jobs in runs_of(todo, |j| &j.kernel) {
+        for jobs in runs_of(todo, |j| (&j.kernel, j.boot)) {
             let kernel = self
                 .scenario
                 .kernel(&jobs[0].kernel)
                 .expect("jobs come from the scenario");
-            let booted = match self.boot_kernel(kernel).await? {
+            let fresh = self.scenario.boots > 1 && !self.started.contains(&(kernel.name.clone(), jobs[0].boot));
+            let booted = match self.boot_kernel(kernel, fresh).await? {
                 Ok(b) => b,
                 Err(reason) => {
                     self.fail_kernel(jobs, &kernel.name, reason).await?;
@@ -112,7 +116,7 @@ impl Driver<'_> {
 
     /// Prepares `kernel` and boots the SUT into it. The outer error stops the drive; the
     /// inner one fails the kernel's jobs.
-    async fn boot_kernel(&mut self, kernel: &Kernel) -> Result<Result<(Identity, AgentClient), String>, EngineError> {
+    async fn boot_kernel(&mut self, kernel: &Kernel, fresh: bool) -> Result<Result<(Identity, AgentClient), String>, EngineError> {
         (self.on_event)(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });
@@ -130,6 +134,7 @@ impl Driver<'_> {
             kernel,
             prepared: prepared.as_ref(),
             timeout,
+            fresh,
         };
         let (id, method) = match conn.boot(target, self.cfg).await {
             Ok(x) => x,
@@ -455,6 +460,7 @@ mod tests {
             variant: variant.into(),
             workload: "w".into(),
             iteration: 1,
+            boot: 1,
             state: JobState::Pending,
             attempts: 0,
             error: None,

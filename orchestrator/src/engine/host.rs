@@ -181,6 +181,7 @@ impl LabConn {
             kernel,
             prepared,
             timeout,
+            fresh,
         } = target;
         let cmdline = match &kernel.cmdline {
             Some(extra) => format!("{} {extra}", lab::CMDLINE),
@@ -209,35 +210,20 @@ impl LabConn {
         };
         let wanted = (p.vmlinuz.clone(), cmdline.clone());
         let result = match running {
-            Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) => {
+            Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) && !fresh => {
                 Ok((id, BootMethod::None))
             }
-            Some(id) => match self.kexec(p, &initrd_bytes, &id, timeout, &cmdline).await {
-                Ok(id) => Ok((id, BootMethod::Kexec)),
-                // A guest that crashed on the way (under TCG, a 6.12 kernel kexec'd from 6.1
-                // has been seen to oops in early boot once in a while) gets one more try:
-                // the last good kernel is started again and the kexec repeated.
-                Err(first) if self.vm.as_mut().is_some_and(|vm| vm.exited().is_some()) && self.last_good.is_some() => {
-                    let (good, good_initrd, good_cmdline) = self.last_good.clone().expect("checked");
-                    eprintln!(
-                        "kreg: kexec into {} crashed; starting {} again and retrying once",
-                        p.release, good.release
-                    );
-                    let retry = async {
-                        let old = self.cold_boot(&good, &good_initrd, cfg, timeout, &good_cmdline).await?;
-                        self.kexec(p, &initrd_bytes, &old, timeout, &cmdline).await
-                    }
-                    .await;
-                    retry
-                        .map(|id| (id, BootMethod::Kexec))
-                        .map_err(|second| format!("{first}\nretried once: {second}"))
+            Some(id) => self.kexec_or_retry(p, &initrd_bytes, &id, timeout, &cmdline, cfg).await,
+            // A started VM is kexec'd into its kernel once more, so that every kernel is
+            // measured on a boot reached the same way: by kexec.
+            None => match self.cold_boot(p, &initrd, cfg, timeout, &cmdline).await {
+                Ok(started) => {
+                    self.last_good = Some((p.clone(), initrd.clone(), cmdline.clone()));
+                    self.kexec_or_retry(p, &initrd_bytes, &started, timeout, &cmdline, cfg)
+                        .await
                 }
                 Err(e) => Err(e),
             },
-            None => self
-                .cold_boot(p, &initrd, cfg, timeout, &cmdline)
-                .await
-                .map(|id| (id, BootMethod::Start)),
         };
         if result.is_err() {
             // The VM is in an unknown state: the next kernel starts a fresh one.
@@ -249,6 +235,38 @@ impl LabConn {
             self.last_good = Some((p.clone(), initrd.clone(), cmdline.clone()));
         }
         result
+    }
+
+    /// Kexec from the running boot `id` into `p`. A guest that crashed on the way (under
+    /// TCG, a 6.12 kernel kexec'd from 6.1 has been seen to oops in early boot once in a
+    /// while) gets one more try: the last good kernel is started again and the kexec
+    /// repeated.
+    async fn kexec_or_retry(
+        &mut self,
+        p: &Prepared,
+        initrd_bytes: &[u8],
+        id: &Identity,
+        timeout: Duration,
+        cmdline: &str,
+        cfg: &Config,
+    ) -> Result<(Identity, BootMethod), String> {
+        let first = match self.kexec(p, initrd_bytes, id, timeout, cmdline).await {
+            Ok(id) => return Ok((id, BootMethod::Kexec)),
+            Err(e) => e,
+        };
+        let crashed = self.vm.as_mut().is_some_and(|vm| vm.exited().is_some());
+        let Some((good, good_initrd, good_cmdline)) = self.last_good.clone().filter(|_| crashed) else {
+            return Err(first);
+        };
+        eprintln!("kreg: kexec into {} crashed; starting {} again and retrying once", p.release, good.release);
+        let retry = async {
+            let old = self.cold_boot(&good, &good_initrd, cfg, timeout, &good_cmdline).await?;
+            self.kexec(p, initrd_bytes, &old, timeout, cmdline).await
+        }
+        .await;
+        retry
+            .map(|id| (id, BootMethod::Kexec))
+            .map_err(|second| format!("{first}\nretried once: {second}"))
     }
 
     /// The initramfs for `p` (the agent, this host's token, the kernel's modules), written

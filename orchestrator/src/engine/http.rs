@@ -53,6 +53,7 @@ impl HttpConn {
             kernel,
             prepared,
             timeout,
+            fresh,
         } = target;
         if let Some(reason) = &self.down {
             return Err(format!("host {} is lost to this run: {reason}", self.name));
@@ -67,9 +68,13 @@ impl HttpConn {
             return Ok((id, BootMethod::None));
         };
         if self.runs_already(kernel, p, &id, timeout).await? {
-            return Ok((id, BootMethod::None));
+            if !fresh {
+                return Ok((id, BootMethod::None));
+            }
+            // The next boot of the kernel it runs: booted again as it was, not reinstalled.
+            return self.switch(kernel, p, &good.cmdline, timeout, false).await;
         }
-        self.switch(kernel, p, &good.cmdline, timeout).await
+        self.switch(kernel, p, &good.cmdline, timeout, true).await
     }
 
     /// Whether the machine runs `p` with the kernel's command line already. When it runs
@@ -119,15 +124,18 @@ impl HttpConn {
         p: &Prepared,
         good_cmdline: &str,
         timeout: Duration,
+        install: bool,
     ) -> Result<(Identity, BootMethod), String> {
         let before = self
             .client
             .identity()
             .await
             .map_err(|e| format!("host {}: {e}", self.name))?;
-        self.install(p)
-            .await
-            .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
+        if install {
+            self.install(p)
+                .await
+                .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
+        }
         let cmdline = kexec_cmdline(good_cmdline, kernel.cmdline.as_deref().unwrap_or(""));
         let release = p.release.clone();
         let (step, method) = match self.how.boot {

@@ -60,6 +60,12 @@ pub enum Event {
         ordinal: i32,
         reason: String,
     },
+    /// An adaptive run looked at its results: these cells are still inconclusive and get
+    /// more runs (none: every row has its verdict, or its last look).
+    Look {
+        cells: Vec<String>,
+        jobs: usize,
+    },
     /// Something the user must know that fails no job.
     Warning {
         message: String,
@@ -248,7 +254,9 @@ pub async fn drive(
     }
     let jobs = store::jobs(db, run_id).await?;
     let left = jobs.iter().filter(|j| j.state.to_drive()).count();
-    if left == 0 {
+    // An adaptive run stopped between a round and its look still has a look to take.
+    let unfinished = matches!(run.state, RunState::Running | RunState::Interrupted);
+    if left == 0 && !(scenario.adaptive() && unfinished) {
         // A finished run stays as it is: nothing to do, nothing touched.
         return Ok(Outcome {
             done: jobs.len(),
@@ -282,8 +290,7 @@ async fn drive_jobs(
         })?;
         conns.insert(h.name.clone(), c);
     }
-    let jobs = store::jobs(db, run.id).await?;
-    let todo: Vec<&JobRow> = jobs.iter().filter(|j| j.state.to_drive()).collect();
+    let mut jobs = store::jobs(db, run.id).await?;
     let mut driver = drive::Driver {
         db,
         run,
@@ -292,9 +299,41 @@ async fn drive_jobs(
         conns,
         sut: scenario.sut().name.clone(),
         total: jobs.len(),
+        started: jobs
+            .iter()
+            .filter(|j| j.state == JobState::Done)
+            .map(|j| (j.kernel.clone(), j.boot))
+            .collect(),
         on_event,
     };
-    driver.all(&todo).await?;
+    loop {
+        let todo: Vec<&JobRow> = jobs.iter().filter(|j| j.state.to_drive()).collect();
+        driver.all(&todo).await?;
+        if !scenario.adaptive() {
+            break;
+        }
+        // The look: the rows still inconclusive get another round, decided from what is
+        // stored, so that a resume decides the same.
+        let samples = store::samples(db, run.id).await?;
+        let cells = crate::report::next_round(scenario, &samples);
+        let now: Vec<crate::plan::Job> = store::jobs(db, run.id).await?.iter().map(|j| j.to_job()).collect();
+        let more = crate::plan::extend(scenario, &now, &cells);
+        (driver.on_event)(Event::Look {
+            cells: cells.iter().map(|c| format!("{}/{}/{}", c.kernel, c.variant, c.workload)).collect(),
+            jobs: more.len(),
+        });
+        if more.is_empty() {
+            break;
+        }
+        store::add_jobs(db, run.id, &more).await?;
+        jobs = store::jobs(db, run.id).await?;
+        driver.total = jobs.len();
+        driver.started = jobs
+            .iter()
+            .filter(|j| j.state == JobState::Done)
+            .map(|j| (j.kernel.clone(), j.boot))
+            .collect();
+    }
 
     let after = store::jobs(db, run.id).await?;
     let done = after.iter().filter(|j| j.state == JobState::Done).count();

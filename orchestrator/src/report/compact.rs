@@ -89,9 +89,14 @@ fn change_cell(t: &MetricTable, c: &Comparison) -> String {
 }
 
 fn verdict_cell(c: &Comparison) -> String {
-    match c.verdict {
+    let v = match c.verdict {
         Verdict::Regression | Verdict::Improvement => c.verdict.as_str().to_uppercase(),
         v => v.as_str().to_string(),
+    };
+    if c.looks > 1 {
+        format!("{v} (look {}/{})", c.look + 1, c.looks)
+    } else {
+        v
     }
 }
 

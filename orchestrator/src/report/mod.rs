@@ -76,7 +76,7 @@ use crate::results::KernelProvenance;
 use crate::scenario::Scenario;
 use crate::stats::Settings;
 
-pub use table::{compare_runs, comparisons, default_baseline, tables, Baseline, MetricTable, Row};
+pub use table::{compare_runs, comparisons, default_baseline, next_round, tables, Baseline, MetricTable, Row};
 
 pub(crate) fn fmt_value(v: f64) -> String {
     if v.abs() >= 1000.0 {

@@ -143,7 +143,7 @@ pub fn tables(s: &Scenario, samples: &[Sample], baseline: &Baseline, settings: &
             }
         }
     }
-    judge_into(&mut out, pairs, &s.looks(), settings);
+    judge_into(&mut out, pairs, &s.looks(), settings, s.by_boot(), true);
     out
 }
 
@@ -163,12 +163,19 @@ pub fn compare_runs(sa: &Scenario, a: &[Sample], sb: &Scenario, b: &[Sample], se
             }
         }
     }
-    judge_into(&mut tb, pairs, &sb.looks(), settings);
+    judge_into(&mut tb, pairs, &sb.looks(), settings, sb.by_boot(), true);
     tb
 }
 
 /// Judges the rows at `pairs` (table, row) against the baseline sides given.
-fn judge_into(tables: &mut [MetricTable], pairs: Vec<((usize, usize), Side)>, looks: &Looks, settings: &Settings) {
+fn judge_into(
+    tables: &mut [MetricTable],
+    pairs: Vec<((usize, usize), Side)>,
+    looks: &Looks,
+    settings: &Settings,
+    by_boot: bool,
+    complete: bool,
+) {
     let inputs: Vec<RowInput> = pairs
         .iter()
         .map(|((ti, ri), base)| {
@@ -178,13 +185,54 @@ fn judge_into(tables: &mut [MetricTable], pairs: Vec<((usize, usize), Side)>, lo
                 new: t.rows[*ri].side.clone(),
                 kind: t.kind,
                 higher_is_better: t.higher_is_better,
+                by_boot,
             }
         })
         .collect();
-    let judged = judge(&inputs, looks, settings, true);
+    let judged = judge(&inputs, looks, settings, complete);
     for (((ti, ri), _), c) in pairs.into_iter().zip(judged) {
         tables[ti].rows[ri].comparison = c;
     }
+}
+
+/// The cells an adaptive run measures again: every row still inconclusive at the last look
+/// it reached, before the plan's last, wants one more observation of its cell and of its
+/// baseline's cell. Judged exactly as the report judges (same looks, same alpha spent), so
+/// a resume decides the same.
+pub fn next_round(s: &Scenario, samples: &[Sample]) -> Vec<crate::plan::Cell> {
+    let looks = s.looks();
+    let baseline = default_baseline(s);
+    let mut out = group(s, samples);
+    let mut pairs = Vec::new();
+    for (ti, t) in out.iter().enumerate() {
+        for (ri, r) in t.rows.iter().enumerate() {
+            if let Some(b) = baseline.base_of(&t.rows, r).filter(|_| !baseline.is_base(r)) {
+                pairs.push(((ti, ri), b.side.clone(), b.kernel.clone(), b.variant.clone()));
+            }
+        }
+    }
+    let inputs: Vec<((usize, usize), Side)> = pairs.iter().map(|(at, side, _, _)| (*at, side.clone())).collect();
+    judge_into(&mut out, inputs, &looks, &Settings::default(), s.by_boot(), false);
+    let mut cells = Vec::new();
+    let mut want = |kernel: &str, variant: &str, workload: &str| {
+        let c = crate::plan::Cell { kernel: kernel.into(), variant: variant.into(), workload: workload.into() };
+        if !cells.contains(&c) {
+            cells.push(c);
+        }
+    };
+    for ((ti, ri), _, bk, bv) in &pairs {
+        let t = &out[*ti];
+        let r = &t.rows[*ri];
+        let open = r.comparison.as_ref().is_some_and(|c| {
+            c.verdict == stats::Verdict::Inconclusive && c.look + 1 < looks.len() && c.n[0].min(c.n[1]) >= looks.at[c.look]
+        });
+        if open {
+            want(&r.kernel, &r.variant, &t.workload);
+            want(bk, bv, &t.workload);
+        }
+    }
+    cells.sort();
+    cells
 }
 
 /// How many comparisons a report makes.

@@ -47,6 +47,7 @@ const TOP: &[&str] = &[
     "variants",
     "workloads",
     "iterations",
+    "boots",
     "tools",
     "order",
 ];
@@ -87,7 +88,8 @@ impl<'a> Cx<'a> {
             Some(n) => self.workloads(n),
             None => (Vec::new(), false),
         };
-        let iterations = self.uint_or(&f, "iterations", "iterations", (1, 1000), 1);
+        let iterations = self.iterations(f.get("iterations"));
+        let boots = self.uint_or(&f, "boots", "boots", (1, 100), 1);
         let order = self.order(f.get("order"));
         let tools = match f.get("tools") {
             Some(n) => self.tools(n),
@@ -98,7 +100,8 @@ impl<'a> Cx<'a> {
         // entry has problems of its own: every independent problem in one pass.
         let host_names = declared_names(f.get("hosts"));
         let kernel_names = declared_names(f.get("kernels"));
-        self.matrix_size(&f, iterations);
+        self.matrix_size(&f, iterations.map(|i| i.1));
+        self.check_boots(&f, boots, iterations, &kernels);
         let baseline = self.baseline(baseline, baseline_node, &kernel_names);
         let (workloads, workloads_ok) = workloads;
         let resolved = self.resolve_workloads(workloads, &hosts, &host_names);
@@ -115,11 +118,59 @@ impl<'a> Cx<'a> {
             boot: boot?,
             variants: variants?,
             workloads: resolved,
-            iterations: iterations?,
+            iterations: iterations?.0,
+            max_iterations: iterations?.1,
+            boots: boots?,
             tools: tools?,
             order: order?,
             files: Vec::new(),
         })
+    }
+
+    /// `iterations: N`, or `{ min: A, max: B }` for an adaptive run.
+    fn iterations(&mut self, node: Option<&Node>) -> Option<(u32, u32)> {
+        let Some(n) = node else {
+            return Some((1, 1));
+        };
+        if !matches!(n.kind, crate::yaml::Kind::Map(_)) {
+            return self.uint(n, "iterations", 1, 1000).map(|v| (v as u32, v as u32));
+        }
+        let f = self.map(n, "iterations", &["min", "max"])?;
+        let min = self.required(&f, "min", "iterations").and_then(|m| self.uint(m, "iterations: min", 2, 1000));
+        let max = self.required(&f, "max", "iterations").and_then(|m| self.uint(m, "iterations: max", 2, 1000));
+        let (min, max) = (min? as u32, max? as u32);
+        if max < min {
+            let at = f.get("max").unwrap_or(n);
+            self.error(at, format!("iterations: max {max} is below min {min}"));
+            return None;
+        }
+        Some((min, max))
+    }
+
+    /// Boots need kernels kreg can boot again, and a run in every boot.
+    fn check_boots(&mut self, f: &Fields, boots: Option<u32>, iterations: Option<(u32, u32)>, kernels: &Option<Vec<Kernel>>) {
+        let (Some(boots), Some(node)) = (boots, f.get("boots")) else {
+            return;
+        };
+        if boots < 2 {
+            return;
+        }
+        if let Some((min, _)) = iterations {
+            if boots > min {
+                self.error(node, format!("boots: {boots} boots need at least {boots} iterations (one run in each boot); iterations is {min}"));
+            }
+        }
+        for k in kernels.iter().flatten() {
+            if k.source == KernelSource::Running {
+                self.error(
+                    node,
+                    format!(
+                        "boots: {boots} boots each kernel {boots} times, but kernel `{}` is `source: running`, which kreg cannot boot again; give it as a deb, a path or a build",
+                        k.name
+                    ),
+                );
+            }
+        }
     }
 
     fn order(&mut self, node: Option<&Node>) -> Option<Order> {

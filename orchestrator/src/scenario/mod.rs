@@ -21,7 +21,13 @@ pub struct Scenario {
     pub boot: Boot,
     pub variants: Vec<Variant>,
     pub workloads: Vec<Workload>,
+    /// Runs per kernel × variant × workload; the first look of an adaptive run.
     pub iterations: u32,
+    /// The most runs an adaptive run takes (`iterations: { min, max }`); equal to
+    /// `iterations` for a fixed count.
+    pub max_iterations: u32,
+    /// Boots per kernel: the runs are spread over them, kernels alternating (A B A B).
+    pub boots: u32,
     /// Tools to put on hosts after each boot, before the jobs.
     pub tools: Vec<Tool>,
     /// The order of jobs within a kernel.
@@ -65,9 +71,30 @@ pub enum ToolSource {
 }
 
 impl Scenario {
-    /// The looks of the run's sequential plan, in observations per side.
+    /// The looks of the run's sequential plan, in observations per side: runs, or boots
+    /// when there are two or more.
     pub fn looks(&self) -> crate::stats::Looks {
-        crate::stats::Looks::fixed()
+        if self.boots >= 2 {
+            let per_boot = self.iterations.div_ceil(self.boots);
+            crate::stats::Looks::adaptive(self.boots as usize, self.max_iterations.div_ceil(per_boot) as usize)
+        } else {
+            crate::stats::Looks::adaptive(self.iterations as usize, self.max_iterations as usize)
+        }
+    }
+
+    /// Whether the analysis takes each boot as one observation.
+    pub fn by_boot(&self) -> bool {
+        self.boots >= 2
+    }
+
+    /// Whether runs are added after the first look to rows still inconclusive.
+    pub fn adaptive(&self) -> bool {
+        !self.looks().is_fixed()
+    }
+
+    /// Runs per boot (the last boots of a fixed count may have one fewer).
+    pub fn runs_per_boot(&self) -> u32 {
+        self.iterations.div_ceil(self.boots.max(1))
     }
 
     pub fn host(&self, name: &str) -> Option<&Host> {

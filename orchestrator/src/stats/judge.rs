@@ -16,12 +16,14 @@ pub struct RowInput {
     pub new: Side,
     pub kind: MetricKind,
     pub higher_is_better: bool,
+    /// Each boot is one observation (the run had `boots: N`, N ≥ 2); otherwise each run.
+    pub by_boot: bool,
 }
 
 /// Judges every row. `complete`: the plan has run its course, so the last look sees every
 /// observation there is; otherwise a look counts only for rows that reached its size.
 pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> Vec<Option<Comparison>> {
-    let obs: Vec<_> = rows.iter().map(|r| observations(&r.base, &r.new, r.kind)).collect();
+    let obs: Vec<_> = rows.iter().map(|r| observations(&r.base, &r.new, r.kind, r.by_boot)).collect();
     let mut out: Vec<Option<Comparison>> = vec![None; rows.len()];
     let mut settled = vec![false; rows.len()];
     for (k, &at) in looks.at.iter().enumerate() {
@@ -60,6 +62,7 @@ pub fn judge_one(base: &[f64], new: &[f64], kind: MetricKind, higher_is_better: 
         new: Side::of_runs(new),
         kind,
         higher_is_better,
+        by_boot: false,
     };
     judge(&[row], &Looks::fixed(), s, true).pop().flatten()
 }

@@ -195,6 +195,10 @@ pub fn hodges_lehmann(a: &[f64], b: &[f64], tail: f64) -> (f64, Option<(f64, f64
     let mut d: Vec<f64> = a.iter().flat_map(|x| b.iter().map(move |y| y - x)).collect();
     d.sort_by(f64::total_cmp);
     let shift = super::median(&mut d.clone());
+    // Every difference the same (both sides constant): any interval of them is that one.
+    if d.first() == d.last() {
+        return (shift, Some((shift, shift)));
+    }
     let k = moses_rank(a.len(), b.len(), tail);
     let ci = k.map(|k| (d[k - 1], d[d.len() - k]));
     (shift, ci)

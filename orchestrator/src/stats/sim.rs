@@ -161,6 +161,7 @@ pub fn run_trials(case: &Case, design: Design, change: f64, trials: usize, seed:
             new: draw(case, &mut rng, 1.0 + change, boots, runs),
             kind: case.kind,
             higher_is_better: false,
+            by_boot: per_boot > 1,
         };
         let c = judge(&[row], &looks, s, true).pop().flatten().expect("a comparison");
         t.runs += c.n[0] * if per_boot > 1 { per_boot } else { 1 };

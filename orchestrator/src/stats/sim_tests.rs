@@ -136,6 +136,7 @@ fn boots_are_the_unit_when_both_sides_have_several() {
         new: b.clone(),
         kind: MetricKind::Mean,
         higher_is_better: false,
+        by_boot: true,
     };
     let c = judge(&[row], &Looks::fixed(), &Settings::default(), true).pop().flatten().unwrap();
     assert_eq!((c.unit, c.n), (Unit::Boot, [2, 2]));
@@ -155,6 +156,7 @@ fn a_verdict_stands_at_the_look_that_gave_it() {
         new: Side::of_runs(&new),
         kind: MetricKind::Mean,
         higher_is_better: false,
+        by_boot: false,
     };
     let c = judge(std::slice::from_ref(&row), &Looks::adaptive(3, 10), &s, true).pop().flatten().unwrap();
     assert_eq!(c.verdict, Verdict::Regression);

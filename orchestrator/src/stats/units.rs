@@ -44,10 +44,10 @@ impl Side {
     }
 }
 
-/// The observations of both sides and what they are: boots when both sides have two or
-/// more, runs otherwise.
-pub fn observations(base: &Side, new: &Side, kind: MetricKind) -> (Unit, Vec<f64>, Vec<f64>) {
-    if base.boot_count() >= 2 && new.boot_count() >= 2 {
+/// The observations of both sides and what they are: boots when the run takes boots as
+/// its unit and both sides have two or more, runs otherwise.
+pub fn observations(base: &Side, new: &Side, kind: MetricKind, by_boot: bool) -> (Unit, Vec<f64>, Vec<f64>) {
+    if by_boot && base.boot_count() >= 2 && new.boot_count() >= 2 {
         let centre = |g: &Vec<f64>| {
             if kind.by_ranks() {
                 super::median(&mut g.clone())
@@ -104,11 +104,13 @@ mod tests {
     fn boots_become_the_unit_only_when_both_sides_have_two() {
         let a = side(&[(1.0, "x"), (3.0, "y"), (2.0, "x"), (5.0, "y")]);
         let b = side(&[(2.0, "p"), (2.0, "q"), (4.0, "p")]);
-        let (u, oa, ob) = observations(&a, &b, MetricKind::Mean);
+        let (u, oa, ob) = observations(&a, &b, MetricKind::Mean, true);
         assert_eq!((u, oa, ob), (Unit::Boot, vec![1.5, 4.0], vec![3.0, 2.0]));
         let one = side(&[(2.0, "p"), (4.0, "p")]);
-        let (u, oa, _) = observations(&a, &one, MetricKind::Latency);
+        let (u, oa, _) = observations(&a, &one, MetricKind::Latency, true);
         assert_eq!((u, oa.len()), (Unit::Run, 4));
+        // A run without `boots` takes runs as observations even if they span boots.
+        assert_eq!(observations(&a, &b, MetricKind::Mean, false).0, Unit::Run);
     }
 
     #[test]

@@ -122,9 +122,14 @@ async fn create_run(
         .bind(source_path)
         .fetch_one(&mut **tx)
         .await?;
+    insert_jobs(tx, run_id, jobs).await?;
+    Ok(run_id)
+}
+
+async fn insert_jobs(tx: &mut Transaction<'_, Postgres>, run_id: i64, jobs: &[Job]) -> Result<()> {
     for j in jobs {
         sqlx::query(
-            "INSERT INTO jobs (run_id, ordinal, kernel, variant, workload, iteration) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO jobs (run_id, ordinal, kernel, variant, workload, iteration, boot) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(run_id)
         .bind(j.ordinal as i32)
@@ -132,10 +137,19 @@ async fn create_run(
         .bind(&j.variant)
         .bind(&j.workload)
         .bind(j.iteration as i32)
+        .bind(j.boot as i32)
         .execute(&mut **tx)
         .await?;
     }
-    Ok(run_id)
+    Ok(())
+}
+
+/// Adds an adaptive round's jobs to a run, all or none.
+pub async fn add_jobs(db: &sqlx::PgPool, run_id: i64, jobs: &[Job]) -> Result<()> {
+    let mut tx = db.begin().await?;
+    insert_jobs(&mut tx, run_id, jobs).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -221,15 +235,30 @@ pub struct JobRow {
     pub variant: String,
     pub workload: String,
     pub iteration: i32,
+    pub boot: i32,
     #[sqlx(try_from = "String")]
     pub state: JobState,
     pub attempts: i32,
     pub error: Option<String>,
 }
 
+impl JobRow {
+    /// The job as the plan knows it.
+    pub fn to_job(&self) -> Job {
+        Job {
+            ordinal: self.ordinal as u32,
+            kernel: self.kernel.clone(),
+            variant: self.variant.clone(),
+            workload: self.workload.clone(),
+            iteration: self.iteration as u32,
+            boot: self.boot as u32,
+        }
+    }
+}
+
 pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
     Ok(sqlx::query_as(
-        "SELECT id, ordinal, kernel, variant, workload, iteration, state, attempts, error
+        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error
          FROM jobs WHERE run_id = $1 ORDER BY ordinal",
     )
     .bind(run_id)
