@@ -60,8 +60,12 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("scenario lab-hackbench: 2 kernels × 2 variants × 1 workloads × 3 iterations = 12 jobs"),
+        text.starts_with("scenario lab-hackbench: 2 kernels × 2 variants × 1 workloads × 4 iterations = 16 jobs, each kernel booted 2 times"),
         "{text}"
     );
-    assert_eq!(text.matches("boot kernel").count(), 2);
+    assert!(text.contains("adaptive: looks at 2..4 boots per side"), "{text}");
+    // a b a b: each kernel booted twice, alternating.
+    let boots: Vec<&str> = text.lines().filter(|l| l.starts_with("boot kernel")).collect();
+    assert_eq!(boots.len(), 4, "{text}");
+    assert!(boots[0].starts_with("boot kernel deb-6.1 (baseline) (boot 1)") && boots[3].starts_with("boot kernel deb-6.12 (boot 2)"), "{text}");
 }

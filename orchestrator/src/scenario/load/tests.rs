@@ -440,3 +440,39 @@ fn a_tool_declared_twice_is_refused() {
         "f.yaml:8:5: tool `hb` is declared twice",
     );
 }
+
+#[test]
+fn boots_and_adaptive_iterations() {
+    let s = from_str(&GOOD.replace("iterations: 3", "iterations: { min: 6, max: 12 }\nboots: 3"), Path::new("/scn")).unwrap();
+    assert_eq!((s.iterations, s.max_iterations, s.boots), (6, 12, 3));
+    assert_eq!(s.looks().at, vec![3, 4, 5, 6], "two runs per boot, up to six boots");
+    assert!(s.by_boot() && s.adaptive());
+    let fixed = from_str(GOOD, Path::new("/scn")).unwrap();
+    assert!(!fixed.adaptive() && !fixed.by_boot() && fixed.looks().is_fixed());
+    check(
+        &GOOD.replace("iterations: 3", "iterations: { min: 3, max: 5, step: 1 }"),
+        "f.yaml:20:31: unknown field `step` in iterations; expected one of: min, max",
+    );
+    check(
+        &GOOD.replace("iterations: 3", "iterations: { min: 5, max: 3 }"),
+        "f.yaml:20:28: iterations: max 3 is below min 5",
+    );
+    check(
+        &GOOD.replace("iterations: 3", "iterations: 2\nboots: 3"),
+        "f.yaml:21:8: boots: 3 boots need at least 3 iterations (one run in each boot); iterations is 2",
+    );
+    check(
+        &GOOD
+            .replace("source: { deb: linux-image-amd64 }", "source: running")
+            .replace("iterations: 3", "iterations: 4\nboots: 2"),
+        "f.yaml:21:8: boots: 2 boots each kernel 2 times, but kernel `deb61` is `source: running`, which kreg cannot boot again; give it as a deb, a path or a build",
+    );
+    // A metric's kind, and a kind that is none.
+    let k = from_str(&GOOD.replace("higher_is_better: false }", "higher_is_better: false, kind: latency }"), Path::new("/scn")).unwrap();
+    let crate::workload::WorkloadKind::Command(c) = &k.workloads[1].kind else { panic!() };
+    assert_eq!(c.metrics[0].kind, crate::stats::MetricKind::Latency);
+    check(
+        &GOOD.replace("higher_is_better: false }", "higher_is_better: false, kind: median }"),
+        "f.yaml:19:81: kind: \"median\" is not one of mean, throughput, latency, count",
+    );
+}
