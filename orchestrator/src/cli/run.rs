@@ -84,11 +84,7 @@ fn show(bar: &ProgressBar, tty: bool, e: Event) {
             say(bar, format!("job #{ordinal}: FAILED: {reason}"));
         }
         Event::Warning { message } => say(bar, format!("warning: {message}")),
-        Event::Look { cells, jobs } if jobs > 0 => say(
-            bar,
-            format!("look: {} cell(s) still inconclusive, {jobs} more job(s): {}", cells.len(), cells.join(", ")),
-        ),
-        Event::Look { .. } => say(bar, "look: every row has its verdict or its last look".into()),
+        Event::Look { cells, jobs } => say(bar, look_line(&cells, jobs)),
         Event::Leftovers { host, killed } => say(
             bar,
             format!(
@@ -98,6 +94,13 @@ fn show(bar: &ProgressBar, tty: bool, e: Event) {
             ),
         ),
     }
+}
+
+fn look_line(cells: &[String], jobs: usize) -> String {
+    if jobs == 0 {
+        return "look: every row has its verdict or its last look".into();
+    }
+    format!("look: {} cell(s) still inconclusive, {jobs} more job(s): {}", cells.len(), cells.join(", "))
 }
 
 pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {

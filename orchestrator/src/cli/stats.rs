@@ -115,7 +115,8 @@ fn read_json(path: &Path, text: &str, metric: &str) -> Result<Numbers> {
 
 fn read(path: &Path, metric: Option<&str>) -> Result<Numbers> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let json = text.trim_start().starts_with(['[', '{']);
+    // JSON opens with an array or an object (0x7B).
+    let json = matches!(text.trim_start().as_bytes().first(), Some(b'[' | 0x7B));
     let n = match (metric, json) {
         (Some(m), true) => read_json(path, &text, m)?,
         (Some(_), false) => bail!("{}: --metric reads `kreg parse` JSON, and this file is not JSON", path.display()),

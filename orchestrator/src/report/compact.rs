@@ -137,9 +137,10 @@ fn plan_text(rep: &Report) -> String {
         "one look at the end of the run".into()
     } else {
         format!(
-            "sequential: looks at {}..{} per side, alpha spent over the looks (O'Brien-Fleming)",
+            "sequential: looks at {}..{} {} per side, alpha spent over the looks (O'Brien-Fleming)",
             looks.at[0],
-            looks.last()
+            looks.last(),
+            if rep.scenario.by_boot() { "boots" } else { "runs" }
         )
     }
 }
@@ -153,14 +154,7 @@ fn why_lines(b: &Block) -> Vec<String> {
             let mut bits = Vec::new();
             if let Some(c) = &r.comparison {
                 if c.verdict != Verdict::NoChange {
-                    bits.push(format!(
-                        "{}: change {} {:.0}% CI {}: {}",
-                        c.verdict.as_str(),
-                        change_cell(t, c),
-                        100.0 * c.ci_level,
-                        interval_text(c.ci),
-                        c.reason
-                    ));
+                    bits.push(format!("{} ({}): {}", c.verdict.as_str(), change_cell(t, c), c.reason));
                 }
             }
             if let Some(share) = r.boot_share {

@@ -104,7 +104,8 @@ fn text_is_one_compact_ascii_table_per_workload_and_variant_with_reasons() {
     assert!(out.contains("-50.00% better") && out.contains("IMPROVEMENT"), "{out}");
     assert!(out.contains(" iqr ") && out.contains(" ±"), "median/IQR and mean/stddev: {out}");
     // The reason under the table, with the interval and the adjusted p labelled.
-    assert!(out.contains("b time: regression: change +50.00% worse 90% CI ["), "{out}");
+    assert!(out.contains("b time: regression (+50.00% worse): Welch t-test"), "{out}");
+    assert!(out.contains("90% CI ["), "{out}");
     assert!(out.contains("adjusted"), "{out}");
     // The latency rows at 6 vs 6 reach p = 2/924 < 0.01: a verdict too.
     assert!(out.contains("b lat_p99: regression"), "{out}");
