@@ -48,6 +48,13 @@ fn numbers_by_hand_give_a_verdict_with_its_interval() {
     let (_, out, _) = stats(&dir, a, a, &["--format", "json", "--kind", "latency"]);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!((j["verdict"].as_str(), j["test"].as_str()), (Some("no change"), Some("rank-exact")), "{j}");
+    // Two a side by ranks: no interval can be had, and the reason says what would do.
+    let (ok, out, err) = stats(&dir, "1\n2\n", "3\n4\n", &["--format", "json", "--kind", "latency"]);
+    assert!(ok, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["ci"], serde_json::json!([null, null]), "{j}");
+    assert_eq!(j["verdict"], "inconclusive");
+    assert!(j["reason"].as_str().unwrap().starts_with("needs ≥ 6 runs per side"), "{j}");
 }
 
 #[test]

@@ -183,8 +183,9 @@ pub fn stats(args: &StatsArgs) -> Result<ExitCode> {
     match args.format {
         StatsFormat::Text => print!("{}", text(args, &a.values, &b.values, &c, hib)),
         StatsFormat::Json => {
+            let comparison = serde_json::to_value(&c)?;
             let doc = serde_json::json!({
-                "verdict": c.verdict, "change": c.change, "ci": c.ci, "ci_level": c.ci_level,
+                "verdict": c.verdict, "change": c.change, "ci": comparison["ci"], "ci_level": c.ci_level,
                 "p": c.p, "test": c.test, "n": c.n, "reason": c.reason, "kind": c.kind,
                 "direction": if hib { "higher" } else { "lower" }, "alpha": c.alpha,
                 "min_effect": settings.min_effect, "centre": c.centre, "runs_needed": c.runs_needed,

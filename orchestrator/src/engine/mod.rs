@@ -306,8 +306,15 @@ async fn drive_jobs(
             .collect(),
         on_event,
     };
+    // The first pass takes every job not done (a resume retries the failed ones); the
+    // rounds after a look take only the jobs that look added.
+    let mut first = true;
     loop {
-        let todo: Vec<&JobRow> = jobs.iter().filter(|j| j.state.to_drive()).collect();
+        let todo: Vec<&JobRow> = jobs
+            .iter()
+            .filter(|j| if first { j.state.to_drive() } else { j.state == JobState::Pending })
+            .collect();
+        first = false;
         driver.all(&todo).await?;
         if !scenario.adaptive() {
             break;

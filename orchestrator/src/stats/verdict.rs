@@ -137,7 +137,9 @@ pub struct Comparison {
     /// Estimated change as a fraction of the baseline (difference of means, or the
     /// Hodges–Lehmann shift over the baseline median); NaN when the baseline is 0.
     pub change: f64,
-    /// Interval of the change at `ci_level`; `None` when the data cannot bound it.
+    /// Interval of the change at `ci_level`; `None` when the data cannot bound it
+    /// (written `[null, null]`).
+    #[serde(serialize_with = "interval_pair")]
     pub ci: Option<(f64, f64)>,
     pub ci_level: f64,
     pub verdict: Verdict,
@@ -156,6 +158,14 @@ pub struct Comparison {
     /// The direction when the change is not a number (+1: larger).
     #[serde(skip)]
     pub sign: f64,
+}
+
+/// An interval as `[low, high]`, with nulls for an unbounded one.
+fn interval_pair<S: serde::Serializer>(ci: &Option<(f64, f64)>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    let (l, h) = ci.unwrap_or((f64::NAN, f64::NAN));
+    let finite = |v: f64| v.is_finite().then_some(v);
+    [finite(l), finite(h)].serialize(s)
 }
 
 fn variance(x: &[f64]) -> f64 {
