@@ -171,9 +171,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
             run_b,
             format,
             boxes,
-        } => {
-            cli::report::compare(&cli::db::connect(cfg).await?, run_a, run_b, (format, boxes)).await
-        }
+        } => cli::report::compare(&cli::db::connect(cfg).await?, run_a, run_b, (format, boxes)).await,
         Cmd::Kernels => cli::kernels::kernels(&cli::db::connect(cfg).await?).await,
         Cmd::Parse { kind, file } => cli::parse::parse(&kind, &file),
         Cmd::Stats(args) => cli::stats::stats(&args),

@@ -44,9 +44,20 @@ fn blocks(iterations: u32, boots: u32) -> Vec<std::ops::RangeInclusive<u32>> {
 }
 
 /// Pushes one kernel's jobs of one boot: `iterations` of each cell wanted.
-fn push_boot(s: &Scenario, jobs: &mut Vec<Job>, kernel: &str, boot: u32, iterations: &[u32], wanted: &dyn Fn(&Cell) -> bool) {
+fn push_boot(
+    s: &Scenario,
+    jobs: &mut Vec<Job>,
+    kernel: &str,
+    boot: u32,
+    iterations: &[u32],
+    wanted: &dyn Fn(&Cell) -> bool,
+) {
     let mut push = |v: &str, w: &str, i: u32| {
-        let cell = Cell { kernel: kernel.into(), variant: v.into(), workload: w.into() };
+        let cell = Cell {
+            kernel: kernel.into(),
+            variant: v.into(),
+            workload: w.into(),
+        };
         if wanted(&cell) {
             jobs.push(Job {
                 ordinal: jobs.len() as u32,
@@ -214,7 +225,11 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
         s.workloads.len(),
         s.iterations,
         jobs.len(),
-        if s.boots > 1 { format!(", each kernel booted {} times", s.boots) } else { String::new() }
+        if s.boots > 1 {
+            format!(", each kernel booted {} times", s.boots)
+        } else {
+            String::new()
+        }
     );
     if s.adaptive() {
         let looks = s.looks();
@@ -233,8 +248,17 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
             kernel = Some((&j.kernel, j.boot));
             let k = s.kernel(&j.kernel).expect("validated");
             let baseline = if k.name == s.baseline { " (baseline)" } else { "" };
-            let nth = if s.boots > 1 { format!(" (boot {})", j.boot) } else { String::new() };
-            let _ = writeln!(out, "boot kernel {}{baseline}{nth}: {}", k.name, describe_source(&k.source));
+            let nth = if s.boots > 1 {
+                format!(" (boot {})", j.boot)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "boot kernel {}{baseline}{nth}: {}",
+                k.name,
+                describe_source(&k.source)
+            );
         }
         let _ = writeln!(
             out,
@@ -307,8 +331,22 @@ mod tests {
         let s = lab("iterations: 5\nboots: 2\n");
         let jobs = expand(&s);
         assert_eq!(jobs.len(), 20);
-        let order: Vec<String> = jobs.iter().map(|j| format!("{}{}/{}/{}", j.kernel, j.boot, j.variant, j.iteration)).collect();
-        assert_eq!(&order[..7], ["a1/default/1", "a1/default/2", "a1/default/3", "a1/batch/1", "a1/batch/2", "a1/batch/3", "b1/default/1"]);
+        let order: Vec<String> = jobs
+            .iter()
+            .map(|j| format!("{}{}/{}/{}", j.kernel, j.boot, j.variant, j.iteration))
+            .collect();
+        assert_eq!(
+            &order[..7],
+            [
+                "a1/default/1",
+                "a1/default/2",
+                "a1/default/3",
+                "a1/batch/1",
+                "a1/batch/2",
+                "a1/batch/3",
+                "b1/default/1"
+            ]
+        );
         assert_eq!(order[12], "a2/default/4");
         assert_eq!(order[19], "b2/batch/5");
         assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
@@ -321,16 +359,26 @@ mod tests {
         assert_eq!(s.looks().at, vec![3, 4, 5, 6]);
         let jobs = expand(&s);
         assert_eq!(jobs.len(), 12);
-        let cell = |k: &str, v: &str| Cell { kernel: k.into(), variant: v.into(), workload: "w".into() };
+        let cell = |k: &str, v: &str| Cell {
+            kernel: k.into(),
+            variant: v.into(),
+            workload: "w".into(),
+        };
         let more = extend(&s, &jobs, &[cell("a", "batch"), cell("b", "batch")]);
-        let keys: Vec<String> = more.iter().map(|j| format!("{}{}/{}/{}#{}", j.kernel, j.boot, j.variant, j.iteration, j.ordinal)).collect();
+        let keys: Vec<String> = more
+            .iter()
+            .map(|j| format!("{}{}/{}/{}#{}", j.kernel, j.boot, j.variant, j.iteration, j.ordinal))
+            .collect();
         assert_eq!(keys, ["a1/batch/4#12", "b1/batch/4#13"]);
         // With boots, a round is a new boot of each kernel with a boot's runs.
         let s = lab("iterations: { min: 4, max: 8 }\nboots: 2\n");
         assert_eq!(s.looks().at, vec![2, 3, 4]);
         let jobs = expand(&s);
         let more = extend(&s, &jobs, &[cell("a", "default"), cell("b", "default")]);
-        let keys: Vec<String> = more.iter().map(|j| format!("{}{}/{}", j.kernel, j.boot, j.iteration)).collect();
+        let keys: Vec<String> = more
+            .iter()
+            .map(|j| format!("{}{}/{}", j.kernel, j.boot, j.iteration))
+            .collect();
         assert_eq!(keys, ["a3/5", "a3/6", "b3/5", "b3/6"]);
     }
 }

@@ -36,14 +36,19 @@ iterations: {iterations}
 }
 
 async fn jobs_per_variant(db: &common::TestDb) -> Vec<(String, i64, i32)> {
-    sqlx::query_as("SELECT variant, count(*), max(iteration) FROM jobs WHERE state = 'done' GROUP BY variant ORDER BY variant")
-        .fetch_all(&db.pool)
-        .await
-        .unwrap()
+    sqlx::query_as(
+        "SELECT variant, count(*), max(iteration) FROM jobs WHERE state = 'done' GROUP BY variant ORDER BY variant",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap()
 }
 
 fn report_json(db: &common::TestDb, dir: &std::path::Path) -> serde_json::Value {
-    let out = kreg(db, dir).args(["report", "1", "--format", "json"]).output().unwrap();
+    let out = kreg(db, dir)
+        .args(["report", "1", "--format", "json"])
+        .output()
+        .unwrap();
     assert_ok(&out, "report");
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -64,7 +69,11 @@ async fn rows_settled_at_the_first_look_get_no_more_runs() {
     let agent = Agent::start();
     let dir = Scratch::new("adaptive_settled");
     let file = dir.0.join("s.yaml");
-    std::fs::write(&file, scenario(&agent, &by_policy("100", "100"), "{ min: 3, max: 8 }", "mean")).unwrap();
+    std::fs::write(
+        &file,
+        scenario(&agent, &by_policy("100", "100"), "{ min: 3, max: 8 }", "mean"),
+    )
+    .unwrap();
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
     assert_ok(&out, "run");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -86,7 +95,11 @@ async fn an_inconclusive_row_gets_runs_until_its_verdict_and_a_kill_resumes_to_t
     let agent = Agent::start();
     let dir = Scratch::new("adaptive_resume");
     let file = dir.0.join("s.yaml");
-    std::fs::write(&file, scenario(&agent, &by_policy("100", "110"), "{ min: 3, max: 6 }", "mean")).unwrap();
+    std::fs::write(
+        &file,
+        scenario(&agent, &by_policy("100", "110"), "{ min: 3, max: 6 }", "mean"),
+    )
+    .unwrap();
     let mut child = kreg(&db, &dir.0)
         .arg("run")
         .arg(&file)
@@ -105,7 +118,10 @@ async fn an_inconclusive_row_gets_runs_until_its_verdict_and_a_kill_resumes_to_t
             break;
         }
         assert!(Instant::now() < deadline, "no adaptive round in time");
-        assert!(child.try_wait().unwrap().is_none(), "kreg run ended before its first look");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "kreg run ended before its first look"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     child.kill().unwrap();
@@ -116,7 +132,10 @@ async fn an_inconclusive_row_gets_runs_until_its_verdict_and_a_kill_resumes_to_t
         jobs_per_variant(&db).await,
         vec![("batch".into(), 6, 6), ("default".into(), 6, 6)]
     );
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs").fetch_one(&db.pool).await.unwrap();
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(total, 12, "no job added twice");
     let row = batch_row(&report_json(&db, &dir.0));
     let c = &row["comparison"];
@@ -129,7 +148,10 @@ async fn an_inconclusive_row_gets_runs_until_its_verdict_and_a_kill_resumes_to_t
     // Resuming a finished run changes nothing.
     let out = kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
     assert_ok(&out, "resume again");
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs").fetch_one(&db.pool).await.unwrap();
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(total, 12);
 }
 
@@ -143,14 +165,22 @@ async fn kreg_stats_judges_a_reports_samples_as_the_report_does() {
     let argv = r#"[sh, -c, "sleep 0.1; n=$(od -An -N1 -tu1 /dev/urandom); n=$((n % 32)); if grep -q '^policy *: *3' /proc/self/sched; then n=$((n + 4)); fi; echo value: $((100 + n))"]"#;
     for (kind, direction) in [("latency", "higher"), ("mean", "higher")] {
         std::fs::write(&file, scenario(&agent, argv, "8", kind)).unwrap();
-        sqlx::query("TRUNCATE runs, scenarios RESTART IDENTITY CASCADE").execute(&db.pool).await.unwrap();
+        sqlx::query("TRUNCATE runs, scenarios RESTART IDENTITY CASCADE")
+            .execute(&db.pool)
+            .await
+            .unwrap();
         let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
         assert_ok(&out, "run");
         let report = report_json(&db, &dir.0);
         let rows = report["rows"].as_array().unwrap();
         let samples = |variant: &str| -> String {
             let r = rows.iter().find(|r| r["variant"] == variant).unwrap();
-            r["samples"].as_array().unwrap().iter().map(|v| format!("{v}\n")).collect()
+            r["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| format!("{v}\n"))
+                .collect()
         };
         std::fs::write(dir.0.join("a.txt"), samples("default")).unwrap();
         std::fs::write(dir.0.join("b.txt"), samples("batch")).unwrap();

@@ -70,9 +70,16 @@ async fn one_kernel_as_two_over_three_boots_each_is_never_a_change() {
             .expect("kernel b's row")
             .clone();
         let c = &row["comparison"];
-        assert_eq!((c["unit"].as_str(), c["n"].clone()), (Some("boot"), serde_json::json!([3, 3])), "{row}");
+        assert_eq!(
+            (c["unit"].as_str(), c["n"].clone()),
+            (Some("boot"), serde_json::json!([3, 3])),
+            "{row}"
+        );
         let verdict = c["verdict"].as_str().unwrap();
-        assert!(verdict == "no change" || verdict == "inconclusive", "run {run}: {verdict}: {row}");
+        assert!(
+            verdict == "no change" || verdict == "inconclusive",
+            "run {run}: {verdict}: {row}"
+        );
         assert!(row["boot_share"].as_f64().is_some(), "{row}");
         eprintln!(
             "run {run}: {verdict}, change {:+.2}%, between-boot share {:.0}%",
@@ -82,5 +89,8 @@ async fn one_kernel_as_two_over_three_boots_each_is_never_a_change() {
     }
     let text = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("each boot is one observation") && text.contains("of its variance between boots"), "{text}");
+    assert!(
+        text.contains("each boot is one observation") && text.contains("of its variance between boots"),
+        "{text}"
+    );
 }

@@ -115,7 +115,10 @@ async fn compare_takes_only_workloads_defined_alike() {
         out.contains("WARNING: workloads `other` differs between run 1 and run 2 (argv: [sh, -c, echo value: 2] → [sh, -c, echo value: 20]): not compared"),
         "{out}"
     );
-    assert!(out.contains("good (variant ") && !out.contains("other (variant "), "{out}");
+    assert!(
+        out.contains("good (variant ") && !out.contains("other (variant "),
+        "{out}"
+    );
     // Nothing alike: refused, with the differences.
     let both = scenario(&agent, r#"[sh, -c, "echo value: 20"]"#).replace("echo value: 1", "echo value: 5");
     let (code, _, err) = run(&db, &dir, "c.yaml", &both);

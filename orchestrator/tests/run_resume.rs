@@ -119,7 +119,10 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
     let out = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("probe (kernel current)"), "{text}");
-    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("| value") || l.starts_with("| policy")).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| value") || l.starts_with("| policy"))
+        .collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines.iter().all(|l| l.matches(" (3) ").count() == 2), "{text}");
 }

@@ -43,29 +43,46 @@ fn numbers_by_hand_give_a_verdict_with_its_interval() {
     assert!(out.contains("\"verdict\": \"improvement\""), "{out}");
     // The text form says the interval and the reason.
     let (_, out, _) = stats(&dir, a, b, &[]);
-    assert!(out.contains("verdict: regression") && out.contains("90% CI [+") && out.contains("reason: Welch t-test"), "{out}");
+    assert!(
+        out.contains("verdict: regression") && out.contains("90% CI [+") && out.contains("reason: Welch t-test"),
+        "{out}"
+    );
     // Equal samples: no change; a latency is compared by ranks.
     let (_, out, _) = stats(&dir, a, a, &["--format", "json", "--kind", "latency"]);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((j["verdict"].as_str(), j["test"].as_str()), (Some("no change"), Some("rank-exact")), "{j}");
+    assert_eq!(
+        (j["verdict"].as_str(), j["test"].as_str()),
+        (Some("no change"), Some("rank-exact")),
+        "{j}"
+    );
     // Two a side by ranks: no interval can be had, and the reason says what would do.
     let (ok, out, err) = stats(&dir, "1\n2\n", "3\n4\n", &["--format", "json", "--kind", "latency"]);
     assert!(ok, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["ci"], serde_json::json!([null, null]), "{j}");
     assert_eq!(j["verdict"], "inconclusive");
-    assert!(j["reason"].as_str().unwrap().starts_with("needs ≥ 6 runs per side"), "{j}");
+    assert!(
+        j["reason"].as_str().unwrap().starts_with("needs ≥ 6 runs per side"),
+        "{j}"
+    );
 }
 
 #[test]
 fn kreg_parse_json_with_a_metric() {
     let dir = Scratch::new("stats-json");
-    let one = |t: f64| format!("[{{\"name\": \"time\", \"value\": {t}, \"unit\": \"s\", \"direction\": \"lower\", \"kind\": \"mean\"}}]\n");
+    let one = |t: f64| {
+        format!(
+            "[{{\"name\": \"time\", \"value\": {t}, \"unit\": \"s\", \"direction\": \"lower\", \"kind\": \"mean\"}}]\n"
+        )
+    };
     let a: String = [1.00, 1.02, 0.99, 1.01, 1.00, 0.98].iter().map(|t| one(*t)).collect();
     let b: String = [1.50, 1.52, 1.49, 1.51, 1.50, 1.48].iter().map(|t| one(*t)).collect();
     let (ok, out, err) = stats(&dir, &a, &b, &["--metric", "time", "--format", "json"]);
     assert!(ok, "{err}");
-    assert!(out.contains("\"verdict\": \"regression\"") && out.contains("\"direction\": \"lower\""), "{out}");
+    assert!(
+        out.contains("\"verdict\": \"regression\"") && out.contains("\"direction\": \"lower\""),
+        "{out}"
+    );
     // An array of outputs reads the same.
     let arr = format!("[{}]", a.trim_end().replace('\n', ","));
     let (ok, out2, err) = stats(&dir, &arr, &b, &["--metric", "time", "--format", "json"]);

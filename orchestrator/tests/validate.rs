@@ -67,5 +67,9 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
     // a b a b: each kernel booted twice, alternating.
     let boots: Vec<&str> = text.lines().filter(|l| l.starts_with("boot kernel")).collect();
     assert_eq!(boots.len(), 4, "{text}");
-    assert!(boots[0].starts_with("boot kernel deb-6.1 (baseline) (boot 1)") && boots[3].starts_with("boot kernel deb-6.12 (boot 2)"), "{text}");
+    assert!(
+        boots[0].starts_with("boot kernel deb-6.1 (baseline) (boot 1)")
+            && boots[3].starts_with("boot kernel deb-6.12 (boot 2)"),
+        "{text}"
+    );
 }

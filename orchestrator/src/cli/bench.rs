@@ -42,7 +42,14 @@ pub fn dispatch(cmd: BenchCmd) -> Result<ExitCode> {
     let mut table = Table::new();
     table.load_preset(presets::ASCII_MARKDOWN);
     table.set_header([
-        "case", "kind", "design", "A/A false alarms", "A/A no change", "A/A runs", "+10% caught", "+10% runs",
+        "case",
+        "kind",
+        "design",
+        "A/A false alarms",
+        "A/A no change",
+        "A/A runs",
+        "+10% caught",
+        "+10% runs",
         "+1% called regression",
     ]);
     let started = std::time::Instant::now();

@@ -100,7 +100,11 @@ fn look_line(cells: &[String], jobs: usize) -> String {
     if jobs == 0 {
         return "look: every row has its verdict or its last look".into();
     }
-    format!("look: {} cell(s) still inconclusive, {jobs} more job(s): {}", cells.len(), cells.join(", "))
+    format!(
+        "look: {} cell(s) still inconclusive, {jobs} more job(s): {}",
+        cells.len(),
+        cells.join(", ")
+    )
 }
 
 pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
@@ -131,7 +135,14 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
         }
     };
     bar.finish_and_clear();
-    print_report(db, run_id, None, (Format::Text, false), &kreg::stats::Settings::default()).await?;
+    print_report(
+        db,
+        run_id,
+        None,
+        (Format::Text, false),
+        &kreg::stats::Settings::default(),
+    )
+    .await?;
     println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
     Ok(if outcome.failed == 0 {
         ExitCode::SUCCESS

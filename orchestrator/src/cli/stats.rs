@@ -72,11 +72,19 @@ fn read_text(path: &Path, text: &str) -> Result<Numbers> {
         }
         values.push(v);
     }
-    Ok(Numbers { values, kind: None, higher_is_better: None })
+    Ok(Numbers {
+        values,
+        kind: None,
+        higher_is_better: None,
+    })
 }
 
 fn read_json(path: &Path, text: &str, metric: &str) -> Result<Numbers> {
-    let mut out = Numbers { values: Vec::new(), kind: None, higher_is_better: None };
+    let mut out = Numbers {
+        values: Vec::new(),
+        kind: None,
+        higher_is_better: None,
+    };
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
     loop {
         let start = stream.byte_offset();
@@ -92,14 +100,18 @@ fn read_json(path: &Path, text: &str, metric: &str) -> Result<Numbers> {
             _ => vec![&doc],
         };
         for output in outputs {
-            let Some(m) = output
-                .as_array()
-                .and_then(|ms| ms.iter().find(|m| m["name"] == metric))
-            else {
-                bail!("{}:{line}: no metric {metric:?} in this `kreg parse` output", path.display());
+            let Some(m) = output.as_array().and_then(|ms| ms.iter().find(|m| m["name"] == metric)) else {
+                bail!(
+                    "{}:{line}: no metric {metric:?} in this `kreg parse` output",
+                    path.display()
+                );
             };
             let v = m["value"].as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
-                anyhow::anyhow!("{}:{line}: metric {metric:?} has no finite value: {}", path.display(), m["value"])
+                anyhow::anyhow!(
+                    "{}:{line}: metric {metric:?} has no finite value: {}",
+                    path.display(),
+                    m["value"]
+                )
             })?;
             out.values.push(v);
             out.kind = out.kind.or(m["kind"].as_str().and_then(MetricKind::from_name));
@@ -119,13 +131,25 @@ fn read(path: &Path, metric: Option<&str>) -> Result<Numbers> {
     let json = matches!(text.trim_start().as_bytes().first(), Some(b'[' | 0x7B));
     let n = match (metric, json) {
         (Some(m), true) => read_json(path, &text, m)?,
-        (Some(_), false) => bail!("{}: --metric reads `kreg parse` JSON, and this file is not JSON", path.display()),
-        (None, true) => bail!("{}: JSON from `kreg parse` needs --metric NAME to say which figure to compare", path.display()),
+        (Some(_), false) => bail!(
+            "{}: --metric reads `kreg parse` JSON, and this file is not JSON",
+            path.display()
+        ),
+        (None, true) => bail!(
+            "{}: JSON from `kreg parse` needs --metric NAME to say which figure to compare",
+            path.display()
+        ),
         (None, false) => read_text(path, &text)?,
     };
     match n.values.len() {
-        0 => bail!("{}: no numbers (a comparison needs at least 2 per side)", path.display()),
-        1 => bail!("{}: only one number (a comparison needs at least 2 per side)", path.display()),
+        0 => bail!(
+            "{}: no numbers (a comparison needs at least 2 per side)",
+            path.display()
+        ),
+        1 => bail!(
+            "{}: only one number (a comparison needs at least 2 per side)",
+            path.display()
+        ),
         _ => Ok(n),
     }
 }
@@ -134,7 +158,14 @@ fn side_line(name: &str, v: &[f64], kind: MetricKind) -> String {
     let s = Summary::of(v).expect("two numbers or more");
     let (q1, q3) = quartiles(v);
     if kind.by_ranks() {
-        format!("{name}  n={:<4} median {:<12} iqr {:<12} min {:<12} max {}", s.n, s.median, q3 - q1, s.min, s.max)
+        format!(
+            "{name}  n={:<4} median {:<12} iqr {:<12} min {:<12} max {}",
+            s.n,
+            s.median,
+            q3 - q1,
+            s.min,
+            s.max
+        )
     } else {
         format!(
             "{name}  n={:<4} mean {:<14} stddev {:<12} ({:.2}%)  min {:<12} max {}",
@@ -150,7 +181,11 @@ fn side_line(name: &str, v: &[f64], kind: MetricKind) -> String {
 
 fn text(args: &StatsArgs, a: &[f64], b: &[f64], c: &Comparison, hib: bool) -> String {
     let better = if hib { "higher" } else { "lower" };
-    let change = if c.change.is_finite() { format!("{:+.2}%", 100.0 * c.change) } else { "n/a".into() };
+    let change = if c.change.is_finite() {
+        format!("{:+.2}%", 100.0 * c.change)
+    } else {
+        "n/a".into()
+    };
     format!(
         "{}\n{}\nverdict: {} ({} is better; kind {})\nchange: {change}, {:.0}% CI {}\ntest: {}, p={:.3e}, alpha {}\nreason: {}\n",
         side_line(&format!("A {}", args.a.display()), a, c.kind),

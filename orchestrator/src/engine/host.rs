@@ -258,7 +258,10 @@ impl LabConn {
         let Some((good, good_initrd, good_cmdline)) = self.last_good.clone().filter(|_| crashed) else {
             return Err(first);
         };
-        eprintln!("kreg: kexec into {} crashed; starting {} again and retrying once", p.release, good.release);
+        eprintln!(
+            "kreg: kexec into {} crashed; starting {} again and retrying once",
+            p.release, good.release
+        );
         let retry = async {
             let old = self.cold_boot(&good, &good_initrd, cfg, timeout, &good_cmdline).await?;
             self.kexec(p, initrd_bytes, &old, timeout, cmdline).await

@@ -312,7 +312,13 @@ async fn drive_jobs(
     loop {
         let todo: Vec<&JobRow> = jobs
             .iter()
-            .filter(|j| if first { j.state.to_drive() } else { j.state == JobState::Pending })
+            .filter(|j| {
+                if first {
+                    j.state.to_drive()
+                } else {
+                    j.state == JobState::Pending
+                }
+            })
             .collect();
         first = false;
         driver.all(&todo).await?;
@@ -326,7 +332,10 @@ async fn drive_jobs(
         let now: Vec<crate::plan::Job> = store::jobs(db, run.id).await?.iter().map(|j| j.to_job()).collect();
         let more = crate::plan::extend(scenario, &now, &cells);
         (driver.on_event)(Event::Look {
-            cells: cells.iter().map(|c| format!("{}/{}/{}", c.kernel, c.variant, c.workload)).collect(),
+            cells: cells
+                .iter()
+                .map(|c| format!("{}/{}/{}", c.kernel, c.variant, c.workload))
+                .collect(),
             jobs: more.len(),
         });
         if more.is_empty() {

@@ -37,7 +37,12 @@ fn blocks<'a>(rep: &Report<'a>) -> Vec<Block<'a>> {
             let b = match at {
                 Some(i) => &mut out[i],
                 None => {
-                    out.push(Block { workload: &t.workload, title, columns: Vec::new(), lines: Vec::new() });
+                    out.push(Block {
+                        workload: &t.workload,
+                        title,
+                        columns: Vec::new(),
+                        lines: Vec::new(),
+                    });
                     out.last_mut().expect("just pushed")
                 }
             };
@@ -55,7 +60,11 @@ fn blocks<'a>(rep: &Report<'a>) -> Vec<Block<'a>> {
             let cells: Vec<Option<&Row>> = b
                 .columns
                 .iter()
-                .map(|c| t.rows.iter().find(|r| label(rep.baseline, r) == (b.title.clone(), c.clone())))
+                .map(|c| {
+                    t.rows
+                        .iter()
+                        .find(|r| label(rep.baseline, r) == (b.title.clone(), c.clone()))
+                })
                 .collect();
             if cells.iter().any(|c| c.is_some()) {
                 b.lines.push((t, cells));
@@ -182,7 +191,12 @@ fn headers(b: &Block, baseline: &Baseline) -> Vec<String> {
         if let Baseline::Run(id) = baseline {
             h.push(format!("{c} run {id}"));
         }
-        h.extend([c.clone(), format!("{c} change"), format!("{c} CI"), format!("{c} verdict")]);
+        h.extend([
+            c.clone(),
+            format!("{c} change"),
+            format!("{c} CI"),
+            format!("{c} verdict"),
+        ]);
     }
     h
 }
@@ -213,11 +227,7 @@ fn line_cells(t: &MetricTable, cells: &[Option<&Row>], baseline: &Baseline) -> V
             continue;
         }
         match compared {
-            Some(c) => out.extend([
-                change_cell(t, c),
-                interval_text(c.ci),
-                verdict_cell(c),
-            ]),
+            Some(c) => out.extend([change_cell(t, c), interval_text(c.ci), verdict_cell(c)]),
             None => out.extend(["-".to_string(), "-".to_string(), "-".to_string()]),
         }
     }
@@ -242,15 +252,30 @@ pub(super) fn render_text(rep: &Report) -> String {
         out.push_str("no results stored yet\n");
     }
     for b in blocks(rep) {
-        out.push_str(&format!("\n{} ({}): {}\n", b.workload, b.title, command_of(rep, b.workload)));
+        out.push_str(&format!(
+            "\n{} ({}): {}\n",
+            b.workload,
+            b.title,
+            command_of(rep, b.workload)
+        ));
         let mut table = Table::new();
-        table.load_preset(if rep.boxes { presets::UTF8_FULL_CONDENSED } else { presets::ASCII_MARKDOWN });
+        table.load_preset(if rep.boxes {
+            presets::UTF8_FULL_CONDENSED
+        } else {
+            presets::ASCII_MARKDOWN
+        });
         table.set_header(headers(&b, rep.baseline));
         for (t, cells) in &b.lines {
             let row: Vec<Cell> = line_cells(t, cells, rep.baseline)
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| if i == 0 { Cell::new(c) } else { Cell::new(c).set_alignment(CellAlignment::Right) })
+                .map(|(i, c)| {
+                    if i == 0 {
+                        Cell::new(c)
+                    } else {
+                        Cell::new(c).set_alignment(CellAlignment::Right)
+                    }
+                })
                 .collect();
             table.add_row(row);
         }
@@ -301,18 +326,30 @@ pub(super) fn render_markdown(rep: &Report) -> String {
             command_of(rep, b.workload).replace('`', "'")
         ));
         let h = headers(&b, rep.baseline);
-        out.push_str(&format!("| {} |\n", h.iter().map(|x| md_escape(x)).collect::<Vec<_>>().join(" | ")));
+        out.push_str(&format!(
+            "| {} |\n",
+            h.iter().map(|x| md_escape(x)).collect::<Vec<_>>().join(" | ")
+        ));
         out.push_str(&format!("|:--|{}\n", "--:|".repeat(h.len() - 1)));
         for (t, cells) in &b.lines {
             let bold: Vec<bool> = cells
                 .iter()
-                .map(|r| r.and_then(|r| r.comparison.as_ref()).is_some_and(|c| c.verdict.is_change()))
+                .map(|r| {
+                    r.and_then(|r| r.comparison.as_ref())
+                        .is_some_and(|c| c.verdict.is_change())
+                })
                 .collect();
             let mut cols = line_cells(t, cells, rep.baseline).into_iter().map(|c| md_escape(&c));
             let mut line = vec![cols.next().expect("the metric")];
             let run = matches!(rep.baseline, Baseline::Run(_));
             for (col, strong) in bold.iter().enumerate() {
-                let width = if col == 0 && !run { 1 } else if run { 5 } else { 4 };
+                let width = if col == 0 && !run {
+                    1
+                } else if run {
+                    5
+                } else {
+                    4
+                };
                 for j in 0..width {
                     let c = cols.next().unwrap_or_default();
                     // The change, its interval and the verdict of a significant change.

@@ -11,10 +11,42 @@ fn csv_field(s: &str) -> String {
 }
 
 const CSV_HEADER: [&str; 36] = [
-    "workload", "metric", "unit", "higher_is_better", "kind", "kernel", "variant", "releases", "policies",
-    "n", "boots", "boot_share", "mean", "median", "stddev", "cov_pct", "q1", "q3", "min", "max", "outliers", "bimodal",
-    "unit_of_analysis", "n_base", "n_new", "change", "ci_low", "ci_high", "ci_level", "test", "p", "p_adjusted", "alpha",
-    "look", "verdict", "reason",
+    "workload",
+    "metric",
+    "unit",
+    "higher_is_better",
+    "kind",
+    "kernel",
+    "variant",
+    "releases",
+    "policies",
+    "n",
+    "boots",
+    "boot_share",
+    "mean",
+    "median",
+    "stddev",
+    "cov_pct",
+    "q1",
+    "q3",
+    "min",
+    "max",
+    "outliers",
+    "bimodal",
+    "unit_of_analysis",
+    "n_base",
+    "n_new",
+    "change",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "test",
+    "p",
+    "p_adjusted",
+    "alpha",
+    "look",
+    "verdict",
+    "reason",
 ];
 
 fn num(v: Option<f64>) -> String {
@@ -48,14 +80,21 @@ fn csv_row(t: &super::MetricTable, r: &super::Row) -> Vec<String> {
         sm.max.to_string(),
         r.outliers.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" "),
         r.bimodal.to_string(),
-        c.map(|c| c.unit.plural().trim_end_matches('s').to_string()).unwrap_or_default(),
+        c.map(|c| c.unit.plural().trim_end_matches('s').to_string())
+            .unwrap_or_default(),
         c.map(|c| c.n[0].to_string()).unwrap_or_default(),
         c.map(|c| c.n[1].to_string()).unwrap_or_default(),
         num(c.map(|c| c.change)),
         num(ci.map(|x| x.0)),
         num(ci.map(|x| x.1)),
         num(c.map(|c| c.ci_level)),
-        c.map(|c| serde_json::to_value(c.test).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()).unwrap_or_default(),
+        c.map(|c| {
+            serde_json::to_value(c.test)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        })
+        .unwrap_or_default(),
         num(c.map(|c| c.p)),
         num(c.map(|c| c.p_adjusted)),
         num(c.map(|c| c.alpha)),

@@ -158,7 +158,11 @@ pub fn compare_runs(sa: &Scenario, a: &[Sample], sb: &Scenario, b: &[Sample], se
             continue;
         };
         for (ri, r) in t.rows.iter().enumerate() {
-            if let Some(br) = base.rows.iter().find(|x| x.kernel == r.kernel && x.variant == r.variant) {
+            if let Some(br) = base
+                .rows
+                .iter()
+                .find(|x| x.kernel == r.kernel && x.variant == r.variant)
+            {
                 pairs.push(((ti, ri), br.side.clone()));
             }
         }
@@ -215,7 +219,11 @@ pub fn next_round(s: &Scenario, samples: &[Sample]) -> Vec<crate::plan::Cell> {
     judge_into(&mut out, inputs, &looks, &Settings::default(), s.by_boot(), false);
     let mut cells = Vec::new();
     let mut want = |kernel: &str, variant: &str, workload: &str| {
-        let c = crate::plan::Cell { kernel: kernel.into(), variant: variant.into(), workload: workload.into() };
+        let c = crate::plan::Cell {
+            kernel: kernel.into(),
+            variant: variant.into(),
+            workload: workload.into(),
+        };
         if !cells.contains(&c) {
             cells.push(c);
         }
@@ -224,7 +232,9 @@ pub fn next_round(s: &Scenario, samples: &[Sample]) -> Vec<crate::plan::Cell> {
         let t = &out[*ti];
         let r = &t.rows[*ri];
         let open = r.comparison.as_ref().is_some_and(|c| {
-            c.verdict == stats::Verdict::Inconclusive && c.look + 1 < looks.len() && c.n[0].min(c.n[1]) >= looks.at[c.look]
+            c.verdict == stats::Verdict::Inconclusive
+                && c.look + 1 < looks.len()
+                && c.n[0].min(c.n[1]) >= looks.at[c.look]
         });
         if open {
             want(&r.kernel, &r.variant, &t.workload);
@@ -292,7 +302,9 @@ fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
                 for v in &s.variants {
                     let mut mine: Vec<&Sample> = samples
                         .iter()
-                        .filter(|x| x.workload == w.name && x.metric == m.metric && x.kernel == k.name && x.variant == v.name)
+                        .filter(|x| {
+                            x.workload == w.name && x.metric == m.metric && x.kernel == k.name && x.variant == v.name
+                        })
                         .collect();
                     mine.sort_by_key(|x| x.iteration);
                     rows.extend(row_of(&k.name, &v.name, &mine));

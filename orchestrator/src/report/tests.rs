@@ -19,7 +19,13 @@ fn sample(kernel: &str, variant: &str, iteration: i32, value: f64) -> Sample {
     }
 }
 
-fn report<'a>(run_id: i64, s: &'a Scenario, base: &'a Baseline, t: &'a [MetricTable], prov: &'a [KernelProvenance]) -> Report<'a> {
+fn report<'a>(
+    run_id: i64,
+    s: &'a Scenario,
+    base: &'a Baseline,
+    t: &'a [MetricTable],
+    prov: &'a [KernelProvenance],
+) -> Report<'a> {
     static SETTINGS: std::sync::OnceLock<Settings> = std::sync::OnceLock::new();
     Report {
         run_id,
@@ -72,7 +78,11 @@ fn change_is_against_baseline_with_same_variant() {
     let t = tables(&s, &samples(), &Baseline::Variant("other".into()), &Settings::default());
     let rows = &t[0].rows;
     assert!(rows[0].comparison.is_none() && rows[2].comparison.is_none());
-    assert_eq!(rows[1].comparison.as_ref().unwrap().verdict, Verdict::Regression, "a/batch is 2x a/other");
+    assert_eq!(
+        rows[1].comparison.as_ref().unwrap().verdict,
+        Verdict::Regression,
+        "a/batch is 2x a/other"
+    );
     assert!((rows[3].comparison.as_ref().unwrap().change + 1.0 / 3.0).abs() < 1e-9);
 }
 
@@ -97,20 +107,36 @@ fn text_is_one_compact_ascii_table_per_workload_and_variant_with_reasons() {
     assert_eq!(out.matches("hb (variant ").count(), 2, "{out}");
     assert!(out.contains("hb (variant other): hackbench"), "the command line: {out}");
     assert!(!out.contains('─') && !out.contains('│'), "plain ASCII: {out}");
-    let table_lines: Vec<&str> = out.lines().filter(|l| l.starts_with("| time") || l.starts_with("| lat_p99")).collect();
+    let table_lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| time") || l.starts_with("| lat_p99"))
+        .collect();
     assert_eq!(table_lines.len(), 4, "{out}");
-    assert!(out.contains("a (base)") && out.contains("b change") && out.contains("b verdict"), "{out}");
+    assert!(
+        out.contains("a (base)") && out.contains("b change") && out.contains("b verdict"),
+        "{out}"
+    );
     assert!(out.contains("+50.00% worse") && out.contains("REGRESSION"), "{out}");
     assert!(out.contains("-50.00% better") && out.contains("IMPROVEMENT"), "{out}");
-    assert!(out.contains(" iqr ") && out.contains(" ±"), "median/IQR and mean/stddev: {out}");
+    assert!(
+        out.contains(" iqr ") && out.contains(" ±"),
+        "median/IQR and mean/stddev: {out}"
+    );
     // The reason under the table, with the interval and the adjusted p labelled.
-    assert!(out.contains("b time: regression (+50.00% worse): Welch t-test"), "{out}");
+    assert!(
+        out.contains("b time: regression (+50.00% worse): Welch t-test"),
+        "{out}"
+    );
     assert!(out.contains("90% CI ["), "{out}");
     assert!(out.contains("adjusted"), "{out}");
     // The latency rows at 6 vs 6 reach p = 2/924 < 0.01: a verdict too.
     assert!(out.contains("b lat_p99: regression"), "{out}");
     assert!(out.contains("boot-to-boot variation was not measured"), "{out}");
-    let boxed = Report { boxes: true, ..report(1, &s, &base, &t, &[]) }.render(Format::Text);
+    let boxed = Report {
+        boxes: true,
+        ..report(1, &s, &base, &t, &[])
+    }
+    .render(Format::Text);
     assert!(boxed.contains('│'), "{boxed}");
 }
 
@@ -152,8 +178,14 @@ fn markdown_has_a_well_formed_table_per_block() {
         },
     ];
     let md = report(7, &s, &base, &t, &prov).render(Format::Markdown);
-    assert!(md.contains("WARNING: the kernels ran on different CPU models: EPYC") && md.contains("Xeon"), "{md}");
-    assert!(!md.contains("different command lines"), "BOOT_IMAGE differs by design: {md}");
+    assert!(
+        md.contains("WARNING: the kernels ran on different CPU models: EPYC") && md.contains("Xeon"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("different command lines"),
+        "BOOT_IMAGE differs by design: {md}"
+    );
     assert_eq!(md.lines().filter(|l| l.starts_with("### ")).count(), 2, "{md}");
     let lines: Vec<&str> = md.lines().collect();
     let mut seen = 0;
@@ -161,14 +193,20 @@ fn markdown_has_a_well_formed_table_per_block() {
         if l.starts_with("| metric |") {
             seen += 1;
             let cols = l.matches('|').count() - l.matches("\\|").count();
-            assert!(lines[i + 1].starts_with("|:--") && lines[i + 1].matches('|').count() == cols, "{md}");
+            assert!(
+                lines[i + 1].starts_with("|:--") && lines[i + 1].matches('|').count() == cols,
+                "{md}"
+            );
             let body: Vec<&&str> = lines[i + 2..].iter().take_while(|r| r.starts_with('|')).collect();
             assert_eq!(body.len(), 1, "{md}");
             assert!(body.iter().all(|r| r.matches('|').count() == cols), "{md}");
         }
     }
     assert_eq!(seen, 2);
-    assert!(md.contains("**REGRESSION**") && md.contains("**+50.00% worse**"), "{md}");
+    assert!(
+        md.contains("**REGRESSION**") && md.contains("**+50.00% worse**"),
+        "{md}"
+    );
     let csv = report(7, &s, &base, &t, &prov).render(Format::Csv);
     let width = csv.lines().next().unwrap().split(',').count();
     assert_eq!(csv.lines().count(), 1 + 4);

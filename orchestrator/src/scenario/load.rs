@@ -136,8 +136,12 @@ impl<'a> Cx<'a> {
             return self.uint(n, "iterations", 1, 1000).map(|v| (v as u32, v as u32));
         }
         let f = self.map(n, "iterations", &["min", "max"])?;
-        let min = self.required(&f, "min", "iterations").and_then(|m| self.uint(m, "iterations: min", 2, 1000));
-        let max = self.required(&f, "max", "iterations").and_then(|m| self.uint(m, "iterations: max", 2, 1000));
+        let min = self
+            .required(&f, "min", "iterations")
+            .and_then(|m| self.uint(m, "iterations: min", 2, 1000));
+        let max = self
+            .required(&f, "max", "iterations")
+            .and_then(|m| self.uint(m, "iterations: max", 2, 1000));
         let (min, max) = (min? as u32, max? as u32);
         if max < min {
             let at = f.get("max").unwrap_or(n);
@@ -148,7 +152,13 @@ impl<'a> Cx<'a> {
     }
 
     /// Boots need kernels kreg can boot again, and a run in every boot.
-    fn check_boots(&mut self, f: &Fields, boots: Option<u32>, iterations: Option<(u32, u32)>, kernels: &Option<Vec<Kernel>>) {
+    fn check_boots(
+        &mut self,
+        f: &Fields,
+        boots: Option<u32>,
+        iterations: Option<(u32, u32)>,
+        kernels: &Option<Vec<Kernel>>,
+    ) {
         let (Some(boots), Some(node)) = (boots, f.get("boots")) else {
             return;
         };

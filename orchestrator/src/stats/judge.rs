@@ -23,7 +23,10 @@ pub struct RowInput {
 /// Judges every row. `complete`: the plan has run its course, so the last look sees every
 /// observation there is; otherwise a look counts only for rows that reached its size.
 pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> Vec<Option<Comparison>> {
-    let obs: Vec<_> = rows.iter().map(|r| observations(&r.base, &r.new, r.kind, r.by_boot)).collect();
+    let obs: Vec<_> = rows
+        .iter()
+        .map(|r| observations(&r.base, &r.new, r.kind, r.by_boot))
+        .collect();
     let mut out: Vec<Option<Comparison>> = vec![None; rows.len()];
     let mut settled = vec![false; rows.len()];
     for (k, &at) in looks.at.iter().enumerate() {
@@ -56,7 +59,13 @@ pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> 
 }
 
 /// One pair of samples under a fixed plan: what `kreg stats` and a single report row do.
-pub fn judge_one(base: &[f64], new: &[f64], kind: MetricKind, higher_is_better: bool, s: &Settings) -> Option<Comparison> {
+pub fn judge_one(
+    base: &[f64],
+    new: &[f64],
+    kind: MetricKind,
+    higher_is_better: bool,
+    s: &Settings,
+) -> Option<Comparison> {
     let row = RowInput {
         base: Side::of_runs(base),
         new: Side::of_runs(new),

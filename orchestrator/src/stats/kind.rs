@@ -16,7 +16,12 @@ pub enum MetricKind {
 }
 
 impl MetricKind {
-    pub const ALL: [MetricKind; 4] = [MetricKind::Mean, MetricKind::Throughput, MetricKind::Latency, MetricKind::Count];
+    pub const ALL: [MetricKind; 4] = [
+        MetricKind::Mean,
+        MetricKind::Throughput,
+        MetricKind::Latency,
+        MetricKind::Count,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

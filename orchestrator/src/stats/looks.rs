@@ -23,7 +23,9 @@ impl Looks {
         if max <= min {
             return Looks::fixed();
         }
-        Looks { at: (min..=max).collect() }
+        Looks {
+            at: (min..=max).collect(),
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -266,7 +266,12 @@ mod tests {
         ];
         for (a, b) in cases {
             let t = rank_test(a, b).unwrap();
-            assert!((t.p - brute(a, b)).abs() < 1e-12, "{a:?} {b:?}: {} vs {}", t.p, brute(a, b));
+            assert!(
+                (t.p - brute(a, b)).abs() < 1e-12,
+                "{a:?} {b:?}: {} vs {}",
+                t.p,
+                brute(a, b)
+            );
             assert!(t.exact && t.min_p <= t.p);
         }
         // 3 vs 3 all tied within each side: every arrangement counted, p = 2/20.

@@ -59,18 +59,66 @@ pub fn cases() -> Vec<Case> {
     use MetricKind::*;
     use Noise::*;
     vec![
-        Case { name: "normal CoV 1%", noise: Normal(0.01), kind: Mean },
-        Case { name: "normal CoV 3%", noise: Normal(0.03), kind: Mean },
-        Case { name: "normal CoV 10%", noise: Normal(0.10), kind: Mean },
-        Case { name: "lognormal CoV 3%", noise: LogNormal(0.03), kind: Mean },
-        Case { name: "lognormal CoV 10%", noise: LogNormal(0.10), kind: Mean },
-        Case { name: "lognormal CoV 3% (percentile)", noise: LogNormal(0.03), kind: Latency },
-        Case { name: "lognormal CoV 10% (percentile)", noise: LogNormal(0.10), kind: Latency },
-        Case { name: "bimodal 70/30, modes 20% apart", noise: Bimodal, kind: Mean },
-        Case { name: "bimodal 70/30 (percentile)", noise: Bimodal, kind: Latency },
-        Case { name: "integer buckets, many ties", noise: Buckets, kind: Latency },
-        Case { name: "boot offset 1%, 3 runs/boot", noise: BootOffset(0.01), kind: Mean },
-        Case { name: "boot offset 2%, 3 runs/boot", noise: BootOffset(0.02), kind: Mean },
+        Case {
+            name: "normal CoV 1%",
+            noise: Normal(0.01),
+            kind: Mean,
+        },
+        Case {
+            name: "normal CoV 3%",
+            noise: Normal(0.03),
+            kind: Mean,
+        },
+        Case {
+            name: "normal CoV 10%",
+            noise: Normal(0.10),
+            kind: Mean,
+        },
+        Case {
+            name: "lognormal CoV 3%",
+            noise: LogNormal(0.03),
+            kind: Mean,
+        },
+        Case {
+            name: "lognormal CoV 10%",
+            noise: LogNormal(0.10),
+            kind: Mean,
+        },
+        Case {
+            name: "lognormal CoV 3% (percentile)",
+            noise: LogNormal(0.03),
+            kind: Latency,
+        },
+        Case {
+            name: "lognormal CoV 10% (percentile)",
+            noise: LogNormal(0.10),
+            kind: Latency,
+        },
+        Case {
+            name: "bimodal 70/30, modes 20% apart",
+            noise: Bimodal,
+            kind: Mean,
+        },
+        Case {
+            name: "bimodal 70/30 (percentile)",
+            noise: Bimodal,
+            kind: Latency,
+        },
+        Case {
+            name: "integer buckets, many ties",
+            noise: Buckets,
+            kind: Latency,
+        },
+        Case {
+            name: "boot offset 1%, 3 runs/boot",
+            noise: BootOffset(0.01),
+            kind: Mean,
+        },
+        Case {
+            name: "boot offset 2%, 3 runs/boot",
+            noise: BootOffset(0.02),
+            kind: Mean,
+        },
     ]
 }
 
@@ -154,7 +202,10 @@ pub fn run_trials(case: &Case, design: Design, change: f64, trials: usize, seed:
     };
     let per_boot = case.runs_per_boot();
     let (boots, runs) = if per_boot > 1 { (max, per_boot) } else { (1, max) };
-    let mut t = Tally { trials, ..Tally::default() };
+    let mut t = Tally {
+        trials,
+        ..Tally::default()
+    };
     for _ in 0..trials {
         let row = RowInput {
             base: draw(case, &mut rng, 1.0, boots, runs),

@@ -72,23 +72,42 @@ fn verdicts_follow_direction_kind_and_are_deterministic() {
     let c = one(&base, &slower, MetricKind::Mean, false);
     assert_eq!((c.verdict, c.test), (Verdict::Regression, Test::Welch), "{c:?}");
     assert!((c.change - 0.2).abs() < 1e-3);
-    assert_eq!(one(&base, &slower, MetricKind::Throughput, true).verdict, Verdict::Improvement);
-    assert_eq!(c, one(&base, &slower, MetricKind::Mean, false), "same samples, same row");
+    assert_eq!(
+        one(&base, &slower, MetricKind::Throughput, true).verdict,
+        Verdict::Improvement
+    );
+    assert_eq!(
+        c,
+        one(&base, &slower, MetricKind::Mean, false),
+        "same samples, same row"
+    );
     // A percentile: the rank test; 6 vs 6 fully separated reaches p = 2/924 < 0.005.
     let r = one(&base, &slower, MetricKind::Latency, false);
     assert_eq!((r.verdict, r.test), (Verdict::Regression, Test::RankExact), "{r:?}");
     assert!((r.p - 2.0 / 924.0).abs() < 1e-12);
-    assert!((r.change - 0.2).abs() < 0.01, "Hodges-Lehmann shift over the median: {}", r.change);
+    assert!(
+        (r.change - 0.2).abs() < 0.01,
+        "Hodges-Lehmann shift over the median: {}",
+        r.change
+    );
     // Tight and equal: no change, by equivalence.
     let same = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0];
     let e = one(&base, &same, MetricKind::Mean, true);
     assert_eq!(e.verdict, Verdict::NoChange, "{e:?}");
-    assert!(e.reason.contains("90% CI") && e.reason.contains("equivalence"), "{}", e.reason);
+    assert!(
+        e.reason.contains("90% CI") && e.reason.contains("equivalence"),
+        "{}",
+        e.reason
+    );
     // Noisy: inconclusive, with the interval and the runs that would settle it.
     let noisy = [90.0, 110.0, 95.0, 105.0, 100.0, 98.0];
     let g = one(&base, &noisy, MetricKind::Mean, true);
     assert_eq!(g.verdict, Verdict::Inconclusive);
-    assert!(g.reason.contains("reaches beyond ±2.0%") && g.reason.contains("per side would settle it"), "{}", g.reason);
+    assert!(
+        g.reason.contains("reaches beyond ±2.0%") && g.reason.contains("per side would settle it"),
+        "{}",
+        g.reason
+    );
     assert!(g.runs_needed.unwrap() > 6);
 }
 
@@ -129,8 +148,22 @@ fn boots_are_the_unit_when_both_sides_have_several() {
         values: v.iter().map(|x| x.0).collect(),
         boots: v.iter().map(|x| x.1.into()).collect(),
     };
-    let a = side(&[(100.0, "a1"), (100.1, "a1"), (99.9, "a1"), (106.0, "a2"), (106.1, "a2"), (105.9, "a2")]);
-    let b = side(&[(105.0, "b1"), (105.1, "b1"), (104.9, "b1"), (111.0, "b2"), (111.1, "b2"), (110.9, "b2")]);
+    let a = side(&[
+        (100.0, "a1"),
+        (100.1, "a1"),
+        (99.9, "a1"),
+        (106.0, "a2"),
+        (106.1, "a2"),
+        (105.9, "a2"),
+    ]);
+    let b = side(&[
+        (105.0, "b1"),
+        (105.1, "b1"),
+        (104.9, "b1"),
+        (111.0, "b2"),
+        (111.1, "b2"),
+        (110.9, "b2"),
+    ]);
     let row = RowInput {
         base: a.clone(),
         new: b.clone(),
@@ -138,7 +171,10 @@ fn boots_are_the_unit_when_both_sides_have_several() {
         higher_is_better: false,
         by_boot: true,
     };
-    let c = judge(&[row], &Looks::fixed(), &Settings::default(), true).pop().flatten().unwrap();
+    let c = judge(&[row], &Looks::fixed(), &Settings::default(), true)
+        .pop()
+        .flatten()
+        .unwrap();
     assert_eq!((c.unit, c.n), (Unit::Boot, [2, 2]));
     assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
     // Read as six runs a side, the same numbers would have been called a regression.
@@ -158,7 +194,10 @@ fn a_verdict_stands_at_the_look_that_gave_it() {
         higher_is_better: false,
         by_boot: false,
     };
-    let c = judge(std::slice::from_ref(&row), &Looks::adaptive(3, 10), &s, true).pop().flatten().unwrap();
+    let c = judge(std::slice::from_ref(&row), &Looks::adaptive(3, 10), &s, true)
+        .pop()
+        .flatten()
+        .unwrap();
     assert_eq!(c.verdict, Verdict::Regression);
     assert!(c.look < 7 && c.n[0] == 3 + c.look, "{c:?}");
     // An incomplete plan: a row below the first look has no verdict yet.

@@ -116,7 +116,14 @@ mod tests {
     #[test]
     fn variance_share_between_boots() {
         // Two boots 10 apart, small spread within: nearly all the variance is between.
-        let a = side(&[(100.0, "1"), (101.0, "1"), (99.0, "1"), (110.0, "2"), (111.0, "2"), (109.0, "2")]);
+        let a = side(&[
+            (100.0, "1"),
+            (101.0, "1"),
+            (99.0, "1"),
+            (110.0, "2"),
+            (111.0, "2"),
+            (109.0, "2"),
+        ]);
         assert!(between_boot_share(&a).unwrap() > 0.95);
         // Same means per boot: none between.
         let b = side(&[(100.0, "1"), (102.0, "1"), (101.0, "2"), (101.0, "2")]);

@@ -110,7 +110,9 @@ impl Settings {
             return Err(format!("alpha must be between 0 and 1, not {alpha}"));
         }
         if !(0.0..100.0).contains(&min_effect_pct) {
-            return Err(format!("the minimum effect is a percentage from 0 to 100, not {min_effect_pct}"));
+            return Err(format!(
+                "the minimum effect is a percentage from 0 to 100, not {min_effect_pct}"
+            ));
         }
         Ok(Settings {
             alpha,
@@ -243,7 +245,11 @@ fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
 
 fn measure_ranks(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
     let rt = rank_test(base, new).expect("both sides have observations");
-    let test = if rt.exact { Test::RankExact } else { Test::RankMonteCarlo };
+    let test = if rt.exact {
+        Test::RankExact
+    } else {
+        Test::RankMonteCarlo
+    };
     let mut c = blank(kind, test, unit, base, new);
     let (ma, mb) = (median(&mut base.to_vec()), median(&mut new.to_vec()));
     let (shift, ci) = hodges_lehmann(base, new, tail);
@@ -251,7 +257,11 @@ fn measure_ranks(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
     c.p = rt.p;
     c.p_adjusted = rt.p;
     c.min_p = rt.min_p;
-    c.sign = if shift != 0.0 { shift.signum() } else { rt.rank_shift.signum() };
+    c.sign = if shift != 0.0 {
+        shift.signum()
+    } else {
+        rt.rank_shift.signum()
+    };
     let all_zero = base.iter().chain(new).all(|v| *v == 0.0);
     if all_zero {
         (c.change, c.ci) = (0.0, Some((0.0, 0.0)));
@@ -313,12 +323,18 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     } else if significant && c.change.is_nan() {
         (
             change_verdict(c.sign),
-            format!("{test}, {p_text} < alpha {alpha:.2e}; the baseline's centre is 0, so the change has no relative size"),
+            format!(
+                "{test}, {p_text} < alpha {alpha:.2e}; the baseline's centre is 0, so the change has no relative size"
+            ),
         )
     } else if significant && c.change.abs() >= min {
         (
             change_verdict(c.change),
-            format!("{test}, {p_text} < alpha {alpha:.2e}; change {} {level} CI {ci}, at least the minimum effect ±{:.1}%", pct(c.change), 100.0 * min),
+            format!(
+                "{test}, {p_text} < alpha {alpha:.2e}; change {} {level} CI {ci}, at least the minimum effect ±{:.1}%",
+                pct(c.change),
+                100.0 * min
+            ),
         )
     } else if within {
         let why = if significant { "a real but smaller change; " } else { "" };
@@ -343,13 +359,19 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
             None => String::new(),
         };
         let first = if significant {
-            format!("{test}, {p_text} < alpha but the change {} is below the minimum effect", pct(c.change))
+            format!(
+                "{test}, {p_text} < alpha but the change {} is below the minimum effect",
+                pct(c.change)
+            )
         } else {
             format!("{test}, {p_text} not below alpha {alpha:.2e}")
         };
         (
             Verdict::Inconclusive,
-            format!("{first}; {level} CI of the change {ci} reaches beyond ±{:.1}%{estimate}", 100.0 * min),
+            format!(
+                "{first}; {level} CI of the change {ci} reaches beyond ±{:.1}%{estimate}",
+                100.0 * min
+            ),
         )
     };
     c.verdict = verdict;
@@ -372,7 +394,11 @@ fn runs_to_settle(c: &Comparison, s: &Settings, alpha: f64) -> Option<usize> {
         2.0 * ((z + z_power) * c.rel_sd / (s.min_effect - d)).powi(2)
     };
     // Rank tests need about π/3 times the runs of a t-test on normal data.
-    let per_side = if c.kind.by_ranks() { per_side * std::f64::consts::PI / 3.0 } else { per_side };
+    let per_side = if c.kind.by_ranks() {
+        per_side * std::f64::consts::PI / 3.0
+    } else {
+        per_side
+    };
     let floor = if c.kind.by_ranks() { runs_to_reach(alpha) } else { 2 };
     let n = per_side.ceil().min(1e6) as usize;
     Some(n.max(floor).max(c.n[0].max(c.n[1]) + 1))

@@ -104,7 +104,9 @@ fn metrics(cx: &mut Cx, node: &Node) -> Option<Vec<MetricPattern>> {
                 kind
             }),
         };
-        if let (Some(name), Some(regex), Some(unit), Some(higher_is_better), Some(kind)) = (name, regex, unit, hib, kind) {
+        if let (Some(name), Some(regex), Some(unit), Some(higher_is_better), Some(kind)) =
+            (name, regex, unit, hib, kind)
+        {
             out.push(MetricPattern {
                 name,
                 regex,

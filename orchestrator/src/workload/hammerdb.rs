@@ -246,7 +246,11 @@ fn proc_metrics(name: &str, line: usize, fields: &[(String, f64)]) -> Result<Vec
             v,
             "ms",
             false,
-            if key == "AVG" { MetricKind::Mean } else { MetricKind::Latency },
+            if key == "AVG" {
+                MetricKind::Mean
+            } else {
+                MetricKind::Latency
+            },
         ));
     }
     for key in ["P25", "P75"] {

@@ -183,7 +183,13 @@ pub fn parse_text(text: &str) -> Result<Vec<Metric>, ParseError> {
                 let value = rest.split_whitespace().next().unwrap_or("");
                 let v = number(TOOL, i + 1, &format!("the {label}th percentile"), value)?;
                 let name = format!("{}_{}", section.stem, pct_name(label));
-                block.push(Metric::new(name, v, section.unit, section.higher_is_better, MetricKind::Latency));
+                block.push(Metric::new(
+                    name,
+                    v,
+                    section.unit,
+                    section.higher_is_better,
+                    MetricKind::Latency,
+                ));
             } else if let Some(rest) = l.strip_prefix("min=") {
                 block.extend(min_max(section, i + 1, l, rest)?);
                 closed = true;
@@ -262,7 +268,13 @@ pub fn parse_json(text: &str) -> Result<Vec<Metric>, ParseError> {
             if !plausible(n) {
                 return Err(perr("schbench-json", format!("`{key}` is {n}, which is impossible")));
             }
-            out.push(Metric::new(format!("{stem}_{suffix}"), n, unit, hib, MetricKind::Latency));
+            out.push(Metric::new(
+                format!("{stem}_{suffix}"),
+                n,
+                unit,
+                hib,
+                MetricKind::Latency,
+            ));
         }
     }
     if !out.iter().any(|m| m.name.starts_with("wakeup_lat_p")) {

@@ -128,8 +128,20 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
         };
         let key = key.trim();
         match (in_latency, key) {
-            (false, "transactions") => out.push(Metric::new("tps", per_sec(no, "transactions", rest)?, "tx/s", true, MetricKind::Throughput)),
-            (false, "queries") => out.push(Metric::new("qps", per_sec(no, "queries", rest)?, "queries/s", true, MetricKind::Throughput)),
+            (false, "transactions") => out.push(Metric::new(
+                "tps",
+                per_sec(no, "transactions", rest)?,
+                "tx/s",
+                true,
+                MetricKind::Throughput,
+            )),
+            (false, "queries") => out.push(Metric::new(
+                "qps",
+                per_sec(no, "queries", rest)?,
+                "queries/s",
+                true,
+                MetricKind::Throughput,
+            )),
             (false, "ignored errors") => out.push(Metric::new(
                 "errors_per_s",
                 per_sec(no, "ignored errors", rest)?,
@@ -149,7 +161,11 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
                 number(TOOL, no, key, rest)?,
                 "ms",
                 false,
-                if key == "avg" { MetricKind::Mean } else { MetricKind::Latency },
+                if key == "avg" {
+                    MetricKind::Mean
+                } else {
+                    MetricKind::Latency
+                },
             )),
             (true, k) if k.ends_with("th percentile") => {
                 let p = crate::parse::pct_name(k.trim_end_matches("th percentile"));

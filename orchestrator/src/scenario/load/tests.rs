@@ -443,7 +443,11 @@ fn a_tool_declared_twice_is_refused() {
 
 #[test]
 fn boots_and_adaptive_iterations() {
-    let s = from_str(&GOOD.replace("iterations: 3", "iterations: { min: 6, max: 12 }\nboots: 3"), Path::new("/scn")).unwrap();
+    let s = from_str(
+        &GOOD.replace("iterations: 3", "iterations: { min: 6, max: 12 }\nboots: 3"),
+        Path::new("/scn"),
+    )
+    .unwrap();
     assert_eq!((s.iterations, s.max_iterations, s.boots), (6, 12, 3));
     assert_eq!(s.looks().at, vec![3, 4, 5, 6], "two runs per boot, up to six boots");
     assert!(s.by_boot() && s.adaptive());
@@ -468,8 +472,14 @@ fn boots_and_adaptive_iterations() {
         "f.yaml:21:8: boots: 2 boots each kernel 2 times, but kernel `deb61` is `source: running`, which kreg cannot boot again; give it as a deb, a path or a build",
     );
     // A metric's kind, and a kind that is none.
-    let k = from_str(&GOOD.replace("higher_is_better: false }", "higher_is_better: false, kind: latency }"), Path::new("/scn")).unwrap();
-    let crate::workload::WorkloadKind::Command(c) = &k.workloads[1].kind else { panic!() };
+    let k = from_str(
+        &GOOD.replace("higher_is_better: false }", "higher_is_better: false, kind: latency }"),
+        Path::new("/scn"),
+    )
+    .unwrap();
+    let crate::workload::WorkloadKind::Command(c) = &k.workloads[1].kind else {
+        panic!()
+    };
     assert_eq!(c.metrics[0].kind, crate::stats::MetricKind::Latency);
     check(
         &GOOD.replace("higher_is_better: false }", "higher_is_better: false, kind: median }"),
