@@ -4,10 +4,8 @@
 //! phase resumes to the same result, and `kreg stats` judges a report's samples as the
 //! report does.
 
-use std::time::{Duration, Instant};
-
 mod common;
-use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
+use common::{assert_ok, fresh_db, kill_when, kreg, Agent, Scratch};
 
 /// A command that prints `value: A` under SCHED_OTHER and `value: B` under SCHED_BATCH.
 fn by_policy(a: &str, b: &str) -> String {
@@ -108,24 +106,7 @@ async fn an_inconclusive_row_gets_runs_until_its_verdict_and_a_kill_resumes_to_t
         .spawn()
         .unwrap();
     // Kill the controller once the first look has added its round.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-            .fetch_one(&db.pool)
-            .await
-            .unwrap_or(0);
-        if n > 6 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no adaptive round in time");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "kreg run ended before its first look"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    kill_when(&db, &mut child, "SELECT count(*) FROM jobs", 7, "an adaptive round").await;
     let out = kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
     assert_ok(&out, "resume");
     assert_eq!(

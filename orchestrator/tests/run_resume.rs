@@ -1,9 +1,7 @@
 //! `kreg run` and `kreg resume` against a real PostgreSQL and a real kreg-agent on loopback.
 
-use std::time::{Duration, Instant};
-
 mod common;
-use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
+use common::{assert_ok, fresh_db, kill_when, kreg, Agent, Scratch};
 
 fn scenario(agent: &Agent, variants: &str, argv: &str, iterations: u32) -> String {
     format!(
@@ -49,25 +47,15 @@ async fn killed_run_resumes_without_repeating_or_duplicating() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until two jobs are stored, then kill the controller without warning.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let done = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM jobs WHERE state = 'done'")
-            .fetch_one(&db.pool)
-            .await
-            .unwrap_or(0);
-        if done >= 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "kreg run stored no jobs in time");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "kreg run ended before it could be killed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    // Kill the controller without warning once two jobs are stored.
+    kill_when(
+        &db,
+        &mut child,
+        "SELECT count(*) FROM jobs WHERE state = 'done'",
+        2,
+        "two jobs stored",
+    )
+    .await;
 
     let done_before: Vec<(i64, i64)> =
         sqlx::query_as("SELECT j.id, r.id FROM jobs j JOIN results r ON r.job_id = j.id AND r.metric = 'value' WHERE j.state = 'done' ORDER BY j.id")

@@ -273,6 +273,41 @@ pub async fn drive(
     result
 }
 
+/// The boots (kernel, boot) with a job done.
+fn started_boots(jobs: &[JobRow]) -> std::collections::HashSet<(String, i32)> {
+    jobs.iter()
+        .filter(|j| j.state == JobState::Done)
+        .map(|j| (j.kernel.clone(), j.boot))
+        .collect()
+}
+
+/// An adaptive run's look: the rows still inconclusive get another round, decided from
+/// what is stored, so that a resume decides the same. Whether it added jobs.
+async fn look(
+    db: &PgPool,
+    run_id: i64,
+    scenario: &Scenario,
+    jobs: &[JobRow],
+    on_event: &mut dyn FnMut(Event),
+) -> Result<bool, EngineError> {
+    let samples = store::samples(db, run_id).await?;
+    let cells = crate::report::next_round(scenario, &samples);
+    let now: Vec<crate::plan::Job> = jobs.iter().map(|j| j.to_job()).collect();
+    let more = crate::plan::extend(scenario, &now, &cells);
+    on_event(Event::Look {
+        cells: cells
+            .iter()
+            .map(|c| format!("{}/{}/{}", c.kernel, c.variant, c.workload))
+            .collect(),
+        jobs: more.len(),
+    });
+    if more.is_empty() {
+        return Ok(false);
+    }
+    store::add_jobs(db, run_id, &more).await?;
+    Ok(true)
+}
+
 /// The body of [`drive`], once the run is locked and marked running.
 async fn drive_jobs(
     db: &PgPool,
@@ -299,11 +334,7 @@ async fn drive_jobs(
         conns,
         sut: scenario.sut().name.clone(),
         total: jobs.len(),
-        started: jobs
-            .iter()
-            .filter(|j| j.state == JobState::Done)
-            .map(|j| (j.kernel.clone(), j.boot))
-            .collect(),
+        started: started_boots(&jobs),
         on_event,
     };
     // The first pass takes every job not done (a resume retries the failed ones); the
@@ -325,30 +356,12 @@ async fn drive_jobs(
         if !scenario.adaptive() {
             break;
         }
-        // The look: the rows still inconclusive get another round, decided from what is
-        // stored, so that a resume decides the same.
-        let samples = store::samples(db, run.id).await?;
-        let cells = crate::report::next_round(scenario, &samples);
-        let now: Vec<crate::plan::Job> = store::jobs(db, run.id).await?.iter().map(|j| j.to_job()).collect();
-        let more = crate::plan::extend(scenario, &now, &cells);
-        (driver.on_event)(Event::Look {
-            cells: cells
-                .iter()
-                .map(|c| format!("{}/{}/{}", c.kernel, c.variant, c.workload))
-                .collect(),
-            jobs: more.len(),
-        });
-        if more.is_empty() {
+        if !look(db, run.id, scenario, &jobs, &mut *driver.on_event).await? {
             break;
         }
-        store::add_jobs(db, run.id, &more).await?;
         jobs = store::jobs(db, run.id).await?;
         driver.total = jobs.len();
-        driver.started = jobs
-            .iter()
-            .filter(|j| j.state == JobState::Done)
-            .map(|j| (j.kernel.clone(), j.boot))
-            .collect();
+        driver.started = started_boots(&jobs);
     }
 
     let after = store::jobs(db, run.id).await?;

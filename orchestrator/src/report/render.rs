@@ -147,7 +147,7 @@ pub(super) fn render_json(rep: &Report) -> String {
                     "direction": if t.higher_is_better { "higher" } else { "lower" }, "kind": t.kind,
                     "boots": r.boots(), "boot_share": r.boot_share, "quartiles": [r.quartiles.0, r.quartiles.1],
                     "kernel": r.kernel, "variant": r.variant, "releases": r.releases, "policies": r.policies,
-                    "summary": r.summary, "ci95": r.summary.ci95(), "samples": r.samples, "boot_ids": r.side.boots,
+                    "summary": r.summary, "ci95": r.summary.ci95(), "samples": r.side.values, "boot_ids": r.side.boots,
                     "outliers": r.outliers, "bimodal": r.bimodal,
                     "comparison": r.comparison,
                 })

@@ -18,9 +18,7 @@ pub struct Row {
     pub quartiles: (f64, f64),
     /// The test and verdict against the baseline row, when there is one.
     pub comparison: Option<Comparison>,
-    /// The samples in the order taken.
-    pub samples: Vec<f64>,
-    /// The samples with their boots.
+    /// The samples in the order taken, with their boots.
     pub side: Side,
     /// Samples the robust outlier rule flags.
     pub outliers: Vec<f64>,
@@ -101,12 +99,13 @@ impl Baseline {
         }
     }
 
-    fn base_of<'r>(&self, rows: &'r [Row], r: &Row) -> Option<&'r Row> {
-        rows.iter().find(|b| match self {
+    /// Whether `b` is the baseline row of `r` (in the same run).
+    fn base_of(&self, b: &Row, r: &Row) -> bool {
+        match self {
             Baseline::Kernel(k) => &b.kernel == k && b.variant == r.variant,
             Baseline::Variant(v) => &b.variant == v && b.kernel == r.kernel,
             Baseline::Run(_) => false,
-        })
+        }
     }
 
     pub fn describe(&self) -> String {
@@ -132,18 +131,30 @@ pub fn default_baseline(s: &Scenario) -> Baseline {
 /// and judges every row against its baseline row across the whole report.
 pub fn tables(s: &Scenario, samples: &[Sample], baseline: &Baseline, settings: &Settings) -> Vec<MetricTable> {
     let mut out = group(s, samples);
-    let mut pairs = Vec::new();
-    for (ti, t) in out.iter().enumerate() {
-        for (ri, r) in t.rows.iter().enumerate() {
-            if baseline.is_base(r) {
-                continue;
-            }
-            if let Some(b) = baseline.base_of(&t.rows, r) {
-                pairs.push(((ti, ri), b.side.clone()));
+    let pairs = within_pairs(&out, baseline);
+    let sides = base_sides(&out, &pairs);
+    judge_into(&mut out, sides, &s.looks(), settings, s.by_boot(), true);
+    out
+}
+
+/// Each compared row with its baseline row's samples, as `judge_into` takes them.
+fn base_sides(tables: &[MetricTable], pairs: &[(usize, usize, usize)]) -> Vec<((usize, usize), Side)> {
+    pairs
+        .iter()
+        .map(|&(ti, ri, bi)| ((ti, ri), tables[ti].rows[bi].side.clone()))
+        .collect()
+}
+
+/// Each compared row of the tables, as (table, row, its baseline's row).
+fn within_pairs(tables: &[MetricTable], baseline: &Baseline) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    for (ti, t) in tables.iter().enumerate() {
+        for (ri, r) in t.rows.iter().enumerate().filter(|(_, r)| !baseline.is_base(r)) {
+            if let Some(bi) = t.rows.iter().position(|b| baseline.base_of(b, r)) {
+                out.push((ti, ri, bi));
             }
         }
     }
-    judge_into(&mut out, pairs, &s.looks(), settings, s.by_boot(), true);
     out
 }
 
@@ -207,16 +218,9 @@ pub fn next_round(s: &Scenario, samples: &[Sample]) -> Vec<crate::plan::Cell> {
     let looks = s.looks();
     let baseline = default_baseline(s);
     let mut out = group(s, samples);
-    let mut pairs = Vec::new();
-    for (ti, t) in out.iter().enumerate() {
-        for (ri, r) in t.rows.iter().enumerate() {
-            if let Some(b) = baseline.base_of(&t.rows, r).filter(|_| !baseline.is_base(r)) {
-                pairs.push(((ti, ri), b.side.clone(), b.kernel.clone(), b.variant.clone()));
-            }
-        }
-    }
-    let inputs: Vec<((usize, usize), Side)> = pairs.iter().map(|(at, side, _, _)| (*at, side.clone())).collect();
-    judge_into(&mut out, inputs, &looks, &Settings::default(), s.by_boot(), false);
+    let pairs = within_pairs(&out, &baseline);
+    let sides = base_sides(&out, &pairs);
+    judge_into(&mut out, sides, &looks, &Settings::default(), s.by_boot(), false);
     let mut cells = Vec::new();
     let mut want = |kernel: &str, variant: &str, workload: &str| {
         let c = crate::plan::Cell {
@@ -228,17 +232,17 @@ pub fn next_round(s: &Scenario, samples: &[Sample]) -> Vec<crate::plan::Cell> {
             cells.push(c);
         }
     };
-    for ((ti, ri), _, bk, bv) in &pairs {
-        let t = &out[*ti];
-        let r = &t.rows[*ri];
-        let open = r.comparison.as_ref().is_some_and(|c| {
-            c.verdict == stats::Verdict::Inconclusive
-                && c.look + 1 < looks.len()
-                && c.n[0].min(c.n[1]) >= looks.at[c.look]
-        });
+    for &(ti, ri, bi) in &pairs {
+        let t = &out[ti];
+        let (r, b) = (&t.rows[ri], &t.rows[bi]);
+        // Judged with `complete` off, a row's last look is one its sides reached.
+        let open = r
+            .comparison
+            .as_ref()
+            .is_some_and(|c| c.verdict == stats::Verdict::Inconclusive && c.look + 1 < looks.len());
         if open {
             want(&r.kernel, &r.variant, &t.workload);
-            want(bk, bv, &t.workload);
+            want(&b.kernel, &b.variant, &t.workload);
         }
     }
     cells.sort();
@@ -283,7 +287,6 @@ fn row_of(kernel: &str, variant: &str, mine: &[&Sample]) -> Option<Row> {
         bimodal: stats::bimodal(&values),
         boot_share: stats::units::between_boot_share(&side),
         side,
-        samples: values,
     })
 }
 

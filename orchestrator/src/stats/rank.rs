@@ -123,25 +123,16 @@ pub fn rank_test(a: &[f64], b: &[f64]) -> Option<RankTest> {
     sorted.sort_unstable();
     if n1 + n2 <= EXACT_UP_TO {
         let d = null_distribution(&sorted, n2);
-        let p: f64 = d
-            .iter()
-            .enumerate()
-            .filter(|(s, w)| **w > 0.0 && dev(*s as u64) >= obs_dev)
-            .map(|(_, w)| w)
-            .sum();
-        let max_dev = d
+        // The rank sums that can happen, each with its distance from the expectation.
+        let possible: Vec<(u128, f64)> = d
             .iter()
             .enumerate()
             .filter(|(_, w)| **w > 0.0)
-            .map(|(s, _)| dev(s as u64))
-            .max()
-            .unwrap_or(0);
-        let min_p: f64 = d
-            .iter()
-            .enumerate()
-            .filter(|(s, w)| **w > 0.0 && dev(*s as u64) >= max_dev)
-            .map(|(_, w)| w)
-            .sum();
+            .map(|(s, w)| (dev(s as u64), *w))
+            .collect();
+        let at_least = |from: u128| -> f64 { possible.iter().filter(|(x, _)| *x >= from).map(|(_, w)| w).sum() };
+        let max_dev = possible.iter().map(|(x, _)| *x).max().unwrap_or(0);
+        let (p, min_p) = (at_least(obs_dev), at_least(max_dev));
         return Some(RankTest {
             p: p.min(1.0),
             min_p: min_p.min(1.0),
@@ -150,7 +141,7 @@ pub fn rank_test(a: &[f64], b: &[f64]) -> Option<RankTest> {
         });
     }
     let mut rng = Rng::new(seed_of(a, b));
-    let mut perm = ranks.clone();
+    let mut perm = ranks;
     let mut hits = 0usize;
     for _ in 0..MONTE_CARLO_DRAWS {
         // A partial Fisher–Yates shuffle: the last n2 places get a random subset.

@@ -353,29 +353,42 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
             ),
         )
     } else {
-        c.runs_needed = runs_to_settle(c, s, alpha);
-        let estimate = match c.runs_needed {
-            Some(n) => format!("; about {n} {unit} per side would settle it"),
-            None => String::new(),
-        };
-        let first = if significant {
-            format!(
-                "{test}, {p_text} < alpha but the change {} is below the minimum effect",
-                pct(c.change)
-            )
-        } else {
-            format!("{test}, {p_text} not below alpha {alpha:.2e}")
-        };
         (
             Verdict::Inconclusive,
-            format!(
-                "{first}; {level} CI of the change {ci} reaches beyond ±{:.1}%{estimate}",
-                100.0 * min
-            ),
+            open_reason(c, s, alpha, significant, (&test, &p_text, &level, &ci)),
         )
     };
     c.verdict = verdict;
     c.reason = reason;
+}
+
+/// Why a row whose test can reach alpha is still open, with the runs that would settle it
+/// (`text`: the test's name, the p text, the interval's level and the interval).
+fn open_reason(
+    c: &mut Comparison,
+    s: &Settings,
+    alpha: f64,
+    significant: bool,
+    text: (&str, &str, &str, &str),
+) -> String {
+    let (test, p_text, level, ci) = text;
+    c.runs_needed = runs_to_settle(c, s, alpha);
+    let estimate = match c.runs_needed {
+        Some(n) => format!("; about {n} {} per side would settle it", c.unit.plural()),
+        None => String::new(),
+    };
+    let first = if significant {
+        format!(
+            "{test}, {p_text} < alpha but the change {} is below the minimum effect",
+            pct(c.change)
+        )
+    } else {
+        format!("{test}, {p_text} not below alpha {alpha:.2e}")
+    };
+    format!(
+        "{first}; {level} CI of the change {ci} reaches beyond ±{:.1}%{estimate}",
+        100.0 * s.min_effect
+    )
 }
 
 /// Observations per side that would likely (80%) settle the row, from the spread seen:

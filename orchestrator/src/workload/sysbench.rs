@@ -106,6 +106,35 @@ fn per_sec(line_no: usize, what: &str, rest: &str) -> Result<f64, ParseError> {
     number(TOOL, line_no, what, inner)
 }
 
+/// The metric a line of the report carries, if any (`no`: its 1-based number).
+fn line_metric(in_latency: bool, key: &str, rest: &str, no: usize) -> Result<Option<Metric>, ParseError> {
+    use MetricKind::*;
+    let rate = |name: &str, what: &str, unit: &str, hib: bool, kind: MetricKind| {
+        Ok(Some(Metric::new(name, per_sec(no, what, rest)?, unit, hib, kind)))
+    };
+    let ms =
+        |name: String, kind: MetricKind| Ok(Some(Metric::new(name, number(TOOL, no, key, rest)?, "ms", false, kind)));
+    match (in_latency, key) {
+        (false, "transactions") => rate("tps", "transactions", "tx/s", true, Throughput),
+        (false, "queries") => rate("qps", "queries", "queries/s", true, Throughput),
+        (false, "ignored errors") => rate("errors_per_s", "ignored errors", "errors/s", false, Count),
+        (false, "events/s (eps)") => Ok(Some(Metric::new(
+            "eps",
+            number(TOOL, no, "events/s", rest)?,
+            "events/s",
+            true,
+            Throughput,
+        ))),
+        (true, "avg") => ms("lat_avg_ms".into(), Mean),
+        (true, "min" | "max") => ms(format!("lat_{key}_ms"), Latency),
+        (true, k) if k.ends_with("th percentile") => {
+            let p = crate::parse::pct_name(k.trim_end_matches("th percentile"));
+            ms(format!("lat_{p}_ms"), Latency)
+        }
+        _ => Ok(None),
+    }
+}
+
 pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
     if let Some((n, l)) = text.lines().enumerate().find(|(_, l)| l.starts_with("FATAL:")) {
         return Err(perr(TOOL, format!("line {}: the run failed: {}", n + 1, l.trim())));
@@ -127,58 +156,7 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
             continue;
         };
         let key = key.trim();
-        match (in_latency, key) {
-            (false, "transactions") => out.push(Metric::new(
-                "tps",
-                per_sec(no, "transactions", rest)?,
-                "tx/s",
-                true,
-                MetricKind::Throughput,
-            )),
-            (false, "queries") => out.push(Metric::new(
-                "qps",
-                per_sec(no, "queries", rest)?,
-                "queries/s",
-                true,
-                MetricKind::Throughput,
-            )),
-            (false, "ignored errors") => out.push(Metric::new(
-                "errors_per_s",
-                per_sec(no, "ignored errors", rest)?,
-                "errors/s",
-                false,
-                MetricKind::Count,
-            )),
-            (false, "events/s (eps)") => out.push(Metric::new(
-                "eps",
-                number(TOOL, no, "events/s", rest)?,
-                "events/s",
-                true,
-                MetricKind::Throughput,
-            )),
-            (true, "min" | "avg" | "max") => out.push(Metric::new(
-                format!("lat_{key}_ms"),
-                number(TOOL, no, key, rest)?,
-                "ms",
-                false,
-                if key == "avg" {
-                    MetricKind::Mean
-                } else {
-                    MetricKind::Latency
-                },
-            )),
-            (true, k) if k.ends_with("th percentile") => {
-                let p = crate::parse::pct_name(k.trim_end_matches("th percentile"));
-                out.push(Metric::new(
-                    format!("lat_{p}_ms"),
-                    number(TOOL, no, k, rest)?,
-                    "ms",
-                    false,
-                    MetricKind::Latency,
-                ))
-            }
-            _ => {}
-        }
+        out.extend(line_metric(in_latency, key, rest, no)?);
     }
     let has_rate = out.iter().any(|m| m.name == "tps" || m.name == "eps");
     let has_latency = out.iter().any(|m| m.name == "lat_avg_ms");

@@ -184,3 +184,24 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
+
+/// Waits until `sql` (a count) reaches `at_least`, then kills `child` (SIGKILL, no
+/// warning). Fails if the child ends first or two minutes pass (`what` says waiting for
+/// what).
+pub async fn kill_when(db: &TestDb, child: &mut Child, sql: &str, at_least: i64, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let n: i64 = sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap_or(0);
+        if n >= at_least {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: not in time");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{what}: kreg ended before it could be killed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
