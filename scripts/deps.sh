@@ -36,6 +36,16 @@ kreg_install_missing() {
   fi
 }
 
+# The dashboard's browser tests: Debian's Chromium and its WebDriver (chromedriver).
+kreg_need_browser() {
+  if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    echo "kreg: installing chromium chromium-driver" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >&2
+    apt-get install -y -q --no-install-recommends chromium chromium-driver >&2
+  fi
+}
+
 # The lab fetches kernels with `apt-get download`, which needs current package lists.
 kreg_need_apt_lists() {
   if ! find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | grep -q . \

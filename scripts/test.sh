@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, the agent over loopback, the controller against a real
-# PostgreSQL, and the lab (qemu, kexec between two Debian kernels). Installs what it needs
-# when missing; without DATABASE_URL it starts a private cluster for the tests.
+# PostgreSQL, the lab (qemu, kexec between two Debian kernels), and the dashboard in
+# headless Chromium. Installs what it needs when missing; without DATABASE_URL it starts
+# a private cluster for the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 kreg_need_packages
 kreg_need_apt_lists
+kreg_need_browser
 cargo build --workspace --bins
 if [ -z "${DATABASE_URL:-}" ]; then
   if [ "${CI:-}" = true ]; then

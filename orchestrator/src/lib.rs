@@ -18,5 +18,7 @@ pub mod scenario_file;
 pub mod schedstat;
 pub mod stats;
 pub mod store;
+pub mod view;
+pub mod web;
 pub mod workload;
 pub mod yaml;

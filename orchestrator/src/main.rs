@@ -93,6 +93,13 @@ enum Cmd {
     /// baseline (like ministat): the test for their kind, the change with its interval, and
     /// a verdict.
     Stats(cli::stats::StatsArgs),
+    /// The dashboard: runs live, comparisons, jobs, kernels and history in a browser, and
+    /// their data as JSON under /api/v1/. Read-only.
+    Serve {
+        /// Address and port to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+    },
     /// Benchmarks that print figures.
     Bench {
         #[command(subcommand)]
@@ -175,7 +182,8 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Kernels => cli::kernels::kernels(&cli::db::connect(cfg).await?).await,
         Cmd::Parse { kind, file } => cli::parse::parse(&kind, &file),
         Cmd::Stats(args) => cli::stats::stats(&args),
-        Cmd::Bench { command } => cli::bench::dispatch(command),
+        Cmd::Serve { listen } => cli::serve::serve(cfg, listen).await,
+        Cmd::Bench { command } => cli::bench::dispatch(command, cfg).await,
         Cmd::Db { command } => cli::db::dispatch(command, cfg).await,
         Cmd::Lab { command } => cli::lab::dispatch(command, cfg).await,
     }

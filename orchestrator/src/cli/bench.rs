@@ -20,6 +20,16 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// The dashboard's server-side time and page weight for a run of many samples (needs
+    /// a database: DATABASE_URL or the private cluster; the run it makes stays there).
+    Dashboard {
+        /// Samples in the run (kernels × variants × iterations × 10 metrics).
+        #[arg(long, default_value_t = 10_000)]
+        samples: usize,
+        /// Loads of each page.
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+    },
 }
 
 fn designs(case: &Case) -> [(String, Design); 2] {
@@ -36,8 +46,14 @@ fn designs(case: &Case) -> [(String, Design); 2] {
     [adaptive, fixed]
 }
 
-pub fn dispatch(cmd: BenchCmd) -> Result<ExitCode> {
-    let BenchCmd::Verdicts { trials, seed } = cmd;
+pub async fn dispatch(cmd: BenchCmd, cfg: &kreg::config::Config) -> Result<ExitCode> {
+    match cmd {
+        BenchCmd::Verdicts { trials, seed } => verdicts(trials, seed),
+        BenchCmd::Dashboard { samples, repeat } => super::bench_dashboard::run(cfg, samples, repeat).await,
+    }
+}
+
+fn verdicts(trials: usize, seed: u64) -> Result<ExitCode> {
     let s = Settings::default();
     let mut table = Table::new();
     table.load_preset(presets::ASCII_MARKDOWN);

@@ -38,11 +38,15 @@ pub async fn dispatch(cmd: DbCmd, cfg: &Config) -> Result<ExitCode> {
 }
 
 pub async fn connect(cfg: &Config) -> Result<PgPool> {
-    let options = match &cfg.database_url {
+    store::open(options(cfg).await?).await.context("opening the database")
+}
+
+/// Where the database is: `DATABASE_URL`, or the private cluster, started if needed.
+pub async fn options(cfg: &Config) -> Result<PgConnectOptions> {
+    Ok(match &cfg.database_url {
         Some(url) => PgConnectOptions::from_str(url.expose()).context("DATABASE_URL is not a valid PostgreSQL URL")?,
         None => store::cluster::ensure(&cfg.data_dir)
             .await
             .context("starting kreg's private PostgreSQL")?,
-    };
-    store::open(options).await.context("opening the database")
+    })
 }

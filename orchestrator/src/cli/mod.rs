@@ -1,6 +1,7 @@
 //! One file per command of `kreg`; `main` parses the arguments and dispatches here.
 
 pub mod bench;
+pub mod bench_dashboard;
 pub mod db;
 pub mod kernels;
 pub mod lab;
@@ -8,6 +9,7 @@ pub mod parse;
 pub mod report;
 pub mod run;
 pub mod schedstat;
+pub mod serve;
 pub mod stats;
 pub mod status;
 pub mod validate;

@@ -135,14 +135,7 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
         }
     };
     bar.finish_and_clear();
-    print_report(
-        db,
-        run_id,
-        None,
-        (Format::Text, false),
-        &kreg::stats::Settings::default(),
-    )
-    .await?;
+    print_report(db, run_id, (Format::Text, false)).await?;
     println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
     Ok(if outcome.failed == 0 {
         ExitCode::SUCCESS

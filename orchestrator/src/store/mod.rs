@@ -3,6 +3,7 @@
 
 mod builds;
 pub mod cluster;
+pub mod pages;
 
 pub use builds::{builds, link_build, record_build, BuildRow};
 

@@ -1,0 +1,309 @@
+//! The dashboard's reads: runs with their progress and times, a run's boots, a job with its
+//! results and raw outputs, kernel builds, and one metric across the runs of a scenario.
+//! Read-only: nothing here writes. What may not exist comes back as an `Option`.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgExecutor;
+
+use super::Result;
+
+/// A run as the runs page lists it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RunItem {
+    pub id: i64,
+    pub scenario: String,
+    pub state: String,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+    pub jobs: i64,
+    pub done: i64,
+    pub failed: i64,
+    pub running: i64,
+    pub pending: i64,
+}
+
+impl RunItem {
+    /// Seconds from start to end (or to now while it runs, or to its last change when it
+    /// stopped without an end).
+    pub fn duration_s(&self, now: DateTime<Utc>) -> i64 {
+        let end = match (self.finished_at, self.state.as_str()) {
+            (Some(f), _) => f,
+            (None, "running") => now,
+            (None, _) => self.updated_at,
+        };
+        (end - self.created_at).num_seconds().max(0)
+    }
+}
+
+const RUN_ITEMS: &str = "SELECT r.id, s.name AS scenario, r.state, r.created_at, r.finished_at, r.updated_at,
+        count(j.id) AS jobs,
+        count(j.id) FILTER (WHERE j.state = 'done') AS done,
+        count(j.id) FILTER (WHERE j.state = 'failed') AS failed,
+        count(j.id) FILTER (WHERE j.state = 'running') AS running,
+        count(j.id) FILTER (WHERE j.state = 'pending') AS pending
+ FROM runs r JOIN scenarios s ON s.id = r.scenario_id LEFT JOIN jobs j ON j.run_id = r.id";
+
+/// Every run, newest first.
+pub async fn run_items(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
+    Ok(sqlx::query_as(&format!("{RUN_ITEMS} GROUP BY r.id, s.name ORDER BY r.id DESC"))
+        .fetch_all(db)
+        .await?)
+}
+
+pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem>> {
+    Ok(sqlx::query_as(&format!("{RUN_ITEMS} WHERE r.id = $1 GROUP BY r.id, s.name"))
+        .bind(id)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// The runs of one scenario, oldest first.
+pub async fn runs_of(db: impl PgExecutor<'_>, scenario: &str) -> Result<Vec<RunItem>> {
+    Ok(sqlx::query_as(&format!(
+        "{RUN_ITEMS} WHERE s.name = $1 GROUP BY r.id, s.name ORDER BY r.id"
+    ))
+    .bind(scenario)
+    .fetch_all(db)
+    .await?)
+}
+
+/// A boot a run's jobs ran in, with how the engine got there.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct BootItem {
+    pub kernel: String,
+    pub host: String,
+    pub boot_id: String,
+    pub release: String,
+    pub proc_version: String,
+    pub nr_cpus: i32,
+    pub cpu_model: String,
+    pub cmdline: String,
+    pub boot_method: String,
+    pub schedstat_version: Option<i32>,
+    pub seen_at: DateTime<Utc>,
+}
+
+pub async fn boots(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<BootItem>> {
+    Ok(sqlx::query_as(
+        "SELECT DISTINCT j.kernel, h.name AS host, h.boot_id, h.kernel_release AS release, h.proc_version,
+                h.nr_cpus, h.cpu_model, h.cmdline, h.boot_method, h.schedstat_version, h.seen_at
+         FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
+         WHERE h.run_id = $1 ORDER BY h.seen_at, h.name",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?)
+}
+
+/// A job with everything stored about it but its raw outputs' text.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct JobItem {
+    pub id: i64,
+    pub run_id: i64,
+    pub ordinal: i32,
+    pub kernel: String,
+    pub variant: String,
+    pub workload: String,
+    pub iteration: i32,
+    pub boot: i32,
+    pub state: String,
+    pub attempts: i32,
+    pub error: Option<String>,
+    pub kernel_release: Option<String>,
+    pub boot_id: Option<String>,
+    pub observed_policy: Option<String>,
+    pub tool_versions: serde_json::Value,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+pub async fn job(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobItem>> {
+    Ok(sqlx::query_as(
+        "SELECT id, run_id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error,
+                kernel_release, boot_id, observed_policy, tool_versions, started_at, finished_at
+         FROM jobs WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?)
+}
+
+/// One metric a job produced.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ResultItem {
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub kind: String,
+    pub higher_is_better: bool,
+}
+
+pub async fn results_of(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<ResultItem>> {
+    Ok(sqlx::query_as(
+        "SELECT metric, value, unit, kind, higher_is_better FROM results WHERE job_id = $1 ORDER BY metric",
+    )
+    .bind(job_id)
+    .fetch_all(db)
+    .await?)
+}
+
+/// A raw output of a job: its kind and size (its text is fetched on its own).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RawItem {
+    pub kind: String,
+    pub bytes: i32,
+}
+
+pub async fn raw_list(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<RawItem>> {
+    Ok(sqlx::query_as(
+        "SELECT kind, octet_length(content) AS bytes FROM raw_outputs WHERE job_id = $1 ORDER BY id",
+    )
+    .bind(job_id)
+    .fetch_all(db)
+    .await?)
+}
+
+
+/// A kernel kreg built, with its config and log.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct BuildItem {
+    pub key: String,
+    pub release: String,
+    pub localversion: String,
+    pub tree_hash: String,
+    pub config_hash: String,
+    pub patches_hash: String,
+    pub compiler: String,
+    pub build_id: String,
+    pub built_on: String,
+    pub path: String,
+    pub created_at: DateTime<Utc>,
+    /// "run:kernel" pairs.
+    pub used_by: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_log: Option<String>,
+}
+
+const BUILDS: &str = "SELECT b.key, b.release, b.localversion, b.tree_hash, b.config_hash, b.patches_hash, b.compiler,
+        b.build_id, b.built_on, b.path, b.created_at,
+        COALESCE(array_agg(r.run_id::TEXT || ':' || r.kernel ORDER BY r.run_id, r.kernel)
+                 FILTER (WHERE r.run_id IS NOT NULL), '{}') AS used_by";
+
+pub async fn builds(db: impl PgExecutor<'_>) -> Result<Vec<BuildItem>> {
+    Ok(sqlx::query_as(&format!(
+        "{BUILDS}, NULL::TEXT AS config, NULL::TEXT AS build_log
+         FROM kernel_builds b LEFT JOIN kernel_build_runs r ON r.build_key = b.key
+         GROUP BY b.key ORDER BY b.created_at DESC"
+    ))
+    .fetch_all(db)
+    .await?)
+}
+
+pub async fn build(db: impl PgExecutor<'_>, key: &str) -> Result<Option<BuildItem>> {
+    Ok(sqlx::query_as(&format!(
+        "{BUILDS}, b.config, b.build_log
+         FROM kernel_builds b LEFT JOIN kernel_build_runs r ON r.build_key = b.key
+         WHERE b.key = $1 GROUP BY b.key"
+    ))
+    .bind(key)
+    .fetch_optional(db)
+    .await?)
+}
+
+/// The build a run used for one of its kernels, if kreg built it.
+pub async fn build_of(db: impl PgExecutor<'_>, run_id: i64, kernel: &str) -> Result<Option<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT build_key FROM kernel_build_runs WHERE run_id = $1 AND kernel = $2 LIMIT 1")
+            .bind(run_id)
+            .bind(kernel)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// One sample of a metric in a run of a scenario.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct HistoryPoint {
+    pub run_id: i64,
+    pub created_at: DateTime<Utc>,
+    pub kernel: String,
+    pub variant: String,
+    pub value: f64,
+    pub unit: String,
+    pub kind: String,
+    pub higher_is_better: bool,
+}
+
+pub async fn history(db: impl PgExecutor<'_>, scenario: &str, workload: &str, metric: &str) -> Result<Vec<HistoryPoint>> {
+    Ok(sqlx::query_as(
+        "SELECT r.id AS run_id, r.created_at, j.kernel, j.variant, x.value, x.unit, x.kind, x.higher_is_better
+         FROM results x JOIN jobs j ON j.id = x.job_id JOIN runs r ON r.id = x.run_id
+         JOIN scenarios s ON s.id = r.scenario_id
+         WHERE s.name = $1 AND j.workload = $2 AND x.metric = $3
+         ORDER BY r.id, j.kernel, j.variant, j.iteration",
+    )
+    .bind(scenario)
+    .bind(workload)
+    .bind(metric)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Scenario, workload and metric names that have samples, for the history page's choices.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct SeriesName {
+    pub scenario: String,
+    pub workload: String,
+    pub metric: String,
+    pub runs: i64,
+}
+
+pub async fn series(db: impl PgExecutor<'_>) -> Result<Vec<SeriesName>> {
+    Ok(sqlx::query_as(
+        "SELECT s.name AS scenario, j.workload, x.metric, count(DISTINCT r.id) AS runs
+         FROM results x JOIN jobs j ON j.id = x.job_id JOIN runs r ON r.id = x.run_id
+         JOIN scenarios s ON s.id = r.scenario_id
+         GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// One sample of a report row with the job that gave it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct SampleItem {
+    pub job_id: i64,
+    pub iteration: i32,
+    pub boot: i32,
+    pub boot_id: Option<String>,
+    pub value: f64,
+    pub unit: String,
+}
+
+/// The samples of one row (workload, metric, kernel, variant) of a run, in iteration order.
+pub async fn row_samples(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    workload: &str,
+    metric: &str,
+    kernel: &str,
+    variant: &str,
+) -> Result<Vec<SampleItem>> {
+    Ok(sqlx::query_as(
+        "SELECT j.id AS job_id, j.iteration, j.boot, j.boot_id, x.value, x.unit
+         FROM results x JOIN jobs j ON j.id = x.job_id
+         WHERE x.run_id = $1 AND j.workload = $2 AND x.metric = $3 AND j.kernel = $4 AND j.variant = $5
+         ORDER BY j.iteration, j.ordinal",
+    )
+    .bind(run_id)
+    .bind(workload)
+    .bind(metric)
+    .bind(kernel)
+    .bind(variant)
+    .fetch_all(db)
+    .await?)
+}

@@ -1,0 +1,226 @@
+//! Stored runs read back as the reports and pages show them: the one place `kreg report`,
+//! `kreg compare` and the dashboard load a run's samples, provenance and failed cells, so
+//! that every reader sees the same tables and verdicts.
+
+
+use sqlx::PgPool;
+
+use crate::report::{self, Baseline, FailedCell, MetricTable, Report};
+use crate::results::KernelProvenance;
+use crate::scenario::Scenario;
+use crate::stats::Settings;
+use crate::{engine, plan, store};
+
+/// Why a view could not be made: what was asked for does not exist, the request itself is
+/// wrong (with the reason), or the database failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl From<store::StoreError> for ViewError {
+    fn from(e: store::StoreError) -> Self {
+        match e {
+            store::StoreError::NoSuchRun(id) => ViewError::NotFound(format!("run {id} does not exist")),
+            e => ViewError::Other(e.into()),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ViewError {
+    fn from(e: sqlx::Error) -> Self {
+        ViewError::Other(e.into())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ViewError>;
+
+/// The store's reads for pages, with what does not exist as `NotFound`.
+pub mod queries {
+    pub use crate::store::pages::*;
+
+    use super::{Result, ViewError};
+    use sqlx::PgExecutor;
+
+    pub async fn run(db: impl PgExecutor<'_>, id: i64) -> Result<RunItem> {
+        run_item(db, id)
+            .await?
+            .ok_or_else(|| ViewError::NotFound(format!("run {id} does not exist")))
+    }
+
+    pub async fn runs(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
+        Ok(run_items(db).await?)
+    }
+
+    pub async fn job(db: impl PgExecutor<'_>, id: i64) -> Result<JobItem> {
+        crate::store::pages::job(db, id)
+            .await?
+            .ok_or_else(|| ViewError::NotFound(format!("job {id} does not exist")))
+    }
+
+    pub async fn raw(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Result<String> {
+        crate::store::raw_output(db, job_id, kind)
+            .await?
+            .ok_or_else(|| ViewError::NotFound(format!("job {job_id} has no raw output {kind:?}")))
+    }
+
+    pub async fn build(db: impl PgExecutor<'_>, key: &str) -> Result<BuildItem> {
+        crate::store::pages::build(db, key)
+            .await?
+            .ok_or_else(|| ViewError::NotFound(format!("no kernel build {key:?}")))
+    }
+}
+
+/// A report with everything it says, owned: `report()` lends it to the renderers.
+pub struct Loaded {
+    pub run_id: i64,
+    pub scenario: Scenario,
+    pub baseline: Baseline,
+    pub tables: Vec<MetricTable>,
+    pub settings: Settings,
+    pub prov: Vec<KernelProvenance>,
+    pub warnings: Vec<String>,
+    pub failed: Vec<FailedCell>,
+}
+
+impl Loaded {
+    pub fn report(&self, boxes: bool) -> Report<'_> {
+        Report {
+            run_id: self.run_id,
+            scenario: &self.scenario,
+            baseline: &self.baseline,
+            tables: &self.tables,
+            settings: &self.settings,
+            prov: &self.prov,
+            warnings: self.warnings.clone(),
+            failed: self.failed.clone(),
+            boxes,
+        }
+    }
+}
+
+/// The scenario a run was recorded with.
+pub async fn scenario(db: &PgPool, run_id: i64) -> Result<(store::RunRow, Scenario)> {
+    let run = store::run(db, run_id).await?;
+    let s = engine::scenario_of(&run).map_err(|e| ViewError::Other(e.into()))?;
+    Ok((run, s))
+}
+
+/// Checks that a baseline names a kernel or variant of the scenario.
+pub fn check_baseline(s: &Scenario, run_id: i64, baseline: &Baseline) -> Result<()> {
+    match baseline {
+        Baseline::Kernel(k) if s.kernel(k).is_none() => {
+            let names: Vec<&str> = s.kernels.iter().map(|k| k.name.as_str()).collect();
+            Err(ViewError::Invalid(format!(
+                "kernel {k:?} is not in run {run_id} (kernels: {})",
+                names.join(", ")
+            )))
+        }
+        Baseline::Variant(v) if s.variant(v).is_none() => {
+            let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+            Err(ViewError::Invalid(format!(
+                "variant {v:?} is not in run {run_id} (variants: {})",
+                names.join(", ")
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `kreg report`'s tables of a run against a baseline (the scenario's unless given).
+pub async fn load_report(
+    db: &PgPool,
+    run_id: i64,
+    baseline: Option<Baseline>,
+    settings: &Settings,
+) -> Result<Loaded> {
+    let (_, s) = scenario(db, run_id).await?;
+    let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
+    check_baseline(&s, run_id, &baseline)?;
+    let samples = store::samples(db, run_id).await?;
+    let tables = report::tables(&s, &samples, &baseline, settings);
+    let prov = store::provenance(db, run_id, &s.sut().name).await?;
+    Ok(Loaded {
+        run_id,
+        baseline,
+        tables,
+        settings: *settings,
+        prov,
+        warnings: Vec::new(),
+        failed: failed_of(db, run_id).await?,
+        scenario: s,
+    })
+}
+
+/// The cells of a run whose jobs failed.
+pub async fn failed_of(db: &PgPool, run_id: i64) -> Result<Vec<FailedCell>> {
+    let jobs: Vec<report::JobSummary> = store::jobs(db, run_id)
+        .await?
+        .into_iter()
+        .map(|j| report::JobSummary {
+            failed: j.state == plan::JobState::Failed,
+            kernel: j.kernel,
+            variant: j.variant,
+            workload: j.workload,
+            error: j.error,
+        })
+        .collect();
+    Ok(report::failed_cells(&jobs))
+}
+
+/// `kreg compare A B`: B's rows against A's, only where the two runs define the workload,
+/// the variant and the kernel alike; what differs is said (in `warnings`), and a
+/// comparison with nothing alike is refused.
+pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded> {
+    let ((ra, sa), (rb, mut sb)) = (scenario(db, run_a).await?, scenario(db, run_b).await?);
+    if sa.name != sb.name {
+        return Err(ViewError::Invalid(format!(
+            "run {run_a} is of scenario {:?}, run {run_b} of {:?}: compare runs of one scenario",
+            sa.name, sb.name
+        )));
+    }
+    let unlike = report::unlike((run_a, &sa, &ra.yaml), (run_b, &sb, &rb.yaml));
+    if !sb
+        .workloads
+        .iter()
+        .any(|w| sa.workload(&w.name).is_some() && !unlike.workloads.contains(&w.name))
+    {
+        return Err(ViewError::Invalid(format!(
+            "runs {run_a} and {run_b} share no workload defined alike: nothing to compare ({})",
+            unlike.warnings.join("; ")
+        )));
+    }
+    sb.workloads.retain(|w| !unlike.workloads.contains(&w.name));
+    sb.variants.retain(|v| !unlike.variants.contains(&v.name));
+    sb.kernels.retain(|k| !unlike.kernels.contains(&k.name));
+    let mut warnings = unlike.warnings;
+    let settings = Settings::default();
+    let (samples_a, samples_b) = (store::samples(db, run_a).await?, store::samples(db, run_b).await?);
+    let tables = report::compare_runs(&sa, &samples_a, &sb, &samples_b, &settings);
+    let prov_a = store::provenance(db, run_a, &sa.sut().name).await?;
+    let prov_b = store::provenance(db, run_b, &sb.sut().name).await?;
+    warnings.extend(report::environment_changes(&prov_a, &prov_b));
+    // Each kernel shown once per run, labelled with it.
+    let mut prov = Vec::new();
+    for (run, list) in [(run_a, prov_a), (run_b, prov_b)] {
+        for mut p in list {
+            p.kernel = format!("{} (run {run})", p.kernel);
+            prov.push(p);
+        }
+    }
+    Ok(Loaded {
+        run_id: run_b,
+        scenario: sb,
+        baseline: Baseline::Run(run_a),
+        tables,
+        settings,
+        prov,
+        warnings,
+        failed: failed_of(db, run_b).await?,
+    })
+}

@@ -1,0 +1,504 @@
+//! The comparison page (`kreg report`'s tables, from the same code) with its filters, the
+//! downloads in the CLI's formats, two runs side by side (`kreg compare`), and a row's
+//! samples.
+
+use std::fmt::Write;
+
+use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::{Html, IntoResponse, Response};
+use serde::Serialize;
+
+use super::html::{self, esc, Live};
+use super::params::{enc, Params};
+use super::svg::{self, Scale};
+use super::{id_of, json, ApiResult, AppState, PageError, PageResult};
+use crate::report::{self, Baseline, MetricTable, Row};
+use crate::stats::{Settings, Verdict};
+use crate::view::{self, queries, Loaded, ViewError};
+
+type Q = Query<Vec<(String, String)>>;
+
+const REPORT_PARAMS: [&str; 8] = [
+    "baseline",
+    "alpha",
+    "min_effect",
+    "workload",
+    "metric",
+    "variant",
+    "verdict",
+    "show",
+];
+const VERDICTS: [&str; 4] = ["regression", "improvement", "no change", "inconclusive"];
+
+/// What a comparison view asks for: the report's own settings, and what is shown of it.
+struct ReportQuery {
+    params: Params,
+    baseline: Option<Baseline>,
+    settings: Settings,
+    workload: Option<String>,
+    metric: Option<String>,
+    variant: Option<String>,
+    verdict: Option<String>,
+    /// Rows with no change shown, not folded.
+    show_all: bool,
+}
+
+impl ReportQuery {
+    fn parse(pairs: Vec<(String, String)>, known: &[&str]) -> view::Result<ReportQuery> {
+        let params = Params::new(pairs, known)?;
+        let baseline = params.get("baseline").map(|b| match b.split_once(':') {
+            Some(("variant", v)) => Baseline::Variant(v.to_string()),
+            Some(("kernel", k)) => Baseline::Kernel(k.to_string()),
+            _ => Baseline::Kernel(b.to_string()),
+        });
+        let defaults = Settings::default();
+        let alpha = params.float("alpha")?.unwrap_or(defaults.alpha);
+        let min_effect = params.float("min_effect")?.unwrap_or(100.0 * defaults.min_effect);
+        let settings = Settings::checked(alpha, min_effect).map_err(ViewError::Invalid)?;
+        Ok(ReportQuery {
+            baseline,
+            settings,
+            workload: params.get("workload").map(String::from),
+            metric: params.get("metric").map(String::from),
+            variant: params.get("variant").map(String::from),
+            verdict: params.one_of("verdict", &VERDICTS)?,
+            show_all: params.one_of("show", &["changes", "all"])?.as_deref() == Some("all"),
+            params,
+        })
+    }
+
+    /// Unknown names in the filters are pages that do not exist.
+    fn check_names(&self, tables: &[MetricTable]) -> view::Result<()> {
+        let missing = |what: &str, v: &Option<String>, has: &dyn Fn(&MetricTable, &str) -> bool| match v {
+            Some(v) if !tables.iter().any(|t| has(t, v)) => Err(ViewError::NotFound(format!("no {what} {v:?} in this report"))),
+            _ => Ok(()),
+        };
+        missing("workload", &self.workload, &|t, v| t.workload == v)?;
+        missing("metric", &self.metric, &|t, v| t.metric == v)?;
+        missing("variant", &self.variant, &|t, v| t.rows.iter().any(|r| r.variant == v))
+    }
+
+    fn table_shown(&self, t: &MetricTable) -> bool {
+        self.workload.as_ref().is_none_or(|w| &t.workload == w) && self.metric.as_ref().is_none_or(|m| &t.metric == m)
+    }
+
+    fn row_shown(&self, baseline: &Baseline, r: &Row) -> bool {
+        if self.variant.as_ref().is_some_and(|v| &r.variant != v) {
+            return false;
+        }
+        let verdict = r.comparison.as_ref().map(|c| c.verdict);
+        match (&self.verdict, verdict) {
+            (Some(_), None) => baseline.is_base(r),
+            (Some(want), Some(v)) => v.as_str() == want,
+            (None, Some(Verdict::NoChange)) => self.show_all,
+            (None, _) => true,
+        }
+    }
+}
+
+async fn load(st: &AppState, id: &str, q: &ReportQuery) -> view::Result<Loaded> {
+    let id = id_of("run", id)?;
+    let loaded = view::load_report(&st.db, id, q.baseline.clone(), &q.settings).await?;
+    q.check_names(&loaded.tables)?;
+    Ok(loaded)
+}
+
+pub async fn report_api(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> ApiResult {
+    let q = ReportQuery::parse(q, &REPORT_PARAMS)?;
+    let loaded = load(&st, &id, &q).await?;
+    let mut doc: serde_json::Value = serde_json::from_str(&loaded.report(false).render(report::Format::Json))
+        .map_err(|e| ViewError::Other(e.into()))?;
+    // The filters choose rows; the verdicts stay those of the whole report.
+    let keep: Vec<bool> = loaded
+        .tables
+        .iter()
+        .flat_map(|t| t.rows.iter().map(move |r| (t, r)))
+        .map(|(t, r)| {
+            q.table_shown(t)
+                && q.variant.as_ref().is_none_or(|v| &r.variant == v)
+                && q.verdict
+                    .as_ref()
+                    .is_none_or(|w| r.comparison.as_ref().is_some_and(|c| c.verdict.as_str() == w))
+        })
+        .collect();
+    if let Some(rows) = doc.get_mut("rows").and_then(|r| r.as_array_mut()) {
+        let mut it = keep.iter();
+        rows.retain(|_| *it.next().unwrap_or(&true));
+    }
+    Ok(axum::Json(doc))
+}
+
+/// `/runs/{id}/download/report.{md,csv,json}`: exactly what `kreg report --format …`
+/// prints with the same baseline and settings.
+pub async fn report_download(
+    State(st): State<AppState>,
+    Path((id, file)): Path<(String, String)>,
+    Query(q): Q,
+) -> Result<Response, PageError> {
+    let (format, mime) = match file.as_str() {
+        "report.md" => (report::Format::Markdown, "text/markdown; charset=utf-8"),
+        "report.csv" => (report::Format::Csv, "text/csv; charset=utf-8"),
+        "report.json" => (report::Format::Json, "application/json"),
+        "report.txt" => (report::Format::Text, "text/plain; charset=utf-8"),
+        _ => return Err(ViewError::NotFound(format!("no download {file:?}")).into()),
+    };
+    let q = ReportQuery::parse(q, &["baseline", "alpha", "min_effect"])?;
+    let loaded = load(&st, &id, &q).await?;
+    let mut text = loaded.report(false).render(format);
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let disposition = format!("attachment; filename=\"run-{}-{file}\"", loaded.run_id);
+    Ok(([(header::CONTENT_TYPE, mime.to_string()), (header::CONTENT_DISPOSITION, disposition)], text).into_response())
+}
+
+pub async fn report_page(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> PageResult {
+    let q = ReportQuery::parse(q, &REPORT_PARAMS)?;
+    let loaded = load(&st, &id, &q).await?;
+    let run = loaded.run_id;
+    let mut body = filters(&loaded, &q);
+    let _ = write!(
+        body,
+        "<p class=\"links\">Downloads: {} {} {} · {}</p>",
+        html::link(&format!("/runs/{run}/download/report.md{}", settings_query(&q)), "markdown"),
+        html::link(&format!("/runs/{run}/download/report.csv{}", settings_query(&q)), "CSV"),
+        html::link(&format!("/runs/{run}/download/report.json{}", settings_query(&q)), "JSON"),
+        html::link(&format!("/runs/{run}"), &format!("run {run}")),
+    );
+    body.push_str(&notes(&loaded));
+    body.push_str(&tables_html(&loaded, &q));
+    Ok(Html(html::layout(&format!("Comparison, run {run}"), &body, &Live::No)))
+}
+
+/// The report's own settings as a query (for downloads of the same report).
+fn settings_query(q: &ReportQuery) -> String {
+    let pairs: Vec<(&str, &str)> = ["baseline", "alpha", "min_effect"]
+        .iter()
+        .filter_map(|k| q.params.get(k).map(|v| (*k, v)))
+        .collect();
+    super::params::query_string(&pairs)
+}
+
+fn select(name: &str, label: &str, current: Option<&str>, options: &[(String, String)]) -> String {
+    let mut out = format!("<label>{} <select name=\"{name}\">", esc(label));
+    for (value, text) in options {
+        let sel = if Some(value.as_str()) == current { " selected" } else { "" };
+        let _ = write!(out, "<option value=\"{}\"{sel}>{}</option>", esc(value), esc(text));
+    }
+    out.push_str("</select></label>");
+    out
+}
+
+fn distinct<'a>(items: impl Iterator<Item = &'a String>) -> Vec<(String, String)> {
+    let mut v: Vec<String> = Vec::new();
+    for i in items {
+        if !v.contains(i) {
+            v.push(i.clone());
+        }
+    }
+    v.into_iter().map(|x| (x.clone(), x)).collect()
+}
+
+/// The filter form: a GET form, so that the whole view is in the URL.
+fn filters(l: &Loaded, q: &ReportQuery) -> String {
+    let all = || vec![(String::new(), "all".to_string())];
+    let mut baselines: Vec<(String, String)> = l
+        .scenario
+        .kernels
+        .iter()
+        .map(|k| (format!("kernel:{}", k.name), format!("kernel {}", k.name)))
+        .collect();
+    baselines.extend(
+        l.scenario
+            .variants
+            .iter()
+            .map(|v| (format!("variant:{}", v.name), format!("variant {}", v.name))),
+    );
+    let current_base = match &l.baseline {
+        Baseline::Kernel(k) => format!("kernel:{k}"),
+        Baseline::Variant(v) => format!("variant:{v}"),
+        Baseline::Run(_) => String::new(),
+    };
+    let mut workloads = all();
+    workloads.extend(distinct(l.tables.iter().map(|t| &t.workload)));
+    let mut metrics = all();
+    metrics.extend(distinct(l.tables.iter().map(|t| &t.metric)));
+    let mut variants = all();
+    variants.extend(distinct(l.tables.iter().flat_map(|t| t.rows.iter().map(|r| &r.variant))));
+    let mut verdicts = all();
+    verdicts.extend(VERDICTS.iter().map(|v| (v.to_string(), v.to_string())));
+    let show = [
+        ("changes".to_string(), "fold rows with no change".to_string()),
+        ("all".to_string(), "every row".to_string()),
+    ];
+    format!(
+        "<form class=\"filters\" method=\"get\">{}{}{}{}{}{}<label>alpha <input name=\"alpha\" size=\"6\" value=\"{}\"></label>\
+<label>min effect % <input name=\"min_effect\" size=\"4\" value=\"{}\"></label><button type=\"submit\">Apply</button></form>",
+        select("baseline", "baseline", Some(&current_base), &baselines),
+        select("workload", "workload", q.workload.as_deref(), &workloads),
+        select("metric", "metric", q.metric.as_deref(), &metrics),
+        select("variant", "variant", q.variant.as_deref(), &variants),
+        select("verdict", "verdict", q.verdict.as_deref(), &verdicts),
+        select("show", "rows", Some(if q.show_all { "all" } else { "changes" }), &show),
+        q.settings.alpha,
+        100.0 * q.settings.min_effect,
+    )
+}
+
+/// Warnings first, then the report's settings and provenance lines, as `kreg report` says
+/// them.
+fn notes(l: &Loaded) -> String {
+    let rep = l.report(false);
+    let mut out = String::new();
+    for w in rep.warning_lines() {
+        let _ = write!(out, "<p class=\"warning\">{}</p>", esc(&w));
+    }
+    let _ = write!(
+        out,
+        "<p class=\"settings\">{}; α = {} per row after Benjamini–Hochberg over {} comparisons; minimum effect ±{}%</p>",
+        esc(&l.baseline.describe()),
+        l.settings.alpha,
+        report::comparisons(&l.tables),
+        100.0 * l.settings.min_effect
+    );
+    if !l.failed.is_empty() {
+        out.push_str("<ul class=\"failed\">");
+        for c in &l.failed {
+            let _ = write!(out, "<li>{}</li>", esc(&c.line()));
+        }
+        out.push_str("</ul>");
+    }
+    let info = rep.info_lines();
+    if !info.is_empty() {
+        let _ = write!(
+            out,
+            "<details class=\"provenance\"><summary>Provenance</summary><ul>{}</ul></details>",
+            info.iter().map(|l| format!("<li>{}</li>", esc(l))).collect::<String>()
+        );
+    }
+    out
+}
+
+/// One table per metric shown, rows filtered; tables left with nothing to show are listed
+/// as folded at the end.
+fn tables_html(l: &Loaded, q: &ReportQuery) -> String {
+    let mut out = String::new();
+    let mut folded = Vec::new();
+    for t in l.tables.iter().filter(|t| q.table_shown(t)) {
+        let rows: Vec<&Row> = t.rows.iter().filter(|r| q.row_shown(&l.baseline, r)).collect();
+        let compared = rows.iter().any(|r| r.comparison.is_some()) || matches!(l.baseline, Baseline::Run(_));
+        if rows.is_empty() || (!compared && t.rows.iter().any(|r| r.comparison.is_some())) {
+            folded.push(t);
+            continue;
+        }
+        out.push_str(&metric_table(l, t, &rows));
+    }
+    if !folded.is_empty() {
+        let what = if q.verdict.is_some() {
+            "with no row of that verdict"
+        } else {
+            "with no change in every compared row"
+        };
+        let _ = write!(out, "<details class=\"folded\"><summary>{} metric(s) folded, {what}</summary><ul>", folded.len());
+        for t in folded {
+            let _ = write!(
+                out,
+                "<li>{} / {}: {}</li>",
+                esc(&t.workload),
+                esc(&t.metric),
+                html::link(
+                    &format!(
+                        "/runs/{}/report{}",
+                        l.run_id,
+                        q.params.with_all(&[
+                            ("workload", &t.workload),
+                            ("metric", &t.metric),
+                            ("show", "all"),
+                            ("verdict", "")
+                        ])
+                    ),
+                    "show"
+                )
+            );
+        }
+        out.push_str("</ul></details>");
+    }
+    if out.is_empty() {
+        out.push_str("<p>No samples yet.</p>");
+    }
+    out
+}
+
+fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
+    let scale = Scale::over(rows.iter().flat_map(|r| r.side.values.iter().copied()), 3.0, svg::STRIP_W - 3.0);
+    let me = l.settings.min_effect;
+    let reach = rows
+        .iter()
+        .filter_map(|r| r.comparison.as_ref())
+        .flat_map(|c| {
+            let (lo, hi) = c.ci.unwrap_or((c.change, c.change));
+            [c.change.abs(), lo.abs(), hi.abs()]
+        })
+        .filter(|v| v.is_finite())
+        .fold(2.0 * me, f64::max)
+        * 1.1;
+    let base_label = |r: &Row| match &l.baseline {
+        Baseline::Run(id) => format!("against run {id}"),
+        b if b.is_base(r) => "baseline".to_string(),
+        _ => String::new(),
+    };
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let c = r.comparison.as_ref();
+            let verdict = c.map(|c| c.verdict.as_str()).unwrap_or("");
+            let samples_href = format!(
+                "/runs/{}/samples?workload={}&metric={}&kernel={}&variant={}",
+                l.run_id,
+                enc(&t.workload),
+                enc(&t.metric),
+                enc(&r.kernel),
+                enc(&r.variant)
+            );
+            vec![
+                esc(&r.kernel),
+                esc(&r.variant),
+                r.summary.n.to_string(),
+                esc(&report::fmt_value(r.centre(t.kind))),
+                format!("{}{:.2}%", if t.kind.by_ranks() { "iqr " } else { "±" }, r.spread_pct(t.kind)),
+                c.map(|c| format!("{:+.2}%", 100.0 * c.change)).unwrap_or_else(|| base_label(r)),
+                c.map(|c| svg::change_bar(c.change, c.ci, me, reach, &format!("v-{}", verdict.replace(' ', "-"))))
+                    .unwrap_or_default(),
+                if verdict.is_empty() { String::new() } else { html::verdict(verdict) },
+                format!("<span class=\"reason\">{}</span>", esc(c.map(|c| c.reason.as_str()).unwrap_or(""))),
+                format!(
+                    "<a href=\"{}\">{}</a>",
+                    esc(&samples_href),
+                    svg::strip(
+                        &r.side.values,
+                        r.centre(t.kind),
+                        &scale,
+                        &format!("{} samples, {} … {}", r.summary.n, report::fmt_value(r.summary.min), report::fmt_value(r.summary.max))
+                    )
+                ),
+            ]
+        })
+        .collect();
+    let direction = if t.higher_is_better { "higher is better" } else { "lower is better" };
+    format!(
+        "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {}</small></h2>{}</section>",
+        esc(&t.workload),
+        esc(&t.metric),
+        esc(&t.workload),
+        esc(&t.metric),
+        esc(&t.unit),
+        t.kind,
+        direction,
+        html::table(
+            "report",
+            &["kernel", "variant", "n", "centre", "spread", "change", "interval", "verdict", "reason", "samples"],
+            &body
+        )
+    )
+}
+
+#[derive(Serialize)]
+struct SamplesView {
+    run: i64,
+    workload: String,
+    metric: String,
+    kernel: String,
+    variant: String,
+    samples: Vec<queries::SampleItem>,
+}
+
+async fn samples_view(st: &AppState, id: &str, q: Vec<(String, String)>) -> view::Result<SamplesView> {
+    let run = id_of("run", id)?;
+    let p = Params::new(q, &["workload", "metric", "kernel", "variant"])?;
+    let need = |k: &str| {
+        p.get(k)
+            .map(String::from)
+            .ok_or_else(|| ViewError::Invalid(format!("{k} is required")))
+    };
+    let (workload, metric, kernel, variant) = (need("workload")?, need("metric")?, need("kernel")?, need("variant")?);
+    queries::run(&st.db, run).await?;
+    let samples = queries::row_samples(&st.db, run, &workload, &metric, &kernel, &variant).await?;
+    if samples.is_empty() {
+        return Err(ViewError::NotFound(format!(
+            "run {run} has no samples of {workload} / {metric} for kernel {kernel}, variant {variant}"
+        )));
+    }
+    Ok(SamplesView {
+        run,
+        workload,
+        metric,
+        kernel,
+        variant,
+        samples,
+    })
+}
+
+pub async fn samples_api(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> ApiResult {
+    json(&samples_view(&st, &id, q).await?)
+}
+
+pub async fn samples_page(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> PageResult {
+    let v = samples_view(&st, &id, q).await?;
+    let rows: Vec<Vec<String>> = v
+        .samples
+        .iter()
+        .map(|s| {
+            vec![
+                s.iteration.to_string(),
+                s.boot.to_string(),
+                format!("<code>{}</code>", esc(s.boot_id.as_deref().unwrap_or(""))),
+                format!("{} {}", esc(&report::fmt_value(s.value)), esc(&s.unit)),
+                html::link(&format!("/jobs/{}", s.job_id), &format!("job {}", s.job_id)),
+            ]
+        })
+        .collect();
+    let body = format!(
+        "<p>{} · kernel {} · variant {}</p>{}",
+        html::link(&format!("/runs/{}/report", v.run), &format!("run {} comparison", v.run)),
+        esc(&v.kernel),
+        esc(&v.variant),
+        html::table("samples", &["iteration", "boot", "boot id", "value", "job"], &rows)
+    );
+    Ok(Html(html::layout(
+        &format!("Samples of {} / {}, run {}", v.workload, v.metric, v.run),
+        &body,
+        &Live::No,
+    )))
+}
+
+fn run_pair(q: Vec<(String, String)>) -> view::Result<(i64, i64)> {
+    let p = Params::new(q, &["a", "b"])?;
+    match (p.int("a")?, p.int("b")?) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(ViewError::Invalid("give two runs: ?a=RUN&b=RUN".into())),
+    }
+}
+
+pub async fn compare_api(State(st): State<AppState>, Query(q): Q) -> ApiResult {
+    let (a, b) = run_pair(q)?;
+    let loaded = view::load_compare(&st.db, a, b).await?;
+    let doc: serde_json::Value = serde_json::from_str(&loaded.report(false).render(report::Format::Json))
+        .map_err(|e| ViewError::Other(e.into()))?;
+    Ok(axum::Json(doc))
+}
+
+pub async fn compare_page(State(st): State<AppState>, Query(q): Q) -> PageResult {
+    let (a, b) = run_pair(q)?;
+    let loaded = view::load_compare(&st.db, a, b).await?;
+    let q = ReportQuery::parse(vec![("show".into(), "all".into())], &REPORT_PARAMS)?;
+    let mut body = format!(
+        "<p>Run {}'s rows against run {}'s: same kernel, variant and workload. {}</p>",
+        html::link(&format!("/runs/{b}"), &b.to_string()),
+        html::link(&format!("/runs/{a}"), &a.to_string()),
+        html::link(&format!("/api/v1/compare?a={a}&b={b}"), "JSON")
+    );
+    body.push_str(&notes(&loaded));
+    body.push_str(&tables_html(&loaded, &q));
+    Ok(Html(html::layout(&format!("Run {b} against run {a}"), &body, &Live::No)))
+}

@@ -1,0 +1,208 @@
+//! Scheduler statistics of a run: per kernel/variant the mean per-job /proc/schedstat
+//! deltas (summed over CPUs) and the figures derived from them, each with its change
+//! against the first side (`kreg schedstat compare`'s view); per CPU or per domain on
+//! demand.
+
+use std::fmt::Write;
+
+use axum::extract::{Path, Query, State};
+use axum::response::Html;
+use serde::Serialize;
+
+use super::html::{self, esc, Live};
+use super::params::Params;
+use super::{id_of, json, ApiResult, AppState, PageResult};
+use crate::schedstat::{self, Diff, CPU_FIELDS};
+use crate::view::{self, ViewError};
+
+#[derive(Serialize)]
+pub struct Side {
+    /// "kernel/variant".
+    pub name: String,
+    pub jobs: usize,
+    /// Mean per job, summed over CPUs, in `CPU_FIELDS` order.
+    pub totals: Vec<f64>,
+    /// (name, value, unit).
+    pub derived: Vec<(String, f64, String)>,
+    /// Per CPU, the mean per job of each counter.
+    pub per_cpu: Vec<(u32, Vec<f64>)>,
+    /// Per domain level: (index, name, field names, mean per job of each, summed over CPUs).
+    pub per_domain: Vec<(u32, Option<String>, Vec<String>, Vec<f64>)>,
+}
+
+#[derive(Serialize)]
+pub struct SchedstatView {
+    pub run: i64,
+    pub fields: Vec<String>,
+    pub sides: Vec<Side>,
+}
+
+fn side(name: String, diffs: &[Diff]) -> Option<Side> {
+    let (totals, derived) = schedstat::mean_totals(diffs)?;
+    let n = diffs.len() as f64;
+    let mut per_cpu: Vec<(u32, Vec<f64>)> = Vec::new();
+    let mut per_domain: Vec<(u32, Option<String>, Vec<String>, Vec<f64>)> = Vec::new();
+    for d in diffs {
+        for c in &d.cpus {
+            let at = match per_cpu.iter().position(|(cpu, _)| *cpu == c.cpu) {
+                Some(i) => i,
+                None => {
+                    per_cpu.push((c.cpu, vec![0.0; 9]));
+                    per_cpu.len() - 1
+                }
+            };
+            per_cpu[at].1.iter_mut().zip(c.values).for_each(|(a, v)| *a += v as f64 / n);
+        }
+        let fields = schedstat::domain_fields(d.version);
+        for (index, dname, values) in d.domain_totals() {
+            let at = match per_domain.iter().position(|x| x.0 == index) {
+                Some(i) => i,
+                None => {
+                    per_domain.push((index, dname, fields.clone(), vec![0.0; values.len()]));
+                    per_domain.len() - 1
+                }
+            };
+            per_domain[at].3.iter_mut().zip(values).for_each(|(a, v)| *a += v as f64 / n);
+        }
+    }
+    per_cpu.sort_by_key(|x| x.0);
+    Some(Side {
+        name,
+        jobs: diffs.len(),
+        totals: totals.to_vec(),
+        derived: derived.into_iter().map(|(n, v, u)| (n, v, u.to_string())).collect(),
+        per_cpu,
+        per_domain,
+    })
+}
+
+async fn schedstat_view(st: &AppState, id: &str) -> view::Result<SchedstatView> {
+    let run = id_of("run", id)?;
+    crate::store::run(&st.db, run).await?;
+    let pairs = crate::store::schedstat_pairs(&st.db, run).await?;
+    let mut groups: Vec<(String, Vec<Diff>)> = Vec::new();
+    for p in &pairs {
+        let name = format!("{}/{}", p.kernel, p.variant);
+        let parse = |t: &str| schedstat::parse(t).map_err(|e| ViewError::Other(anyhow::anyhow!("{e}")));
+        let d = schedstat::diff(&parse(&p.before)?, &parse(&p.after)?).map_err(|e| ViewError::Other(anyhow::anyhow!(e)))?;
+        match groups.iter_mut().find(|g| g.0 == name) {
+            Some(g) => g.1.push(d),
+            None => groups.push((name, vec![d])),
+        }
+    }
+    Ok(SchedstatView {
+        run,
+        fields: CPU_FIELDS.iter().map(|s| s.to_string()).collect(),
+        sides: groups.into_iter().filter_map(|(n, d)| side(n, &d)).collect(),
+    })
+}
+
+pub async fn api(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    json(&schedstat_view(&st, &id).await?)
+}
+
+fn change(base: f64, v: f64) -> String {
+    if base != 0.0 && base.is_finite() && v.is_finite() {
+        format!(" <small>{:+.2}%</small>", 100.0 * (v - base) / base)
+    } else {
+        String::new()
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.2}")
+    } else {
+        "—".into()
+    }
+}
+
+pub async fn page(State(st): State<AppState>, Path(id): Path<String>, Query(q): Query<Vec<(String, String)>>) -> PageResult {
+    let p = Params::new(q, &["detail"])?;
+    let detail = p.one_of("detail", &["cpu", "domain"])?;
+    let v = schedstat_view(&st, &id).await?;
+    let run = v.run;
+    let mut body = format!(
+        "<p>{} · detail: {} {} {} · {}</p>",
+        html::link(&format!("/runs/{run}"), &format!("run {run}")),
+        html::link(&format!("/runs/{run}/schedstat"), "totals"),
+        html::link(&format!("/runs/{run}/schedstat?detail=cpu"), "per CPU"),
+        html::link(&format!("/runs/{run}/schedstat?detail=domain"), "per domain"),
+        html::link(&format!("/api/v1/runs/{run}/schedstat"), "JSON"),
+    );
+    if v.sides.is_empty() {
+        body.push_str("<p>No done job of this run has schedstat snapshots (no /proc/schedstat on the SUT, or no job done yet).</p>");
+        return Ok(Html(html::layout(&format!("Scheduler statistics, run {run}"), &body, &Live::No)));
+    }
+    let mut head = vec!["counter".to_string()];
+    head.extend(v.sides.iter().map(|s| format!("{} ({} jobs)", s.name, s.jobs)));
+    let head_ref: Vec<&str> = head.iter().map(|s| s.as_str()).collect();
+    let base = &v.sides[0];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (i, f) in v.fields.iter().enumerate().filter(|(_, f)| *f != "array_exp") {
+        let mut r = vec![esc(f)];
+        r.extend(v.sides.iter().map(|s| format!("{}{}", num(s.totals[i]), change(base.totals[i], s.totals[i]))));
+        rows.push(r);
+    }
+    for (k, (name, _, unit)) in base.derived.iter().enumerate() {
+        let mut r = vec![format!("{} ({})", esc(name), esc(unit))];
+        r.extend(v.sides.iter().map(|s| match s.derived.get(k) {
+            Some(d) => format!("{}{}", num(d.1), change(base.derived[k].1, d.1)),
+            None => "—".into(),
+        }));
+        rows.push(r);
+    }
+    let _ = write!(
+        body,
+        "<h2>Mean per job, summed over CPUs (change against {})</h2>{}",
+        esc(&base.name),
+        html::table("schedstat", &head_ref, &rows)
+    );
+    match detail.as_deref() {
+        Some("cpu") => body.push_str(&per_cpu(&v)),
+        Some("domain") => body.push_str(&per_domain(&v)),
+        _ => {}
+    }
+    Ok(Html(html::layout(&format!("Scheduler statistics, run {run}"), &body, &Live::No)))
+}
+
+fn per_cpu(v: &SchedstatView) -> String {
+    let mut out = String::new();
+    let mut head = vec!["cpu"];
+    head.extend(v.fields.iter().map(|s| s.as_str()));
+    for s in &v.sides {
+        let rows: Vec<Vec<String>> = s
+            .per_cpu
+            .iter()
+            .map(|(cpu, vals)| {
+                let mut r = vec![format!("cpu{cpu}")];
+                r.extend(vals.iter().map(|x| num(*x)));
+                r
+            })
+            .collect();
+        let _ = write!(out, "<h2>{} per CPU</h2>{}", esc(&s.name), html::table("schedstat", &head, &rows));
+    }
+    out
+}
+
+fn per_domain(v: &SchedstatView) -> String {
+    let mut out = String::new();
+    for s in &v.sides {
+        for (index, name, fields, vals) in &s.per_domain {
+            let label = name.clone().unwrap_or_else(|| format!("domain{index}"));
+            let rows: Vec<Vec<String>> = fields
+                .iter()
+                .zip(vals)
+                .map(|(f, x)| vec![esc(f), num(*x)])
+                .collect();
+            let _ = write!(
+                out,
+                "<details class=\"raw\"><summary>{} {}</summary>{}</details>",
+                esc(&s.name),
+                esc(&label),
+                html::table("schedstat", &["field", "mean per job"], &rows)
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,208 @@
+//! The charts, drawn as SVG on the server: a row's samples as a strip, a change with its
+//! interval against the ±minimum-effect band, and one metric across runs.
+
+use std::fmt::Write;
+
+use super::html::esc;
+
+/// A linear map of [lo, hi] onto [x0, x1].
+#[derive(Clone, Copy)]
+pub struct Scale {
+    pub lo: f64,
+    pub hi: f64,
+    pub x0: f64,
+    pub x1: f64,
+}
+
+impl Scale {
+    /// The scale over `values`, padded so that no point sits on an edge.
+    pub fn over(values: impl Iterator<Item = f64>, x0: f64, x1: f64) -> Scale {
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for v in values.filter(|v| v.is_finite()) {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if !lo.is_finite() {
+            (lo, hi) = (0.0, 1.0);
+        }
+        let pad = if hi > lo { (hi - lo) * 0.05 } else { lo.abs().max(1.0) * 0.05 };
+        Scale {
+            lo: lo - pad,
+            hi: hi + pad,
+            x0,
+            x1,
+        }
+    }
+
+    pub fn at(&self, v: f64) -> f64 {
+        let t = ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0);
+        self.x0 + t * (self.x1 - self.x0)
+    }
+}
+
+pub const STRIP_W: f64 = 180.0;
+const STRIP_H: f64 = 22.0;
+
+/// A row's samples as dots on the table's common scale (one path: dots are zero-length
+/// round-capped segments, a few bytes each), the centre as a tick.
+pub fn strip(values: &[f64], centre: f64, scale: &Scale, label: &str) -> String {
+    let mut path = String::new();
+    for (i, v) in values.iter().enumerate() {
+        // A fixed jitter by position, so that equal values stay visible and the picture is
+        // the same on every load.
+        let y = 5.0 + ((i * 7) % 13) as f64;
+        let _ = write!(path, "M{:.1} {:.0}h0", scale.at(*v), y);
+    }
+    let c = scale.at(centre);
+    format!(
+        "<svg class=\"strip\" viewBox=\"0 0 {STRIP_W} {STRIP_H}\" width=\"{STRIP_W}\" height=\"{STRIP_H}\" role=\"img\">\
+<title>{}</title><line x1=\"{c:.1}\" x2=\"{c:.1}\" y1=\"1\" y2=\"21\" class=\"centre\"/>\
+<path d=\"{path}\" class=\"dots\"/></svg>",
+        esc(label)
+    )
+}
+
+pub const BAR_W: f64 = 160.0;
+
+/// A change (fraction) with its interval, on a symmetric scale of ±`reach`, over the band
+/// of changes too small to matter (±`min_effect`). An unbounded side runs to the edge.
+pub fn change_bar(change: f64, ci: Option<(f64, f64)>, min_effect: f64, reach: f64, class: &str) -> String {
+    let s = Scale {
+        lo: -reach,
+        hi: reach,
+        x0: 4.0,
+        x1: BAR_W - 4.0,
+    };
+    let (bl, bh) = (s.at(-min_effect), s.at(min_effect));
+    let (l, h) = match ci {
+        Some((l, h)) => (
+            if l.is_finite() { s.at(l) } else { s.x0 },
+            if h.is_finite() { s.at(h) } else { s.x1 },
+        ),
+        None => (s.x0, s.x1),
+    };
+    let title = match ci {
+        Some((l, h)) => format!(
+            "change {:+.2}% (interval {} … {}); band ±{:.1}%",
+            100.0 * change,
+            pct(l),
+            pct(h),
+            100.0 * min_effect
+        ),
+        None => format!("change {:+.2}% (no interval)", 100.0 * change),
+    };
+    format!(
+        "<svg class=\"bar {class}\" viewBox=\"0 0 {BAR_W} 18\" width=\"{BAR_W}\" height=\"18\" role=\"img\">\
+<title>{}</title><rect class=\"band\" x=\"{bl:.1}\" y=\"1\" width=\"{:.1}\" height=\"16\"/>\
+<line class=\"zero\" x1=\"{z:.1}\" x2=\"{z:.1}\" y1=\"0\" y2=\"18\"/>\
+<line class=\"ci\" x1=\"{l:.1}\" x2=\"{h:.1}\" y1=\"9\" y2=\"9\"/><circle class=\"pt\" cx=\"{:.1}\" cy=\"9\" r=\"3\"/></svg>",
+        esc(&title),
+        bh - bl,
+        s.at(change),
+        z = s.at(0.0),
+    )
+}
+
+fn pct(v: f64) -> String {
+    if v.is_finite() {
+        format!("{:+.2}%", 100.0 * v)
+    } else {
+        "unbounded".into()
+    }
+}
+
+/// One series of the history chart: per run, (run id, centre, low, high).
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(i64, f64, f64, f64)>,
+}
+
+const PALETTE: [&str; 6] = ["#1f6fb2", "#c2410c", "#15803d", "#7e22ce", "#a16207", "#be185d"];
+
+/// Centres joined by lines with their spread as whiskers, runs along x in `runs`' order.
+pub fn history(series: &[Series], runs: &[i64], unit: &str) -> String {
+    let (w, h, left, bottom) = (760.0, 280.0, 64.0, 28.0);
+    let y = Scale::over(series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.2, p.3])), 0.0, 1.0);
+    let ys = |v: f64| h - bottom - y.at(v) * (h - bottom - 10.0);
+    let step = (w - left - 20.0) / (runs.len().max(2) - 1) as f64;
+    let xs = |run: i64| left + step * runs.iter().position(|r| *r == run).unwrap_or(0) as f64;
+    let mut out = format!(
+        "<svg class=\"history\" viewBox=\"0 0 {w} {h}\" role=\"img\"><title>{} by run</title>",
+        esc(unit)
+    );
+    for v in [y.lo, (y.lo + y.hi) / 2.0, y.hi] {
+        let _ = write!(
+            out,
+            "<line class=\"grid\" x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{}</text>",
+            w - 10.0,
+            left - 6.0,
+            ys(v) + 4.0,
+            esc(&crate::report::fmt_value(v)),
+            yy = ys(v)
+        );
+    }
+    for r in runs {
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{r}</text>",
+            xs(*r),
+            h - 8.0
+        );
+    }
+    for (i, s) in series.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        let pts: Vec<String> = s.points.iter().map(|p| format!("{:.1},{:.1}", xs(p.0), ys(p.1))).collect();
+        let _ = write!(
+            out,
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>",
+            pts.join(" ")
+        );
+        for p in &s.points {
+            let _ = write!(
+                out,
+                "<line stroke=\"{colour}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><circle fill=\"{colour}\" cx=\"{x:.1}\" cy=\"{:.1}\" r=\"3.5\"><title>{}: run {} {}</title></circle>",
+                ys(p.2),
+                ys(p.3),
+                ys(p.1),
+                esc(&s.name),
+                p.0,
+                esc(&crate::report::fmt_value(p.1)),
+                x = xs(p.0)
+            );
+        }
+    }
+    out.push_str("</svg><p class=\"legend\">");
+    for (i, s) in series.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<span><i style=\"background:{}\"></i>{}</span>",
+            PALETTE[i % PALETTE.len()],
+            esc(&s.name)
+        );
+    }
+    out.push_str("</p>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_pad_and_clamp() {
+        let s = Scale::over([10.0, 20.0].into_iter(), 0.0, 100.0);
+        assert!(s.at(10.0) > 0.0 && s.at(20.0) < 100.0);
+        assert_eq!(s.at(1e9), 100.0);
+        let flat = Scale::over([5.0, 5.0].into_iter(), 0.0, 100.0);
+        assert!((flat.at(5.0) - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_strip_has_one_dot_per_sample_and_a_bar_its_band() {
+        let s = Scale::over([1.0, 2.0, 3.0].into_iter(), 0.0, STRIP_W);
+        let svg = strip(&[1.0, 2.0, 3.0], 2.0, &s, "n=3");
+        assert_eq!(svg.matches("h0").count(), 3);
+        let bar = change_bar(0.05, Some((0.01, f64::INFINITY)), 0.02, 0.1, "v-regression");
+        assert!(bar.contains("class=\"band\"") && bar.contains("unbounded"), "{bar}");
+    }
+}

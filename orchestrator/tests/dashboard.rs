@@ -1,0 +1,529 @@
+//! The dashboard against a real PostgreSQL, a real `kreg serve`, a real engine run on a
+//! real kreg-agent, and Debian's Chromium driven over WebDriver (chromedriver):
+//! - a run's job states reach an open page within 2 s while the engine runs;
+//! - the runs page, a run page and the comparison show the right kernels, variants and
+//!   verdicts (the verdicts `kreg report --format json` gives);
+//! - a filter changes the URL, and reloading that URL gives the same view;
+//! - no page logs a console error, no page scrolls sideways at 800 px;
+//! - screenshots of every page at 1280 and 800 px go to target/screenshots/;
+//! - unknown things are 404 pages, malformed queries 400 with the reason, and the server
+//!   never writes.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{assert_ok, fresh_db, kreg, Agent, Scratch, TestDb};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+/// `kreg serve` on a free loopback port, killed on drop.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    fn start(db: &TestDb, dir: &std::path::Path) -> Server {
+        let mut child = kreg(db, dir)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("kreg: dashboard on ")
+            .unwrap_or_else(|| panic!("kreg serve said {line:?}"))
+            .trim_end_matches('/')
+            .to_string();
+        Server { child, base }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// chromedriver with a headless Chromium session, both ended on drop.
+struct Browser {
+    driver: Child,
+    driver_url: String,
+    client: Client,
+    _profile: Scratch,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (Debian's chromium-driver; scripts/deps.sh installs it)");
+        let driver_url = format!("http://127.0.0.1:{port}");
+        let profile = Scratch::new("chromium-profile");
+        let caps = json!({
+            "browserName": "chrome",
+            "goog:loggingPrefs": { "browser": "ALL" },
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                         "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,900",
+                         format!("--user-data-dir={}", profile.0.display())],
+            }
+        });
+        let caps = caps.as_object().unwrap().clone();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let client = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&driver_url).await {
+                Ok(c) => break c,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("no WebDriver session: {e}"),
+            }
+        };
+        Browser {
+            driver,
+            driver_url,
+            client,
+            _profile: profile,
+        }
+    }
+
+    /// The console entries of level SEVERE since the last call (chromedriver's log).
+    async fn console_errors(&self) -> Vec<String> {
+        let id = self.client.session_id().await.unwrap().unwrap();
+        let res: Value = reqwest::Client::new()
+            .post(format!("{}/session/{id}/se/log", self.driver_url))
+            .json(&json!({ "type": "browser" }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        res["value"]
+            .as_array()
+            .unwrap_or_else(|| panic!("chromedriver's log: {res}"))
+            .iter()
+            .filter(|e| e["level"] == "SEVERE")
+            .map(|e| e["message"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    async fn js(&self, script: &str) -> Value {
+        self.client.execute(script, vec![]).await.unwrap()
+    }
+
+    async fn text(&self, css: &str) -> String {
+        self.client.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn shots_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap().to_path_buf();
+    let dir = target.join("screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Opens a page at 1280 and 800 px: a title, no console error, no sideways scrolling at
+/// 800 px; a screenshot at each width.
+async fn visit(b: &Browser, url: &str, name: &str) {
+    for width in [1280u32, 800] {
+        b.client.set_window_size(width, 900).await.unwrap();
+        b.client.goto(url).await.unwrap();
+        let title = b.client.title().await.unwrap();
+        assert!(title.ends_with("· kreg") && title.len() > 8, "{url}: title {title:?}");
+        let overflow = b
+            .js("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            .await;
+        assert!(overflow.as_i64().unwrap() <= 0, "{url} at {width} px scrolls sideways by {overflow}");
+        let png = b.client.screenshot().await.unwrap();
+        std::fs::write(shots_dir().join(format!("{name}-{width}.png")), png).unwrap();
+        let errors = b.console_errors().await;
+        assert!(errors.is_empty(), "{url}: console errors {errors:?}");
+    }
+}
+
+/// Prints `value: ~100` under SCHED_OTHER and `value: ~150` under SCHED_BATCH, after a
+/// pause long enough for a page to watch each job.
+const PROBE: &str = r#"[sh, -c, "sleep 1; n=$(od -An -N1 -tu1 /dev/urandom); if grep -q '^policy *: *3' /proc/self/sched; then echo value: $((150 + n % 5)); else echo value: $((100 + n % 5)); fi"]"#;
+
+fn scenario(agent: &Agent) -> String {
+    format!(
+        r#"
+name: dashboard-live
+{hosts}kernels: [ {{ name: current, source: running }} ]
+variants: [ {{name: default}}, {{name: batch, policy: batch}} ]
+workloads:
+  - name: probe
+    kind: command
+    argv: {PROBE}
+    timeout: 60
+    metrics:
+      value: {{ regex: "value: ([0-9.]+)", unit: ops, higher_is_better: true, kind: throughput }}
+iterations: 5
+"#,
+        hosts = agent.hosts_yaml(),
+    )
+}
+
+async fn job_states(db: &TestDb) -> Vec<(i64, String)> {
+    sqlx::query_as("SELECT id, state FROM jobs ORDER BY id")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap()
+}
+
+/// The state each job cell of the open page shows.
+async fn page_states(b: &Browser) -> Vec<(i64, String)> {
+    let v = b
+        .js("return [...document.querySelectorAll('[data-job]')].map(e => [Number(e.dataset.job), e.dataset.state])")
+        .await;
+    serde_json::from_value(v).unwrap()
+}
+
+fn rank(state: &str) -> u8 {
+    match state {
+        "pending" => 0,
+        "running" => 1,
+        _ => 2,
+    }
+}
+
+/// Follows the run from the open run page: every state the database takes must show on
+/// the page within 2 s (or be overtaken there by a later one). Returns the delays seen.
+async fn watch_run(b: &Browser, db: &TestDb, run: &mut Child) -> Vec<Duration> {
+    let mut waiting: Vec<(i64, String, Instant)> = Vec::new();
+    let mut seen: Vec<(i64, String)> = Vec::new();
+    let mut delays = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let now = Instant::now();
+        for (id, state) in job_states(db).await {
+            if !seen.contains(&(id, state.clone())) {
+                seen.push((id, state.clone()));
+                waiting.push((id, state, now));
+            }
+        }
+        let page = page_states(b).await;
+        waiting.retain(|(id, state, since)| {
+            let shown = page.iter().find(|(j, _)| j == id).map(|(_, s)| s.as_str());
+            if shown.is_some_and(|s| rank(s) >= rank(state)) {
+                delays.push(since.elapsed());
+                return false;
+            }
+            assert!(
+                since.elapsed() < Duration::from_secs(2),
+                "job {id} became {state} in the database {:?} ago; the page still shows {shown:?}",
+                since.elapsed()
+            );
+            true
+        });
+        let finished = run.try_wait().unwrap().is_some();
+        if finished && waiting.is_empty() {
+            return delays;
+        }
+        assert!(Instant::now() < deadline, "the run did not end in time");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn report_json(db: &TestDb, dir: &std::path::Path, run: i64) -> Value {
+    let out = kreg(db, dir).args(["report", &run.to_string(), "--format", "json"]).output().unwrap();
+    assert_ok(&out, "report");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn a_live_run_in_the_browser() {
+    let db = fresh_db("dash_live").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("dash_live");
+    let file = dir.0.join("s.yaml");
+    std::fs::write(&file, scenario(&agent)).unwrap();
+    let server = Server::start(&db, &dir.0);
+    let b = Browser::start().await;
+    let base = &server.base;
+
+    // The runs page, open before the run exists, shows it once it starts.
+    b.client.goto(&format!("{base}/")).await.unwrap();
+    assert!(b.text("main").await.contains("No runs yet"));
+    let mut run = kreg(&db, &dir.0)
+        .arg("run")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM runs").fetch_one(&db.pool).await.unwrap();
+        if n > 0 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "no run recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let recorded = Instant::now();
+    loop {
+        let found = b.js("return document.querySelector('a[href=\"/runs/1\"]') !== null").await;
+        if found == json!(true) {
+            break;
+        }
+        assert!(recorded.elapsed() < Duration::from_secs(2), "the new run did not reach the open runs page within 2 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The run page follows every job's state while the engine runs.
+    b.client.goto(&format!("{base}/runs/1")).await.unwrap();
+    let delays = watch_run(&b, &db, &mut run).await;
+    assert!(run.wait().unwrap().success(), "kreg run failed");
+    assert!(delays.len() >= 10, "too few state changes watched: {}", delays.len());
+    let worst = delays.iter().max().unwrap();
+    eprintln!("dashboard: {} state changes reached the page, the slowest in {worst:?}", delays.len());
+    assert!(b.console_errors().await.is_empty());
+
+    // The finished run: kernels, variants, every cell done, provenance of the kernel.
+    b.client.refresh().await.unwrap();
+    let summary = b.text("#summary").await;
+    assert!(summary.contains("current") && summary.contains("default, batch"), "{summary}");
+    assert!(summary.contains("10/10 done"), "{summary}");
+    let states = page_states(&b).await;
+    assert_eq!(states.len(), 10);
+    assert!(states.iter().all(|(_, s)| s == "done"), "{states:?}");
+    let kernel = b.text("h3.kernel").await;
+    assert_eq!(kernel, "kernel current");
+
+    // The runs page: the run, its scenario, done.
+    b.client.goto(&format!("{base}/")).await.unwrap();
+    let row = b.text("table.runs tbody tr").await;
+    assert!(row.contains("dashboard-live") && row.contains("done") && row.contains("10/10 done"), "{row}");
+
+    // The comparison: the verdicts kreg report gives, row by row.
+    let rep = report_json(&db, &dir.0, 1);
+    b.client.goto(&format!("{base}/runs/1/report?show=all")).await.unwrap();
+    let rows = b
+        .js("return [...document.querySelectorAll('table.report tbody tr')].map(tr => [...tr.children].map(td => td.innerText.trim()))")
+        .await;
+    let rows: Vec<Vec<String>> = serde_json::from_value(rows).unwrap();
+    let want: Vec<(String, String, String)> = rep["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["kernel"].as_str().unwrap().to_string(),
+                r["variant"].as_str().unwrap().to_string(),
+                r["comparison"]["verdict"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let got: Vec<(String, String, String)> = rows.iter().map(|r| (r[0].clone(), r[1].clone(), r[7].clone())).collect();
+    assert_eq!(got, want);
+    let batch_verdict = want.iter().find(|w| w.1 == "batch").unwrap().2.clone();
+    assert_eq!(batch_verdict, "improvement", "a 50% higher throughput under batch");
+
+    // A filter changes the URL; that URL, loaded again, gives the same view.
+    b.client.goto(&format!("{base}/runs/1/report")).await.unwrap();
+    let select = b.client.find(Locator::Css("select[name=verdict]")).await.unwrap();
+    select.select_by_value("improvement").await.unwrap();
+    let t = Instant::now();
+    while !b.client.current_url().await.unwrap().as_str().contains("verdict=improvement") {
+        assert!(t.elapsed() < Duration::from_secs(5), "the filter did not change the URL");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = b.client.current_url().await.unwrap().to_string();
+    assert!(!url.contains("workload="), "empty filters stay out of the URL: {url}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let filtered = b.text("main").await;
+    let verdicts = b
+        .js("return [...document.querySelectorAll('table.report tbody tr')].map(tr => tr.children[7].innerText.trim())")
+        .await;
+    let verdicts: Vec<String> = serde_json::from_value(verdicts).unwrap();
+    assert_eq!(verdicts, ["", "improvement"], "the baseline row and the improvement only");
+    b.client.goto(&url).await.unwrap();
+    assert_eq!(b.text("main").await, filtered);
+    let verdict_selected = b.js("return document.querySelector('select[name=verdict]').value").await;
+    assert_eq!(verdict_selected, json!("improvement"));
+
+    // Every page: a title, no console error, fits 800 px, a screenshot at each width.
+    let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs").fetch_one(&db.pool).await.unwrap();
+    for (path, name) in [
+        ("/".to_string(), "runs"),
+        ("/runs/1".to_string(), "run"),
+        ("/runs/1/report".to_string(), "comparison"),
+        ("/runs/1/report?show=all".to_string(), "comparison-all"),
+        ("/runs/1/samples?workload=probe&metric=value&kernel=current&variant=batch".to_string(), "samples"),
+        ("/compare?a=1&b=1".to_string(), "compare"),
+        ("/runs/1/schedstat?detail=domain".to_string(), "schedstat"),
+        (format!("/jobs/{job}"), "job"),
+        ("/kernels".to_string(), "kernels"),
+        ("/history".to_string(), "history-choices"),
+        ("/history?scenario=dashboard-live&workload=probe&metric=value".to_string(), "history"),
+        ("/runs/999".to_string(), "not-found"),
+    ] {
+        visit_allowing_status(&b, &format!("{base}{path}"), name).await;
+    }
+}
+
+/// `visit`, except that a 404 page's own failed load is the one console entry expected.
+async fn visit_allowing_status(b: &Browser, url: &str, name: &str) {
+    if name != "not-found" {
+        return visit(b, url, name).await;
+    }
+    b.client.set_window_size(1280, 900).await.unwrap();
+    b.client.goto(url).await.unwrap();
+    assert!(b.text("main").await.contains("run 999 does not exist"));
+    std::fs::write(shots_dir().join("not-found-1280.png"), b.client.screenshot().await.unwrap()).unwrap();
+    let errors = b.console_errors().await;
+    assert!(errors.iter().all(|e| e.contains("404")), "{errors:?}");
+}
+
+/// A snapshot of everything the engine writes, to see that serving changed nothing.
+async fn fingerprint(db: &TestDb) -> Vec<i64> {
+    let row: (i64, i64, i64, i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM scenarios), (SELECT count(*) FROM runs),
+                (SELECT COALESCE(sum(extract(epoch FROM updated_at))::BIGINT, 0) FROM runs),
+                (SELECT count(*) FROM jobs), (SELECT COALESCE(sum(attempts), 0) FROM jobs),
+                (SELECT count(*) FROM results), (SELECT count(*) FROM raw_outputs)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    vec![row.0, row.1, row.2, row.3, row.4, row.5, row.6]
+}
+
+#[tokio::test]
+async fn bad_requests_are_404_or_400_and_serving_never_writes() {
+    let db = fresh_db("dash_errors").await;
+    let dir = Scratch::new("dash_errors");
+    // A stored run of 400 samples (the benchmark's run) to ask about.
+    let out = kreg(&db, &dir.0).args(["bench", "dashboard", "--samples", "400", "--repeat", "1"]).output().unwrap();
+    assert_ok(&out, "bench dashboard");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("with 400 samples") && printed.contains("| comparison "), "{printed}");
+    let before = fingerprint(&db).await;
+    let server = Server::start(&db, &dir.0);
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        let url = format!("{}{path}", server.base);
+        let http = http.clone();
+        async move {
+            let res = http.get(&url).send().await.unwrap();
+            let status = res.status().as_u16();
+            let ctype = res.headers()[reqwest::header::CONTENT_TYPE].to_str().unwrap().to_string();
+            (status, ctype, res.text().await.unwrap())
+        }
+    };
+    let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs").fetch_one(&db.pool).await.unwrap();
+    for path in [
+        "/".to_string(),
+        "/runs/1".into(),
+        "/runs/1/report".into(),
+        "/runs/1/report?baseline=variant:batch&verdict=no%20change&show=all".into(),
+        "/runs/1/schedstat?detail=cpu".into(),
+        format!("/jobs/{job}"),
+        format!("/jobs/{job}/raw/stdout"),
+        "/kernels".into(),
+        "/history?scenario=bench-dashboard&workload=probe&metric=m3".into(),
+        "/compare?a=1&b=1".into(),
+        "/runs/1/samples?workload=probe&metric=m3&kernel=b&variant=batch".into(),
+        "/api/v1/runs".into(),
+        "/api/v1/runs/1".into(),
+        "/api/v1/runs/1/report?metric=m3".into(),
+        "/api/v1/runs/1/schedstat".into(),
+        format!("/api/v1/jobs/{job}"),
+        "/api/v1/kernels".into(),
+        "/api/v1/history".into(),
+        "/api/v1/compare?a=1&b=1".into(),
+    ] {
+        let (status, _, body) = get(&path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    for (path, status, says) in [
+        ("/runs/999", 404, "run 999 does not exist"),
+        ("/runs/abc", 404, "does not exist"),
+        ("/jobs/99999999", 404, "job 99999999 does not exist"),
+        ("/runs/1/report?metric=nope", 404, "no metric \"nope\""),
+        ("/history?scenario=bench-dashboard&workload=probe&metric=nope", 404, "no samples of metric \"nope\""),
+        ("/kernels/nokey", 404, "no kernel build"),
+        ("/nowhere", 404, "no page at /nowhere"),
+        ("/runs/1/report?verdict=bogus", 400, "verdict must be one of"),
+        ("/runs/1/report?alpha=abc", 400, "alpha must be a number"),
+        ("/runs/1/report?alpha=2", 400, "alpha"),
+        ("/runs/1/report?colour=red", 400, "unknown query parameter"),
+        ("/runs/1/report?metric=m1&metric=m2", 400, "given twice"),
+        ("/runs/1/report?baseline=kernel:zz", 400, "kernel \"zz\" is not in run 1"),
+        ("/compare?a=1", 400, "give two runs"),
+        ("/runs/1/schedstat?detail=everything", 400, "detail must be one of"),
+    ] {
+        let (got, ctype, body) = get(path).await;
+        assert_eq!(got, status, "{path}: {body}");
+        assert!(ctype.starts_with("text/html"), "{path}: {ctype}");
+        assert!(body.contains(&says.replace('"', "&quot;")), "{path}: {body}");
+    }
+    let (status, ctype, body) = get("/api/v1/runs/999").await;
+    assert_eq!((status, ctype.as_str()), (404, "application/json"));
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"], "run 999 does not exist");
+    let (status, _, body) = get("/api/v1/runs/1/report?verdict=maybe").await;
+    assert_eq!(status, 400, "{body}");
+    // Only GET: nothing can be posted.
+    let res = http.post(format!("{}/runs/1", server.base)).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 405);
+
+    // Downloads are the CLI's own renderings.
+    for (file, format) in [("report.json", "json"), ("report.md", "markdown"), ("report.csv", "csv")] {
+        let (status, _, body) = get(&format!("/runs/1/download/{file}?baseline=kernel:a")).await;
+        assert_eq!(status, 200);
+        let cli = kreg(&db, &dir.0).args(["report", "1", "--baseline", "a", "--format", format]).output().unwrap();
+        assert_ok(&cli, "report");
+        assert_eq!(body, String::from_utf8_lossy(&cli.stdout), "{file}");
+    }
+    // The comparison page names rows as the report does, with the changed metric's verdict.
+    let rep = report_json(&db, &dir.0, 1);
+    let m3_b: Vec<&Value> = rep["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["metric"] == "m3" && r["kernel"] == "b")
+        .collect();
+    let (_, _, page) = get("/runs/1/report?metric=m3").await;
+    for r in &m3_b {
+        let v = r["comparison"]["verdict"].as_str().unwrap();
+        assert!(page.contains(&format!("v-{}\">{v}</span>", v.replace(' ', "-"))), "{v} missing");
+    }
+
+    assert_eq!(fingerprint(&db).await, before, "serving changed the database");
+    // The server's pool cannot write, whatever a handler did.
+    let ro = kreg::web::read_only_pool(std::str::FromStr::from_str(&db.url).unwrap());
+    let err = sqlx::query("DELETE FROM runs").execute(&ro).await.unwrap_err();
+    assert!(err.to_string().contains("read-only transaction"), "{err}");
+}
