@@ -35,7 +35,9 @@ impl Server {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let base = line
             .trim()
             .strip_prefix("kreg: dashboard on ")
@@ -62,7 +64,11 @@ struct Browser {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl Browser {
@@ -91,7 +97,11 @@ impl Browser {
         let deadline = Instant::now() + Duration::from_secs(20);
         let client = loop {
             let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&driver_url).await {
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&driver_url)
+                .await
+            {
                 Ok(c) => break c,
                 Err(e) if Instant::now() < deadline => {
                     let _ = e;
@@ -164,7 +174,10 @@ async fn visit(b: &Browser, url: &str, name: &str) {
         let overflow = b
             .js("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
             .await;
-        assert!(overflow.as_i64().unwrap() <= 0, "{url} at {width} px scrolls sideways by {overflow}");
+        assert!(
+            overflow.as_i64().unwrap() <= 0,
+            "{url} at {width} px scrolls sideways by {overflow}"
+        );
         let png = b.client.screenshot().await.unwrap();
         std::fs::write(shots_dir().join(format!("{name}-{width}.png")), png).unwrap();
         let errors = b.console_errors().await;
@@ -257,7 +270,10 @@ async fn watch_run(b: &Browser, db: &TestDb, run: &mut Child) -> Vec<Duration> {
 }
 
 fn report_json(db: &TestDb, dir: &std::path::Path, run: i64) -> Value {
-    let out = kreg(db, dir).args(["report", &run.to_string(), "--format", "json"]).output().unwrap();
+    let out = kreg(db, dir)
+        .args(["report", &run.to_string(), "--format", "json"])
+        .output()
+        .unwrap();
     assert_ok(&out, "report");
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -285,7 +301,10 @@ async fn a_live_run_in_the_browser() {
         .unwrap();
     let t0 = Instant::now();
     loop {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM runs").fetch_one(&db.pool).await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
         if n > 0 {
             break;
         }
@@ -294,11 +313,16 @@ async fn a_live_run_in_the_browser() {
     }
     let recorded = Instant::now();
     loop {
-        let found = b.js("return document.querySelector('a[href=\"/runs/1\"]') !== null").await;
+        let found = b
+            .js("return document.querySelector('a[href=\"/runs/1\"]') !== null")
+            .await;
         if found == json!(true) {
             break;
         }
-        assert!(recorded.elapsed() < Duration::from_secs(2), "the new run did not reach the open runs page within 2 s");
+        assert!(
+            recorded.elapsed() < Duration::from_secs(2),
+            "the new run did not reach the open runs page within 2 s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
@@ -308,13 +332,19 @@ async fn a_live_run_in_the_browser() {
     assert!(run.wait().unwrap().success(), "kreg run failed");
     assert!(delays.len() >= 10, "too few state changes watched: {}", delays.len());
     let worst = delays.iter().max().unwrap();
-    eprintln!("dashboard: {} state changes reached the page, the slowest in {worst:?}", delays.len());
+    eprintln!(
+        "dashboard: {} state changes reached the page, the slowest in {worst:?}",
+        delays.len()
+    );
     assert!(b.console_errors().await.is_empty());
 
     // The finished run: kernels, variants, every cell done, provenance of the kernel.
     b.client.refresh().await.unwrap();
     let summary = b.text("#summary").await;
-    assert!(summary.contains("current") && summary.contains("default, batch"), "{summary}");
+    assert!(
+        summary.contains("current") && summary.contains("default, batch"),
+        "{summary}"
+    );
     assert!(summary.contains("10/10 done"), "{summary}");
     let states = page_states(&b).await;
     assert_eq!(states.len(), 10);
@@ -325,7 +355,10 @@ async fn a_live_run_in_the_browser() {
     // The runs page: the run, its scenario, done.
     b.client.goto(&format!("{base}/")).await.unwrap();
     let row = b.text("table.runs tbody tr").await;
-    assert!(row.contains("dashboard-live") && row.contains("done") && row.contains("10/10 done"), "{row}");
+    assert!(
+        row.contains("dashboard-live") && row.contains("done") && row.contains("10/10 done"),
+        "{row}"
+    );
 
     // The comparison: the verdicts kreg report gives, row by row.
     let rep = report_json(&db, &dir.0, 1);
@@ -346,7 +379,10 @@ async fn a_live_run_in_the_browser() {
             )
         })
         .collect();
-    let got: Vec<(String, String, String)> = rows.iter().map(|r| (r[0].clone(), r[1].clone(), r[7].clone())).collect();
+    let got: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r[0].clone(), r[1].clone(), r[7].clone()))
+        .collect();
     assert_eq!(got, want);
     let batch_verdict = want.iter().find(|w| w.1 == "batch").unwrap().2.clone();
     assert_eq!(batch_verdict, "improvement", "a 50% higher throughput under batch");
@@ -356,8 +392,18 @@ async fn a_live_run_in_the_browser() {
     let select = b.client.find(Locator::Css("select[name=verdict]")).await.unwrap();
     select.select_by_value("improvement").await.unwrap();
     let t = Instant::now();
-    while !b.client.current_url().await.unwrap().as_str().contains("verdict=improvement") {
-        assert!(t.elapsed() < Duration::from_secs(5), "the filter did not change the URL");
+    while !b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .contains("verdict=improvement")
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the filter did not change the URL"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let url = b.client.current_url().await.unwrap().to_string();
@@ -368,26 +414,41 @@ async fn a_live_run_in_the_browser() {
         .js("return [...document.querySelectorAll('table.report tbody tr')].map(tr => tr.children[7].innerText.trim())")
         .await;
     let verdicts: Vec<String> = serde_json::from_value(verdicts).unwrap();
-    assert_eq!(verdicts, ["", "improvement"], "the baseline row and the improvement only");
+    assert_eq!(
+        verdicts,
+        ["", "improvement"],
+        "the baseline row and the improvement only"
+    );
     b.client.goto(&url).await.unwrap();
     assert_eq!(b.text("main").await, filtered);
-    let verdict_selected = b.js("return document.querySelector('select[name=verdict]').value").await;
+    let verdict_selected = b
+        .js("return document.querySelector('select[name=verdict]').value")
+        .await;
     assert_eq!(verdict_selected, json!("improvement"));
 
     // Every page: a title, no console error, fits 800 px, a screenshot at each width.
-    let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs").fetch_one(&db.pool).await.unwrap();
+    let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     for (path, name) in [
         ("/".to_string(), "runs"),
         ("/runs/1".to_string(), "run"),
         ("/runs/1/report".to_string(), "comparison"),
         ("/runs/1/report?show=all".to_string(), "comparison-all"),
-        ("/runs/1/samples?workload=probe&metric=value&kernel=current&variant=batch".to_string(), "samples"),
+        (
+            "/runs/1/samples?workload=probe&metric=value&kernel=current&variant=batch".to_string(),
+            "samples",
+        ),
         ("/compare?a=1&b=1".to_string(), "compare"),
         ("/runs/1/schedstat?detail=domain".to_string(), "schedstat"),
         (format!("/jobs/{job}"), "job"),
         ("/kernels".to_string(), "kernels"),
         ("/history".to_string(), "history-choices"),
-        ("/history?scenario=dashboard-live&workload=probe&metric=value".to_string(), "history"),
+        (
+            "/history?scenario=dashboard-live&workload=probe&metric=value".to_string(),
+            "history",
+        ),
         ("/runs/999".to_string(), "not-found"),
     ] {
         visit_allowing_status(&b, &format!("{base}{path}"), name).await;
@@ -402,7 +463,11 @@ async fn visit_allowing_status(b: &Browser, url: &str, name: &str) {
     b.client.set_window_size(1280, 900).await.unwrap();
     b.client.goto(url).await.unwrap();
     assert!(b.text("main").await.contains("run 999 does not exist"));
-    std::fs::write(shots_dir().join("not-found-1280.png"), b.client.screenshot().await.unwrap()).unwrap();
+    std::fs::write(
+        shots_dir().join("not-found-1280.png"),
+        b.client.screenshot().await.unwrap(),
+    )
+    .unwrap();
     let errors = b.console_errors().await;
     assert!(errors.iter().all(|e| e.contains("404")), "{errors:?}");
 }
@@ -426,10 +491,16 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
     let db = fresh_db("dash_errors").await;
     let dir = Scratch::new("dash_errors");
     // A stored run of 400 samples (the benchmark's run) to ask about.
-    let out = kreg(&db, &dir.0).args(["bench", "dashboard", "--samples", "400", "--repeat", "1"]).output().unwrap();
+    let out = kreg(&db, &dir.0)
+        .args(["bench", "dashboard", "--samples", "400", "--repeat", "1"])
+        .output()
+        .unwrap();
     assert_ok(&out, "bench dashboard");
     let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(printed.contains("with 400 samples") && printed.contains("| comparison "), "{printed}");
+    assert!(
+        printed.contains("with 400 samples") && printed.contains("| comparison "),
+        "{printed}"
+    );
     let before = fingerprint(&db).await;
     let server = Server::start(&db, &dir.0);
     let http = reqwest::Client::new();
@@ -439,11 +510,17 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
         async move {
             let res = http.get(&url).send().await.unwrap();
             let status = res.status().as_u16();
-            let ctype = res.headers()[reqwest::header::CONTENT_TYPE].to_str().unwrap().to_string();
+            let ctype = res.headers()[reqwest::header::CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .to_string();
             (status, ctype, res.text().await.unwrap())
         }
     };
-    let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs").fetch_one(&db.pool).await.unwrap();
+    let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     for path in [
         "/".to_string(),
         "/runs/1".into(),
@@ -473,7 +550,11 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
         ("/runs/abc", 404, "does not exist"),
         ("/jobs/99999999", 404, "job 99999999 does not exist"),
         ("/runs/1/report?metric=nope", 404, "no metric \"nope\""),
-        ("/history?scenario=bench-dashboard&workload=probe&metric=nope", 404, "no samples of metric \"nope\""),
+        (
+            "/history?scenario=bench-dashboard&workload=probe&metric=nope",
+            404,
+            "no samples of metric \"nope\"",
+        ),
         ("/kernels/nokey", 404, "no kernel build"),
         ("/nowhere", 404, "no page at /nowhere"),
         ("/runs/1/report?verdict=bogus", 400, "verdict must be one of"),
@@ -481,7 +562,11 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
         ("/runs/1/report?alpha=2", 400, "alpha"),
         ("/runs/1/report?colour=red", 400, "unknown query parameter"),
         ("/runs/1/report?metric=m1&metric=m2", 400, "given twice"),
-        ("/runs/1/report?baseline=kernel:zz", 400, "kernel \"zz\" is not in run 1"),
+        (
+            "/runs/1/report?baseline=kernel:zz",
+            400,
+            "kernel \"zz\" is not in run 1",
+        ),
         ("/compare?a=1", 400, "give two runs"),
         ("/runs/1/schedstat?detail=everything", 400, "detail must be one of"),
     ] {
@@ -492,7 +577,10 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
     }
     let (status, ctype, body) = get("/api/v1/runs/999").await;
     assert_eq!((status, ctype.as_str()), (404, "application/json"));
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"], "run 999 does not exist");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        "run 999 does not exist"
+    );
     let (status, _, body) = get("/api/v1/runs/1/report?verdict=maybe").await;
     assert_eq!(status, 400, "{body}");
     // Only GET: nothing can be posted.
@@ -500,10 +588,17 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
     assert_eq!(res.status().as_u16(), 405);
 
     // Downloads are the CLI's own renderings.
-    for (file, format) in [("report.json", "json"), ("report.md", "markdown"), ("report.csv", "csv")] {
+    for (file, format) in [
+        ("report.json", "json"),
+        ("report.md", "markdown"),
+        ("report.csv", "csv"),
+    ] {
         let (status, _, body) = get(&format!("/runs/1/download/{file}?baseline=kernel:a")).await;
         assert_eq!(status, 200);
-        let cli = kreg(&db, &dir.0).args(["report", "1", "--baseline", "a", "--format", format]).output().unwrap();
+        let cli = kreg(&db, &dir.0)
+            .args(["report", "1", "--baseline", "a", "--format", format])
+            .output()
+            .unwrap();
         assert_ok(&cli, "report");
         assert_eq!(body, String::from_utf8_lossy(&cli.stdout), "{file}");
     }
@@ -518,7 +613,10 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
     let (_, _, page) = get("/runs/1/report?metric=m3").await;
     for r in &m3_b {
         let v = r["comparison"]["verdict"].as_str().unwrap();
-        assert!(page.contains(&format!("v-{}\">{v}</span>", v.replace(' ', "-"))), "{v} missing");
+        assert!(
+            page.contains(&format!("v-{}\">{v}</span>", v.replace(' ', "-"))),
+            "{v} missing"
+        );
     }
 
     assert_eq!(fingerprint(&db).await, before, "serving changed the database");

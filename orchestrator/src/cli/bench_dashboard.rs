@@ -50,7 +50,11 @@ async fn seed(db: &sqlx::PgPool, samples: usize) -> Result<(i64, usize)> {
                     value: (100.0 + 10.0 * i as f64) * shift * (1.0 + 0.02 * (rng.uniform() - 0.5)),
                     unit: "us".into(),
                     higher_is_better: false,
-                    kind: if i % 2 == 0 { MetricKind::Mean } else { MetricKind::Latency },
+                    kind: if i % 2 == 0 {
+                        MetricKind::Mean
+                    } else {
+                        MetricKind::Latency
+                    },
                 }
             })
             .collect();
@@ -58,7 +62,12 @@ async fn seed(db: &sqlx::PgPool, samples: usize) -> Result<(i64, usize)> {
         let outcome = store::JobOutcome {
             kernel_release: format!("6.1.0-bench-{}", j.kernel),
             boot_id: format!("boot-{}-{}", j.kernel, j.boot),
-            observed_policy: if j.variant == "batch" { "SCHED_BATCH" } else { "SCHED_OTHER" }.into(),
+            observed_policy: if j.variant == "batch" {
+                "SCHED_BATCH"
+            } else {
+                "SCHED_OTHER"
+            }
+            .into(),
             metrics,
             raw: vec![("stdout".into(), "m0=100\n".into())],
             tool_versions: Default::default(),
@@ -110,7 +119,14 @@ pub async fn run(cfg: &Config, samples: usize, repeat: usize) -> Result<ExitCode
     let (_, js) = load(&client, &format!("{base}/assets/kreg.js"), 1).await?;
     let mut table = Table::new();
     table.load_preset(presets::ASCII_MARKDOWN);
-    table.set_header(["page", "server ms (min)", "server ms (median)", "server ms (max)", "HTML KB", "with CSS+JS KB"]);
+    table.set_header([
+        "page",
+        "server ms (min)",
+        "server ms (median)",
+        "server ms (max)",
+        "HTML KB",
+        "with CSS+JS KB",
+    ]);
     for (name, path) in [
         ("run", format!("/runs/{run}")),
         ("comparison", format!("/runs/{run}/report")),

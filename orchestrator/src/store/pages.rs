@@ -47,16 +47,20 @@ const RUN_ITEMS: &str = "SELECT r.id, s.name AS scenario, r.state, r.created_at,
 
 /// Every run, newest first.
 pub async fn run_items(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
-    Ok(sqlx::query_as(&format!("{RUN_ITEMS} GROUP BY r.id, s.name ORDER BY r.id DESC"))
-        .fetch_all(db)
-        .await?)
+    Ok(
+        sqlx::query_as(&format!("{RUN_ITEMS} GROUP BY r.id, s.name ORDER BY r.id DESC"))
+            .fetch_all(db)
+            .await?,
+    )
 }
 
 pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem>> {
-    Ok(sqlx::query_as(&format!("{RUN_ITEMS} WHERE r.id = $1 GROUP BY r.id, s.name"))
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    Ok(
+        sqlx::query_as(&format!("{RUN_ITEMS} WHERE r.id = $1 GROUP BY r.id, s.name"))
+            .bind(id)
+            .fetch_optional(db)
+            .await?,
+    )
 }
 
 /// The runs of one scenario, oldest first.
@@ -157,14 +161,13 @@ pub struct RawItem {
 }
 
 pub async fn raw_list(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<RawItem>> {
-    Ok(sqlx::query_as(
-        "SELECT kind, octet_length(content) AS bytes FROM raw_outputs WHERE job_id = $1 ORDER BY id",
+    Ok(
+        sqlx::query_as("SELECT kind, octet_length(content) AS bytes FROM raw_outputs WHERE job_id = $1 ORDER BY id")
+            .bind(job_id)
+            .fetch_all(db)
+            .await?,
     )
-    .bind(job_id)
-    .fetch_all(db)
-    .await?)
 }
-
 
 /// A kernel kreg built, with its config and log.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -238,7 +241,12 @@ pub struct HistoryPoint {
     pub higher_is_better: bool,
 }
 
-pub async fn history(db: impl PgExecutor<'_>, scenario: &str, workload: &str, metric: &str) -> Result<Vec<HistoryPoint>> {
+pub async fn history(
+    db: impl PgExecutor<'_>,
+    scenario: &str,
+    workload: &str,
+    metric: &str,
+) -> Result<Vec<HistoryPoint>> {
     Ok(sqlx::query_as(
         "SELECT r.id AS run_id, r.created_at, j.kernel, j.variant, x.value, x.unit, x.kind, x.higher_is_better
          FROM results x JOIN jobs j ON j.id = x.job_id JOIN runs r ON r.id = x.run_id

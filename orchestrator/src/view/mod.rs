@@ -2,7 +2,6 @@
 //! `kreg compare` and the dashboard load a run's samples, provenance and failed cells, so
 //! that every reader sees the same tables and verdicts.
 
-
 use sqlx::PgPool;
 
 use crate::report::{self, Baseline, FailedCell, MetricTable, Report};
@@ -133,12 +132,7 @@ pub fn check_baseline(s: &Scenario, run_id: i64, baseline: &Baseline) -> Result<
 }
 
 /// `kreg report`'s tables of a run against a baseline (the scenario's unless given).
-pub async fn load_report(
-    db: &PgPool,
-    run_id: i64,
-    baseline: Option<Baseline>,
-    settings: &Settings,
-) -> Result<Loaded> {
+pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, settings: &Settings) -> Result<Loaded> {
     let (_, s) = scenario(db, run_id).await?;
     let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
     check_baseline(&s, run_id, &baseline)?;

@@ -71,7 +71,9 @@ impl ReportQuery {
     /// Unknown names in the filters are pages that do not exist.
     fn check_names(&self, tables: &[MetricTable]) -> view::Result<()> {
         let missing = |what: &str, v: &Option<String>, has: &dyn Fn(&MetricTable, &str) -> bool| match v {
-            Some(v) if !tables.iter().any(|t| has(t, v)) => Err(ViewError::NotFound(format!("no {what} {v:?} in this report"))),
+            Some(v) if !tables.iter().any(|t| has(t, v)) => {
+                Err(ViewError::NotFound(format!("no {what} {v:?} in this report")))
+            }
             _ => Ok(()),
         };
         missing("workload", &self.workload, &|t, v| t.workload == v)?;
@@ -150,7 +152,14 @@ pub async fn report_download(
         text.push('\n');
     }
     let disposition = format!("attachment; filename=\"run-{}-{file}\"", loaded.run_id);
-    Ok(([(header::CONTENT_TYPE, mime.to_string()), (header::CONTENT_DISPOSITION, disposition)], text).into_response())
+    Ok((
+        [
+            (header::CONTENT_TYPE, mime.to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        text,
+    )
+        .into_response())
 }
 
 pub async fn report_page(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> PageResult {
@@ -161,9 +170,15 @@ pub async fn report_page(State(st): State<AppState>, Path(id): Path<String>, Que
     let _ = write!(
         body,
         "<p class=\"links\">Downloads: {} {} {} · {}</p>",
-        html::link(&format!("/runs/{run}/download/report.md{}", settings_query(&q)), "markdown"),
+        html::link(
+            &format!("/runs/{run}/download/report.md{}", settings_query(&q)),
+            "markdown"
+        ),
         html::link(&format!("/runs/{run}/download/report.csv{}", settings_query(&q)), "CSV"),
-        html::link(&format!("/runs/{run}/download/report.json{}", settings_query(&q)), "JSON"),
+        html::link(
+            &format!("/runs/{run}/download/report.json{}", settings_query(&q)),
+            "JSON"
+        ),
         html::link(&format!("/runs/{run}"), &format!("run {run}")),
     );
     body.push_str(&notes(&loaded));
@@ -183,7 +198,11 @@ fn settings_query(q: &ReportQuery) -> String {
 fn select(name: &str, label: &str, current: Option<&str>, options: &[(String, String)]) -> String {
     let mut out = format!("<label>{} <select name=\"{name}\">", esc(label));
     for (value, text) in options {
-        let sel = if Some(value.as_str()) == current { " selected" } else { "" };
+        let sel = if Some(value.as_str()) == current {
+            " selected"
+        } else {
+            ""
+        };
         let _ = write!(out, "<option value=\"{}\"{sel}>{}</option>", esc(value), esc(text));
     }
     out.push_str("</select></label>");
@@ -225,7 +244,9 @@ fn filters(l: &Loaded, q: &ReportQuery) -> String {
     let mut metrics = all();
     metrics.extend(distinct(l.tables.iter().map(|t| &t.metric)));
     let mut variants = all();
-    variants.extend(distinct(l.tables.iter().flat_map(|t| t.rows.iter().map(|r| &r.variant))));
+    variants.extend(distinct(
+        l.tables.iter().flat_map(|t| t.rows.iter().map(|r| &r.variant)),
+    ));
     let mut verdicts = all();
     verdicts.extend(VERDICTS.iter().map(|v| (v.to_string(), v.to_string())));
     let show = [
@@ -300,7 +321,11 @@ fn tables_html(l: &Loaded, q: &ReportQuery) -> String {
         } else {
             "with no change in every compared row"
         };
-        let _ = write!(out, "<details class=\"folded\"><summary>{} metric(s) folded, {what}</summary><ul>", folded.len());
+        let _ = write!(
+            out,
+            "<details class=\"folded\"><summary>{} metric(s) folded, {what}</summary><ul>",
+            folded.len()
+        );
         for t in folded {
             let _ = write!(
                 out,
@@ -330,8 +355,34 @@ fn tables_html(l: &Loaded, q: &ReportQuery) -> String {
     out
 }
 
+/// A row's samples as a strip plot that opens the list of them.
+fn samples_cell(run: i64, t: &MetricTable, r: &Row, scale: &Scale) -> String {
+    let href = format!(
+        "/runs/{run}/samples?workload={}&metric={}&kernel={}&variant={}",
+        enc(&t.workload),
+        enc(&t.metric),
+        enc(&r.kernel),
+        enc(&r.variant)
+    );
+    let label = format!(
+        "{} samples, {} … {}",
+        r.summary.n,
+        report::fmt_value(r.summary.min),
+        report::fmt_value(r.summary.max)
+    );
+    format!(
+        "<a href=\"{}\">{}</a>",
+        esc(&href),
+        svg::strip(&r.side.values, r.centre(t.kind), scale, &label)
+    )
+}
+
 fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
-    let scale = Scale::over(rows.iter().flat_map(|r| r.side.values.iter().copied()), 3.0, svg::STRIP_W - 3.0);
+    let scale = Scale::over(
+        rows.iter().flat_map(|r| r.side.values.iter().copied()),
+        3.0,
+        svg::STRIP_W - 3.0,
+    );
     let me = l.settings.min_effect;
     let reach = rows
         .iter()
@@ -353,39 +404,38 @@ fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
         .map(|r| {
             let c = r.comparison.as_ref();
             let verdict = c.map(|c| c.verdict.as_str()).unwrap_or("");
-            let samples_href = format!(
-                "/runs/{}/samples?workload={}&metric={}&kernel={}&variant={}",
-                l.run_id,
-                enc(&t.workload),
-                enc(&t.metric),
-                enc(&r.kernel),
-                enc(&r.variant)
-            );
             vec![
                 esc(&r.kernel),
                 esc(&r.variant),
                 r.summary.n.to_string(),
                 esc(&report::fmt_value(r.centre(t.kind))),
-                format!("{}{:.2}%", if t.kind.by_ranks() { "iqr " } else { "±" }, r.spread_pct(t.kind)),
-                c.map(|c| format!("{:+.2}%", 100.0 * c.change)).unwrap_or_else(|| base_label(r)),
+                format!(
+                    "{}{:.2}%",
+                    if t.kind.by_ranks() { "iqr " } else { "±" },
+                    r.spread_pct(t.kind)
+                ),
+                c.map(|c| format!("{:+.2}%", 100.0 * c.change))
+                    .unwrap_or_else(|| base_label(r)),
                 c.map(|c| svg::change_bar(c.change, c.ci, me, reach, &format!("v-{}", verdict.replace(' ', "-"))))
                     .unwrap_or_default(),
-                if verdict.is_empty() { String::new() } else { html::verdict(verdict) },
-                format!("<span class=\"reason\">{}</span>", esc(c.map(|c| c.reason.as_str()).unwrap_or(""))),
+                if verdict.is_empty() {
+                    String::new()
+                } else {
+                    html::verdict(verdict)
+                },
                 format!(
-                    "<a href=\"{}\">{}</a>",
-                    esc(&samples_href),
-                    svg::strip(
-                        &r.side.values,
-                        r.centre(t.kind),
-                        &scale,
-                        &format!("{} samples, {} … {}", r.summary.n, report::fmt_value(r.summary.min), report::fmt_value(r.summary.max))
-                    )
+                    "<span class=\"reason\">{}</span>",
+                    esc(c.map(|c| c.reason.as_str()).unwrap_or(""))
                 ),
+                samples_cell(l.run_id, t, r, &scale),
             ]
         })
         .collect();
-    let direction = if t.higher_is_better { "higher is better" } else { "lower is better" };
+    let direction = if t.higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
     format!(
         "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {}</small></h2>{}</section>",
         esc(&t.workload),
@@ -500,5 +550,9 @@ pub async fn compare_page(State(st): State<AppState>, Query(q): Q) -> PageResult
     );
     body.push_str(&notes(&loaded));
     body.push_str(&tables_html(&loaded, &q));
-    Ok(Html(html::layout(&format!("Run {b} against run {a}"), &body, &Live::No)))
+    Ok(Html(html::layout(
+        &format!("Run {b} against run {a}"),
+        &body,
+        &Live::No,
+    )))
 }

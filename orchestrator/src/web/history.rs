@@ -62,7 +62,9 @@ fn summarise(values: &mut [f64], kind: MetricKind) -> (f64, f64, f64) {
 
 pub fn lines(points: Vec<queries::HistoryPoint>, kind: MetricKind) -> (Vec<i64>, Vec<Line>) {
     let mut runs: Vec<i64> = Vec::new();
-    let mut groups: Vec<(String, Vec<(i64, chrono::DateTime<chrono::Utc>, Vec<f64>)>)> = Vec::new();
+    // Per kernel/variant, per run: (run, its start, the values).
+    type PerRun = Vec<(i64, chrono::DateTime<chrono::Utc>, Vec<f64>)>;
+    let mut groups: Vec<(String, PerRun)> = Vec::new();
     for p in points {
         if !runs.contains(&p.run_id) {
             runs.push(p.run_id);
@@ -213,7 +215,11 @@ async fn choices(st: &AppState) -> PageResult {
         }
         let href = format!(
             "/history{}",
-            query_string(&[("scenario", &s.scenario), ("workload", &s.workload), ("metric", &s.metric)])
+            query_string(&[
+                ("scenario", &s.scenario),
+                ("workload", &s.workload),
+                ("metric", &s.metric)
+            ])
         );
         let _ = write!(
             body,

@@ -118,7 +118,10 @@ mod tests {
 
     #[test]
     fn text_cannot_break_out_of_markup() {
-        assert_eq!(esc("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+        assert_eq!(
+            esc("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
         let page = layout("run <1>", "", &Live::Run(1));
         assert!(page.contains("<title>run &lt;1&gt; · kreg</title>"));
         assert!(page.contains("data-events=\"/api/v1/events?run=1\""));

@@ -58,19 +58,58 @@ pub async fn raw(State(st): State<AppState>, Path((id, kind)): Path<(String, Str
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
+/// Every raw output inline (up to `INLINE_BYTES`), each with a link to its whole text.
+async fn raw_outputs(st: &AppState, v: &JobPage) -> view::Result<String> {
+    let j = &v.job;
+    let mut body = String::from("<h2>Raw outputs</h2>");
+    if v.raw.is_empty() {
+        body.push_str("<p>None stored.</p>");
+    }
+    for r in &v.raw {
+        let text = queries::raw(&st.db, j.id, &r.kind).await?;
+        let shown = match text.char_indices().nth(INLINE_BYTES) {
+            Some((at, _)) => format!("{}\n… ({} bytes in all)", &text[..at], r.bytes),
+            None => text,
+        };
+        let open = if r.kind == "server_threads" || r.kind == "stdout" {
+            " open"
+        } else {
+            ""
+        };
+        let _ = write!(
+            body,
+            "<details class=\"raw\"{open}><summary>{} <small>({} bytes, {})</small></summary>{}</details>",
+            esc(&r.kind),
+            r.bytes,
+            html::link(
+                &format!("/jobs/{}/raw/{}", j.id, super::params::enc(&r.kind)),
+                "plain text"
+            ),
+            html::pre(&shown)
+        );
+    }
+    Ok(body)
+}
+
 pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageResult {
     let v = job_view(&st, &id).await?;
     let j = &v.job;
     let opt = |s: &Option<String>| esc(s.as_deref().unwrap_or("—"));
     let when = |t: &Option<chrono::DateTime<chrono::Utc>>| t.as_ref().map(html::time).unwrap_or_else(|| "—".into());
     let mut body = html::facts(&[
-        ("run", html::link(&format!("/runs/{}", j.run_id), &format!("run {}", j.run_id))),
+        (
+            "run",
+            html::link(&format!("/runs/{}", j.run_id), &format!("run {}", j.run_id)),
+        ),
         ("kernel", esc(&j.kernel)),
         ("variant", esc(&j.variant)),
         ("workload", esc(&j.workload)),
         ("iteration", j.iteration.to_string()),
         ("boot", j.boot.to_string()),
-        ("state", format!("<span class=\"state s-{0}\">{0}</span>", esc(&j.state))),
+        (
+            "state",
+            format!("<span class=\"state s-{0}\">{0}</span>", esc(&j.state)),
+        ),
         ("attempts", j.attempts.to_string()),
         ("release", opt(&j.kernel_release)),
         ("boot id", format!("<code>{}</code>", opt(&j.boot_id))),
@@ -106,31 +145,20 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageRes
     let tools: Vec<Vec<String>> = j
         .tool_versions
         .as_object()
-        .map(|m| m.iter().map(|(k, v)| vec![esc(k), esc(v.as_str().unwrap_or(""))]).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| vec![esc(k), esc(v.as_str().unwrap_or(""))])
+                .collect()
+        })
         .unwrap_or_default();
     if !tools.is_empty() {
-        let _ = write!(body, "<h2>Tool versions</h2>{}", html::table("tools", &["tool@host", "version"], &tools));
-    }
-    body.push_str("<h2>Raw outputs</h2>");
-    if v.raw.is_empty() {
-        body.push_str("<p>None stored.</p>");
-    }
-    for r in &v.raw {
-        let text = queries::raw(&st.db, j.id, &r.kind).await?;
-        let shown = match text.char_indices().nth(INLINE_BYTES) {
-            Some((at, _)) => format!("{}\n… ({} bytes in all)", &text[..at], r.bytes),
-            None => text,
-        };
-        let open = if r.kind == "server_threads" || r.kind == "stdout" { " open" } else { "" };
         let _ = write!(
             body,
-            "<details class=\"raw\"{open}><summary>{} <small>({} bytes, {})</small></summary>{}</details>",
-            esc(&r.kind),
-            r.bytes,
-            html::link(&format!("/jobs/{}/raw/{}", j.id, super::params::enc(&r.kind)), "plain text"),
-            html::pre(&shown)
+            "<h2>Tool versions</h2>{}",
+            html::table("tools", &["tool@host", "version"], &tools)
         );
     }
+    body.push_str(&raw_outputs(&st, &v).await?);
     if let (Some(key), Some(log)) = (&v.build, &v.build_log_tail) {
         let _ = write!(
             body,

@@ -20,7 +20,11 @@ pub async fn list_api(State(st): State<AppState>) -> ApiResult {
 fn used_by(list: &[String]) -> String {
     list.iter()
         .map(|u| match u.split_once(':') {
-            Some((run, kernel)) => format!("{} ({})", html::link(&format!("/runs/{run}"), &format!("run {run}")), esc(kernel)),
+            Some((run, kernel)) => format!(
+                "{} ({})",
+                html::link(&format!("/runs/{run}"), &format!("run {run}")),
+                esc(kernel)
+            ),
             None => esc(u),
         })
         .collect::<Vec<_>>()
@@ -49,7 +53,9 @@ pub async fn list_page(State(st): State<AppState>) -> PageResult {
     } else {
         html::table(
             "kernels",
-            &["key", "release", "config", "compiler", "build id", "built on", "built", "used by"],
+            &[
+                "key", "release", "config", "compiler", "build id", "built on", "built", "used by",
+            ],
             &rows,
         )
     };
@@ -129,7 +135,13 @@ pub fn config_diff(a: &str, b: &str) -> Vec<(String, Option<String>, Option<Stri
     names
         .into_iter()
         .filter(|n| oa.get(n) != ob.get(n))
-        .map(|n| (n.to_string(), oa.get(n).map(|v| v.to_string()), ob.get(n).map(|v| v.to_string())))
+        .map(|n| {
+            (
+                n.to_string(),
+                oa.get(n).map(|v| v.to_string()),
+                ob.get(n).map(|v| v.to_string()),
+            )
+        })
         .collect()
 }
 

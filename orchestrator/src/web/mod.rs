@@ -112,7 +112,10 @@ async fn js() -> Response {
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
-        [(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "max-age=300")],
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
         body,
     )
         .into_response()
@@ -164,7 +167,11 @@ impl IntoResponse for PageError {
             "<p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
             html::esc(&format!("{:#}", self.0))
         );
-        (status, axum::response::Html(html::layout(title, &body, &html::Live::No))).into_response()
+        (
+            status,
+            axum::response::Html(html::layout(title, &body, &html::Live::No)),
+        )
+            .into_response()
     }
 }
 

@@ -103,25 +103,39 @@ mod tests {
     use super::*;
 
     fn p(pairs: &[(&str, &str)], known: &[&str]) -> Result<Params> {
-        Params::new(pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(), known)
+        Params::new(
+            pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            known,
+        )
     }
 
     #[test]
     fn unknown_repeated_and_malformed_parameters_say_why() {
         let e = p(&[("colour", "red")], &["metric"]).err().unwrap().to_string();
         assert!(e.contains("unknown query parameter \"colour\""), "{e}");
-        let e = p(&[("metric", "a"), ("metric", "b")], &["metric"]).err().unwrap().to_string();
+        let e = p(&[("metric", "a"), ("metric", "b")], &["metric"])
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("given twice"), "{e}");
         let q = p(&[("alpha", "x"), ("n", "1.5"), ("v", "maybe")], &["alpha", "n", "v"]).unwrap();
         assert!(q.float("alpha").unwrap_err().to_string().contains("must be a number"));
         assert!(q.int("n").unwrap_err().to_string().contains("whole number"));
-        assert!(q.one_of("v", &["yes", "no"]).unwrap_err().to_string().contains("one of yes, no"));
+        assert!(q
+            .one_of("v", &["yes", "no"])
+            .unwrap_err()
+            .to_string()
+            .contains("one of yes, no"));
         assert_eq!(p(&[("alpha", "")], &["alpha"]).unwrap().float("alpha").unwrap(), None);
     }
 
     #[test]
     fn links_keep_the_other_parameters_encoded() {
-        let q = p(&[("metric", "lat p99"), ("verdict", "regression")], &["metric", "verdict"]).unwrap();
+        let q = p(
+            &[("metric", "lat p99"), ("verdict", "regression")],
+            &["metric", "verdict"],
+        )
+        .unwrap();
         assert_eq!(q.with_all(&[("verdict", "")]), "?metric=lat%20p99");
         assert_eq!(q.with_all(&[("metric", "a&b")]), "?verdict=regression&metric=a%26b");
     }

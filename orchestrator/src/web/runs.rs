@@ -135,7 +135,11 @@ fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
 pub async fn run_view(db: &PgPool, id: i64) -> view::Result<RunView> {
     let run = queries::run(db, id).await?;
     let row = crate::store::run(db, id).await?;
-    let jobs: Vec<JobView> = crate::store::jobs(db, id).await?.into_iter().map(JobView::from).collect();
+    let jobs: Vec<JobView> = crate::store::jobs(db, id)
+        .await?
+        .into_iter()
+        .map(JobView::from)
+        .collect();
     let (prov, scenario_error) = match view::scenario(db, id).await {
         Ok((_, s)) => (crate::store::provenance(db, id, &s.sut().name).await?, None),
         Err(e) => (Vec::new(), Some(format!("{e:#}"))),
@@ -178,7 +182,10 @@ pub async fn run_page(State(st): State<AppState>, Path(id): Path<String>) -> Pag
         "<div id=\"summary\" data-live>{}</div>",
         html::facts(&[
             ("scenario", esc(&r.scenario)),
-            ("state", format!("<span class=\"state s-{0}\">{0}</span>", esc(&r.state))),
+            (
+                "state",
+                format!("<span class=\"state s-{0}\">{0}</span>", esc(&r.state))
+            ),
             ("progress", progress(r)),
             ("started", html::time(&r.created_at)),
             ("duration", html::duration(r.duration_s(now))),
@@ -280,7 +287,10 @@ fn failed_list(v: &RunView) -> String {
                 esc(&j.variant),
                 esc(&j.workload),
                 j.iteration.to_string(),
-                format!("<span class=\"reason\">{}</span>", esc(j.error.as_deref().unwrap_or(""))),
+                format!(
+                    "<span class=\"reason\">{}</span>",
+                    esc(j.error.as_deref().unwrap_or(""))
+                ),
             ]
         })
         .collect();
@@ -298,7 +308,11 @@ fn failed_list(v: &RunView) -> String {
 fn provenance(v: &RunView) -> String {
     let mut out = String::from("<h2>Kernels</h2>");
     if let Some(e) = &v.scenario_error {
-        let _ = write!(out, "<p class=\"error\">the scenario could not be read back: {}</p>", esc(e));
+        let _ = write!(
+            out,
+            "<p class=\"error\">the scenario could not be read back: {}</p>",
+            esc(e)
+        );
     }
     for k in &v.kernels {
         let boots: Vec<&BootItem> = v.boots.iter().filter(|b| &b.kernel == k).collect();
@@ -315,7 +329,9 @@ fn provenance(v: &RunView) -> String {
                     esc(&b.release),
                     format!("{} × {}", b.nr_cpus, esc(&b.cpu_model)),
                     format!("<code>{}</code>", esc(&b.cmdline)),
-                    b.schedstat_version.map(|x| x.to_string()).unwrap_or_else(|| "none".into()),
+                    b.schedstat_version
+                        .map(|x| x.to_string())
+                        .unwrap_or_else(|| "none".into()),
                     html::time(&b.seen_at),
                 ]
             })
@@ -344,7 +360,16 @@ fn provenance(v: &RunView) -> String {
             ]),
             html::table(
                 "boots",
-                &["host", "boot id", "made by", "release", "CPUs", "cmdline", "schedstat", "seen"],
+                &[
+                    "host",
+                    "boot id",
+                    "made by",
+                    "release",
+                    "CPUs",
+                    "cmdline",
+                    "schedstat",
+                    "seen"
+                ],
                 &boot_rows
             )
         );

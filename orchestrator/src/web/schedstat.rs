@@ -26,9 +26,11 @@ pub struct Side {
     pub derived: Vec<(String, f64, String)>,
     /// Per CPU, the mean per job of each counter.
     pub per_cpu: Vec<(u32, Vec<f64>)>,
-    /// Per domain level: (index, name, field names, mean per job of each, summed over CPUs).
-    pub per_domain: Vec<(u32, Option<String>, Vec<String>, Vec<f64>)>,
+    pub per_domain: Vec<DomainLevel>,
 }
+
+/// A domain level: (index, name, field names, mean per job of each, summed over CPUs).
+pub type DomainLevel = (u32, Option<String>, Vec<String>, Vec<f64>);
 
 #[derive(Serialize)]
 pub struct SchedstatView {
@@ -41,7 +43,7 @@ fn side(name: String, diffs: &[Diff]) -> Option<Side> {
     let (totals, derived) = schedstat::mean_totals(diffs)?;
     let n = diffs.len() as f64;
     let mut per_cpu: Vec<(u32, Vec<f64>)> = Vec::new();
-    let mut per_domain: Vec<(u32, Option<String>, Vec<String>, Vec<f64>)> = Vec::new();
+    let mut per_domain: Vec<DomainLevel> = Vec::new();
     for d in diffs {
         for c in &d.cpus {
             let at = match per_cpu.iter().position(|(cpu, _)| *cpu == c.cpu) {
@@ -51,7 +53,11 @@ fn side(name: String, diffs: &[Diff]) -> Option<Side> {
                     per_cpu.len() - 1
                 }
             };
-            per_cpu[at].1.iter_mut().zip(c.values).for_each(|(a, v)| *a += v as f64 / n);
+            per_cpu[at]
+                .1
+                .iter_mut()
+                .zip(c.values)
+                .for_each(|(a, v)| *a += v as f64 / n);
         }
         let fields = schedstat::domain_fields(d.version);
         for (index, dname, values) in d.domain_totals() {
@@ -62,7 +68,11 @@ fn side(name: String, diffs: &[Diff]) -> Option<Side> {
                     per_domain.len() - 1
                 }
             };
-            per_domain[at].3.iter_mut().zip(values).for_each(|(a, v)| *a += v as f64 / n);
+            per_domain[at]
+                .3
+                .iter_mut()
+                .zip(values)
+                .for_each(|(a, v)| *a += v as f64 / n);
         }
     }
     per_cpu.sort_by_key(|x| x.0);
@@ -84,7 +94,8 @@ async fn schedstat_view(st: &AppState, id: &str) -> view::Result<SchedstatView> 
     for p in &pairs {
         let name = format!("{}/{}", p.kernel, p.variant);
         let parse = |t: &str| schedstat::parse(t).map_err(|e| ViewError::Other(anyhow::anyhow!("{e}")));
-        let d = schedstat::diff(&parse(&p.before)?, &parse(&p.after)?).map_err(|e| ViewError::Other(anyhow::anyhow!(e)))?;
+        let d =
+            schedstat::diff(&parse(&p.before)?, &parse(&p.after)?).map_err(|e| ViewError::Other(anyhow::anyhow!(e)))?;
         match groups.iter_mut().find(|g| g.0 == name) {
             Some(g) => g.1.push(d),
             None => groups.push((name, vec![d])),
@@ -117,7 +128,11 @@ fn num(v: f64) -> String {
     }
 }
 
-pub async fn page(State(st): State<AppState>, Path(id): Path<String>, Query(q): Query<Vec<(String, String)>>) -> PageResult {
+pub async fn page(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<Vec<(String, String)>>,
+) -> PageResult {
     let p = Params::new(q, &["detail"])?;
     let detail = p.one_of("detail", &["cpu", "domain"])?;
     let v = schedstat_view(&st, &id).await?;
@@ -132,7 +147,11 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>, Query(q): 
     );
     if v.sides.is_empty() {
         body.push_str("<p>No done job of this run has schedstat snapshots (no /proc/schedstat on the SUT, or no job done yet).</p>");
-        return Ok(Html(html::layout(&format!("Scheduler statistics, run {run}"), &body, &Live::No)));
+        return Ok(Html(html::layout(
+            &format!("Scheduler statistics, run {run}"),
+            &body,
+            &Live::No,
+        )));
     }
     let mut head = vec!["counter".to_string()];
     head.extend(v.sides.iter().map(|s| format!("{} ({} jobs)", s.name, s.jobs)));
@@ -141,7 +160,11 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>, Query(q): 
     let mut rows: Vec<Vec<String>> = Vec::new();
     for (i, f) in v.fields.iter().enumerate().filter(|(_, f)| *f != "array_exp") {
         let mut r = vec![esc(f)];
-        r.extend(v.sides.iter().map(|s| format!("{}{}", num(s.totals[i]), change(base.totals[i], s.totals[i]))));
+        r.extend(
+            v.sides
+                .iter()
+                .map(|s| format!("{}{}", num(s.totals[i]), change(base.totals[i], s.totals[i]))),
+        );
         rows.push(r);
     }
     for (k, (name, _, unit)) in base.derived.iter().enumerate() {
@@ -163,7 +186,11 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>, Query(q): 
         Some("domain") => body.push_str(&per_domain(&v)),
         _ => {}
     }
-    Ok(Html(html::layout(&format!("Scheduler statistics, run {run}"), &body, &Live::No)))
+    Ok(Html(html::layout(
+        &format!("Scheduler statistics, run {run}"),
+        &body,
+        &Live::No,
+    )))
 }
 
 fn per_cpu(v: &SchedstatView) -> String {
@@ -180,7 +207,12 @@ fn per_cpu(v: &SchedstatView) -> String {
                 r
             })
             .collect();
-        let _ = write!(out, "<h2>{} per CPU</h2>{}", esc(&s.name), html::table("schedstat", &head, &rows));
+        let _ = write!(
+            out,
+            "<h2>{} per CPU</h2>{}",
+            esc(&s.name),
+            html::table("schedstat", &head, &rows)
+        );
     }
     out
 }
@@ -190,11 +222,7 @@ fn per_domain(v: &SchedstatView) -> String {
     for s in &v.sides {
         for (index, name, fields, vals) in &s.per_domain {
             let label = name.clone().unwrap_or_else(|| format!("domain{index}"));
-            let rows: Vec<Vec<String>> = fields
-                .iter()
-                .zip(vals)
-                .map(|(f, x)| vec![esc(f), num(*x)])
-                .collect();
+            let rows: Vec<Vec<String>> = fields.iter().zip(vals).map(|(f, x)| vec![esc(f), num(*x)]).collect();
             let _ = write!(
                 out,
                 "<details class=\"raw\"><summary>{} {}</summary>{}</details>",

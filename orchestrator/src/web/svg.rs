@@ -25,7 +25,11 @@ impl Scale {
         if !lo.is_finite() {
             (lo, hi) = (0.0, 1.0);
         }
-        let pad = if hi > lo { (hi - lo) * 0.05 } else { lo.abs().max(1.0) * 0.05 };
+        let pad = if hi > lo {
+            (hi - lo) * 0.05
+        } else {
+            lo.abs().max(1.0) * 0.05
+        };
         Scale {
             lo: lo - pad,
             hi: hi + pad,
@@ -122,7 +126,11 @@ const PALETTE: [&str; 6] = ["#1f6fb2", "#c2410c", "#15803d", "#7e22ce", "#a16207
 /// Centres joined by lines with their spread as whiskers, runs along x in `runs`' order.
 pub fn history(series: &[Series], runs: &[i64], unit: &str) -> String {
     let (w, h, left, bottom) = (760.0, 280.0, 64.0, 28.0);
-    let y = Scale::over(series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.2, p.3])), 0.0, 1.0);
+    let y = Scale::over(
+        series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.2, p.3])),
+        0.0,
+        1.0,
+    );
     let ys = |v: f64| h - bottom - y.at(v) * (h - bottom - 10.0);
     let step = (w - left - 20.0) / (runs.len().max(2) - 1) as f64;
     let xs = |run: i64| left + step * runs.iter().position(|r| *r == run).unwrap_or(0) as f64;
@@ -151,7 +159,11 @@ pub fn history(series: &[Series], runs: &[i64], unit: &str) -> String {
     }
     for (i, s) in series.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
-        let pts: Vec<String> = s.points.iter().map(|p| format!("{:.1},{:.1}", xs(p.0), ys(p.1))).collect();
+        let pts: Vec<String> = s
+            .points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", xs(p.0), ys(p.1)))
+            .collect();
         let _ = write!(
             out,
             "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>",
