@@ -237,6 +237,7 @@ async fn watch_run(b: &Browser, db: &TestDb, run: &mut Child) -> Vec<Duration> {
     let mut waiting: Vec<(i64, String, Instant)> = Vec::new();
     let mut seen: Vec<(i64, String)> = Vec::new();
     let mut delays = Vec::new();
+    let mut shot = false;
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let now = Instant::now();
@@ -247,6 +248,14 @@ async fn watch_run(b: &Browser, db: &TestDb, run: &mut Child) -> Vec<Duration> {
             }
         }
         let page = page_states(b).await;
+        if !shot && page.iter().any(|(_, s)| s == "running") && page.iter().any(|(_, s)| s == "pending") {
+            std::fs::write(
+                shots_dir().join("run-live-1280.png"),
+                b.client.screenshot().await.unwrap(),
+            )
+            .unwrap();
+            shot = true;
+        }
         waiting.retain(|(id, state, since)| {
             let shown = page.iter().find(|(j, _)| j == id).map(|(_, s)| s.as_str());
             if shown.is_some_and(|s| rank(s) >= rank(state)) {
@@ -426,6 +435,33 @@ async fn a_live_run_in_the_browser() {
         .await;
     assert_eq!(verdict_selected, json!("improvement"));
 
+    // What the lab and kernel builds would have stored beside such a run (this machine has
+    // no /proc/schedstat, and builds take minutes): real snapshots from 6.1 and 6.12, and
+    // two build records, so that those pages are seen with data.
+    stand_ins(&db).await;
+    b.client
+        .goto(&format!("{base}/runs/1/schedstat?detail=cpu"))
+        .await
+        .unwrap();
+    let stats = b.text("main").await;
+    for want in [
+        "current/default (5 jobs)",
+        "current/batch (5 jobs)",
+        "avg wait per timeslice",
+        "cpu0",
+    ] {
+        assert!(stats.contains(want), "schedstat page lacks {want:?}: {stats}");
+    }
+    b.client
+        .goto(&format!("{base}/kernels/diff?a=key-a&b=key-b"))
+        .await
+        .unwrap();
+    let diff = b.text("table.configdiff").await;
+    assert!(
+        diff.contains("CONFIG_PREEMPT") && diff.contains("CONFIG_HZ_250") && !diff.contains("CONFIG_SCHED_DEBUG"),
+        "{diff}"
+    );
+
     // Every page: a title, no console error, fits 800 px, a screenshot at each width.
     let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs")
         .fetch_one(&db.pool)
@@ -444,6 +480,8 @@ async fn a_live_run_in_the_browser() {
         ("/runs/1/schedstat?detail=domain".to_string(), "schedstat"),
         (format!("/jobs/{job}"), "job"),
         ("/kernels".to_string(), "kernels"),
+        ("/kernels/key-a".to_string(), "kernel"),
+        ("/kernels/diff?a=key-a&b=key-b".to_string(), "kernel-diff"),
         ("/history".to_string(), "history-choices"),
         (
             "/history?scenario=dashboard-live&workload=probe&metric=value".to_string(),
@@ -453,6 +491,52 @@ async fn a_live_run_in_the_browser() {
     ] {
         visit_allowing_status(&b, &format!("{base}{path}"), name).await;
     }
+}
+
+async fn stand_ins(db: &TestDb) {
+    let fixture = |name: &str| {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures")
+                .join(name),
+        )
+        .unwrap()
+    };
+    for (variant, release) in [("default", "6.1"), ("batch", "6.12")] {
+        for (kind, file) in [("schedstat_before", "before"), ("schedstat_after", "after")] {
+            sqlx::query(
+                "INSERT INTO raw_outputs (run_id, job_id, kind, content)
+                 SELECT run_id, id, $1, $2 FROM jobs WHERE variant = $3",
+            )
+            .bind(kind)
+            .bind(fixture(&format!("schedstat-{file}.{release}.txt")))
+            .bind(variant)
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        }
+    }
+    for (key, config) in [
+        (
+            "key-a",
+            "CONFIG_HZ_250=y\nCONFIG_SCHED_DEBUG=y\n# CONFIG_PREEMPT is not set\n",
+        ),
+        ("key-b", "CONFIG_HZ_1000=y\nCONFIG_SCHED_DEBUG=y\nCONFIG_PREEMPT=y\n"),
+    ] {
+        sqlx::query(
+            "INSERT INTO kernel_builds (key, release, localversion, tree_hash, config_hash, patches_hash, compiler, build_id, built_on, path, config, build_log)
+             VALUES ($1, '6.1.0-kreg-' || $1, '-kreg', 'tree', md5($2), 'none', 'gcc 12.2.0', 'abc123', 'localhost', '/var/cache/kreg/' || $1, $2, 'make -j2\n  CC kernel/sched/core.o\n  LD vmlinux\n')",
+        )
+        .bind(key)
+        .bind(config)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    }
+    sqlx::query("INSERT INTO kernel_build_runs (build_key, run_id, kernel) VALUES ('key-a', 1, 'current')")
+        .execute(&db.pool)
+        .await
+        .unwrap();
 }
 
 /// `visit`, except that a 404 page's own failed load is the one console entry expected.

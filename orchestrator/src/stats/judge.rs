@@ -32,18 +32,22 @@ pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> 
     for (k, &at) in looks.at.iter().enumerate() {
         let last = k + 1 == looks.len();
         let (alpha, tail) = (looks.alpha_at(k, s.alpha), looks.alpha_at(k, s.equivalence_alpha));
-        let mut here: Vec<(usize, Comparison)> = Vec::new();
+        let mut todo = Vec::new();
         for (i, (unit, a, b)) in obs.iter().enumerate() {
             let reached = a.len() >= at && b.len() >= at;
             if settled[i] || !(reached || (last && complete)) {
                 continue;
             }
-            let (a, b) = (&a[..a.len().min(at)], &b[..b.len().min(at)]);
-            let mut c = measure(a, b, rows[i].kind, *unit, tail);
-            c.look = k;
-            c.looks = looks.len();
-            here.push((i, c));
+            todo.push((i, *unit, &a[..a.len().min(at)], &b[..b.len().min(at)]));
         }
+        let here: Vec<(usize, Comparison)> = measure_all(&todo, rows, tail)
+            .into_iter()
+            .map(|(i, mut c)| {
+                c.look = k;
+                c.looks = looks.len();
+                (i, c)
+            })
+            .collect();
         let adjusted = benjamini_hochberg(&here.iter().map(|(_, c)| c.p).collect::<Vec<_>>());
         for ((i, mut c), p) in here.into_iter().zip(adjusted) {
             c.p_adjusted = p;
@@ -55,6 +59,37 @@ pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> 
             out[i] = Some(c);
         }
     }
+    out
+}
+
+type Task<'a> = (usize, super::verdict::Unit, &'a [f64], &'a [f64]);
+
+/// Measures each row; on several cores when two rows or more call for the rank test's
+/// Monte Carlo (each measurement is a pure function of its samples: the order of the work
+/// changes nothing).
+fn measure_all(todo: &[Task], rows: &[RowInput], tail: f64) -> Vec<(usize, Comparison)> {
+    let one = |&(i, unit, a, b): &Task| (i, measure(a, b, rows[i].kind, unit, tail));
+    let heavy = todo
+        .iter()
+        .filter(|(i, _, a, b)| rows[*i].kind.by_ranks() && a.len() + b.len() > super::rank::EXACT_UP_TO)
+        .count();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(todo.len());
+    if heavy < 2 || threads < 2 {
+        return todo.iter().map(one).collect();
+    }
+    // Thread t takes rows t, t + threads, …: heavy rows spread over the threads.
+    let mut out: Vec<(usize, Comparison)> = std::thread::scope(|scope| {
+        let parts: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || todo.iter().skip(t).step_by(threads).map(one).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|p| p.join().expect("a measurement does not panic"))
+            .collect()
+    });
+    out.sort_by_key(|(i, _)| *i);
     out
 }
 

@@ -377,15 +377,10 @@ fn samples_cell(run: i64, t: &MetricTable, r: &Row, scale: &Scale) -> String {
     )
 }
 
-fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
-    let scale = Scale::over(
-        rows.iter().flat_map(|r| r.side.values.iter().copied()),
-        3.0,
-        svg::STRIP_W - 3.0,
-    );
-    let me = l.settings.min_effect;
-    let reach = rows
-        .iter()
+/// How far the change bars of a table reach: every change and finite interval bound, and
+/// twice the minimum effect, with a margin.
+fn bar_reach(rows: &[&Row], me: f64) -> f64 {
+    rows.iter()
         .filter_map(|r| r.comparison.as_ref())
         .flat_map(|c| {
             let (lo, hi) = c.ci.unwrap_or((c.change, c.change));
@@ -393,7 +388,17 @@ fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
         })
         .filter(|v| v.is_finite())
         .fold(2.0 * me, f64::max)
-        * 1.1;
+        * 1.1
+}
+
+fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
+    let scale = Scale::over(
+        rows.iter().flat_map(|r| r.side.values.iter().copied()),
+        3.0,
+        svg::STRIP_W - 3.0,
+    );
+    let me = l.settings.min_effect;
+    let reach = bar_reach(rows, me);
     let base_label = |r: &Row| match &l.baseline {
         Baseline::Run(id) => format!("against run {id}"),
         b if b.is_base(r) => "baseline".to_string(),
@@ -431,13 +436,21 @@ fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
             ]
         })
         .collect();
+    let history = format!(
+        "/history{}",
+        super::params::query_string(&[
+            ("scenario", &l.scenario.name),
+            ("workload", &t.workload),
+            ("metric", &t.metric)
+        ])
+    );
     let direction = if t.higher_is_better {
         "higher is better"
     } else {
         "lower is better"
     };
     format!(
-        "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {}</small></h2>{}</section>",
+        "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {} · <a href=\"{}\">history</a></small></h2>{}</section>",
         esc(&t.workload),
         esc(&t.metric),
         esc(&t.workload),
@@ -445,6 +458,7 @@ fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
         esc(&t.unit),
         t.kind,
         direction,
+        esc(&history),
         html::table(
             "report",
             &["kernel", "variant", "n", "centre", "spread", "change", "interval", "verdict", "reason", "samples"],

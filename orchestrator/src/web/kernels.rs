@@ -66,7 +66,7 @@ pub async fn list_page(State(st): State<AppState>) -> PageResult {
             .collect();
         let _ = write!(
             body,
-            "<form class=\"filters\" method=\"get\" action=\"/kernels/diff\"><label>config of <select name=\"a\">{opts}</select></label>\
+            "<form class=\"pick\" method=\"get\" action=\"/kernels/diff\"><label>config of <select name=\"a\">{opts}</select></label>\
 <label>against <select name=\"b\">{opts}</select></label><button type=\"submit\">Compare configs</button></form>"
         );
     }

@@ -45,9 +45,21 @@ pub async fn runs_page(State(st): State<AppState>) -> PageResult {
             &rows,
         )
     };
+    let compare = if runs.len() >= 2 {
+        let opts: String = runs
+            .iter()
+            .map(|r| format!("<option value=\"{0}\">run {0} ({1})</option>", r.id, esc(&r.scenario)))
+            .collect();
+        format!(
+            "<form class=\"pick\" method=\"get\" action=\"/compare\"><label>run <select name=\"b\">{opts}</select></label>\
+<label>against run <select name=\"a\">{opts}</select></label><button type=\"submit\">Compare</button></form>"
+        )
+    } else {
+        String::new()
+    };
     Ok(Html(html::layout(
         "Runs",
-        &format!("<div id=\"runs\" data-live>{body}</div>"),
+        &format!("<div id=\"runs\" data-live>{body}</div>{compare}"),
         &Live::All,
     )))
 }
@@ -353,7 +365,14 @@ fn provenance(v: &RunView) -> String {
             esc(k),
             esc(k),
             html::facts(&[
-                ("release", esc(&releases.join(", "))),
+                (
+                    "release",
+                    if releases.is_empty() {
+                        "— (no job done on it yet)".to_string()
+                    } else {
+                        esc(&releases.join(", "))
+                    },
+                ),
                 ("build", build),
                 ("tools", tools),
                 ("tuning", tuning),

@@ -133,7 +133,10 @@ pub fn history(series: &[Series], runs: &[i64], unit: &str) -> String {
     );
     let ys = |v: f64| h - bottom - y.at(v) * (h - bottom - 10.0);
     let step = (w - left - 20.0) / (runs.len().max(2) - 1) as f64;
-    let xs = |run: i64| left + step * runs.iter().position(|r| *r == run).unwrap_or(0) as f64;
+    let xs = |run: i64| match runs.len() {
+        1 => (left + w - 20.0) / 2.0,
+        _ => left + step * runs.iter().position(|r| *r == run).unwrap_or(0) as f64,
+    };
     let mut out = format!(
         "<svg class=\"history\" viewBox=\"0 0 {w} {h}\" role=\"img\"><title>{} by run</title>",
         esc(unit)
