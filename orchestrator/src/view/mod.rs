@@ -137,7 +137,12 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
     let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
     check_baseline(&s, run_id, &baseline)?;
     let samples = store::samples(db, run_id).await?;
-    let tables = report::tables(&s, &samples, &baseline, settings);
+    // Judging a large run takes a good part of a second of CPU (the rank tests' Monte
+    // Carlo): off the async threads, so that a server goes on answering meanwhile.
+    let (s2, b2, set) = (s.clone(), baseline.clone(), *settings);
+    let tables = tokio::task::spawn_blocking(move || report::tables(&s2, &samples, &b2, &set))
+        .await
+        .map_err(|e| ViewError::Other(anyhow::anyhow!("judging the report: {e}")))?;
     let prov = store::provenance(db, run_id, &s.sut().name).await?;
     Ok(Loaded {
         run_id,
