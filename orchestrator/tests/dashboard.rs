@@ -55,7 +55,9 @@ impl Drop for Server {
     }
 }
 
-/// chromedriver with a headless Chromium session, both ended on drop.
+/// chromedriver with a headless Chromium session. `close` ends the session (chromedriver
+/// then quits Chromium); on drop, after a failure, the whole process group is killed, so
+/// that no browser outlives the test.
 struct Browser {
     driver: Child,
     driver_url: String,
@@ -74,8 +76,10 @@ fn free_port() -> u16 {
 impl Browser {
     async fn start() -> Browser {
         let port = free_port();
+        use std::os::unix::process::CommandExt;
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -148,9 +152,18 @@ impl Browser {
     }
 }
 
+impl Browser {
+    async fn close(self) {
+        self.client.clone().close().await.unwrap();
+    }
+}
+
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        // The group chromedriver leads: Chromium and its helpers with it.
+        unsafe {
+            libc::kill(-(self.driver.id() as i32), libc::SIGKILL);
+        }
         let _ = self.driver.wait();
     }
 }
@@ -491,6 +504,7 @@ async fn a_live_run_in_the_browser() {
     ] {
         visit_allowing_status(&b, &format!("{base}{path}"), name).await;
     }
+    b.close().await;
 }
 
 async fn stand_ins(db: &TestDb) {
