@@ -153,20 +153,26 @@ pub async fn results_of(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<Resu
     .await?)
 }
 
-/// A raw output of a job: its kind and size (its text is fetched on its own).
+/// A raw output of a job: its kind, its size, and its first characters (for showing
+/// inline; the whole text is fetched on its own).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct RawItem {
     pub kind: String,
     pub bytes: i32,
+    #[serde(skip)]
+    pub head: String,
 }
 
-pub async fn raw_list(db: impl PgExecutor<'_>, job_id: i64) -> Result<Vec<RawItem>> {
-    Ok(
-        sqlx::query_as("SELECT kind, octet_length(content) AS bytes FROM raw_outputs WHERE job_id = $1 ORDER BY id")
-            .bind(job_id)
-            .fetch_all(db)
-            .await?,
+/// A job's raw outputs, each with its first `head_chars` characters, in one query.
+pub async fn raw_list(db: impl PgExecutor<'_>, job_id: i64, head_chars: i32) -> Result<Vec<RawItem>> {
+    Ok(sqlx::query_as(
+        "SELECT kind, octet_length(content) AS bytes, left(content, $2) AS head
+         FROM raw_outputs WHERE job_id = $1 ORDER BY id",
     )
+    .bind(job_id)
+    .bind(head_chars)
+    .fetch_all(db)
+    .await?)
 }
 
 /// A kernel kreg built, with its config and log.

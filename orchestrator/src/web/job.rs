@@ -13,8 +13,8 @@ use super::html::{self, esc, Live};
 use super::{id_of, json, ApiResult, AppState, PageError, PageResult};
 use crate::view::{self, queries};
 
-/// Raw outputs shown inline up to this size; the whole text is one click away.
-const INLINE_BYTES: usize = 64 * 1024;
+/// Raw outputs shown inline up to this many characters; the whole text is one click away.
+const INLINE_CHARS: usize = 64 * 1024;
 const BUILD_LOG_LINES: usize = 40;
 
 #[derive(Serialize)]
@@ -40,7 +40,7 @@ async fn job_view(st: &AppState, id: &str) -> view::Result<JobPage> {
     };
     Ok(JobPage {
         results: queries::results_of(&st.db, id).await?,
-        raw: queries::raw_list(&st.db, id).await?,
+        raw: queries::raw_list(&st.db, id, INLINE_CHARS as i32).await?,
         job,
         build,
         build_log_tail,
@@ -58,18 +58,18 @@ pub async fn raw(State(st): State<AppState>, Path((id, kind)): Path<(String, Str
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
-/// Every raw output inline (up to `INLINE_BYTES`), each with a link to its whole text.
-async fn raw_outputs(st: &AppState, v: &JobPage) -> view::Result<String> {
+/// Every raw output inline (up to `INLINE_CHARS`), each with a link to its whole text.
+fn raw_outputs(v: &JobPage) -> String {
     let j = &v.job;
     let mut body = String::from("<h2>Raw outputs</h2>");
     if v.raw.is_empty() {
         body.push_str("<p>None stored.</p>");
     }
     for r in &v.raw {
-        let text = queries::raw(&st.db, j.id, &r.kind).await?;
-        let shown = match text.char_indices().nth(INLINE_BYTES) {
-            Some((at, _)) => format!("{}\n… ({} bytes in all)", &text[..at], r.bytes),
-            None => text,
+        let shown = if r.head.len() < r.bytes as usize {
+            format!("{}\n… ({} bytes in all)", r.head, r.bytes)
+        } else {
+            r.head.clone()
         };
         let open = if r.kind == "server_threads" || r.kind == "stdout" {
             " open"
@@ -88,7 +88,7 @@ async fn raw_outputs(st: &AppState, v: &JobPage) -> view::Result<String> {
             html::pre(&shown)
         );
     }
-    Ok(body)
+    body
 }
 
 pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageResult {
@@ -158,7 +158,7 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageRes
             html::table("tools", &["tool@host", "version"], &tools)
         );
     }
-    body.push_str(&raw_outputs(&st, &v).await?);
+    body.push_str(&raw_outputs(&v));
     if let (Some(key), Some(log)) = (&v.build, &v.build_log_tail) {
         let _ = write!(
             body,

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod standin;
+pub mod web;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
