@@ -2,13 +2,15 @@
 # Builds the disk image of kreg's lab *machine*: a qemu guest that behaves like a real SUT.
 # Debian bookworm on an MBR-partitioned disk, GRUB in the MBR booting Debian's kernel with
 # the initramfs that initramfs-tools made, and an init that starts kreg-agent. kreg reaches
-# it over http like any other machine, installs kernels into its /boot and /lib/modules and
+# it over http like any other machine (or over SSH: it runs Debian's sshd, with the host
+# keys made when the image was), installs kernels into its /boot and /lib/modules and
 # boots them by kexec or by a one-shot GRUB entry.
 #
 #   bash scripts/lab-machine.sh OUT_DIR
 #
-# writes OUT_DIR/disk.raw (the golden image; guests run on qcow2 overlays of it). The agent
-# and its token are not in the image: the guest copies them at every boot from a second,
+# writes OUT_DIR/disk.raw (the golden image; guests run on qcow2 overlays of it) and
+# OUT_DIR/ssh_host_ed25519_key.pub (its sshd's host key). The agent, its token and root's
+# authorized_keys are not in the image: the guest copies them at every boot from a second,
 # small disk (/dev/vdb) that whoever starts the VM writes. Re-running with an image in place
 # does nothing unless this script changed.
 set -euo pipefail
@@ -62,7 +64,7 @@ EOF
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get update -q >"$out/apt.log" 2>&1
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   linux-image-amd64 initramfs-tools grub-pc-bin grub2-common kexec-tools iproute2 kmod udev procps \
-  rt-tests e2fsprogs zstd make gcc libc6-dev binutils >>"$out/apt.log" 2>&1 || {
+  rt-tests e2fsprogs zstd make gcc libc6-dev binutils openssh-server >>"$out/apt.log" 2>&1 || {
   tail -30 "$out/apt.log" >&2
   exit 1
 }
@@ -84,6 +86,10 @@ echo "/dev/vda1 / ext4 defaults 0 1" >"$root/etc/fstab"
 # Initramfs images with what this machine's root needs only: smaller and quicker to make.
 sed -i 's/^MODULES=.*/MODULES=dep/' "$root/etc/initramfs-tools/initramfs.conf"
 echo kreg-machine >"$root/etc/hostname"
+# sshd: root by key only; the host keys (made by the package) go out with the image.
+chroot "$root" ssh-keygen -A >/dev/null
+printf 'PermitRootLogin prohibit-password\nPasswordAuthentication no\nUsePAM no\n' \
+  >"$root/etc/ssh/sshd_config.d/kreg.conf"
 
 cat >"$root/sbin/kreg-machine-init" <<'EOF'
 #!/bin/sh
@@ -112,14 +118,27 @@ if grep -q kreg.provision /proc/cmdline; then
   echo o >/proc/sysrq-trigger
   sleep 60
 fi
-mkdir -p /mnt/kreg /etc/kreg /var/lib/kreg-agent
+mkdir -p /mnt/kreg /etc/kreg /var/lib/kreg-agent /root/.ssh /run/sshd
+agent=
 if mount -o ro /dev/vdb /mnt/kreg; then
-  cp /mnt/kreg/kreg-agent /usr/local/sbin/kreg-agent
-  cp /mnt/kreg/token /etc/kreg/token
-  chmod 600 /etc/kreg/token
+  if [ -f /mnt/kreg/kreg-agent ]; then
+    cp /mnt/kreg/kreg-agent /usr/local/sbin/kreg-agent
+    cp /mnt/kreg/token /etc/kreg/token
+    chmod 600 /etc/kreg/token
+    agent=yes
+  fi
+  if [ -f /mnt/kreg/authorized_keys ]; then
+    cp /mnt/kreg/authorized_keys /root/.ssh/authorized_keys
+    chmod 700 /root/.ssh; chmod 600 /root/.ssh/authorized_keys
+  fi
   umount /mnt/kreg
 else
   echo "kreg-machine: no agent disk on /dev/vdb"
+fi
+/usr/sbin/sshd && echo "kreg-machine: sshd started"
+if [ -z "$agent" ]; then
+  echo "kreg-machine: kernel $(uname -r) up, no agent of its own"
+  while true; do sleep 3600; done
 fi
 echo "kreg-machine: kernel $(uname -r) up, starting kreg-agent"
 while true; do
@@ -152,5 +171,6 @@ if ! grep -q "kreg-machine: provisioned" "$out/provision.log"; then
   exit 1
 fi
 mv "$disk" "$out/disk.raw"
+cp "$root/etc/ssh/ssh_host_ed25519_key.pub" "$out/ssh_host_ed25519_key.pub"
 echo "$stamp" >"$out/stamp"
 echo "lab machine: $out/disk.raw ready" >&2

@@ -90,6 +90,22 @@ impl AgentClient {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .expect("reqwest client");
+        Self::with_http(base_url, token, http)
+    }
+
+    /// A client of an agent serving HTTPS whose certificate has `fingerprint` (see
+    /// [`crate::tls`]): no other certificate is accepted, and no CA is consulted.
+    pub fn pinned(base_url: &str, token: &str, fingerprint: &str) -> Result<AgentClient, String> {
+        let tls = crate::tls::pinned_client(fingerprint)?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .use_preconfigured_tls(tls)
+            .build()
+            .map_err(|e| format!("TLS client: {e}"))?;
+        Ok(Self::with_http(base_url, token, http))
+    }
+
+    fn with_http(base_url: &str, token: &str, http: reqwest::Client) -> AgentClient {
         AgentClient {
             base: base_url.trim_end_matches('/').to_string(),
             token: token.to_string(),

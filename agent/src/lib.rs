@@ -8,6 +8,7 @@
 pub mod bzimage;
 pub mod server;
 pub mod steps;
+pub mod tls;
 pub mod wire;
 
 #[cfg(feature = "client")]

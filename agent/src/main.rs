@@ -1,4 +1,5 @@
-//! `kreg-agent --listen ADDR --token-file FILE [--data-dir DIR]`
+//! `kreg-agent --listen ADDR --token-file FILE [--data-dir DIR] [--tls]`, or
+//! `kreg-agent --tls-fingerprint [--data-dir DIR]`
 
 use std::path::PathBuf;
 
@@ -13,8 +14,15 @@ struct Args {
     listen: String,
     /// File whose first line is the bearer token (at least 16 printable characters; the
     /// rest of the file is ignored).
+    #[arg(long, required_unless_present = "tls_fingerprint")]
+    token_file: Option<PathBuf>,
+    /// Serve HTTPS with a self-signed certificate kept in DATA_DIR/tls (made on first
+    /// start); the controller pins its fingerprint.
     #[arg(long)]
-    token_file: PathBuf,
+    tls: bool,
+    /// Print the fingerprint of the certificate in DATA_DIR/tls (made when missing) and exit.
+    #[arg(long)]
+    tls_fingerprint: bool,
     /// Where uploaded files (kernels, initrds) are kept.
     #[arg(long, default_value = "/var/lib/kreg-agent")]
     data_dir: PathBuf,
@@ -33,12 +41,19 @@ struct Args {
     header_timeout: u64,
 }
 
-#[tokio::main]
+// One thread: the agent of a scheduler benchmark keeps no idle worker threads on the
+// machine it measures. Work that blocks (copies, archive unpacking) goes to tokio's
+// blocking pool, whose threads end when idle.
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
+    // A level (error, warn, info, debug, trace) rather than a filter language: the
+    // agent does without a regex engine.
+    let level = std::env::var("KREG_AGENT_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing_subscriber::filter::LevelFilter>().ok())
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::INFO);
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KREG_AGENT_LOG").unwrap_or_else(|_| "info".into()),
-        )
+        .with_max_level(level)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -50,9 +65,20 @@ async fn main() {
 }
 
 async fn real_main(args: Args) -> Result<(), String> {
-    let text = std::fs::read_to_string(&args.token_file)
-        .map_err(|e| format!("cannot read token file {}: {e}", args.token_file.display()))?;
-    let token = Token::from_file_text(&text).map_err(|e| format!("{}: {e}", args.token_file.display()))?;
+    kreg_agent::steps::identity::started();
+    if args.tls_fingerprint {
+        let (_, _, fp) = kreg_agent::tls::load_or_make(&args.data_dir)?;
+        println!("{fp}");
+        return Ok(());
+    }
+    let token_file = args.token_file.clone().expect("required by clap");
+    let text = std::fs::read_to_string(&token_file)
+        .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
+    let token = Token::from_file_text(&text).map_err(|e| format!("{}: {e}", token_file.display()))?;
+    let tls = match args.tls {
+        true => Some(kreg_agent::tls::acceptor(&args.data_dir)?),
+        false => None,
+    };
     server::listen::raise_nofile_limit();
     let limits = server::Limits {
         max_connections: args.max_connections,
@@ -65,7 +91,10 @@ async fn real_main(args: Args) -> Result<(), String> {
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     // Tests and the lab read this line to learn the bound port.
     println!("kreg-agent listening on {addr}");
-    tracing::info!(%addr, "listening");
+    if let Some((_, fp)) = &tls {
+        println!("kreg-agent TLS certificate {fp}");
+    }
+    tracing::info!(%addr, tls = tls.is_some(), "listening");
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -78,6 +107,7 @@ async fn real_main(args: Args) -> Result<(), String> {
                 modules_dir: args.modules_dir,
             },
             limits,
+            tls: tls.map(|(a, _)| a),
         },
         listener,
         shutdown,

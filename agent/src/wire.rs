@@ -70,6 +70,8 @@ pub enum Step {
         value: String,
     },
     Schedstat,
+    /// A raw snapshot of /proc/interrupts.
+    Interrupts,
     Kexec(KexecRequest),
     /// Starts a long-running process (a server) and returns at once with its id.
     Spawn(ExecRequest),
@@ -167,6 +169,7 @@ impl Step {
             Step::ReadKnob { .. } => "read_knob",
             Step::WriteKnob { .. } => "write_knob",
             Step::Schedstat => "schedstat",
+            Step::Interrupts => "interrupts",
             Step::Kexec(_) => "kexec",
             Step::Spawn(_) => "spawn",
             Step::Poll { .. } => "poll",
@@ -346,6 +349,12 @@ pub struct Identity {
     /// /proc/cmdline.
     #[serde(default)]
     pub cmdline: String,
+    /// Seconds since the machine booted (/proc/uptime).
+    #[serde(default)]
+    pub uptime_secs: f64,
+    /// Seconds since the agent started.
+    #[serde(default)]
+    pub agent_uptime_secs: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -378,6 +387,10 @@ pub enum StepOutput {
     Exec(ExecResult),
     Knob(KnobValue),
     Schedstat(SchedstatSnapshot),
+    /// /proc/interrupts as read.
+    Interrupts {
+        raw: String,
+    },
     /// The kernel is loaded; the agent reboots into it right after answering.
     KexecStarted {
         kernel_release: Option<String>,
@@ -486,6 +499,13 @@ impl Token {
             return Err("the token holds a space or a character outside printable ASCII".into());
         }
         Ok(Token(t.to_string()))
+    }
+
+    /// Reads a token file (see [`Token::from_file_text`]); errors name the file.
+    pub fn read_file(path: &std::path::Path) -> Result<Token, String> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
+        Token::from_file_text(&text).map_err(|e| format!("token file {}: {e}", path.display()))
     }
 
     pub fn expose(&self) -> &str {

@@ -80,7 +80,12 @@ pub async fn wait_for_agent(
     let waited = until(timeout, Duration::from_millis(500), async || {
         if let Some(w) = watch.as_deref_mut() {
             if let Some(death) = w.died() {
-                return Look::Failed(format!("{death} before its agent answered; console:\n{}", w.console()));
+                let console = w.console();
+                return Look::Failed(if console.is_empty() {
+                    format!("{death} before its agent answered")
+                } else {
+                    format!("{death} before its agent answered; console:\n{console}")
+                });
             }
         }
         match client.identity().await {
@@ -95,7 +100,9 @@ pub async fn wait_for_agent(
         Err(Waited::Failed(e)) => Err(e),
         Err(Waited::TimedOut { limit, last }) => {
             let console = watch
-                .map(|w| format!("; console:\n{}", w.console()))
+                .map(|w| w.console())
+                .filter(|c| !c.is_empty())
+                .map(|c| format!("; console:\n{c}"))
                 .unwrap_or_default();
             Err(format!("not back within {}s (last: {last}){console}", limit.as_secs()))
         }

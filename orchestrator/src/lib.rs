@@ -1,6 +1,7 @@
 //! kreg: reproduce Linux kernel performance regressions. See ARCHITECTURE.md for the map.
 
 pub mod boot;
+pub mod collect;
 pub mod config;
 pub mod engine;
 pub mod failure;
@@ -16,8 +17,10 @@ pub mod results;
 pub mod scenario;
 pub mod scenario_file;
 pub mod schedstat;
+pub mod ssh;
 pub mod stats;
 pub mod store;
+pub mod tuning;
 pub mod view;
 pub mod web;
 pub mod workload;

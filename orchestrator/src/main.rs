@@ -110,6 +110,12 @@ enum Cmd {
         #[command(subcommand)]
         command: cli::lab::LabCmd,
     },
+    /// kreg's agent on machines: install it over SSH for the http transport, or see what
+    /// runs where.
+    Agent {
+        #[command(subcommand)]
+        command: cli::agent::AgentCmd,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -186,5 +192,6 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Bench { command } => cli::bench::dispatch(command, cfg).await,
         Cmd::Db { command } => cli::db::dispatch(command, cfg).await,
         Cmd::Lab { command } => cli::lab::dispatch(command, cfg).await,
+        Cmd::Agent { command } => cli::agent::dispatch(command, cfg).await,
     }
 }

@@ -242,6 +242,18 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
             s.max_iterations
         );
     }
+    for h in s.hosts.iter().filter(|h| !h.tuning.is_empty()) {
+        let _ = writeln!(out, "tuning of {} after every boot: {}", h.name, h.tuning.describe());
+    }
+    for v in s.variants.iter().filter(|v| !v.tuning.is_empty()) {
+        let _ = writeln!(
+            out,
+            "tuning of {} for variant {}, over its own: {}",
+            s.sut().name,
+            v.name,
+            v.tuning.describe()
+        );
+    }
     let mut kernel = None;
     for j in jobs {
         if kernel != Some((&j.kernel, j.boot)) {

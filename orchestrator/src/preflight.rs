@@ -4,15 +4,16 @@
 
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
-
-use crate::scenario::{HttpTransport, KernelSource, Scenario, Transport};
+use crate::config::Config;
+use crate::scenario::{KernelSource, Scenario};
 
 /// What the checks found: problems stop the run; warnings are said and it goes on.
 #[derive(Debug, Default)]
 pub struct Findings {
     pub problems: Vec<String>,
     pub warnings: Vec<String>,
+    /// What was done to reach the hosts (an agent installed over SSH, say).
+    pub notes: Vec<String>,
 }
 
 /// The features of the variants that the kernel's features file does not know, as
@@ -34,31 +35,42 @@ pub fn unknown_features(s: &Scenario, features_file: &str) -> Vec<(String, Strin
     out
 }
 
-/// Reaches every http host; checks the variants' features on the SUT's running kernel.
-pub async fn check(s: &Scenario) -> Findings {
+/// Reaches every http and ssh host (an ssh host gets kreg's agent installed or upgraded
+/// first); checks the variants' features on the SUT's running kernel.
+pub async fn check(s: &Scenario, cfg: &Config) -> Findings {
     let mut found = Findings::default();
     let sut = s.sut().name.clone();
     // Features can be checked for certain only when every kernel is the running one.
     let only_running = s.kernels.iter().all(|k| matches!(k.source, KernelSource::Running));
     for h in &s.hosts {
-        let Transport::Http(HttpTransport { url, token_file, .. }) = &h.transport else {
-            continue;
-        };
-        let token = match crate::engine::read_token(token_file) {
-            Ok(t) => t,
+        let agent = match crate::engine::reach::agent(h, cfg).await {
+            Ok(Some(a)) => a,
+            Ok(None) => continue,
             Err(e) => {
                 found.problems.push(format!("host {}: {e}", h.name));
                 continue;
             }
         };
-        let client = AgentClient::new(url, &token);
+        if agent.how.insecure {
+            found.warnings.push(format!(
+                "host {}: insecure: true: the agent's token crosses the network to {} in clear text",
+                h.name, agent.how.url
+            ));
+        }
+        if let Some((_, outcome)) = &agent.ssh {
+            found
+                .notes
+                .push(format!("host {}: {}: agent {outcome}", h.name, agent.reached));
+        }
+        let client = &agent.client;
+        let url = &agent.reached;
         let reached = match tokio::time::timeout(Duration::from_secs(20), async {
             client.version().await?;
             client.identity().await
         })
         .await
         {
-            Err(_) => Err(format!("agent at {url} did not answer within 20 s")),
+            Err(_) => Err(format!("agent ({url}) did not answer within 20 s")),
             Ok(r) => r.map_err(|e| e.to_string()),
         };
         let id = match reached {

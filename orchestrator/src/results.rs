@@ -53,6 +53,13 @@ pub struct SettingChange {
     pub before: String,
     pub after: String,
     pub restored: bool,
+    /// How many knobs the setting changed (a governor: one per CPU).
+    #[serde(default = "one")]
+    pub knobs: i64,
+}
+
+fn one() -> i64 {
+    1
 }
 
 /// Provenance of one kernel of a run: the boots it ran on and what its jobs ran with.
@@ -65,6 +72,8 @@ pub struct KernelProvenance {
     pub tools: Vec<ToolVersion>,
     pub builds: Vec<BuildUsed>,
     pub settings: Vec<SettingChange>,
+    /// The tuning its jobs ran with, read back: "variant V, HOST: settings; online CPUs".
+    pub tuning: Vec<String>,
     /// The SUT had no /proc/schedstat on this kernel: no scheduler statistics.
     pub no_schedstat: bool,
 }
@@ -95,7 +104,12 @@ impl std::fmt::Display for BuildUsed {
 impl SettingChange {
     /// "host: setting before → after", without whether it was put back.
     pub fn change(&self) -> String {
-        format!("{}: {} {} → {}", self.host, self.name, self.before, self.after)
+        let knobs = if self.knobs > 1 {
+            format!(" ({} knobs)", self.knobs)
+        } else {
+            String::new()
+        };
+        format!("{}: {} {} → {}{knobs}", self.host, self.name, self.before, self.after)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Boots as replicates on the lab: one Debian kernel package entered as two kernels (their
 //! command lines differ only by `quiet`), each booted three times, kernels alternating, every
-//! boot reached by kexec; each boot is one observation. Five runs of this A/A comparison
+//! boot reached by kexec; each boot is one observation. Three runs of this A/A comparison
 //! must never call a regression or an improvement, and the report carries each row's
 //! between-boot share of the variance.
 
@@ -26,7 +26,7 @@ workloads:
 iterations: 6
 "#;
 
-const RUNS: i64 = 5;
+const RUNS: i64 = 3;
 
 #[tokio::test]
 async fn one_kernel_as_two_over_three_boots_each_is_never_a_change() {

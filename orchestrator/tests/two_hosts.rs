@@ -2,12 +2,13 @@
 //! running sysbench oltp_read_write against it over a veth pair, each with its own
 //! kreg-agent; the controller reaches both over veth links of its own. Kernel `running`,
 //! variants default and batch, 3 iterations. Needs root, iproute2, mariadb-server and
-//! sysbench (scripts/test.sh installs them).
+//! sysbench (scripts/test.sh installs them). The agents serve HTTPS; the scenario pins
+//! their certificates.
 
 use std::process::{Child, Command};
 
 mod common;
-use common::{agent_bin, fresh_db, kreg, spawn_agent, Scratch, TOKEN};
+use common::{agent_bin, fresh_db, kreg, spawn_tls_agent, Scratch, TOKEN};
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("iproute2");
@@ -96,6 +97,7 @@ impl Drop for Net {
 struct NsAgent {
     child: Child,
     url: String,
+    fingerprint: String,
 }
 
 impl Drop for NsAgent {
@@ -113,8 +115,12 @@ fn agent_in(ns: &str, addr: &str, dir: &std::path::Path, token_file: &std::path:
         .arg(token_file)
         .arg("--data-dir")
         .arg(dir.join(ns));
-    let (child, url) = spawn_agent(cmd);
-    NsAgent { child, url }
+    let (child, url, fingerprint) = spawn_tls_agent(cmd);
+    NsAgent {
+        child,
+        url,
+        fingerprint,
+    }
 }
 
 #[tokio::test]
@@ -133,8 +139,8 @@ async fn mariadb_on_the_sut_sysbench_from_the_ldg() {
         r#"
 name: two-hosts
 hosts:
-  sut: {{ role: sut, transport: {{ kind: http, url: "{sut}", token_file: token }} }}
-  ldg: {{ role: loadgen, transport: {{ kind: http, url: "{ldg}", token_file: token }} }}
+  sut: {{ role: sut, transport: {{ kind: http, url: "{sut}", tls_fingerprint: "{sut_fp}", token_file: token }} }}
+  ldg: {{ role: loadgen, transport: {{ kind: http, url: "{ldg}", tls_fingerprint: "{ldg_fp}", token_file: token }} }}
 kernels: [ {{ name: current, source: running }} ]
 variants:
   - {{ name: default }}
@@ -153,6 +159,8 @@ iterations: 3
 "#,
         sut = sut.url,
         ldg = ldg.url,
+        sut_fp = sut.fingerprint,
+        ldg_fp = ldg.fingerprint,
         datadir = datadir.display()
     );
     let file = dir.0.join("two.yaml");

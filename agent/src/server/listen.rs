@@ -138,6 +138,7 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
+    tls: Option<crate::tls::Acceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let cap = limits.effective_max_connections();
@@ -167,10 +168,19 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let conn = serve_connection(stream, app.clone(), &limits, busy, close, stop_rx.clone());
         let registry = registry.clone();
+        let (app, limits, stop_rx, tls) = (app.clone(), limits.clone(), stop_rx.clone(), tls.clone());
         tokio::spawn(async move {
-            conn.await;
+            match tls {
+                None => serve_connection(stream, app, &limits, busy, close, stop_rx).await,
+                // The handshake has the header timeout too: a client that opens a
+                // connection and says nothing holds it no longer than that.
+                Some(acceptor) => match tokio::time::timeout(limits.header_timeout, acceptor.0.accept(stream)).await {
+                    Ok(Ok(tls_stream)) => serve_connection(tls_stream, app, &limits, busy, close, stop_rx).await,
+                    Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                    Err(_) => tracing::debug!(%peer, "no TLS handshake in time"),
+                },
+            }
             registry.lock().expect("registry lock").open.remove(&id);
         });
     }
@@ -182,14 +192,17 @@ pub async fn serve(
     Ok(())
 }
 
-fn serve_connection(
-    stream: tokio::net::TcpStream,
+fn serve_connection<S>(
+    stream: S,
     app: Router,
     limits: &Limits,
     busy: Arc<AtomicUsize>,
     close: oneshot::Receiver<()>,
     mut stop: watch::Receiver<bool>,
-) -> impl Future<Output = ()> + Send + 'static {
+) -> impl Future<Output = ()> + Send + 'static
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())

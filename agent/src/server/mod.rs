@@ -34,6 +34,8 @@ pub struct Config {
     /// Where kernels get installed.
     pub layout: steps::install::Layout,
     pub limits: Limits,
+    /// Serve TLS with this acceptor (see [`crate::tls`]) instead of plain HTTP.
+    pub tls: Option<crate::tls::Acceptor>,
 }
 
 struct AppState {
@@ -53,6 +55,7 @@ pub async fn run(
     tokio::fs::create_dir_all(&config.data_dir).await?;
     files::remove_stale_temps(&config.data_dir);
     let limits = config.limits.clone();
+    let tls = config.tls.clone();
     let budget_kib = (limits.max_step_body * 4 / 1024).max(64);
     let state = Arc::new(AppState {
         limits: limits.clone(),
@@ -68,7 +71,7 @@ pub async fn run(
         .route("/v1/version", get(version))
         .merge(authed)
         .with_state(state);
-    listen::serve(listener, app, limits, shutdown).await
+    listen::serve(listener, app, limits, tls, shutdown).await
 }
 
 async fn version() -> Json<VersionInfo> {

@@ -38,5 +38,17 @@ pub async fn run() -> Result<Identity, StepError> {
             })
             .unwrap_or_default(),
         cmdline: read_trim("/proc/cmdline").await.unwrap_or_default(),
+        uptime_secs: read_trim("/proc/uptime")
+            .await
+            .ok()
+            .and_then(|u| u.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0.0),
+        agent_uptime_secs: started().elapsed().as_secs_f64(),
     })
+}
+
+/// When the agent started (the first call, made at start by [`started`]'s caller in main).
+pub fn started() -> std::time::Instant {
+    static AT: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *AT.get_or_init(std::time::Instant::now)
 }

@@ -30,6 +30,10 @@ pub async fn run(
         Step::ReadKnob { path } => knob::read(&path).await.map(StepOutput::Knob),
         Step::WriteKnob { path, value } => knob::write(&path, &value).await.map(StepOutput::Knob),
         Step::Schedstat => schedstat::run().await.map(StepOutput::Schedstat),
+        Step::Interrupts => tokio::fs::read_to_string("/proc/interrupts")
+            .await
+            .map(|raw| StepOutput::Interrupts { raw })
+            .map_err(|e| err(ErrorKind::Io, format!("reading /proc/interrupts: {e}"))),
         Step::Kexec(req) => kexec::load(&req, data_dir).await,
         Step::Spawn(req) => procs.spawn(req).await.map(StepOutput::Process),
         Step::Poll { id, since } => procs.poll(id, since).await.map(StepOutput::Process),
@@ -41,7 +45,13 @@ pub async fn run(
         Step::Reboot => Ok(StepOutput::Rebooting { entry: None }),
         Step::InstalledKernels => kernels::list(layout),
         Step::RemoveKernel { release } => kernels::remove(&release, layout),
-        Step::PlaceFile(req) => place::run(&req, data_dir).map(StepOutput::Placed),
+        Step::PlaceFile(req) => {
+            let dir = data_dir.to_path_buf();
+            tokio::task::spawn_blocking(move || place::run(&req, &dir))
+                .await
+                .map_err(|e| err(ErrorKind::Io, format!("placing the file: {e}")))?
+                .map(StepOutput::Placed)
+        }
         Step::Sweep { owner, keep_spawned } => sweep::run(&owner, keep_spawned, procs)
             .await
             .map(|killed| StepOutput::Swept { killed }),

@@ -40,6 +40,7 @@ pub async fn start_with(name: &str, limits: Limits) -> Agent {
             modules_dir: dir.join("root/lib/modules"),
         },
         limits,
+        tls: None,
     };
     tokio::spawn(server::run(config, listener, async {
         let _ = rx.await;

@@ -30,6 +30,9 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         repeat: usize,
     },
+    /// What the agent costs the machine it runs on: memory idle and during an upload, CPU
+    /// idle, hackbench with it against without it.
+    Agent(super::bench_agent::AgentArgs),
 }
 
 fn designs(case: &Case) -> [(String, Design); 2] {
@@ -50,6 +53,7 @@ pub async fn dispatch(cmd: BenchCmd, cfg: &kreg::config::Config) -> Result<ExitC
     match cmd {
         BenchCmd::Verdicts { trials, seed } => verdicts(trials, seed),
         BenchCmd::Dashboard { samples, repeat } => super::bench_dashboard::run(cfg, samples, repeat).await,
+        BenchCmd::Agent(args) => super::bench_agent::run(cfg, args).await,
     }
 }
 

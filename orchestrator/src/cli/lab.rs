@@ -30,6 +30,10 @@ pub enum LabCmd {
         cpus: u32,
         #[arg(long, default_value_t = 1024)]
         memory_mib: u32,
+        /// root's authorized_keys on the machine (e.g. ~/.ssh/id_ed25519.pub): also prints
+        /// an ssh host entry.
+        #[arg(long)]
+        authorized_keys: Option<PathBuf>,
     },
     /// Press the reset button of a lab machine: `system_reset` on its qemu monitor socket
     /// (for a host's `reset:` command).
@@ -47,7 +51,8 @@ pub async fn dispatch(cmd: LabCmd, cfg: &Config) -> Result<ExitCode> {
             image,
             cpus,
             memory_mib,
-        } => lab_machine(cfg, &image, cpus, memory_mib).await,
+            authorized_keys,
+        } => lab_machine(cfg, &image, cpus, memory_mib, authorized_keys.as_deref()).await,
         LabCmd::Reset { monitor } => {
             lab::machine::reset(&monitor)?;
             Ok(ExitCode::SUCCESS)
@@ -67,13 +72,24 @@ fn lab_dir(cfg: &Config, kind: &str) -> Result<(PathBuf, String, PathBuf)> {
     Ok((dir, token, token_file))
 }
 
-async fn lab_machine(cfg: &Config, image: &Path, cpus: u32, memory_mib: u32) -> Result<ExitCode> {
+async fn lab_machine(
+    cfg: &Config,
+    image: &Path,
+    cpus: u32,
+    memory_mib: u32,
+    authorized_keys: Option<&Path>,
+) -> Result<ExitCode> {
     let (dir, token, token_file) = lab_dir(cfg, "machine")?;
+    let keys = match authorized_keys {
+        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?),
+        None => None,
+    };
     let machine = lab::machine::Machine::start(&lab::machine::MachineSpec {
         golden: image.join("disk.raw"),
         dir: dir.clone(),
-        agent_bin: cfg.agent_bin.clone(),
+        agent_bin: Some(cfg.agent_bin.clone()),
         token: token.clone(),
+        authorized_keys: keys.clone(),
         cpus,
         memory_mib,
     })?;
@@ -90,6 +106,20 @@ async fn lab_machine(cfg: &Config, image: &Path, cpus: u32, memory_mib: u32) -> 
         machine.monitor.display(),
         machine.console.display()
     );
+    if keys.is_some() {
+        let known = dir.join("known_hosts");
+        std::fs::write(
+            &known,
+            lab::machine::Machine::known_hosts_line(&image.join("disk.raw"), machine.ssh_port)? + "\n",
+        )?;
+        println!("or over SSH (kreg installs its own agent there, on port 7879):");
+        println!(
+            "  sut: {{ role: sut, transport: {{ kind: ssh, address: \"127.0.0.1:{}\", known_hosts: \"{}\", agent_port: 7879, reset: [kreg, lab, reset, \"{}\"] }} }}",
+            machine.ssh_port,
+            known.display(),
+            machine.monitor.display()
+        );
+    }
     println!("console: {}", machine.console.display());
     println!("Ctrl-C stops it");
     tokio::signal::ctrl_c().await?;

@@ -1,6 +1,8 @@
 //! One file per command of `kreg`; `main` parses the arguments and dispatches here.
 
+pub mod agent;
 pub mod bench;
+pub mod bench_agent;
 pub mod bench_dashboard;
 pub mod db;
 pub mod kernels;

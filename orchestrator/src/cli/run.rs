@@ -125,7 +125,7 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             // progress started when its request goes away.
             bar.finish_and_clear();
             store::interrupt_run(db, run_id).await?;
-            for line in engine::restore_settings(db, run_id).await? {
+            for line in engine::restore_settings(db, run_id, cfg).await? {
                 eprintln!("{line}");
             }
             eprintln!(
@@ -160,7 +160,10 @@ async fn interrupted() -> &'static str {
 pub async fn start(file: &Path, cfg: &Config) -> Result<ExitCode> {
     let (text, s) = super::validate::load(file)?;
     // Every host reached and authenticated before anything is recorded.
-    let found = kreg::preflight::check(&s).await;
+    let found = kreg::preflight::check(&s, cfg).await;
+    for n in &found.notes {
+        eprintln!("kreg: {n}");
+    }
     for w in &found.warnings {
         eprintln!("kreg: warning: {w}");
     }

@@ -20,6 +20,11 @@ use crate::kernel::Prepared;
 use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, Variant, Workload};
 use crate::store::{self, JobRow, RunRow};
 
+/// How many times a job runs when its connection is lost mid-job and comes back.
+const JOB_TRIES: u32 = 3;
+/// How long the hosts of such a job have to answer again.
+const RECONNECT_WAIT: Duration = Duration::from_secs(90);
+
 /// Why a group of jobs could not run, said once and stored as each job's reason.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Failure {
@@ -33,6 +38,9 @@ pub enum Failure {
     /// A variant's sched features could not be set.
     #[error("{0}")]
     Variant(String),
+    /// A host's tuning could not be had (its machine lacks a required setting, say).
+    #[error("tuning on {host}: {detail}")]
+    Tuning { host: String, detail: String },
     #[error("the server of workload {workload} on {host}: {detail}")]
     Server {
         workload: String,
@@ -66,6 +74,8 @@ struct Booted {
     versions: tools::Versions,
     /// The schedstat switch's value before kreg turned it on (to put back).
     schedstats_before: Option<String>,
+    /// The hosts with a tuning (the SUT's with its variants'), by name.
+    tuners: HashMap<String, super::tune::Tuner>,
 }
 
 pub(super) struct Driver<'a> {
@@ -109,6 +119,7 @@ impl Driver<'_> {
             for vjobs in runs_of(jobs, |j| &j.variant) {
                 self.variant(&mut booted, vjobs).await?;
             }
+            self.untune(&mut booted.tuners).await;
             self.put_schedstats_back(&booted).await?;
         }
         Ok(())
@@ -144,7 +155,8 @@ impl Driver<'_> {
             Ok(x) => x,
             Err(reason) => return Ok(Err(reason)),
         };
-        store::record_host(self.db, self.run.id, &self.sut, &id, method.as_str()).await?;
+        let reached = conn.reached();
+        store::record_host(self.db, self.run.id, &self.sut, &id, method.as_str(), &reached).await?;
         (self.on_event)(Event::KernelReady {
             kernel: kernel.name.clone(),
             release: id.kernel_release.clone(),
@@ -206,13 +218,18 @@ impl Driver<'_> {
                 sweep(c, &h.name, false, self.on_event).await;
                 if h.name != self.sut {
                     if let Ok(other) = c.identity().await {
-                        store::record_host(self.db, self.run.id, &h.name, &other, "none").await?;
+                        let reached = self.conns[&h.name].reached();
+                        store::record_host(self.db, self.run.id, &h.name, &other, "none", &reached).await?;
                     }
                 }
             }
         }
         let versions = match self.install_tools().await {
             Ok(v) => v,
+            Err(f) => return Ok(Err(f)),
+        };
+        let tuners = match self.tune_hosts(&id).await {
+            Ok(t) => t,
             Err(f) => return Ok(Err(f)),
         };
         let schedstats_before = if id.schedstat_version.is_some() {
@@ -232,7 +249,136 @@ impl Driver<'_> {
             client,
             versions,
             schedstats_before,
+            tuners,
         }))
+    }
+
+    /// The tuning each host declares, put in effect after the boot (the SUT's variants add
+    /// theirs job by job). On a failure, what was changed is put back.
+    async fn tune_hosts(&mut self, sut_id: &Identity) -> Result<HashMap<String, super::tune::Tuner>, Failure> {
+        let variants_tune = self.scenario.variants.iter().any(|v| !v.tuning.is_empty());
+        let mut tuners = HashMap::new();
+        for h in &self.scenario.hosts {
+            let is_sut = h.name == self.sut;
+            if h.tuning.is_empty() && !(is_sut && variants_tune) {
+                continue;
+            }
+            let failure = |detail: String| Failure::Tuning {
+                host: h.name.clone(),
+                detail,
+            };
+            let Some(client) = self.conns[&h.name].client().cloned() else {
+                self.untune(&mut tuners).await;
+                return Err(Failure::NotConnected(h.name.clone()));
+            };
+            let boot_id = if is_sut {
+                sut_id.boot_id.clone()
+            } else {
+                client.identity().await.map_err(|e| failure(e.to_string()))?.boot_id
+            };
+            let mut tuner = match super::tune::Tuner::new(&client, &h.name, &boot_id).await {
+                Ok(t) => t,
+                Err(e) => {
+                    self.untune(&mut tuners).await;
+                    return Err(failure(e));
+                }
+            };
+            if !h.tuning.is_empty() {
+                if let Err(e) = tuner.ensure(self.db, self.run.id, &client, &h.tuning).await {
+                    self.untune(&mut tuners).await;
+                    return Err(failure(e));
+                }
+            }
+            tuners.insert(h.name.clone(), tuner);
+        }
+        Ok(tuners)
+    }
+
+    /// Puts every tuned knob back; what could not be is said (`kreg resume` tries again).
+    async fn untune(&mut self, tuners: &mut HashMap<String, super::tune::Tuner>) {
+        for (host, tuner) in tuners.iter_mut() {
+            let Some(client) = self.conns[host].client().cloned() else {
+                continue;
+            };
+            if let Err(e) = tuner.restore(self.db, self.run.id, &client).await {
+                (self.on_event)(Event::Warning {
+                    message: format!(
+                        "{host}: tuning not all put back ({e}); `kreg resume {}` tries again",
+                        self.run.id
+                    ),
+                });
+            }
+        }
+    }
+
+    /// Each tuned host's tuning for a variant's jobs in effect and read back: a record per
+    /// host (the kind of raw output it is stored as, and its JSON).
+    async fn tune_for(&mut self, booted: &mut Booted, variant: &Variant) -> Result<Vec<(String, String)>, Failure> {
+        let mut out = Vec::new();
+        let mut hosts: Vec<String> = booted.tuners.keys().cloned().collect();
+        hosts.sort();
+        for host in hosts {
+            let spec = self.scenario.host(&host).expect("tuners are of the scenario's hosts");
+            let want = if host == self.sut {
+                spec.tuning.with(&variant.tuning)
+            } else {
+                spec.tuning.clone()
+            };
+            let client = self.conns[&host]
+                .client()
+                .cloned()
+                .ok_or_else(|| Failure::NotConnected(host.clone()))?;
+            let tuner = booted.tuners.get_mut(&host).expect("listed");
+            let record = tuner
+                .ensure(self.db, self.run.id, &client, &want)
+                .await
+                .map_err(|detail| Failure::Tuning {
+                    host: host.clone(),
+                    detail,
+                })?;
+            let kind = if host == self.sut {
+                "tuning".to_string()
+            } else {
+                format!("tuning@{host}")
+            };
+            out.push((kind, serde_json::to_string(&record).expect("a record serializes")));
+        }
+        Ok(out)
+    }
+
+    /// A job's tuning in effect: the records to store with it, and its workload's CPUs.
+    async fn tuned_job(
+        &mut self,
+        booted: &mut Booted,
+        variant: &Variant,
+        workload: &Workload,
+    ) -> Result<(Vec<(String, String)>, Option<Vec<u32>>), Failure> {
+        let records = self.tune_for(booted, variant).await?;
+        let cpus = Self::cpus_on(booted, variant, &workload.on).map_err(Failure::Variant)?;
+        Ok((records, cpus))
+    }
+
+    /// The CPUs a workload (or server) on `host` may use: the variant's, within the cache
+    /// the host's tuning confined it to.
+    fn cpus_on(booted: &Booted, variant: &Variant, host: &str) -> Result<Option<Vec<u32>>, String> {
+        let llc = booted.tuners.get(host).and_then(|t| t.workload_cpus());
+        match (variant.cpus.as_deref(), llc) {
+            (None, None) => Ok(None),
+            (Some(v), None) => Ok(Some(v.to_vec())),
+            (None, Some(l)) => Ok(Some(l.to_vec())),
+            (Some(v), Some(l)) => {
+                let both: Vec<u32> = v.iter().copied().filter(|c| l.contains(c)).collect();
+                if both.is_empty() {
+                    return Err(format!(
+                        "variant {}: its CPUs {} and the last-level cache's {} have none in common",
+                        variant.name,
+                        crate::tuning::cpu_list(v),
+                        crate::tuning::cpu_list(l)
+                    ));
+                }
+                Ok(Some(both))
+            }
+        }
     }
 
     /// Installs every tool on its hosts; their versions by "tool@host".
@@ -262,6 +408,11 @@ impl Driver<'_> {
         if let Err(reason) = job::apply_features(&booted.client, variant, &booted.defaults).await {
             self.fail_jobs(jobs, &Failure::Variant(reason.to_string()).to_string())
                 .await?;
+            let _ = job::restore_features(&booted.client, variant, &booted.defaults).await;
+            return Ok(());
+        }
+        if let Err(failure) = self.tune_for(booted, variant).await {
+            self.fail_jobs(jobs, &failure.to_string()).await?;
             let _ = job::restore_features(&booted.client, variant, &booted.defaults).await;
             return Ok(());
         }
@@ -310,7 +461,7 @@ impl Driver<'_> {
             return Ok((runner, None));
         };
         let srv = client_of(host)?;
-        let cpus = variant.cpus.clone();
+        let cpus = Self::cpus_on(booted, variant, host).map_err(Failure::Variant)?;
         match server::open(&workload.kind, &srv, &runner, variant.policy, cpus, booted.id.nr_cpus).await {
             Ok(session) => Ok((runner, session)),
             Err(e) => Err(Failure::Server {
@@ -331,11 +482,87 @@ impl Driver<'_> {
         }
     }
 
+    /// Runs the job; when its connection was lost mid-job and can be opened again (SSH),
+    /// once the hosts answer again on the same boot the whole job runs again (what the lost
+    /// attempt left running is swept first; its partial outputs are dropped), at most
+    /// [`JOB_TRIES`] times in all.
+    async fn run_with_retries(
+        &mut self,
+        ctx: &job::Ctx<'_>,
+        booted: &Booted,
+        variant: &Variant,
+        workload: &Workload,
+        j: &JobRow,
+    ) -> Result<Result<store::JobOutcome, job::JobFailure>, EngineError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            store::start_job(self.db, j.id).await?;
+            let result = job::run(ctx, variant, workload).await;
+            let lost = match &result {
+                Err(f) if f.unreachable && tries < JOB_TRIES => f.reason.clone(),
+                _ => return Ok(result),
+            };
+            if let Err(why) = self.back_after_loss(booted, workload).await {
+                return Ok(result.map_err(|mut f| {
+                    f.reason = format!("{}; not run again: {why}", f.reason);
+                    f
+                }));
+            }
+            (self.on_event)(Event::Warning {
+                message: format!(
+                    "job #{}: the connection was lost mid-job ({lost}); reconnected on the same boot, the job runs again (try {} of {JOB_TRIES})",
+                    j.ordinal,
+                    tries + 1
+                ),
+            });
+            sweep(ctx.runner, &workload.on, true, self.on_event).await;
+            if workload.on != self.sut {
+                sweep(&booted.client, &self.sut, true, self.on_event).await;
+            }
+        }
+    }
+
+    /// After a job lost its connection: whether the job may run again. Only hosts reached
+    /// over SSH reconnect by themselves; each host of the job must answer within
+    /// [`RECONNECT_WAIT`], the SUT still on the boot the job was measuring.
+    async fn back_after_loss(&self, booted: &Booted, workload: &Workload) -> Result<(), String> {
+        let mut hosts = vec![self.sut.clone(), workload.on.clone()];
+        hosts.extend(workload.kind.server_host().map(str::to_string));
+        hosts.dedup();
+        for name in &hosts {
+            let conn = &self.conns[name];
+            if !conn.reconnects() {
+                return Err(format!(
+                    "host {name} is not reached over SSH, whose connections kreg opens again"
+                ));
+            }
+            let client = conn
+                .client()
+                .ok_or_else(|| format!("host {name} is lost to this run"))?;
+            let id = crate::poll::until(RECONNECT_WAIT, Duration::from_millis(500), async || {
+                match client.identity().await {
+                    Ok(id) => crate::poll::Look::<_, ()>::Ready(id),
+                    Err(e) => crate::poll::Look::NotYet(e.to_string()),
+                }
+            })
+            .await
+            .map_err(|_| format!("host {name} did not answer again within {} s", RECONNECT_WAIT.as_secs()))?;
+            if *name == self.sut && id.boot_id != booted.id.boot_id {
+                return Err(format!(
+                    "the SUT booted again meanwhile (boot {} is not the measured boot {})",
+                    id.boot_id, booted.id.boot_id
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// One job: its hosts swept of leftovers, run, and its outcome stored in one
     /// transaction.
     async fn job(
         &mut self,
-        booted: &Booted,
+        booted: &mut Booted,
         variant: &Variant,
         workload: &Workload,
         runner: &AgentClient,
@@ -354,7 +581,11 @@ impl Driver<'_> {
             workload: j.workload.clone(),
             iteration: j.iteration,
         });
-        store::start_job(self.db, j.id).await?;
+        let (records, cpus) = match self.tuned_job(booted, variant, workload).await {
+            Ok(x) => x,
+            Err(failure) => return self.fail_jobs(&[j], &failure.to_string()).await,
+        };
+        let booted = &*booted;
         let ctx = job::Ctx {
             sut: &booted.client,
             sut_id: &booted.id,
@@ -362,8 +593,20 @@ impl Driver<'_> {
             session,
             versions: &booted.versions,
             schedstat: booted.id.schedstat_version.is_some(),
+            cpus,
+            collect: self.scenario.collect.or(workload.collect),
         };
-        let result = job::run(&ctx, variant, workload).await;
+        let result = self.run_with_retries(&ctx, booted, variant, workload, j).await?;
+        let result = match result {
+            Ok(mut outcome) => {
+                outcome.raw.extend(records);
+                Ok(outcome)
+            }
+            Err(mut f) => {
+                f.raw.extend(records);
+                Err(f)
+            }
+        };
         let mut tx = self.db.begin().await.map_err(store::StoreError::from)?;
         match result {
             Ok(outcome) => {

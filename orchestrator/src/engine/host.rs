@@ -42,23 +42,17 @@ pub struct LabConn {
 
 /// A host's token: the first line of its token file, as the agent reads it.
 pub fn read_token(token_file: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(token_file)
-        .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
-    kreg_agent::wire::Token::from_file_text(&text)
-        .map(|t| t.expose().to_string())
-        .map_err(|e| format!("token file {}: {e}", token_file.display()))
+    kreg_agent::wire::Token::read_file(token_file).map(|t| t.expose().to_string())
 }
 
 impl Conn {
-    pub fn open(host: &Host, run_dir: &std::path::Path) -> Result<Conn, String> {
+    pub async fn open(host: &Host, run_dir: &std::path::Path, cfg: &Config) -> Result<Conn, String> {
         match &host.transport {
-            Transport::Http(http) => {
-                let token = read_token(&http.token_file)?;
-                Ok(Conn::Http(HttpConn::new(
-                    &host.name,
-                    AgentClient::new(&http.url, &token),
-                    http.clone(),
-                )))
+            Transport::Http(_) | Transport::Ssh(_) => {
+                let a = super::reach::agent(host, cfg).await?.expect("an agent host");
+                Ok(Conn::Http(
+                    HttpConn::new(&host.name, a.client, a.how).reached_by(a.reached, a.ssh),
+                ))
             }
             Transport::Lab {
                 cpus,
@@ -83,6 +77,19 @@ impl Conn {
         match self {
             Conn::Http(h) => h.client(),
             Conn::Lab(l) => l.client.as_ref(),
+        }
+    }
+
+    /// Whether a lost connection to the host is opened again by itself (SSH).
+    pub fn reconnects(&self) -> bool {
+        matches!(self, Conn::Http(h) if h.over_ssh())
+    }
+
+    /// How the engine reaches the host, as the stored rows say.
+    pub fn reached(&self) -> String {
+        match self {
+            Conn::Http(h) => h.reached().to_string(),
+            Conn::Lab(_) => "lab".to_string(),
         }
     }
 

@@ -29,6 +29,10 @@ pub struct HttpConn {
     booted: Option<(String, PathBuf, String)>,
     /// Why the machine is lost to this run, once it is: later kernels fail at once.
     down: Option<String>,
+    /// How it is reached (`http URL`, `ssh USER@HOST:PORT …`).
+    reached: String,
+    /// An ssh host's tunnel, which the client goes through, and how its agent got running.
+    ssh: Option<(crate::ssh::Tunnel, crate::ssh::install::Outcome)>,
 }
 
 impl HttpConn {
@@ -40,7 +44,27 @@ impl HttpConn {
             known_good: None,
             booted: None,
             down: None,
+            reached: String::new(),
+            ssh: None,
         }
+    }
+
+    pub fn reached_by(
+        mut self,
+        reached: String,
+        ssh: Option<(crate::ssh::Tunnel, crate::ssh::install::Outcome)>,
+    ) -> Self {
+        self.reached = reached;
+        self.ssh = ssh;
+        self
+    }
+
+    pub fn reached(&self) -> &str {
+        &self.reached
+    }
+
+    pub fn over_ssh(&self) -> bool {
+        self.ssh.is_some()
     }
 
     /// The agent, unless the machine is lost to the run.
@@ -115,6 +139,27 @@ impl HttpConn {
         }
     }
 
+    /// Sends the step that boots `release` (kexec or grub-reboot, as the host says). A
+    /// step refused leaves the machine where it is (an error); an answer lost with the
+    /// connection is not a refusal: the machine may be rebooting, and a reboot step is never
+    /// sent twice, so the new boot id decides. Returns why the answer was lost, if it was.
+    async fn boot_step(&self, release: &str, cmdline: &str, what: &str) -> Result<Option<String>, String> {
+        let (release, cmdline) = (release.to_string(), cmdline.to_string());
+        let step = match self.how.boot {
+            BootVia::Kexec => Step::KexecInstalled { release, cmdline },
+            BootVia::GrubReboot => Step::GrubReboot { release, cmdline },
+        };
+        match self.client.step(step, Duration::from_secs(600)).await {
+            Ok(StepOutput::KexecStarted { .. } | StepOutput::Rebooting { .. }) => Ok(None),
+            Ok(other) => Err(format!("{what}: unexpected answer: {other:?}")),
+            Err(e) if e.is_unreachable() => {
+                tracing::warn!(host = %self.name, "{what}: the answer was lost ({e}); waiting for a new boot id");
+                Ok(Some(e.to_string()))
+            }
+            Err(e) => Err(format!("{what}: {e}")),
+        }
+    }
+
     /// Installs `p`, boots it once (kexec or grub-reboot) with the known-good command line
     /// and the kernel's extra arguments, and checks the new boot. A boot that fails puts the
     /// machine back on its known-good kernel, and the error says what the console showed.
@@ -137,22 +182,9 @@ impl HttpConn {
                 .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
         }
         let cmdline = kexec_cmdline(good_cmdline, kernel.cmdline.as_deref().unwrap_or(""));
-        let release = p.release.clone();
-        let (step, method) = match self.how.boot {
-            BootVia::Kexec => (
-                Step::KexecInstalled {
-                    release,
-                    cmdline: cmdline.clone(),
-                },
-                BootMethod::Kexec,
-            ),
-            BootVia::GrubReboot => (
-                Step::GrubReboot {
-                    release,
-                    cmdline: cmdline.clone(),
-                },
-                BootMethod::GrubReboot,
-            ),
+        let method = match self.how.boot {
+            BootVia::Kexec => BootMethod::Kexec,
+            BootVia::GrubReboot => BootMethod::GrubReboot,
         };
         let what = format!(
             "kernel {}: {} into {} on {}",
@@ -161,13 +193,19 @@ impl HttpConn {
             p.release,
             self.name
         );
-        match self.client.step(step, Duration::from_secs(600)).await {
-            Ok(StepOutput::KexecStarted { .. } | StepOutput::Rebooting { .. }) => {}
-            Ok(other) => return Err(format!("kernel {}: unexpected answer: {other:?}", kernel.name)),
-            // Refused before any reboot: the machine stays where it is.
-            Err(e) => return Err(format!("{what}: {e}")),
-        }
-        let detail = match wait_for_agent(&self.client, Some(&before.boot_id), timeout, None).await {
+        let mut watch = match &self.how.console {
+            Some(argv) => Some(super::console::ConsoleWatch::start(argv.clone()).await),
+            None => None,
+        };
+        let lost_answer = self.boot_step(&p.release, &cmdline, &what).await?;
+        let watching = watch.as_mut().map(|w| w as &mut dyn crate::boot::Watch);
+        let waited = wait_for_agent(&self.client, Some(&before.boot_id), timeout, watching)
+            .await
+            .map_err(|e| match &lost_answer {
+                Some(lost) => format!("{e} (the answer to the boot step was lost: {lost})"),
+                None => e,
+            });
+        let detail = match waited {
             Ok(new) => match check_booted(p, &new) {
                 Ok(()) => {
                     self.booted = Some((new.boot_id.clone(), p.vmlinuz.clone(), cmdline));
@@ -405,7 +443,7 @@ async fn run_reset(argv: &[String]) -> Result<(), String> {
 
 /// Runs one of a host's commands on the controller (argv, no shell) within `limit`; its
 /// stdout, or why it failed.
-async fn controller_command(argv: &[String], what: &str, limit: Duration) -> Result<String, String> {
+pub(super) async fn controller_command(argv: &[String], what: &str, limit: Duration) -> Result<String, String> {
     let (prog, args) = argv.split_first().ok_or_else(|| format!("empty {what} command"))?;
     let child = tokio::process::Command::new(prog)
         .args(args)
@@ -429,7 +467,7 @@ async fn controller_command(argv: &[String], what: &str, limit: Duration) -> Res
 
 /// The last `lines` lines of console output, printable: carriage returns and other control
 /// characters (a serial line carries them) are dropped, tabs and newlines kept.
-fn console_lines(text: &str, lines: usize) -> String {
+pub(super) fn console_lines(text: &str, lines: usize) -> String {
     let clean: String = text
         .chars()
         .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')

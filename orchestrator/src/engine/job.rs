@@ -52,7 +52,7 @@ fn agent_fail(context: &str, e: &ClientError, raw: &[(String, String)]) -> JobFa
     }
 }
 
-async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<String, HostError> {
+pub(super) async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<String, HostError> {
     let step = Step::WriteKnob {
         path: path.into(),
         value: value.into(),
@@ -136,6 +136,41 @@ pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults:
     Ok(())
 }
 
+/// What the SUT's counters read at one end of the measured phase (`when`: before or
+/// after): /proc/schedstat when the kernel has it, /proc/interrupts when collected.
+async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) -> Result<(), JobFailure> {
+    if ctx.schedstat {
+        if let Some(s) = schedstat(ctx.sut).await {
+            raw.push((format!("schedstat_{when}"), s));
+        }
+    }
+    if ctx.collect.interrupts {
+        match ctx.sut.step(Step::Interrupts, CONTROL_TIMEOUT).await {
+            Ok(StepOutput::Interrupts { raw: text }) => raw.push((format!("interrupts_{when}"), text)),
+            Ok(other) => return Err(fail(format!("unexpected answer to interrupts: {other:?}"), raw)),
+            Err(e) => return Err(agent_fail("collecting /proc/interrupts", &e, raw)),
+        }
+    }
+    Ok(())
+}
+
+/// The collectors' metrics, from the snapshots in `raw` (their tables added to it).
+fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metric>, JobFailure> {
+    let mut out = Vec::new();
+    if ctx.collect.interrupts {
+        let get = |kind: &str| raw.iter().find(|(k, _)| k == kind).map(|(_, v)| v.as_str());
+        let (Some(b), Some(a)) = (get("interrupts_before"), get("interrupts_after")) else {
+            return Err(fail("the /proc/interrupts snapshots are missing", raw));
+        };
+        let parsed = crate::collect::interrupts::parse(b).and_then(|b| Ok((b, crate::collect::interrupts::parse(a)?)));
+        let (b, a) = parsed.map_err(|e| fail(e, raw))?;
+        let d = crate::collect::interrupts::delta(&b, &a);
+        raw.push(("interrupts_delta".into(), d.table));
+        out.extend(d.metrics);
+    }
+    Ok(out)
+}
+
 async fn schedstat(client: &AgentClient) -> Option<String> {
     match client.step(Step::Schedstat, CONTROL_TIMEOUT).await {
         Ok(StepOutput::Schedstat(s)) => Some(s.raw),
@@ -156,6 +191,11 @@ pub struct Ctx<'a> {
     pub versions: &'a super::tools::Versions,
     /// Whether the SUT's kernel has /proc/schedstat to snapshot around the job.
     pub schedstat: bool,
+    /// CPUs the workload may run on: the variant's, within the cache a tuning confined
+    /// it to; all when `None`.
+    pub cpus: Option<Vec<u32>>,
+    /// The collectors around the measured phase.
+    pub collect: crate::collect::Collect,
 }
 
 /// The programs a workload runs, with the host each runs on and that host's agent.
@@ -233,6 +273,8 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
             )
         }
     };
+    let mut metrics = metrics;
+    metrics.extend(collected(ctx, &mut raw)?);
     let observed_policy = observed.unwrap_or_else(|| "unobserved".into());
     Ok(JobOutcome {
         tool_versions: ctx.versions.clone(),
@@ -253,11 +295,7 @@ async fn measured_exec(
     timeout_secs: u64,
     raw: &mut Vec<(String, String)>,
 ) -> Result<ExecResult, JobFailure> {
-    if ctx.schedstat {
-        if let Some(s) = schedstat(ctx.sut).await {
-            raw.push(("schedstat_before".to_string(), s));
-        }
-    }
+    snapshot(ctx, "before", raw).await?;
     let program = argv.first().cloned().unwrap_or_default();
     let req = ExecRequest {
         argv,
@@ -267,11 +305,7 @@ async fn measured_exec(
         ..Default::default()
     };
     let res = ctx.runner.exec(req).await.map_err(|e| agent_fail("", &e, raw))?;
-    if ctx.schedstat {
-        if let Some(s) = schedstat(ctx.sut).await {
-            raw.push(("schedstat_after".to_string(), s));
-        }
-    }
+    snapshot(ctx, "after", raw).await?;
     raw.push(("stdout".into(), res.stdout.clone()));
     raw.push(("stderr".into(), res.stderr.clone()));
     if !res.success() {
@@ -294,7 +328,7 @@ async fn single_host(
         ctx,
         single.argv(),
         Some(variant.policy),
-        variant.cpus.clone(),
+        ctx.cpus.clone(),
         workload.timeout_secs,
         raw,
     )
@@ -368,11 +402,7 @@ async fn netperf_clients(
     timeout_secs: u64,
     raw: &mut Vec<(String, String)>,
 ) -> Result<Vec<Metric>, JobFailure> {
-    if ctx.schedstat {
-        if let Some(s) = schedstat(ctx.sut).await {
-            raw.push(("schedstat_before".to_string(), s));
-        }
-    }
+    snapshot(ctx, "before", raw).await?;
     let mut ids = Vec::new();
     for _ in 0..clients {
         let req = ExecRequest {
@@ -397,11 +427,7 @@ async fn netperf_clients(
         }
         per_client.push(netperf::parse(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1), raw))?);
     }
-    if ctx.schedstat {
-        if let Some(s) = schedstat(ctx.sut).await {
-            raw.push(("schedstat_after".to_string(), s));
-        }
-    }
+    snapshot(ctx, "after", raw).await?;
     let mut out: Vec<Metric> = per_client[0].clone();
     for m in out.iter_mut() {
         let values: Vec<f64> = per_client
@@ -451,20 +477,12 @@ async fn hammerdb_run(
             return Err(fail("hammerdbcli never finished its rampup", raw));
         }
     }
-    if ctx.schedstat {
-        if let Some(s) = schedstat(ctx.sut).await {
-            raw.push(("schedstat_before".to_string(), s));
-        }
-    }
+    snapshot(ctx, "before", raw).await?;
     let left = limit.saturating_sub(started.elapsed());
     let st = wait_spawned(ctx.runner, p.id, left)
         .await
         .map_err(|e| e.fail("hammerdbcli", raw))?;
-    if ctx.schedstat {
-        if let Some(s) = schedstat(ctx.sut).await {
-            raw.push(("schedstat_after".to_string(), s));
-        }
-    }
+    snapshot(ctx, "after", raw).await?;
     raw.push(("stdout".into(), st.stdout.clone()));
     raw.push(("stderr".into(), st.stderr.clone()));
     hammerdb::parse(&st.stdout).map_err(|e| fail(e.to_string(), raw))

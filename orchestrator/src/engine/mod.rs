@@ -2,14 +2,17 @@
 //! in `drive`), and stores every outcome as it happens, so that a run stopped at any point can be resumed from the
 //! first job not done. Progress goes out as [`Event`]s.
 
+mod console;
 mod drive;
 pub mod error;
 mod host;
 pub use host::read_token;
 mod http;
 mod job;
+pub mod reach;
 mod server;
 mod tools;
+pub mod tune;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -140,7 +143,7 @@ async fn schedstats_on(
 
 /// Puts back the settings an interrupted drive of `run_id` left changed, on the hosts that
 /// are still on the boot they were changed in (a reboot or a stopped lab VM reset them).
-pub async fn restore_settings(db: &PgPool, run_id: i64) -> Result<Vec<String>, EngineError> {
+pub async fn restore_settings(db: &PgPool, run_id: i64, cfg: &Config) -> Result<Vec<String>, EngineError> {
     let run = store::run(db, run_id).await?;
     let scenario = scenario_of(&run)?;
     let mut said = Vec::new();
@@ -151,21 +154,29 @@ pub async fn restore_settings(db: &PgPool, run_id: i64) -> Result<Vec<String>, E
         before,
     } in store::unrestored_settings(db, run_id).await?
     {
-        let transport = scenario.hosts.iter().find(|h| h.name == host).map(|h| &h.transport);
-        let put_back = match transport {
-            Some(crate::scenario::Transport::Http(crate::scenario::HttpTransport { url, token_file, .. })) => {
-                let client = host::read_token(token_file).map(|t| kreg_agent::client::AgentClient::new(url, &t));
-                match client {
-                    Ok(c) => match c.identity().await {
+        let found = scenario.hosts.iter().find(|h| h.name == host);
+        let agent = match found {
+            Some(h) => reach::agent(h, cfg).await.transpose(),
+            None => None,
+        };
+        let put_back = match agent {
+            Some(agent) => {
+                // The agent (and an ssh host's tunnel) lives while the setting is put back.
+                match &agent {
+                    Ok(a) => match a.client.identity().await {
                         Ok(id) if id.boot_id != boot_id => Ok("reset by a reboot".to_string()),
-                        Ok(_) if setting == job::SCHEDSTATS_SETTING => job::set_schedstats(&c, &before)
+                        Ok(_) if setting == job::SCHEDSTATS_SETTING => job::set_schedstats(&a.client, &before)
                             .await
                             .map(|_| format!("put back to {before}"))
                             .map_err(|e| e.to_string()),
+                        // A tuned knob, by its path.
+                        Ok(_) if setting.starts_with('/') => tune::put_back(&a.client, &setting, &before)
+                            .await
+                            .map(|_| format!("put back to {before}")),
                         Ok(_) => Err(format!("kreg does not know how to put {setting} back")),
                         Err(e) => Err(e.to_string()),
                     },
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.clone()),
                 }
             }
             // A lab VM does not outlive its controller.
@@ -264,6 +275,15 @@ pub async fn drive(
         });
     }
     store::set_run_state(db, run_id, RunState::Running).await?;
+    // A controller killed without warning left its settings changed: put back first (the
+    // drive applies them again from the machine's own values).
+    if !store::unrestored_settings(db, run_id).await?.is_empty() {
+        for line in restore_settings(db, run_id, cfg).await? {
+            on_event(Event::Warning {
+                message: format!("left by the interrupted attempt: {line}"),
+            });
+        }
+    }
     let result = drive_jobs(db, &run, &scenario, cfg, on_event).await;
     if result.is_err() {
         // Whatever stopped the drive, the run does not stay `running`.
@@ -319,10 +339,12 @@ async fn drive_jobs(
     let run_dir = cfg.data_dir.join("runs").join(run.id.to_string());
     let mut conns: HashMap<String, host::Conn> = HashMap::new();
     for h in &scenario.hosts {
-        let c = host::Conn::open(h, &run_dir).map_err(|detail| EngineError::Host {
-            host: h.name.clone(),
-            detail,
-        })?;
+        let c = host::Conn::open(h, &run_dir, cfg)
+            .await
+            .map_err(|detail| EngineError::Host {
+                host: h.name.clone(),
+                detail,
+            })?;
         conns.insert(h.name.clone(), c);
     }
     let mut jobs = store::jobs(db, run.id).await?;

@@ -21,8 +21,12 @@ pub struct MachineSpec {
     pub golden: PathBuf,
     /// Holds the overlay, the agent disk, the console log and the monitor socket.
     pub dir: PathBuf,
-    pub agent_bin: PathBuf,
+    /// The agent the machine's init starts at every boot (with `token`), if any: without
+    /// one, the machine runs only sshd and waits for kreg to install its agent over SSH.
+    pub agent_bin: Option<PathBuf>,
     pub token: String,
+    /// root's authorized_keys, for logins over SSH.
+    pub authorized_keys: Option<String>,
     pub cpus: u32,
     pub memory_mib: u32,
 }
@@ -31,6 +35,8 @@ pub struct MachineSpec {
 pub struct Machine {
     child: Child,
     pub port: u16,
+    /// Forwarded to the machine's sshd (port 22).
+    pub ssh_port: u16,
     pub console: PathBuf,
     pub monitor: PathBuf,
 }
@@ -45,7 +51,8 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), LabError> {
 }
 
 /// The machine's disks: a copy-on-write overlay of the golden image, and a small ext2
-/// disk with kreg-agent and its token (the guest's init copies them at each boot).
+/// disk with kreg-agent and its token, and root's authorized_keys (the guest's init copies
+/// them at each boot).
 fn disks(spec: &MachineSpec) -> Result<(PathBuf, PathBuf), LabError> {
     let dir = &spec.dir;
     let overlay = dir.join("disk.qcow2");
@@ -60,9 +67,13 @@ fn disks(spec: &MachineSpec) -> Result<(PathBuf, PathBuf), LabError> {
     let agent_dir = dir.join("agent-disk");
     let _ = std::fs::remove_dir_all(&agent_dir);
     std::fs::create_dir_all(&agent_dir).map_err(|e| err(e.to_string()))?;
-    std::fs::copy(&spec.agent_bin, agent_dir.join("kreg-agent"))
-        .map_err(|e| err(format!("{}: {e}", spec.agent_bin.display())))?;
-    std::fs::write(agent_dir.join("token"), format!("{}\n", spec.token)).map_err(|e| err(e.to_string()))?;
+    if let Some(bin) = &spec.agent_bin {
+        std::fs::copy(bin, agent_dir.join("kreg-agent")).map_err(|e| err(format!("{}: {e}", bin.display())))?;
+        std::fs::write(agent_dir.join("token"), format!("{}\n", spec.token)).map_err(|e| err(e.to_string()))?;
+    }
+    if let Some(keys) = &spec.authorized_keys {
+        std::fs::write(agent_dir.join("authorized_keys"), keys).map_err(|e| err(e.to_string()))?;
+    }
     let agent_img = dir.join("agent.img");
     let _ = std::fs::remove_file(&agent_img);
     run(
@@ -91,6 +102,7 @@ impl Machine {
         let (overlay, agent_img) = disks(spec)?;
 
         let port = super::free_port()?;
+        let ssh_port = super::free_port()?;
         let console = dir.join("console.log");
         let monitor = dir.join("monitor.sock");
         let _ = std::fs::remove_file(&monitor);
@@ -119,7 +131,7 @@ impl Machine {
         .args([
             "-netdev",
             &format!(
-                "user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{}",
+                "user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{},hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
                 super::initramfs::GUEST_AGENT_PORT
             ),
         ])
@@ -133,6 +145,7 @@ impl Machine {
         Ok(Machine {
             child,
             port,
+            ssh_port,
             console,
             monitor,
         })
@@ -140,6 +153,23 @@ impl Machine {
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The known_hosts line of the machine's sshd, from the host key the image was made
+    /// with (`ssh_host_ed25519_key.pub` beside the golden image).
+    pub fn known_hosts_line(golden: &Path, ssh_port: u16) -> Result<String, LabError> {
+        let pub_file = golden.with_file_name("ssh_host_ed25519_key.pub");
+        let text = std::fs::read_to_string(&pub_file).map_err(|e| {
+            err(format!(
+                "{}: {e} (made by scripts/lab-machine.sh; run it again)",
+                pub_file.display()
+            ))
+        })?;
+        let mut words = text.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some(kind), Some(key)) => Ok(format!("[127.0.0.1]:{ssh_port} {kind} {key}")),
+            _ => Err(err(format!("{}: not a public key", pub_file.display()))),
+        }
     }
 
     /// Presses the machine's reset button (qemu's `system_reset` on the monitor).

@@ -144,16 +144,12 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
             not_restored.join("; ")
         ));
     }
-    if prov.iter().any(|p| !p.settings.is_empty()) {
-        out.push(
-            "tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them) but for the settings listed per kernel, which kreg changed for the run and puts back"
-                .into(),
-        );
-    } else {
-        out.push("tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them)".into());
-    }
+    out.push(tuning_sentence(prov).into());
     for p in prov {
         let mut parts = vec![format!("kernel {}: {}", p.kernel, p.boot_lines().join("; "))];
+        if !p.tuning.is_empty() {
+            parts.push(format!("tuning {}", p.tuning.join(" | ")));
+        }
         if !p.settings.is_empty() {
             parts.push(format!("settings changed {}", p.setting_lines().join(", ")));
         }
@@ -172,6 +168,17 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
         out.push(parts.join("; "));
     }
     out
+}
+
+/// What the report says about tuning before the per-kernel lines.
+fn tuning_sentence(prov: &[KernelProvenance]) -> &'static str {
+    if prov.iter().any(|p| !p.tuning.is_empty()) {
+        "tuning: applied by kreg as listed per kernel (read back before every job), put back after each kernel's jobs; other settings as the hosts had them"
+    } else if prov.iter().any(|p| !p.settings.is_empty()) {
+        "tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them) but for the settings listed per kernel, which kreg changed for the run and puts back"
+    } else {
+        "tuning: none applied by kreg (governor, turbo and sysctls as the hosts had them)"
+    }
 }
 
 #[cfg(test)]

@@ -307,6 +307,7 @@ mod tests {
                     before: "0".into(),
                     after: "1".into(),
                     restored,
+                    knobs: 1,
                 })
                 .into_iter()
                 .collect(),

@@ -50,6 +50,7 @@ const TOP: &[&str] = &[
     "boots",
     "tools",
     "order",
+    "collect",
 ];
 
 impl<'a> Cx<'a> {
@@ -82,6 +83,7 @@ impl<'a> Cx<'a> {
                 policy: Policy::Other,
                 features: vec![],
                 cpus: None,
+                tuning: Default::default(),
             }]),
         };
         let workloads = match self.required(&f, "workloads", "the scenario") {
@@ -94,6 +96,10 @@ impl<'a> Cx<'a> {
         let tools = match f.get("tools") {
             Some(n) => self.tools(n),
             None => Some(Vec::new()),
+        };
+        let collect = match f.get("collect") {
+            Some(n) => self.collect(n),
+            None => Some(Default::default()),
         };
 
         // Cross-references, checked against the names the file declares even where an
@@ -123,6 +129,7 @@ impl<'a> Cx<'a> {
             boots: boots?,
             tools: tools?,
             order: order?,
+            collect: collect?,
             files: Vec::new(),
         })
     }
@@ -298,7 +305,7 @@ impl<'a> Cx<'a> {
     }
 
     fn variant(&mut self, node: &Node) -> Option<Variant> {
-        let f = self.map(node, "a variant", &["name", "policy", "features", "cpus"])?;
+        let f = self.map(node, "a variant", &["name", "policy", "features", "cpus", "tuning"])?;
         let name = self
             .required(&f, "name", "a variant")
             .and_then(|n| self.name(n, "variant name"));
@@ -355,11 +362,16 @@ impl<'a> Cx<'a> {
                 }
             }),
         };
+        let tuning = match f.get("tuning") {
+            Some(n) => self.tuning(n, &format!("variant `{}`", name.as_deref().unwrap_or("?"))),
+            None => Some(Default::default()),
+        };
         Some(Variant {
             name: name?,
             policy: policy?,
             features: features?,
             cpus: cpus?,
+            tuning: tuning?,
         })
     }
 
@@ -377,36 +389,12 @@ impl<'a> Cx<'a> {
     }
 }
 
-/// "0-3,8" → [0, 1, 2, 3, 8]; `None` when malformed.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for part in text.split(',') {
-        let part = part.trim();
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                if a > b || b >= 8192 {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => {
-                let c: u32 = part.parse().ok()?;
-                if c >= 8192 {
-                    return None;
-                }
-                out.push(c);
-            }
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    (!out.is_empty()).then_some(out)
-}
+pub use crate::tuning::parse_cpu_list;
 
 /// A workload before its host is resolved against the hosts section.
 struct PendingWorkload {
     name: String,
+    collect: crate::collect::Collect,
     on: Option<String>,
     timeout_secs: u64,
     kind: WorkloadKind,
@@ -417,7 +405,9 @@ struct PendingWorkload {
 mod hosts;
 mod kernel;
 mod refs;
+pub(crate) mod ssh;
 mod tools;
+mod tuning;
 mod workload;
 
 #[cfg(test)]

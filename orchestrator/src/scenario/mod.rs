@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 pub use crate::yaml::cx::{Diagnostic, FileRef};
 pub use kreg_agent::wire::Policy;
-pub use load::from_str;
+pub use load::{from_str, parse_cpu_list};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
@@ -32,6 +32,8 @@ pub struct Scenario {
     pub tools: Vec<Tool>,
     /// The order of jobs within a kernel.
     pub order: Order,
+    /// Collectors for every workload.
+    pub collect: crate::collect::Collect,
     /// Every file the scenario names, with where: `kreg validate` checks them.
     pub files: Vec<FileRef>,
 }
@@ -129,6 +131,8 @@ pub struct Host {
     pub name: String,
     pub role: Role,
     pub transport: Transport,
+    /// Settings applied after every boot, for the run (a variant's override the SUT's).
+    pub tuning: crate::tuning::Tuning,
 }
 
 /// A machine running `kreg-agent`, reached over HTTP; the token file is resolved against
@@ -137,6 +141,11 @@ pub struct Host {
 pub struct HttpTransport {
     pub url: String,
     pub token_file: PathBuf,
+    /// An https agent's certificate fingerprint (`sha256:…`), pinned: no CA is consulted.
+    pub tls_fingerprint: Option<String>,
+    /// Plain http to a host that is not this machine, said on purpose: the token crosses
+    /// the network in clear text.
+    pub insecure: bool,
     /// How a kernel other than the running one gets booted after it is installed.
     pub boot: BootVia,
     /// A command run on the controller to reset the machine (a BMC's power cycle, say)
@@ -150,10 +159,96 @@ pub struct HttpTransport {
     pub keep_kernels: u32,
 }
 
+/// A machine that runs nothing but sshd: kreg reaches it over SSH, installs or upgrades
+/// `kreg-agent` on it, and speaks the agent's protocol through the SSH connection to the
+/// agent on the machine's loopback. It boots kernels like an http host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SshTransport {
+    pub ssh: SshSpec,
+    /// The agent's token on the controller; without it kreg keeps one per machine under
+    /// its data folder (`ssh/USER@ADDRESS:PORT.token`, mode 0600).
+    pub token_file: Option<PathBuf>,
+    /// As on an http host.
+    pub boot: BootVia,
+    pub reset: Option<Vec<String>>,
+    pub console: Option<Vec<String>>,
+    pub keep_kernels: u32,
+}
+
+/// Where and as whom kreg logs in, and how it knows the machine is the right one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SshSpec {
+    /// Host name or IP address.
+    pub address: String,
+    pub port: u16,
+    pub user: String,
+    /// The private key; without it the user's `~/.ssh/id_ed25519`, `id_ecdsa` or `id_rsa`.
+    pub identity: Option<PathBuf>,
+    /// A file holding the identity's passphrase, when it has one.
+    pub passphrase_file: Option<PathBuf>,
+    /// Known host keys; without it the user's `~/.ssh/known_hosts` and
+    /// `/etc/ssh/ssh_known_hosts`.
+    pub known_hosts: Option<PathBuf>,
+    /// A host key pinned in the scenario (`SHA256:…`): the machine must show it, whatever
+    /// the known_hosts files say.
+    pub host_key: Option<String>,
+    /// The port the agent listens on, on the machine's loopback.
+    pub agent_port: u16,
+}
+
+impl SshSpec {
+    /// `user@address:port`, as messages and the stored rows name the machine.
+    pub fn target(&self) -> String {
+        if self.address.contains(':') {
+            format!("{}@[{}]:{}", self.user, self.address, self.port)
+        } else {
+            format!("{}@{}:{}", self.user, self.address, self.port)
+        }
+    }
+}
+
+impl SshSpec {
+    /// `USER@HOST[:PORT]` (user root, port 22 when not given), as the command line takes a
+    /// machine, with the other settings at their defaults.
+    pub fn from_target(target: &str) -> Result<SshSpec, String> {
+        let (user, rest) = match target.split_once('@') {
+            Some((u, r)) => (u.to_string(), r),
+            None => ("root".to_string(), target),
+        };
+        let user_ok = !user.is_empty()
+            && !user.starts_with('-')
+            && user
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !user_ok {
+            return Err(format!("{target:?}: {user:?} is not a user name"));
+        }
+        let (address, port) = load::ssh::split_address(rest).map_err(|why| format!("{target:?} {why}"))?;
+        if address.is_empty() || address.starts_with('-') || address.contains(char::is_whitespace) {
+            return Err(format!("{target:?}: expected USER@HOST[:PORT]"));
+        }
+        Ok(SshSpec {
+            address,
+            port,
+            user,
+            identity: None,
+            passphrase_file: None,
+            known_hosts: None,
+            host_key: None,
+            agent_port: SSH_AGENT_PORT,
+        })
+    }
+}
+
+/// The agent's port on an ssh host's loopback unless `agent_port:` says otherwise.
+pub const SSH_AGENT_PORT: u16 = 7878;
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
     /// A running `kreg-agent`.
     Http(HttpTransport),
+    /// sshd, and an agent kreg installs through it.
+    Ssh(SshTransport),
     /// A qemu VM that kreg starts on this machine.
     Lab {
         cpus: u32,
@@ -249,6 +344,8 @@ pub struct Variant {
     pub features: Vec<String>,
     /// CPUs the workload (or server) may run on; all when absent.
     pub cpus: Option<Vec<u32>>,
+    /// The SUT's tuning for this variant's jobs, over the host's own.
+    pub tuning: crate::tuning::Tuning,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -258,6 +355,8 @@ pub struct Workload {
     pub on: String,
     pub timeout_secs: u64,
     pub kind: WorkloadKind,
+    /// Collectors for this workload besides the scenario's.
+    pub collect: crate::collect::Collect,
 }
 
 pub use crate::workload::WorkloadKind;

@@ -34,6 +34,21 @@ pub fn normal_quantile(p: f64) -> f64 {
     Normal::new(0.0, 1.0).expect("standard normal").inverse_cdf(p)
 }
 
+/// The step the values were printed in, as far as the numbers show: the finest decimal
+/// place any of them needs (0.001 for 0.005 and 0.012, 1 for 12 and 40). `None` when every
+/// value is 0, or when one needs more than 9 decimals (computed, not printed).
+pub fn resolution(values: &[f64]) -> Option<f64> {
+    let mut finest: Option<i32> = None;
+    for &v in values.iter().filter(|v| **v != 0.0) {
+        let places = (0..=9).find(|&k| {
+            let scaled = v * 10f64.powi(k);
+            (scaled - scaled.round()).abs() <= 1e-6 + 1e-12 * scaled.abs()
+        })?;
+        finest = Some(finest.map_or(places, |f| f.max(places)));
+    }
+    finest.map(|k| 10f64.powi(-k))
+}
+
 /// The first and third quartiles (linear interpolation between order statistics, as
 /// R's default); NaN for no samples.
 pub fn quartiles(samples: &[f64]) -> (f64, f64) {
@@ -197,5 +212,15 @@ mod tests {
         assert_eq!(change_pct(0.0, 1.0), None);
         assert_eq!(quartiles(&[1.0, 2.0, 3.0, 4.0, 5.0]), (2.0, 4.0));
         assert_eq!(quartiles(&[1.0, 2.0, 3.0, 4.0]), (1.75, 3.25));
+    }
+
+    #[test]
+    fn resolution_is_the_finest_printed_place() {
+        assert_eq!(resolution(&[0.005, 0.005]), Some(0.001));
+        assert_eq!(resolution(&[0.012, 0.5, 0.0]), Some(0.001));
+        assert_eq!(resolution(&[12.0, 40.0, -3.0]), Some(1.0));
+        assert_eq!(resolution(&[1234.5678]), Some(1e-4));
+        assert_eq!(resolution(&[0.0, 0.0]), None);
+        assert_eq!(resolution(&[1.0 / 3.0, 2.0]), None, "computed, not printed");
     }
 }

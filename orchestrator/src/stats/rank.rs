@@ -186,10 +186,9 @@ pub fn hodges_lehmann(a: &[f64], b: &[f64], tail: f64) -> (f64, Option<(f64, f64
     let mut d: Vec<f64> = a.iter().flat_map(|x| b.iter().map(move |y| y - x)).collect();
     d.sort_by(f64::total_cmp);
     let shift = super::median(&mut d.clone());
-    // Every difference the same (both sides constant): any interval of them is that one.
-    if d.first() == d.last() {
-        return (shift, Some((shift, shift)));
-    }
+    // No special case for constant sides: with too few observations for any interval, even
+    // identical numbers bound nothing (two runs a side printing the same value show as
+    // little as two that differ).
     let k = moses_rank(a.len(), b.len(), tail);
     let ci = k.map(|k| (d[k - 1], d[d.len() - k]));
     (shift, ci)
@@ -301,5 +300,8 @@ mod tests {
         // the 5th smallest and the 5th largest of the 25 differences.
         assert_eq!((lo, hi), (0.0, 4.0));
         assert!(hodges_lehmann(&[1.0, 2.0], &[3.0, 4.0], 0.05).1.is_none());
+        // Identical numbers bound nothing at 2 a side; at 4 a side the interval is a point.
+        assert!(hodges_lehmann(&[5.0; 2], &[5.0; 2], 0.05).1.is_none());
+        assert_eq!(hodges_lehmann(&[5.0; 4], &[5.0; 4], 0.05).1, Some((0.0, 0.0)));
     }
 }

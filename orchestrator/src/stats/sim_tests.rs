@@ -125,9 +125,29 @@ fn rank_rows_that_cannot_reach_alpha_say_how_many_runs_they_need() {
 
 #[test]
 fn constant_samples_are_judged_by_permutation_not_by_a_zero_variance() {
-    // Equal constants: nothing changed.
-    let c = one(&[5.0; 6], &[5.0; 6], MetricKind::Mean, false);
+    // Equal constants printed finely: nothing changed.
+    let c = one(&[5.25; 6], &[5.25; 6], MetricKind::Mean, false);
     assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    // Printed in whole units, the same constants cannot show ±2%: one step is 20%.
+    let c = one(&[5.0; 6], &[5.0; 6], MetricKind::Mean, false);
+    assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+    assert_eq!(c.ci, Some((-0.2, 0.2)));
+    assert!(
+        c.reason.contains("a finer measure") && c.runs_needed.is_none(),
+        "{}",
+        c.reason
+    );
+    // Two a side, even identical and fine: too few to bound anything.
+    let c = one(&[5.25; 2], &[5.25; 2], MetricKind::Mean, false);
+    assert_eq!((c.verdict, c.ci), (Verdict::Inconclusive, None), "{c:?}");
+    // Milliseconds over a 5 ms run, as hackbench prints on a fast machine.
+    let c = one(
+        &[0.005, 0.005, 0.006, 0.005, 0.005, 0.005],
+        &[0.005; 6],
+        MetricKind::Mean,
+        false,
+    );
+    assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
     // Different constants, 3 a side: the permutation p is 0.1; no alarm.
     let d = one(&[5.0; 3], &[6.0; 3], MetricKind::Mean, false);
     assert!((d.p - 0.1).abs() < 1e-12 && d.verdict == Verdict::Inconclusive, "{d:?}");

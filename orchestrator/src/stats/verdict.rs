@@ -160,6 +160,10 @@ pub struct Comparison {
     /// The direction when the change is not a number (+1: larger).
     #[serde(skip)]
     pub sign: f64,
+    /// When the observations vary by less than the step they were printed in: that step,
+    /// relative to the baseline's centre. The interval is then at least ± this wide.
+    #[serde(skip)]
+    pub step: Option<f64>,
 }
 
 /// An interval as `[low, high]`, with nulls for an unbounded one.
@@ -196,6 +200,7 @@ fn blank(kind: MetricKind, test: Test, unit: Unit, base: &[f64], new: &[f64]) ->
         min_p: 1.0,
         rel_sd: f64::NAN,
         sign: 0.0,
+        step: None,
     }
 }
 
@@ -217,7 +222,36 @@ pub fn measure(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f6
         // The t-test needs two observations a side; say so rather than rank two numbers.
         c.min_p = 1.0;
     }
+    widen_to_resolution(&mut c, base, new);
     c
+}
+
+/// Values that vary by less than the step they were printed in (0.005 s five times, with
+/// a tool that prints milliseconds) hide any change smaller than that step: the interval
+/// is widened to at least ± one step around the estimate. When the noise spans several
+/// steps, rounding averages out and the interval stands as measured.
+fn widen_to_resolution(c: &mut Comparison, base: &[f64], new: &[f64]) {
+    let all: Vec<f64> = base.iter().chain(new).copied().collect();
+    let (Some(q), Some((l, h))) = (super::resolution(&all), c.ci) else {
+        return;
+    };
+    let centre = c.centre[0].abs();
+    if !(centre > 0.0 && c.change.is_finite()) {
+        return;
+    }
+    let spread = |x: &[f64]| {
+        let (lo, hi) = x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+        hi - lo
+    };
+    // "Less than a step": each side's values lie within one step of each other.
+    if spread(base) > q * 1.000001 || spread(new) > q * 1.000001 {
+        return;
+    }
+    let step = q / centre;
+    c.ci = Some((l.min(c.change - step), h.max(c.change + step)));
+    c.step = Some(step);
 }
 
 fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
@@ -360,6 +394,17 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     };
     c.verdict = verdict;
     c.reason = reason;
+    if let (Verdict::Inconclusive, Some(step)) = (verdict, c.step) {
+        c.reason.push_str(&format!(
+            "; the values vary by less than the step they are printed in ({:.1}% of the baseline), so the interval is at least that wide",
+            100.0 * step
+        ));
+        if step >= min {
+            c.runs_needed = None;
+            c.reason
+                .push_str(": more runs will not settle it, a finer measure will (longer runs, more loops)");
+        }
+    }
 }
 
 /// Why a row whose test can reach alpha is still open, with the runs that would settle it

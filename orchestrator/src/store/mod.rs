@@ -363,11 +363,12 @@ pub async fn record_host(
     name: &str,
     id: &kreg_agent::wire::Identity,
     boot_method: &str,
+    reached: &str,
 ) -> Result<()> {
     sqlx::query(
         "INSERT INTO hosts (run_id, name, boot_id, kernel_release, proc_version, nr_cpus, schedstat_version, boot_method,
-                            cpu_model, cmdline)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (run_id, name, boot_id) DO NOTHING",
+                            cpu_model, cmdline, reached)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (run_id, name, boot_id) DO NOTHING",
     )
     .bind(run_id)
     .bind(name)
@@ -379,6 +380,7 @@ pub async fn record_host(
     .bind(boot_method)
     .bind(&id.cpu_model)
     .bind(&id.cmdline)
+    .bind(reached)
     .execute(db)
     .await?;
     Ok(())
@@ -455,6 +457,32 @@ pub async fn record_setting(
     Ok(())
 }
 
+/// Notes a knob a tuning setting (`item`) changes on a host, before the change is made.
+pub async fn record_tuning(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    host: &str,
+    boot_id: &str,
+    (item, path): (&str, &str),
+    before: &str,
+    after: &str,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO host_settings (run_id, host, boot_id, setting, before, after, item) VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (run_id, host, boot_id, setting) DO UPDATE SET after = EXCLUDED.after, item = EXCLUDED.item, restored_at = NULL",
+    )
+    .bind(run_id)
+    .bind(host)
+    .bind(boot_id)
+    .bind(path)
+    .bind(before)
+    .bind(after)
+    .bind(item)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// A setting put back to its value before.
 pub async fn setting_restored(
     db: impl PgExecutor<'_>,
@@ -475,8 +503,8 @@ pub async fn setting_restored(
     Ok(())
 }
 
-/// Settings of a run not put back yet: (host, boot id, setting, value before).
-/// A setting kreg changed on a host's boot and has not put back yet.
+/// A setting kreg changed on a host's boot and has not put back yet (the latest change
+/// first: put back in that order, CPUs come online before their own knobs are).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PendingSetting {
     pub host: String,
@@ -487,7 +515,7 @@ pub struct PendingSetting {
 
 pub async fn unrestored_settings(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<PendingSetting>> {
     Ok(sqlx::query_as(
-        "SELECT host, boot_id, setting, before FROM host_settings WHERE run_id = $1 AND restored_at IS NULL ORDER BY id",
+        "SELECT host, boot_id, setting, before FROM host_settings WHERE run_id = $1 AND restored_at IS NULL ORDER BY id DESC",
     )
     .bind(run_id)
     .fetch_all(db)
@@ -509,16 +537,49 @@ struct ToolsRow {
 
 /// The settings kreg changed per kernel.
 async fn settings_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<KernelItem<SettingChange>>> {
+    // A tuning setting's knobs together (a governor has one per CPU); a lone knob named
+    // with its path.
     Ok(sqlx::query_as(
-        "SELECT DISTINCT j.kernel, s.host, s.setting,
-                jsonb_build_object('host', s.host, 'name', s.setting, 'before', s.before, 'after', s.after,
-                                   'restored', s.restored_at IS NOT NULL) AS item
-         FROM host_settings s JOIN jobs j ON j.run_id = s.run_id AND j.boot_id = s.boot_id
-         WHERE s.run_id = $1 ORDER BY 1, 2, 3",
+        "SELECT kernel, item FROM (
+           SELECT j.kernel, s.host, COALESCE(s.item, s.setting) AS what,
+                  jsonb_build_object(
+                    'host', s.host,
+                    'name', CASE WHEN count(DISTINCT s.setting) = 1 AND min(s.item) IS NOT NULL
+                                 THEN min(s.item) || ' ' || min(s.setting) ELSE COALESCE(s.item, s.setting) END,
+                    'before', string_agg(DISTINCT s.before, ' / '), 'after', string_agg(DISTINCT s.after, ' / '),
+                    'knobs', count(DISTINCT s.setting),
+                    'restored', bool_and(s.restored_at IS NOT NULL)) AS item
+           FROM host_settings s
+           JOIN (SELECT DISTINCT run_id, boot_id, kernel FROM jobs WHERE run_id = $1) j
+             ON j.run_id = s.run_id AND j.boot_id = s.boot_id
+           WHERE s.run_id = $1
+           GROUP BY j.kernel, s.host, COALESCE(s.item, s.setting)) t
+         ORDER BY kernel, host, what",
     )
     .bind(run_id)
     .fetch_all(db)
     .await?)
+}
+
+/// The tuning each kernel's jobs ran with, per variant, as read back before each job.
+async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String)>> {
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT DISTINCT j.kernel, j.variant, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
+         WHERE o.run_id = $1 AND (o.kind = 'tuning' OR o.kind LIKE 'tuning@%') ORDER BY 1, 2, 3",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(kernel, variant, content)| {
+            let line = match serde_json::from_str::<crate::tuning::Record>(&content) {
+                Ok(r) => format!("variant {variant}, {}", r.summary()),
+                Err(e) => format!("variant {variant}: unreadable tuning record ({e})"),
+            };
+            (kernel, line)
+        })
+        .collect())
 }
 
 /// The kernels of a run on which `sut` had no /proc/schedstat.
@@ -598,6 +659,7 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec
     gather(&mut out, versions, |p| &mut p.tools);
     gather(&mut out, items(builds), |p| &mut p.builds);
     gather(&mut out, items(settings_of(db, run_id).await?), |p| &mut p.settings);
+    gather(&mut out, tuning_of(db, run_id).await?, |p| &mut p.tuning);
     for k in without_schedstat(db, run_id, sut).await? {
         match out.iter_mut().find(|p| p.kernel == k) {
             Some(p) => p.no_schedstat = true,

@@ -87,12 +87,14 @@ pub struct BootItem {
     pub boot_method: String,
     pub schedstat_version: Option<i32>,
     pub seen_at: DateTime<Utc>,
+    /// How the engine reached the host (`http URL`, `ssh USER@HOST:PORT (host key …)`, `lab`).
+    pub reached: String,
 }
 
 pub async fn boots(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<BootItem>> {
     Ok(sqlx::query_as(
         "SELECT DISTINCT j.kernel, h.name AS host, h.boot_id, h.kernel_release AS release, h.proc_version,
-                h.nr_cpus, h.cpu_model, h.cmdline, h.boot_method, h.schedstat_version, h.seen_at
+                h.nr_cpus, h.cpu_model, h.cmdline, h.boot_method, h.schedstat_version, h.seen_at, h.reached
          FROM hosts h JOIN jobs j ON j.run_id = h.run_id AND j.boot_id = h.boot_id
          WHERE h.run_id = $1 ORDER BY h.seen_at, h.name",
     )

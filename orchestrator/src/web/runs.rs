@@ -316,6 +316,20 @@ fn failed_list(v: &RunView) -> String {
     )
 }
 
+/// A kernel's tuning as read back per variant, and the knobs kreg changed.
+fn tuning_cell(p: Option<&crate::results::KernelProvenance>) -> String {
+    match p {
+        Some(p) if !p.tuning.is_empty() || !p.settings.is_empty() => {
+            let mut lines: Vec<String> = p.tuning.iter().map(|t| esc(t)).collect();
+            if !p.settings.is_empty() {
+                lines.push(format!("changed: {}", esc(&p.setting_lines().join(", "))));
+            }
+            lines.join("<br>")
+        }
+        _ => "none applied by kreg".into(),
+    }
+}
+
 /// Per kernel: releases, each boot and how it was made, the build, tools, CPU, tuning.
 fn provenance(v: &RunView) -> String {
     let mut out = String::from("<h2>Kernels</h2>");
@@ -336,6 +350,7 @@ fn provenance(v: &RunView) -> String {
             .map(|b| {
                 vec![
                     esc(&b.host),
+                    esc(&b.reached),
                     format!("<code>{}</code>", esc(&b.boot_id)),
                     esc(&b.boot_method),
                     esc(&b.release),
@@ -355,10 +370,7 @@ fn provenance(v: &RunView) -> String {
             .map(|(_, key)| html::link(&format!("/kernels/{key}"), key))
             .unwrap_or_else(|| "not built by kreg".into());
         let tools = p.map(|p| esc(&p.tool_lines().join(", "))).unwrap_or_default();
-        let tuning = match p {
-            Some(p) if !p.settings.is_empty() => esc(&p.setting_lines().join(", ")),
-            _ => "none applied by kreg".into(),
-        };
+        let tuning = tuning_cell(p);
         let _ = write!(
             out,
             "<h3 class=\"kernel\" data-kernel=\"{}\">kernel {}</h3>{}{}",
@@ -381,6 +393,7 @@ fn provenance(v: &RunView) -> String {
                 "boots",
                 &[
                     "host",
+                    "reached",
                     "boot id",
                     "made by",
                     "release",

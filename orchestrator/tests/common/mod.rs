@@ -3,6 +3,7 @@
 //! process on a loopback port.
 #![allow(dead_code)]
 
+pub mod sshd;
 pub mod standin;
 pub mod web;
 
@@ -102,6 +103,29 @@ pub fn spawn_agent(mut cmd: Command) -> (Child, String) {
         .unwrap_or_else(|| panic!("agent said {line:?}"));
     let url = format!("http://{addr}");
     (child, url)
+}
+
+/// Starts a kreg-agent command line with `--tls` (listening on port 0): the process,
+/// its https URL and its certificate's fingerprint, from its first two lines.
+pub fn spawn_tls_agent(mut cmd: Command) -> (Child, String, String) {
+    let mut child = cmd
+        .arg("--tls")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .strip_prefix("kreg-agent listening on ")
+        .unwrap_or_else(|| panic!("agent said {first:?}"))
+        .to_string();
+    let second = lines.next().unwrap().unwrap();
+    let fp = second
+        .strip_prefix("kreg-agent TLS certificate ")
+        .unwrap_or_else(|| panic!("agent said {second:?}"))
+        .to_string();
+    (child, format!("https://{addr}"), fp)
 }
 
 /// Panics with the command's output unless it succeeded.

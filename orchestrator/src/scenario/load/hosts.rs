@@ -5,6 +5,38 @@ use super::super::*;
 use super::{Cx, Fields};
 use crate::yaml::{Kind, Node};
 
+/// Whether an http url names this machine (its loopback).
+fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = host.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The keys only an ssh transport takes.
+const SSH_KEYS: &[&str] = &[
+    "address",
+    "user",
+    "identity",
+    "passphrase_file",
+    "known_hosts",
+    "host_key",
+    "agent_port",
+];
+
+/// The part of a transport that says how its machine boots, resets and shows its console.
+pub(super) struct MachineHow {
+    pub boot: BootVia,
+    pub reset: Option<Vec<String>>,
+    pub console: Option<Vec<String>>,
+    pub keep_kernels: u32,
+}
+
 impl<'a> Cx<'a> {
     pub(super) fn hosts(&mut self, node: &Node, default_boot: BootVia) -> Option<Vec<Host>> {
         let Kind::Map(entries) = &node.kind else {
@@ -39,7 +71,7 @@ impl<'a> Cx<'a> {
 
     fn host(&mut self, name: &str, node: &Node, default_boot: BootVia) -> Option<Host> {
         let what = format!("host `{name}`");
-        let f = self.map(node, &what, &["role", "transport"])?;
+        let f = self.map(node, &what, &["role", "transport", "tuning"])?;
         let role = self
             .required(&f, "role", &what)
             .and_then(|n| match self.string(n, "role")?.as_str() {
@@ -53,10 +85,15 @@ impl<'a> Cx<'a> {
         let transport = self
             .required(&f, "transport", &what)
             .and_then(|n| self.transport(n, &what, default_boot));
+        let tuning = match f.get("tuning") {
+            Some(n) => self.tuning(n, &what),
+            None => Some(Default::default()),
+        };
         Some(Host {
             name: name.to_string(),
             role: role?,
             transport: transport?,
+            tuning: tuning?,
         })
     }
 
@@ -76,6 +113,15 @@ impl<'a> Cx<'a> {
                 "reset",
                 "console",
                 "keep_kernels",
+                "address",
+                "user",
+                "identity",
+                "passphrase_file",
+                "known_hosts",
+                "host_key",
+                "agent_port",
+                "tls_fingerprint",
+                "insecure",
             ],
         )?;
         let kind_node = self.required(&f, "kind", &what)?;
@@ -90,7 +136,16 @@ impl<'a> Cx<'a> {
         match kind.as_str() {
             "http" => {
                 refuse(self, &["cpus", "memory_mib", "parallel"], "http");
+                refuse(self, SSH_KEYS, "http");
                 self.http_transport(&f, &what, default_boot)
+            }
+            "ssh" => {
+                refuse(
+                    self,
+                    &["url", "cpus", "memory_mib", "parallel", "tls_fingerprint", "insecure"],
+                    "ssh",
+                );
+                self.ssh_transport(&f, &what, default_boot)
             }
             "lab" => {
                 refuse(
@@ -98,32 +153,23 @@ impl<'a> Cx<'a> {
                     &["url", "token_file", "boot", "reset", "console", "keep_kernels"],
                     "lab",
                 );
+                refuse(self, SSH_KEYS, "lab");
+                refuse(self, &["tls_fingerprint", "insecure"], "lab");
                 self.lab_transport(&f)
             }
             other => {
                 self.error(
                     kind_node,
-                    format!("kind: unknown transport `{other}`; expected http or lab"),
+                    format!("kind: unknown transport `{other}`; expected http, ssh or lab"),
                 );
                 None
             }
         }
     }
 
-    /// A machine running kreg-agent: its URL and token, how it boots kernels, how it is
-    /// reset and its console read, how many of kreg's kernels it keeps.
-    fn http_transport(&mut self, f: &Fields, what: &str, default_boot: BootVia) -> Option<Transport> {
-        let url = self.required(f, "url", what).and_then(|n| {
-            let u = self.string(n, "url")?;
-            if !(u.starts_with("http://") || u.starts_with("https://")) {
-                self.error(n, format!("url: {u:?} must start with http:// or https://"));
-                return None;
-            }
-            Some(u)
-        });
-        let token = self
-            .required(f, "token_file", what)
-            .and_then(|n| self.file(n, "token_file"));
+    /// How a machine kreg reaches through its agent boots kernels, is reset and has its
+    /// console read, and how many of kreg's kernels it keeps.
+    pub(super) fn machine(&mut self, f: &Fields, default_boot: BootVia) -> Option<MachineHow> {
         let boot = match f.get("boot") {
             None => Some(default_boot),
             Some(n) => self.boot_via(n, "boot"),
@@ -141,14 +187,103 @@ impl<'a> Cx<'a> {
                 .map(Some),
         };
         let keep = self.uint_or(f, "keep_kernels", "keep_kernels", (1, 1000), KEEP_KERNELS);
-        Some(Transport::Http(HttpTransport {
-            url: url?,
-            token_file: token?,
+        Some(MachineHow {
             boot: boot?,
             reset: reset?,
             console: console?,
             keep_kernels: keep?,
+        })
+    }
+
+    /// A machine running kreg-agent: its URL and token, how it boots kernels, how it is
+    /// reset and its console read, how many of kreg's kernels it keeps.
+    fn http_transport(&mut self, f: &Fields, what: &str, default_boot: BootVia) -> Option<Transport> {
+        let url = self.required(f, "url", what).and_then(|n| {
+            let u = self.string(n, "url")?;
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                self.error(n, format!("url: {u:?} must start with http:// or https://"));
+                return None;
+            }
+            Some((u, n))
+        });
+        let fingerprint = match f.get("tls_fingerprint") {
+            None => Some(None),
+            Some(n) => self.string(n, "tls_fingerprint").and_then(|s| {
+                if kreg_agent::tls::normalize(&s).is_none() {
+                    self.error(
+                        n,
+                        format!("tls_fingerprint: {s:?} is not a SHA-256 fingerprint (sha256: and 64 hex digits, as `kreg agent install` prints it)"),
+                    );
+                    return None;
+                }
+                Some(Some(s))
+            }),
+        };
+        let insecure = self.bool_or(f, "insecure", "insecure", false);
+        let url = match (url, &fingerprint, insecure) {
+            (Some((u, n)), Some(fp), Some(insecure)) => {
+                self.check_clear_text(&u, n, f, fp.is_some(), insecure).then_some(u)
+            }
+            (Some((u, _)), _, _) => Some(u),
+            _ => None,
+        };
+        let token = self
+            .required(f, "token_file", what)
+            .and_then(|n| self.file(n, "token_file"));
+        let how = self.machine(f, default_boot);
+        let MachineHow {
+            boot,
+            reset,
+            console,
+            keep_kernels,
+        } = how?;
+        Some(Transport::Http(HttpTransport {
+            url: url?,
+            token_file: token?,
+            tls_fingerprint: fingerprint?,
+            insecure: insecure?,
+            boot,
+            reset,
+            console,
+            keep_kernels,
         }))
+    }
+
+    /// An https url has its certificate pinned; a plain http url reaches this machine only,
+    /// unless the user says `insecure: true`: a token never crosses a network in clear text
+    /// by accident.
+    fn check_clear_text(&mut self, url: &str, n: &Node, f: &Fields, pinned: bool, insecure: bool) -> bool {
+        let https = url.starts_with("https://");
+        if https && !pinned {
+            self.error(
+                n,
+                format!("url: {url:?} is https, so give the agent's certificate as tls_fingerprint: (`kreg agent install` prints it; on the machine, `kreg-agent --tls-fingerprint`)"),
+            );
+            return false;
+        }
+        if !https && pinned {
+            let at = f.get("tls_fingerprint").unwrap_or(n);
+            self.error(
+                at,
+                format!("tls_fingerprint: applies to an https url, and {url:?} is http"),
+            );
+            return false;
+        }
+        if https && insecure {
+            let at = f.get("insecure").unwrap_or(n);
+            self.error(at, "insecure: an https url is not insecure; remove it");
+            return false;
+        }
+        if !https && !insecure && !is_loopback_url(url) {
+            self.error(
+                n,
+                format!(
+                    "url: {url:?} would send the agent's token across the network in clear text; use https:// with tls_fingerprint (kreg agent install sets it up), the ssh transport, or say insecure: true"
+                ),
+            );
+            return false;
+        }
+        true
     }
 
     /// A qemu VM of kreg's lab.

@@ -74,6 +74,7 @@ impl<'a> Cx<'a> {
                 on,
                 timeout_secs: w.timeout_secs,
                 kind: w.kind,
+                collect: w.collect,
             });
         }
         resolved

@@ -21,6 +21,10 @@ impl<'a> Cx<'a> {
             Some(n) => self.duration(n, "timeout")?,
             None => 600,
         };
+        let collect = match f.get("collect") {
+            Some(n) => self.collect(n)?,
+            None => Default::default(),
+        };
         let kind_node = self.required(&f, "kind", &what)?;
         let mut host_refs = Vec::new();
         let kind = WorkloadKind::load(self, kind_node, &f, &what, &mut host_refs)?;
@@ -30,6 +34,37 @@ impl<'a> Cx<'a> {
             timeout_secs,
             kind,
             host_refs,
+            collect,
         })
+    }
+
+    /// `collect: [interrupts, …]`: collectors by name.
+    pub(super) fn collect(&mut self, node: &Node) -> Option<crate::collect::Collect> {
+        let items = self.seq(node, "collect")?;
+        let mut out = crate::collect::Collect::default();
+        let mut ok = true;
+        for item in items {
+            let Some(name) = self.string(item, "a collector") else {
+                ok = false;
+                continue;
+            };
+            match name.as_str() {
+                "interrupts" => out.interrupts = true,
+                other => {
+                    let hint = crate::yaml::cx::closest(other, crate::collect::NAMES)
+                        .map(|c| format!("did you mean `{c}`? "))
+                        .unwrap_or_default();
+                    self.error(
+                        item,
+                        format!(
+                            "collect: unknown collector `{other}`; {hint}expected one of: {}",
+                            crate::collect::NAMES.join(", ")
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
     }
 }

@@ -1,0 +1,375 @@
+//! `kreg agent install|status`: kreg's agent put on a machine over SSH for the http
+//! transport (HTTPS with a pinned certificate by default), and what agents run where.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Subcommand;
+
+use kreg::config::Config;
+use kreg::scenario::{SshSpec, Transport};
+use kreg::ssh::{self, install, Session, Tunnel};
+use kreg_agent::client::AgentClient;
+
+#[derive(clap::Args, Clone)]
+pub struct SshArgs {
+    /// The private key to log in with (default: ~/.ssh/id_ed25519, id_ecdsa or id_rsa).
+    #[arg(long)]
+    identity: Option<PathBuf>,
+    /// A file holding the identity's passphrase.
+    #[arg(long)]
+    passphrase_file: Option<PathBuf>,
+    /// Known host keys (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts).
+    #[arg(long)]
+    known_hosts: Option<PathBuf>,
+    /// The host key's fingerprint (SHA256:…), instead of known_hosts.
+    #[arg(long)]
+    host_key: Option<String>,
+}
+
+impl SshArgs {
+    fn spec(&self, target: &str) -> Result<SshSpec> {
+        let mut s = SshSpec::from_target(target).map_err(|e| anyhow!(e))?;
+        s.identity = self.identity.clone();
+        s.passphrase_file = self.passphrase_file.clone();
+        s.known_hosts = self.known_hosts.clone();
+        s.host_key = self.host_key.clone();
+        Ok(s)
+    }
+}
+
+#[derive(Subcommand)]
+pub enum AgentCmd {
+    /// Install (or upgrade) kreg's agent on a machine over SSH for the http transport: it
+    /// serves HTTPS with a certificate it makes, started by a systemd unit; prints the host
+    /// entry to put in a scenario. (The ssh transport needs none of this: kreg installs
+    /// the agent itself.)
+    Install {
+        /// USER@HOST[:PORT] of the machine's sshd (user root when not given).
+        target: String,
+        #[command(flatten)]
+        ssh: SshArgs,
+        /// Where the agent listens on the machine.
+        #[arg(long, default_value = "0.0.0.0:7878")]
+        listen: std::net::SocketAddr,
+        /// Plain HTTP: the agent's token then crosses the network in clear text.
+        #[arg(long)]
+        insecure: bool,
+        /// The agent's token on this machine (made when missing; default
+        /// DATA_DIR/agents/HOST.token).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// The host's name in the printed entry (default: the machine's address).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// The agents of machines: build, whether it runs, its uptime, and the machine's
+    /// release, boot id and uptime. Nothing is installed or changed.
+    Status {
+        /// USER@HOST[:PORT] of machines' sshd.
+        targets: Vec<String>,
+        #[command(flatten)]
+        ssh: SshArgs,
+        /// The hosts of a scenario (http and ssh hosts).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+    },
+}
+
+pub async fn dispatch(cmd: AgentCmd, cfg: &Config) -> Result<ExitCode> {
+    match cmd {
+        AgentCmd::Install {
+            target,
+            ssh,
+            listen,
+            insecure,
+            token_file,
+            name,
+        } => install_cmd(cfg, &ssh.spec(&target)?, listen, insecure, token_file, name).await,
+        AgentCmd::Status { targets, ssh, scenario } => status_cmd(cfg, &targets, &ssh, scenario.as_deref()).await,
+    }
+}
+
+/// A token file of kreg's: read when it exists, else made (random, mode 0600).
+fn token_at(path: &Path) -> Result<String> {
+    ssh::token_file(path).map_err(|e| anyhow!(e))
+}
+
+fn url_host(address: &str) -> String {
+    if address.contains(':') {
+        format!("[{address}]")
+    } else {
+        address.to_string()
+    }
+}
+
+async fn install_cmd(
+    cfg: &Config,
+    spec: &SshSpec,
+    listen: std::net::SocketAddr,
+    insecure: bool,
+    token_file: Option<PathBuf>,
+    name: Option<String>,
+) -> Result<ExitCode> {
+    let token_file = token_file.unwrap_or_else(|| cfg.data_dir.join("agents").join(format!("{}.token", spec.address)));
+    let token = token_at(&token_file)?;
+    let setup = install::Setup {
+        listen: listen.to_string(),
+        tls: !insecure,
+    };
+    // Checked from here through SSH: at the address it listens on, or its loopback.
+    let check_at = match listen.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".to_string(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => "::1".to_string(),
+        ip => ip.to_string(),
+    };
+    let session = Session::connect(spec).await?;
+    let tunnel = Tunnel::start(spec, session, &check_at, listen.port()).await?;
+    let session = tunnel.session().await?;
+    let (outcome, _client) = install::ensure(&session, &cfg.agent_bin, &token, &setup, &tunnel.url())
+        .await
+        .map_err(|e| anyhow!(e))?;
+    let scheme = if insecure { "http" } else { "https" };
+    println!(
+        "kreg: {}: agent {outcome}, listening on {listen}{}",
+        spec.target(),
+        match &outcome.tls_fingerprint {
+            Some(fp) => format!(" with TLS (certificate {fp})"),
+            None => " in plain HTTP".into(),
+        }
+    );
+    if insecure {
+        eprintln!("kreg: warning: --insecure: the agent's token will cross the network in clear text");
+    }
+    let url = format!("{scheme}://{}:{}", url_host(&spec.address), listen.port());
+    let how = match &outcome.tls_fingerprint {
+        Some(fp) => format!("tls_fingerprint: \"{fp}\""),
+        None => "insecure: true".into(),
+    };
+    let host = name.unwrap_or_else(|| spec.address.replace([':', '[', ']'], "-"));
+    println!("A host entry for a scenario (role sut or loadgen):");
+    println!(
+        "  {host}: {{ role: sut, transport: {{ kind: http, url: \"{url}\", {how}, token_file: \"{}\" }} }}",
+        token_file.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line of `kreg agent status`.
+struct Row {
+    host: String,
+    reached: String,
+    agent: String,
+    agent_up: String,
+    release: String,
+    boot_id: String,
+    up: String,
+}
+
+fn secs(s: f64) -> String {
+    let s = s as u64;
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min", s / 60),
+        7200..=172_799 => format!("{:.1} h", s as f64 / 3600.0),
+        _ => format!("{:.1} d", s as f64 / 86400.0),
+    }
+}
+
+impl Row {
+    fn failed(host: &str, reached: &str, why: String) -> Row {
+        Row {
+            host: host.into(),
+            reached: reached.into(),
+            agent: why,
+            agent_up: "-".into(),
+            release: "-".into(),
+            boot_id: "-".into(),
+            up: "-".into(),
+        }
+    }
+
+    /// From an agent that answered with its identity.
+    fn of(host: &str, reached: &str, agent: String, id: &kreg_agent::wire::Identity) -> Row {
+        Row {
+            host: host.into(),
+            reached: reached.into(),
+            agent,
+            agent_up: secs(id.agent_uptime_secs),
+            release: id.kernel_release.clone(),
+            boot_id: id.boot_id.clone(),
+            up: secs(id.uptime_secs),
+        }
+    }
+}
+
+/// The agent's port on the machine, from the command line kreg started it with.
+fn listen_port(args: Option<&str>) -> Option<u16> {
+    let args = args?;
+    let mut words = args.split_whitespace();
+    words.find(|w| *w == "--listen")?;
+    words.next()?.rsplit_once(':')?.1.parse().ok()
+}
+
+/// A machine over SSH: what is installed, and what the agent says through a tunnel
+/// (with its token when kreg keeps one for it).
+async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>) -> Row {
+    let reached = format!("ssh {}", spec.target());
+    let session = match Session::connect(spec).await {
+        Ok(s) => s,
+        Err(e) => return Row::failed(host, &reached, e.to_string()),
+    };
+    let facts = session
+        .run(
+            &[
+                "sh",
+                "-c",
+                "uname -r; cat /proc/sys/kernel/random/boot_id; cut -d' ' -f1 /proc/uptime",
+            ],
+            None,
+            Duration::from_secs(20),
+        )
+        .await;
+    let probe = install::probe(&session).await;
+    let facts: Vec<String> = match facts {
+        Ok(o) if o.success() => o.stdout_text().lines().map(str::to_string).collect(),
+        _ => Vec::new(),
+    };
+    let mut row = Row::failed(host, &reached, String::new());
+    if let [release, boot, up] = &facts[..] {
+        row.release = release.clone();
+        row.boot_id = boot.clone();
+        row.up = secs(up.parse().unwrap_or(0.0));
+    }
+    let p = match probe {
+        Ok(p) => p,
+        Err(e) => {
+            row.agent = e;
+            return row;
+        }
+    };
+    let Some(sha) = &p.sha256 else {
+        row.agent = "not installed".into();
+        return row;
+    };
+    let ours = install::sha256_of(&cfg.agent_bin).ok();
+    let build = format!(
+        "{} (sha256 {}{})",
+        p.version.as_deref().unwrap_or("unknown"),
+        &sha[..12.min(sha.len())],
+        if ours.as_deref() == Some(sha.as_str()) {
+            ", this kreg's"
+        } else {
+            ", another build"
+        }
+    );
+    let port = listen_port(p.args.as_deref()).unwrap_or(spec.agent_port);
+    let tunnel = match Tunnel::start(spec, session, "127.0.0.1", port).await {
+        Ok(t) => t,
+        Err(e) => {
+            row.agent = format!("{build}; {e}");
+            return row;
+        }
+    };
+    let tls = p
+        .args
+        .as_deref()
+        .is_some_and(|a| a.split_whitespace().any(|w| w == "--tls"));
+    let Some(client) = tunnel_client(&tunnel, tls, &token.unwrap_or_default()).await else {
+        row.agent = format!("{build}; its TLS certificate could not be read");
+        return row;
+    };
+    let scheme = if tls { "HTTPS" } else { "HTTP" };
+    row.agent = match client.version().await {
+        Ok(v) => format!("{build}, running, {scheme} on port {port} (protocol {})", v.protocol),
+        Err(_) => format!("{build}, NOT answering on port {port}"),
+    };
+    match client.identity().await {
+        Ok(id) => row.agent_up = secs(id.agent_uptime_secs),
+        Err(_) => row.agent_up = "? (no token for it here)".into(),
+    }
+    row
+}
+
+/// A client of the agent through `tunnel`: under TLS pinned to the certificate the
+/// machine's agent reports (read over SSH).
+async fn tunnel_client(tunnel: &Tunnel, tls: bool, token: &str) -> Option<AgentClient> {
+    if !tls {
+        return Some(AgentClient::new(&tunnel.url(), token));
+    }
+    let argv = [
+        install::REMOTE_BIN,
+        "--tls-fingerprint",
+        "--data-dir",
+        install::REMOTE_DATA,
+    ];
+    let session = tunnel.session().await.ok()?;
+    let out = session.run(&argv, None, Duration::from_secs(20)).await.ok()?;
+    if !out.success() {
+        return None;
+    }
+    let fp = out.stdout_text().trim().to_string();
+    AgentClient::pinned(&tunnel.url().replacen("http://", "https://", 1), token, &fp).ok()
+}
+
+/// The token kreg keeps for a machine: the ssh transport's, else `kreg agent install`'s.
+fn known_token(cfg: &Config, spec: &SshSpec) -> Option<String> {
+    ssh::managed_token_if_any(&cfg.data_dir, spec)
+        .or_else(|| kreg::engine::read_token(&cfg.data_dir.join("agents").join(format!("{}.token", spec.address))).ok())
+}
+
+async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenario: Option<&Path>) -> Result<ExitCode> {
+    let mut rows = Vec::new();
+    for t in targets {
+        let spec = ssh_args.spec(t)?;
+        let token = known_token(cfg, &spec);
+        rows.push(ssh_row(cfg, t, &spec, token).await);
+    }
+    if let Some(file) = scenario {
+        let (_, s) = super::validate::load(file)?;
+        for h in &s.hosts {
+            match &h.transport {
+                Transport::Ssh(t) => {
+                    let token = match &t.token_file {
+                        Some(f) => kreg::engine::read_token(f).ok(),
+                        None => known_token(cfg, &t.ssh),
+                    };
+                    rows.push(ssh_row(cfg, &h.name, &t.ssh, token).await);
+                }
+                Transport::Http(_) => {
+                    let row = match kreg::engine::reach::agent(h, cfg).await {
+                        Ok(Some(a)) => match a.client.identity().await {
+                            Ok(id) => Row::of(&h.name, &a.reached, format!("kreg-agent {}", id.agent_version), &id),
+                            Err(e) => Row::failed(&h.name, &a.reached, e.to_string()),
+                        },
+                        Ok(None) => continue,
+                        Err(e) => Row::failed(&h.name, "http", e),
+                    };
+                    rows.push(row);
+                }
+                Transport::Lab { .. } => rows.push(Row::failed(&h.name, "lab", "a lab VM: started by each run".into())),
+            }
+        }
+    }
+    if rows.is_empty() {
+        bail!("name machines (USER@HOST[:PORT]) or a scenario (--scenario FILE)");
+    }
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    table.set_header([
+        "host",
+        "reached",
+        "agent",
+        "agent up",
+        "release",
+        "boot id",
+        "machine up",
+    ]);
+    for r in rows {
+        table.add_row(vec![r.host, r.reached, r.agent, r.agent_up, r.release, r.boot_id, r.up]);
+    }
+    println!("{table}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,436 @@
+//! `kreg-agent` put on a machine over SSH and kept current: the controller's own agent
+//! binary is uploaded when the machine has none or another build (compared by SHA-256,
+//! and checked by SHA-256 after the upload), the token written with mode 0600, and the
+//! agent started by a systemd unit (enabled, so it is back after every boot) or, on a
+//! machine without systemd, detached, with a warning that it will not come back by itself
+//! after a reboot.
+//!
+//! Commands run through sshd are fixed scripts; the values they need (paths, the port)
+//! follow as arguments, each quoted as one word. The token only ever travels on a
+//! command's standard input, never on a command line.
+
+use std::path::Path;
+use std::time::Duration;
+
+use kreg_agent::client::AgentClient;
+use sha2::{Digest, Sha256};
+
+use super::session::Session;
+
+/// Where the agent lives on a machine kreg installed it on.
+pub const REMOTE_BIN: &str = "/usr/local/lib/kreg/kreg-agent";
+/// Its token (mode 0600).
+pub const REMOTE_TOKEN: &str = "/etc/kreg/agent.token";
+/// Its data folder; without systemd also its log and pid file.
+pub const REMOTE_DATA: &str = "/var/lib/kreg-agent";
+pub const UNIT_NAME: &str = "kreg-agent.service";
+pub const UNIT_PATH: &str = "/etc/systemd/system/kreg-agent.service";
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a started agent has to answer.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What the machine had, before anything changed.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub arch: String,
+    /// SHA-256 of its agent binary, when it has one.
+    pub sha256: Option<String>,
+    /// What that binary says of its version.
+    pub version: Option<String>,
+    pub systemd: bool,
+    /// The command line kreg last started the agent with (from ARGS_FILE).
+    pub args: Option<String>,
+}
+
+/// Where kreg notes the command line it started the agent with.
+pub const ARGS_FILE: &str = "/etc/kreg/agent.args";
+
+/// How the agent is to run: where it listens, and whether it serves TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setup {
+    pub listen: String,
+    pub tls: bool,
+}
+
+impl Setup {
+    /// On the machine's loopback, reached through SSH (which encrypts already).
+    pub fn loopback(port: u16) -> Setup {
+        Setup {
+            listen: format!("127.0.0.1:{port}"),
+            tls: false,
+        }
+    }
+
+    pub fn argv(&self) -> Vec<String> {
+        let mut v: Vec<String> = [
+            REMOTE_BIN,
+            "--listen",
+            &self.listen,
+            "--token-file",
+            REMOTE_TOKEN,
+            "--data-dir",
+            REMOTE_DATA,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if self.tls {
+            v.push("--tls".into());
+        }
+        v
+    }
+}
+
+/// What `ensure` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The agent was the controller's build and answered with its token.
+    Reused,
+    /// The same build, started again (it was not running, or had another token).
+    Restarted,
+    /// There was no agent.
+    Installed,
+    /// Another build was replaced.
+    Upgraded { from: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub action: Action,
+    pub systemd: bool,
+    pub version: String,
+    /// The agent's certificate, when it serves TLS.
+    pub tls_fingerprint: Option<String>,
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = if self.systemd {
+            format!("systemd unit {UNIT_NAME}, enabled")
+        } else {
+            "no systemd: started detached; after a reboot kreg starts it again when it reconnects".into()
+        };
+        match &self.action {
+            Action::Reused => write!(f, "{} already installed and running ({how})", self.version),
+            Action::Restarted => write!(f, "{} started again ({how})", self.version),
+            Action::Installed => write!(f, "{} installed ({how})", self.version),
+            Action::Upgraded { from } => write!(f, "upgraded from {from} to {} ({how})", self.version),
+        }
+    }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The machine's architecture as `uname -m` names it, for the controller's build.
+fn local_arch() -> &'static str {
+    std::env::consts::ARCH
+}
+
+async fn sh(session: &Session, script: &str, args: &[&str], stdin: Option<&[u8]>) -> Result<String, String> {
+    let mut argv = vec!["sh", "-c", script, "kreg"];
+    argv.extend_from_slice(args);
+    let out = session.run(&argv, stdin, TIMEOUT).await.map_err(|e| e.to_string())?;
+    if !out.success() {
+        return Err(format!(
+            "ssh {}: a command failed (exit {}): {}",
+            session.target,
+            out.status.map_or("by a signal".into(), |s| s.to_string()),
+            out.stderr_text()
+        ));
+    }
+    Ok(out.stdout_text())
+}
+
+const PROBE: &str = r#"uname -m
+if [ -f "$1" ]; then sha256sum "$1" | cut -d' ' -f1; "$1" --version 2>/dev/null | head -n1 || echo unknown; else echo none; echo none; fi
+if [ -d /run/systemd/system ]; then echo systemd; else echo plain; fi
+if [ -f "$2" ]; then head -n1 "$2"; else echo none; fi"#;
+
+pub async fn probe(session: &Session) -> Result<Probe, String> {
+    let out = sh(session, PROBE, &[REMOTE_BIN, ARGS_FILE], None).await?;
+    let lines: Vec<&str> = out.lines().map(str::trim).collect();
+    let [arch, sha, version, init, args] = lines[..] else {
+        return Err(format!(
+            "ssh {}: unexpected answer to the probe: {out:?}",
+            session.target
+        ));
+    };
+    let some = |s: &str| (s != "none" && !s.is_empty()).then(|| s.to_string());
+    Ok(Probe {
+        arch: arch.to_string(),
+        sha256: some(sha),
+        version: some(version),
+        systemd: init == "systemd",
+        args: some(args),
+    })
+}
+
+/// Whether the agent answers through `client` with the controller's token.
+async fn answers(client: &AgentClient) -> bool {
+    matches!(
+        tokio::time::timeout(Duration::from_secs(15), client.identity()).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Makes the machine run the controller's agent (`agent_bin`) as `setup` says, with
+/// `token`; `base` is where the agent's port is reached from here (the tunnel). Returns
+/// what was done and a client of the agent (pinned to its certificate under TLS).
+pub async fn ensure(
+    session: &Session,
+    agent_bin: &Path,
+    token: &str,
+    setup: &Setup,
+    base: &str,
+) -> Result<(Outcome, AgentClient), String> {
+    let bin = std::fs::read(agent_bin).map_err(|e| {
+        format!(
+            "cannot read the agent to install, {}: {e} (build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN)",
+            agent_bin.display()
+        )
+    })?;
+    let want = hex_sha256(&bin);
+    let version = format!("kreg-agent {} (sha256 {})", env!("CARGO_PKG_VERSION"), &want[..12]);
+    let p = probe(session).await?;
+    if p.arch != local_arch() {
+        return Err(format!(
+            "ssh {}: the machine is {}, and this kreg's agent is built for {}; install a kreg-agent for {} by hand and use the http transport",
+            session.target,
+            p.arch,
+            local_arch(),
+            p.arch
+        ));
+    }
+    let same_build = p.sha256.as_deref() == Some(want.as_str());
+    if !same_build {
+        upload(session, &bin, &want).await?;
+    }
+    // Under TLS, the certificate (made now when missing) is read before the agent starts.
+    let fingerprint = match setup.tls {
+        true => {
+            let from = if same_build {
+                REMOTE_BIN.to_string()
+            } else {
+                upload_path()
+            };
+            let out = sh(
+                session,
+                r#""$1" --tls-fingerprint --data-dir "$2""#,
+                &[&from, REMOTE_DATA],
+                None,
+            )
+            .await?;
+            Some(out.trim().to_string())
+        }
+        false => None,
+    };
+    let client = match &fingerprint {
+        Some(fp) => AgentClient::pinned(&base.replacen("http://", "https://", 1), token, fp)?,
+        None => AgentClient::new(base, token),
+    };
+    let outcome = |action| Outcome {
+        action,
+        systemd: p.systemd,
+        version: version.clone(),
+        tls_fingerprint: fingerprint.clone(),
+    };
+    let want_args = setup.argv().join(" ");
+    if same_build && p.args.as_deref() == Some(want_args.as_str()) && answers(&client).await {
+        return Ok((outcome(Action::Reused), client));
+    }
+    start(session, &p, token, setup, !same_build).await?;
+    wait_up(session, &client).await?;
+    let action = match (&p.sha256, &p.version) {
+        _ if same_build => Action::Restarted,
+        (None, _) => Action::Installed,
+        (Some(sha), v) => Action::Upgraded {
+            from: format!(
+                "{} (sha256 {})",
+                v.as_deref().unwrap_or("unknown"),
+                &sha[..12.min(sha.len())]
+            ),
+        },
+    };
+    Ok((outcome(action), client))
+}
+
+/// What the tunnel needs to start the agent again after a boot on a machine without
+/// systemd.
+#[derive(Clone)]
+pub struct Revive {
+    pub token: String,
+    pub setup: Setup,
+    /// The build kreg installed: nothing else is started.
+    pub sha256: String,
+}
+
+impl std::fmt::Debug for Revive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Revive")
+            .field("setup", &self.setup)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts kreg's agent again when the machine has no systemd (which would restart it by
+/// itself) and still holds the build kreg installed. Whether it was started.
+pub async fn revive(session: &Session, how: &Revive) -> Result<bool, String> {
+    let p = probe(session).await?;
+    if p.systemd {
+        return Ok(false);
+    }
+    if p.sha256.as_deref() != Some(how.sha256.as_str()) {
+        return Err("the agent on the machine is not the build kreg installed any more".into());
+    }
+    start(session, &p, &how.token, &how.setup, false).await?;
+    Ok(true)
+}
+
+fn upload_path() -> String {
+    format!("{REMOTE_BIN}.upload")
+}
+
+/// The binary, beside the one in place, checked by SHA-256 on the machine.
+async fn upload(session: &Session, bin: &[u8], sha: &str) -> Result<(), String> {
+    let tmp = upload_path();
+    let script =
+        r#"umask 022 && mkdir -p "${1%/*}" && cat > "$1" && chmod 0755 "$1" && sha256sum "$1" | cut -d' ' -f1"#;
+    let got = sh(session, script, &[&tmp], Some(bin)).await?;
+    if got.trim() != sha {
+        let _ = sh(session, r#"rm -f "$1""#, &[&tmp], None).await;
+        return Err(format!(
+            "ssh {}: the uploaded agent's SHA-256 is {}, not {sha}: the upload was damaged; nothing was replaced",
+            session.target,
+            got.trim()
+        ));
+    }
+    Ok(())
+}
+
+async fn wait_up(session: &Session, client: &AgentClient) -> Result<(), String> {
+    let until = tokio::time::Instant::now() + START_TIMEOUT;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), client.identity()).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(kreg_agent::client::ClientError::Unauthorized { .. })) => {
+                return Err(format!(
+                    "ssh {}: something else answers on the agent's port with another token (another kreg-agent started by hand?); stop it or give this host another agent_port",
+                    session.target
+                ))
+            }
+            _ if tokio::time::Instant::now() >= until => {
+                let log = log_tail(session).await;
+                return Err(format!(
+                    "ssh {}: the agent did not answer within {} s of its start{log}",
+                    session.target,
+                    START_TIMEOUT.as_secs()
+                ));
+            }
+            _ => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    }
+}
+
+/// The agent's last log lines on the machine, for an error.
+async fn log_tail(session: &Session) -> String {
+    let script = r#"if [ -d /run/systemd/system ]; then journalctl -u "$1" -n 15 --no-pager 2>&1; else tail -n 15 "$2" 2>&1; fi"#;
+    let log = format!("{REMOTE_DATA}/agent.log");
+    match sh(session, script, &[UNIT_NAME, &log], None).await {
+        Ok(t) if !t.trim().is_empty() => format!("; its log:\n{}", t.trim_end()),
+        _ => String::new(),
+    }
+}
+
+/// Stops a running agent of kreg's, puts the uploaded binary (when `replace`) and the
+/// token in place and starts the agent as `setup` says.
+async fn start(session: &Session, p: &Probe, token: &str, setup: &Setup, replace: bool) -> Result<(), String> {
+    let token_script = r#"umask 077 && mkdir -p "${1%/*}" && cat > "$1.new" && mv -f "$1.new" "$1""#;
+    sh(
+        session,
+        token_script,
+        &[REMOTE_TOKEN],
+        Some(format!("{token}\n").as_bytes()),
+    )
+    .await?;
+    stop(session, p).await?;
+    if replace {
+        sh(session, r#"mv -f "$1" "$2""#, &[&upload_path(), REMOTE_BIN], None).await?;
+    }
+    let argv_owned = setup.argv();
+    let argv: Vec<&str> = argv_owned.iter().map(String::as_str).collect();
+    let args_line = format!("{}\n", argv.join(" "));
+    sh(
+        session,
+        r#"umask 022 && cat > "$1""#,
+        &[ARGS_FILE],
+        Some(args_line.as_bytes()),
+    )
+    .await?;
+    if p.systemd {
+        let unit = unit_text(&argv);
+        sh(session, r#"cat > "$1""#, &[UNIT_PATH], Some(unit.as_bytes())).await?;
+        let script = r#"systemctl daemon-reload && systemctl enable --quiet "$1" && systemctl restart "$1""#;
+        sh(session, script, &[UNIT_NAME], None).await?;
+    } else {
+        let pid = format!("{REMOTE_DATA}/agent.pid");
+        let log = format!("{REMOTE_DATA}/agent.log");
+        let script = r#"pidf=$1 log=$2; shift 2; mkdir -p "${pidf%/*}" && cd / && { setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"; }"#;
+        let mut args = vec![pid.as_str(), log.as_str()];
+        args.extend_from_slice(&argv);
+        sh(session, script, &args, None).await?;
+    }
+    Ok(())
+}
+
+/// Stops kreg's agent: its unit, or the process in its pid file when that process runs
+/// kreg's agent binary (nothing else is killed).
+async fn stop(session: &Session, p: &Probe) -> Result<(), String> {
+    if p.systemd {
+        let script = r#"systemctl stop "$1" 2>/dev/null; true"#;
+        sh(session, script, &[UNIT_NAME], None).await?;
+        return Ok(());
+    }
+    let pid = format!("{REMOTE_DATA}/agent.pid");
+    let script = r#"[ -f "$1" ] || exit 0
+pid=$(cat "$1")
+case "$(readlink "/proc/$pid/exe" 2>/dev/null)" in
+  "$2"|"$2 (deleted)") kill "$pid" ;;
+  *) exit 0 ;;
+esac
+i=0
+while [ -d "/proc/$pid" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+[ -d "/proc/$pid" ] && kill -9 "$pid"
+rm -f "$1"
+true"#;
+    sh(session, script, &[&pid, REMOTE_BIN], None).await?;
+    Ok(())
+}
+
+/// The systemd unit: restarted when it dies, started at every boot.
+pub fn unit_text(argv: &[&str]) -> String {
+    let exec = argv.join(" ");
+    format!(
+        "# Written by kreg: the agent it drives this machine through.\n\
+         [Unit]\n\
+         Description=kreg agent (runs kreg's typed steps on this machine)\n\
+         After=network.target\n\
+         \n\
+         [Service]\n\
+         ExecStart={exec}\n\
+         Restart=always\n\
+         RestartSec=1\n\
+         LimitNOFILE=65536\n\
+         \n\
+         [Install]\n\
+         WantedBy=multi-user.target\n"
+    )
+}
+
+/// Fails unless `path` holds the binary the controller would install (for tests and
+/// `kreg agent status`).
+pub fn sha256_of(path: &Path) -> std::io::Result<String> {
+    Ok(hex_sha256(&std::fs::read(path)?))
+}
