@@ -133,6 +133,36 @@ pub enum Step {
         owner: String,
         keep_spawned: bool,
     },
+    /// Makes a tree of cgroups v2 under `MOUNT/kreg/NAME` (see [`CgroupTree`]).
+    MakeCgroups(CgroupTree),
+    /// Removes `MOUNT/kreg/NAME` and everything under it.
+    RemoveCgroups {
+        name: String,
+    },
+}
+
+/// A tree of cgroups for a job: the top `MOUNT/kreg/NAME`, then `fanout[i]` children per
+/// group at level `i + 1` (`g0`, `g1`, …). The limits are written in each group of the
+/// first level, or in the top when `fanout` is empty.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CgroupTree {
+    pub name: String,
+    #[serde(default)]
+    pub fanout: Vec<u32>,
+    /// Interface files and their values, e.g. `("cpu.max", "50000 100000")`.
+    #[serde(default)]
+    pub limits: Vec<(String, String)>,
+}
+
+/// What [`Step::MakeCgroups`] made: absolute paths.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CgroupsMade {
+    pub mount: String,
+    pub top: String,
+    /// The groups holding the limits.
+    pub limited: Vec<String>,
+    /// The groups a workload's processes go into.
+    pub leaves: Vec<String>,
 }
 
 /// What [`Step::PlaceFile`] copies.
@@ -183,6 +213,8 @@ impl Step {
             Step::RemoveKernel { .. } => "remove_kernel",
             Step::PlaceFile(_) => "place_file",
             Step::Sweep { .. } => "sweep",
+            Step::MakeCgroups(_) => "make_cgroups",
+            Step::RemoveCgroups { .. } => "remove_cgroups",
         }
     }
 
@@ -257,6 +289,10 @@ pub struct ExecRequest {
     /// attempt left behind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// Leaf cgroups made by [`Step::MakeCgroups`]: the child joins the first between fork
+    /// and exec; its descendant processes are dealt out over all of them as they appear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups: Option<Vec<String>>,
 }
 
 /// A process [`Step::Sweep`] ended.
@@ -286,6 +322,10 @@ pub struct ExecResult {
     /// Policies seen on the process's threads while it ran (`sched_getscheduler`), distinct,
     /// in the order first seen. Empty only if the process ended before it could be looked at.
     pub observed_policies: Vec<String>,
+    /// With `cgroups`: distinct processes of the workload seen in each cgroup (absolute
+    /// paths) while it ran.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub observed_cgroups: std::collections::BTreeMap<String, u32>,
 }
 
 /// The most output an exec step keeps of each stream.
@@ -320,6 +360,9 @@ pub struct ThreadInfo {
     pub tid: u32,
     pub comm: String,
     pub policy: String,
+    /// Its cgroup v2 path from the mount (`/kreg/run-1/g0`), where there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -419,6 +462,10 @@ pub enum StepOutput {
     Placed(Placed),
     Swept {
         killed: Vec<SweptProcess>,
+    },
+    Cgroups(CgroupsMade),
+    CgroupsRemoved {
+        removed: u64,
     },
 }
 

@@ -1,6 +1,7 @@
 //! kreg: reproduce Linux kernel performance regressions. See ARCHITECTURE.md for the map.
 
 pub mod boot;
+pub mod cgroup;
 pub mod collect;
 pub mod config;
 pub mod engine;

@@ -5,7 +5,9 @@
 //! which CPUs were online; the CPU-bound workload (two busybox shells at once) and
 //! hackbench are slower on one CPU; every knob was read back and put back (the VM stops with the run, so the test
 //! reads the database's account of it, and the loopback test `tuning` reads a machine's
-//! own values back).
+//! own values back). Two variants run in cgroups v2: one with half the CPUs' bandwidth
+//! (`cpu.max`), throttled and slower; one in a hierarchy 2/10/2 deep with a quarter each
+//! on the first level, the workload's processes dealt out over its 40 leaves.
 
 mod common;
 use common::{assert_ok, fresh_db, kreg, Scratch};
@@ -30,6 +32,8 @@ kernels:
 variants:
   - { name: all }
   - { name: one-cpu, tuning: { cpus_offline: [1] } }
+  - { name: quota50, cgroup: { quota: 50% } }
+  - { name: deep, cgroup: { quota: 25%, hierarchy: { fanout: [2, 10, 2], depth: 3 } } }
 workloads:
   - name: spin2
     kind: command
@@ -57,13 +61,13 @@ async fn a_variant_with_a_cpu_offline_runs_on_one_cpu_and_every_knob_is_put_back
     .fetch_all(&db.pool)
     .await
     .unwrap();
-    assert_eq!(rows.len(), 20, "one record per job");
+    assert_eq!(rows.len(), 40, "one record per job");
     for (variant, content) in &rows {
         let r: serde_json::Value = serde_json::from_str(content).unwrap();
         let (online, n) = (r["online"].as_str().unwrap(), r["nr_online"].as_u64().unwrap());
         match variant.as_str() {
-            "all" => assert_eq!((online, n), ("0-1", 2), "{content}"),
-            _ => assert_eq!((online, n), ("0", 1), "{content}"),
+            "one-cpu" => assert_eq!((online, n), ("0", 1), "{content}"),
+            _ => assert_eq!((online, n), ("0-1", 2), "{content}"),
         }
         let settings: Vec<&str> = r["settings"]
             .as_array()
@@ -164,4 +168,56 @@ async fn a_variant_with_a_cpu_offline_runs_on_one_cpu_and_every_knob_is_put_back
     assert_eq!(ipis("one-cpu").await, vec![0.0; 10]);
     let two = ipis("all").await;
     assert!(two.len() == 10 && two.iter().sum::<f64>() > 0.0, "{two:?}");
+
+    // Half the bandwidth of two CPUs: throttled in every job, and hackbench slower.
+    let throttled = |variant: &'static str| {
+        let pool = db.pool.clone();
+        async move {
+            let v: Vec<f64> = sqlx::query_scalar(
+                "SELECT r.value FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.variant = $1 AND r.metric = 'cg_nr_throttled'",
+            )
+            .bind(variant)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+            v
+        }
+    };
+    let q = throttled("quota50").await;
+    assert!(q.len() == 10 && q.iter().all(|n| *n > 0.0), "{q:?}");
+    assert!(throttled("all").await.is_empty(), "no cgroup, no cgroup metrics");
+    let hbq = walls("quota50", "time", "hb").await;
+    let spinq = walls("quota50", "wall", "spin2").await;
+    eprintln!("median wall at 50% quota: spin2 {spinq} s, hackbench {hbq} s");
+    assert!(hbq > 1.25 * hb2, "hackbench median: {hb2} s free, {hbq} s at 50% quota");
+    assert!(text.contains("cg_nr_throttled"), "{text}");
+
+    // The hierarchy: each job's processes in its leaves, spread over them; 63 groups made
+    // and removed (the job fails otherwise).
+    let placements: Vec<(String, String)> = sqlx::query_as(
+        "SELECT j.workload, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id WHERE o.kind = 'cgroup_placement' AND j.variant = 'deep' ORDER BY j.ordinal",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(placements.len(), 10, "{placements:?}");
+    for (workload, p) in &placements {
+        let used: u32 = p.split(" seen in ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!(p.ends_with("of 40 leaves"), "{p}");
+        let want = if workload == "hb" { 20 } else { 2 };
+        assert!(used >= want, "{workload}: {p}");
+    }
+    let described: String = sqlx::query_scalar(
+        "SELECT o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id WHERE o.kind = 'cgroup' AND j.variant = 'deep' LIMIT 1",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(described.contains("hierarchy 2/10/2 (40 leaves, limits on level 1)"), "{described}");
+    assert!(described.contains("cpu.max \"50000 100000\""), "{described}");
+    let failed: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state <> 'done'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(failed, 0);
 }

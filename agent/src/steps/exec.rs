@@ -234,7 +234,11 @@ pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepErro
     }
     let policy = req.policy.map(|p| p.as_raw());
     let cpus = req.cpus.clone();
-    if policy.is_some() || cpus.is_some() {
+    let join = match &req.cgroups {
+        Some(leaves) => Some(super::cgroup::placement(leaves)?.0),
+        None => None,
+    };
+    if policy.is_some() || cpus.is_some() || join.is_some() {
         // SAFETY: only async-signal-safe calls between fork and exec; the CPU set is built
         // on the stack from a vector allocated before the fork.
         unsafe {
@@ -253,6 +257,9 @@ pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepErro
                     if libc::sched_setscheduler(0, raw, &param) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
+                }
+                if let Some(procs) = &join {
+                    super::cgroup::join_self(procs)?;
                 }
                 Ok(())
             });
@@ -341,6 +348,16 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     feed_stdin(&mut child, req.stdin.clone());
     let mut observed = Vec::new();
     observe(pid, &mut observed);
+    let mut spread = match &req.cgroups {
+        Some(leaves) => Some(super::cgroup::Spread::new(super::cgroup::placement(leaves)?.1, pid)),
+        None => None,
+    };
+    if let Some(s) = spread.as_mut() {
+        s.tick(pid);
+    }
+    // New processes are dealt out over the leaves quickly while the workload starts up.
+    let mut spread_tick = tokio::time::interval(Duration::from_millis(2));
+    spread_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
     let out_task = tokio::spawn(read_capped(child.stdout.take().expect("piped")));
     let err_task = tokio::spawn(read_capped(child.stderr.take().expect("piped")));
@@ -353,6 +370,14 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
         tokio::select! {
             status = child.wait() => break status,
             _ = tick.tick() => observe(pid, &mut observed),
+            _ = spread_tick.tick(), if spread.is_some() => {
+                if let Some(s) = spread.as_mut() {
+                    s.tick(pid);
+                }
+                if started.elapsed() > Duration::from_secs(2) {
+                    spread_tick.reset_after(Duration::from_millis(100));
+                }
+            }
             _ = &mut deadline, if !timed_out => {
                 timed_out = true;
                 kill_all(reaper.pgid, &reaper.mark);
@@ -378,6 +403,7 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
         stdout_dropped,
         stderr_dropped,
         observed_policies: observed,
+        observed_cgroups: spread.map(|s| s.observed()).unwrap_or_default(),
     })
 }
 

@@ -1,5 +1,6 @@
 //! One module per typed step. [`run`] is the only dispatcher.
 
+pub mod cgroup;
 pub mod exec;
 pub mod grub;
 pub mod identity;
@@ -55,7 +56,19 @@ pub async fn run(
         Step::Sweep { owner, keep_spawned } => sweep::run(&owner, keep_spawned, procs)
             .await
             .map(|killed| StepOutput::Swept { killed }),
+        Step::MakeCgroups(tree) => blocking(move || cgroup::make(&tree).map(StepOutput::Cgroups)).await,
+        Step::RemoveCgroups { name } => {
+            blocking(move || cgroup::remove(&name).map(|removed| StepOutput::CgroupsRemoved { removed })).await
+        }
     }
+}
+
+async fn blocking(
+    f: impl FnOnce() -> Result<StepOutput, StepError> + Send + 'static,
+) -> Result<StepOutput, StepError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| err(ErrorKind::Io, format!("a blocking step ended badly: {e}")))?
 }
 
 pub(crate) fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {

@@ -196,6 +196,7 @@ pub fn threads(pid: u32) -> Result<Vec<ThreadInfo>, StepError> {
                 tid,
                 comm,
                 policy: policy_name(p),
+                cgroup: super::cgroup::cgroup_of_task(pid, tid),
             });
         }
     }

@@ -41,6 +41,9 @@ pub enum Failure {
     /// A host's tuning could not be had (its machine lacks a required setting, say).
     #[error("tuning on {host}: {detail}")]
     Tuning { host: String, detail: String },
+    /// A job's cgroup could not be made or removed.
+    #[error("cgroup on {host}: {detail}")]
+    Cgroup { host: String, detail: String },
     #[error("the server of workload {workload} on {host}: {detail}")]
     Server {
         workload: String,
@@ -120,6 +123,7 @@ impl Driver<'_> {
                 self.variant(&mut booted, vjobs).await?;
             }
             self.untune(&mut booted.tuners).await;
+            self.clear_cgroups().await;
             self.put_schedstats_back(&booted).await?;
         }
         Ok(())
@@ -224,6 +228,7 @@ impl Driver<'_> {
                 }
             }
         }
+        self.clear_cgroups().await;
         let versions = match self.install_tools().await {
             Ok(v) => v,
             Err(f) => return Ok(Err(f)),
@@ -346,6 +351,47 @@ impl Driver<'_> {
         Ok(out)
     }
 
+    /// A single-host job's own cgroup, made on its host (a two-host workload's is its
+    /// server's, made with the server).
+    async fn job_cgroup(
+        &self,
+        variant: &Variant,
+        workload: &Workload,
+        runner: &AgentClient,
+        cpus: Option<&[u32]>,
+        j: &JobRow,
+    ) -> Result<Option<super::cgroup::Placed>, Failure> {
+        let spec = match super::cgroup::spec_for(variant, workload) {
+            Some(s) if workload.kind.server_host().is_none() => s,
+            _ => return Ok(None),
+        };
+        let name = format!("run-{}/job-{}", self.run.id, j.id);
+        super::cgroup::make(runner, &workload.on, name, spec, cpus)
+            .await
+            .map(Some)
+            .map_err(|e| Failure::Cgroup {
+                host: workload.on.clone(),
+                detail: e.to_string(),
+            })
+    }
+
+    /// The run's cgroups on every host removed: at a boot (what a crashed attempt left) and
+    /// after a kernel's jobs.
+    async fn clear_cgroups(&mut self) {
+        if !self.scenario.uses_cgroups() {
+            return;
+        }
+        for h in &self.scenario.hosts {
+            if let Some(c) = self.conns[&h.name].client() {
+                if let Err(e) = super::cgroup::clear_run(c, self.run.id).await {
+                    (self.on_event)(Event::Warning {
+                        message: format!("{}: the run's cgroups could not be removed: {e}", h.name),
+                    });
+                }
+            }
+        }
+    }
+
     /// A job's tuning in effect: the records to store with it, and its workload's CPUs.
     async fn tuned_job(
         &mut self,
@@ -462,13 +508,38 @@ impl Driver<'_> {
         };
         let srv = client_of(host)?;
         let cpus = Self::cpus_on(booted, variant, host).map_err(Failure::Variant)?;
-        match server::open(&workload.kind, &srv, &runner, variant.policy, cpus, booted.id.nr_cpus).await {
-            Ok(session) => Ok((runner, session)),
-            Err(e) => Err(Failure::Server {
-                workload: workload.name.clone(),
-                host: host.to_string(),
-                detail: e.to_string(),
-            }),
+        let cgroup = match super::cgroup::spec_for(variant, workload) {
+            Some(spec) => {
+                let name = format!("run-{}/{}-{}", self.run.id, variant.name, workload.name);
+                let made = super::cgroup::make(&srv, host, name, spec, cpus.as_deref()).await;
+                Some(made.map_err(|e| Failure::Cgroup {
+                    host: host.to_string(),
+                    detail: e.to_string(),
+                })?)
+            }
+            None => None,
+        };
+        let at = server::Placement {
+            cpus,
+            cgroups: cgroup.as_ref().map(|c| c.leaves()),
+        };
+        match server::open(&workload.kind, &srv, &runner, variant.policy, at, booted.id.nr_cpus).await {
+            Ok(mut session) => {
+                if let Some(s) = session.as_mut() {
+                    s.cgroup = cgroup;
+                }
+                Ok((runner, session))
+            }
+            Err(e) => {
+                if let Some(cg) = cgroup {
+                    let _ = cg.remove().await;
+                }
+                Err(Failure::Server {
+                    workload: workload.name.clone(),
+                    host: host.to_string(),
+                    detail: e.to_string(),
+                })
+            }
         }
     }
 
@@ -581,10 +652,18 @@ impl Driver<'_> {
             workload: j.workload.clone(),
             iteration: j.iteration,
         });
-        let (records, cpus) = match self.tuned_job(booted, variant, workload).await {
+        let (mut records, cpus) = match self.tuned_job(booted, variant, workload).await {
             Ok(x) => x,
             Err(failure) => return self.fail_jobs(&[j], &failure.to_string()).await,
         };
+        let own_cgroup = match self.job_cgroup(variant, workload, runner, cpus.as_deref(), j).await {
+            Ok(c) => c,
+            Err(failure) => return self.fail_jobs(&[j], &failure.to_string()).await,
+        };
+        let cgroup = own_cgroup.as_ref().or(session.and_then(|s| s.cgroup.as_ref()));
+        if let Some(cg) = cgroup {
+            records.push(("cgroup".into(), cg.description.clone()));
+        }
         let booted = &*booted;
         let ctx = job::Ctx {
             sut: &booted.client,
@@ -595,8 +674,13 @@ impl Driver<'_> {
             schedstat: booted.id.schedstat_version.is_some(),
             cpus,
             collect: self.scenario.collect.or(workload.collect),
+            cgroup,
         };
         let result = self.run_with_retries(&ctx, booted, variant, workload, j).await?;
+        let result = match own_cgroup.as_ref().map(|c| (c, c.host.clone())) {
+            Some((cg, host)) => super::cgroup::removed_after(cg, result, &host).await,
+            None => result,
+        };
         let result = match result {
             Ok(mut outcome) => {
                 outcome.raw.extend(records);

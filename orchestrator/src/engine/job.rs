@@ -144,6 +144,13 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
             raw.push((format!("schedstat_{when}"), s));
         }
     }
+    if let Some(cg) = ctx.cgroup {
+        let stat = cg.cpu_stat().await.map_err(|e| JobFailure {
+            unreachable: e.is_unreachable(),
+            ..fail(format!("reading the cgroup's cpu.stat: {e}"), raw)
+        })?;
+        raw.push((format!("cgroup_stat_{when}"), stat));
+    }
     if ctx.collect.interrupts {
         match ctx.sut.step(Step::Interrupts, CONTROL_TIMEOUT).await {
             Ok(StepOutput::Interrupts { raw: text }) => raw.push((format!("interrupts_{when}"), text)),
@@ -157,6 +164,13 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
 /// The collectors' metrics, from the snapshots in `raw` (their tables added to it).
 fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metric>, JobFailure> {
     let mut out = Vec::new();
+    if ctx.cgroup.is_some() {
+        let get = |kind: &str| raw.iter().find(|(k, _)| k == kind).map(|(_, v)| v.as_str());
+        let (Some(b), Some(a)) = (get("cgroup_stat_before"), get("cgroup_stat_after")) else {
+            return Err(fail("the cgroup's cpu.stat snapshots are missing", raw));
+        };
+        out.extend(super::cgroup::metrics(b, a).map_err(|e| fail(e, raw))?);
+    }
     if ctx.collect.interrupts {
         let get = |kind: &str| raw.iter().find(|(k, _)| k == kind).map(|(_, v)| v.as_str());
         let (Some(b), Some(a)) = (get("interrupts_before"), get("interrupts_after")) else {
@@ -196,6 +210,8 @@ pub struct Ctx<'a> {
     pub cpus: Option<Vec<u32>>,
     /// The collectors around the measured phase.
     pub collect: crate::collect::Collect,
+    /// The cgroup the workload (or, with a session, its server) runs in.
+    pub cgroup: Option<&'a super::cgroup::Placed>,
 }
 
 /// The programs a workload runs, with the host each runs on and that host's agent.
@@ -232,7 +248,7 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
     }
     let mut server_policy = None;
     if let Some(s) = ctx.session {
-        match s.check_threads(variant.policy).await {
+        match s.check_threads(variant.policy, ctx.cgroup).await {
             Ok((policy, listing)) => {
                 raw.push(("server_threads".into(), listing));
                 server_policy = Some(policy);
@@ -297,11 +313,14 @@ async fn measured_exec(
 ) -> Result<ExecResult, JobFailure> {
     snapshot(ctx, "before", raw).await?;
     let program = argv.first().cloned().unwrap_or_default();
+    // Without a session the cgroup is on the workload's own host.
+    let cgroups = ctx.cgroup.filter(|_| ctx.session.is_none()).map(|c| c.leaves());
     let req = ExecRequest {
         argv,
         timeout_secs,
         policy,
         cpus,
+        cgroups,
         ..Default::default()
     };
     let res = ctx.runner.exec(req).await.map_err(|e| agent_fail("", &e, raw))?;
@@ -346,6 +365,10 @@ async fn single_host(
             ),
             raw,
         ));
+    }
+    if let Some(cg) = ctx.cgroup {
+        let placed = cg.check(&res.observed_cgroups).map_err(|e| fail(e, raw))?;
+        raw.push(("cgroup_placement".into(), placed));
     }
     let observed = (!res.observed_policies.is_empty()).then(|| res.observed_policies.join(","));
     Ok((metrics, observed))

@@ -2,6 +2,7 @@
 //! in `drive`), and stores every outcome as it happens, so that a run stopped at any point can be resumed from the
 //! first job not done. Progress goes out as [`Event`]s.
 
+mod cgroup;
 mod console;
 mod drive;
 pub mod error;

@@ -13,6 +13,13 @@ use crate::failure::{tail, TAIL_LINES};
 use crate::poll::{until, Look, Waited};
 use crate::workload::{DbServer, Netperf, Plan, WorkloadKind};
 
+/// Where a server runs: the CPUs it may use, the leaf cgroups it goes into.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    pub cpus: Option<Vec<u32>>,
+    pub cgroups: Option<Vec<String>>,
+}
+
 /// A running server and what the jobs need to reach it.
 pub struct Session {
     pub server: AgentClient,
@@ -21,6 +28,8 @@ pub struct Session {
     /// The database user's password (never logged, never stored).
     pub password: String,
     pub what: String,
+    /// The cgroup the server runs in, removed when it stops.
+    pub cgroup: Option<super::cgroup::Placed>,
 }
 
 impl Session {
@@ -29,7 +38,7 @@ impl Session {
         server: &AgentClient,
         argv: Vec<String>,
         policy: Policy,
-        cpus: Option<Vec<u32>>,
+        at: Placement,
         what: &str,
         password: String,
     ) -> Result<Session, HostError> {
@@ -37,7 +46,8 @@ impl Session {
             argv,
             timeout_secs: 0,
             policy: Some(policy),
-            cpus,
+            cpus: at.cpus,
+            cgroups: at.cgroups,
             ..Default::default()
         };
         let p = server
@@ -50,6 +60,7 @@ impl Session {
             pid: p.pid,
             password,
             what: what.to_string(),
+            cgroup: None,
         })
     }
 }
@@ -107,7 +118,7 @@ pub async fn start_db(
     client: &AgentClient,
     db: &DbServer,
     policy: Policy,
-    cpus: Option<Vec<u32>>,
+    at: Placement,
 ) -> Result<Session, HostError> {
     let password = read_password(db)?;
     let dir = &db.datadir;
@@ -137,7 +148,7 @@ pub async fn start_db(
     if !initialised.success() {
         must(server, command(db.init_argv(), 600), "initialising the datadir").await?;
     }
-    let session = Session::spawn(server, db.server_argv(), policy, cpus, db.programs().0, password).await?;
+    let session = Session::spawn(server, db.server_argv(), policy, at, db.programs().0, password).await?;
     let result = async {
         let mut admin = command(db.admin_argv(), 30);
         admin.argv.push("--execute=SELECT 1".into());
@@ -170,9 +181,9 @@ pub async fn start_netserver(
     client: &AgentClient,
     n: &Netperf,
     policy: Policy,
-    cpus: Option<Vec<u32>>,
+    at: Placement,
 ) -> Result<Session, HostError> {
-    let session = Session::spawn(server, n.server_argv(), policy, cpus, "netserver", String::new()).await?;
+    let session = Session::spawn(server, n.server_argv(), policy, at, "netserver", String::new()).await?;
     let mut probe = n.clone();
     probe.duration_secs = 1;
     match wait_ready(
@@ -193,7 +204,13 @@ pub async fn start_netserver(
 
 impl Session {
     /// The policies on every thread of the server; an error if any differs from `want`.
-    pub async fn check_threads(&self, want: Policy) -> Result<(String, String), HostError> {
+    /// Every thread of the server under `want`, and in a leaf of `cgroup` when there is
+    /// one; their listing.
+    pub async fn check_threads(
+        &self,
+        want: Policy,
+        cgroup: Option<&super::cgroup::Placed>,
+    ) -> Result<(String, String), HostError> {
         let threads = self
             .server
             .threads(self.pid)
@@ -201,8 +218,25 @@ impl Session {
             .map_err(HostError::agent(self.what.clone()))?;
         let listing: String = threads
             .iter()
-            .map(|t| format!("{} {} {}\n", t.tid, t.comm, t.policy))
+            .map(|t| format!("{} {} {} {}\n", t.tid, t.comm, t.policy, t.cgroup.as_deref().unwrap_or("-")))
             .collect();
+        if let Some(cg) = cgroup {
+            let outside: Vec<_> = threads
+                .iter()
+                .filter(|t| !t.cgroup.as_deref().is_some_and(|c| cg.holds(c)))
+                .collect();
+            if let Some(t) = outside.first() {
+                return Err(HostError::Other(format!(
+                    "{} has {} of {} threads outside its cgroup's leaves: e.g. {} ({}) in {}",
+                    self.what,
+                    outside.len(),
+                    threads.len(),
+                    t.tid,
+                    t.comm,
+                    t.cgroup.as_deref().unwrap_or("no cgroup")
+                )));
+            }
+        }
         let wrong: Vec<_> = threads.iter().filter(|t| t.policy != want.name()).collect();
         if !wrong.is_empty() {
             return Err(HostError::Other(format!(
@@ -219,8 +253,13 @@ impl Session {
         Ok((want.name().to_string(), listing))
     }
 
+    /// Stops the server, then removes its cgroup.
     pub async fn stop(self) -> Result<(), HostError> {
-        self.server.stop(self.id, 60).await.map(|_| ()).map_err(HostError::from)
+        let stopped = self.server.stop(self.id, 60).await.map(|_| ()).map_err(HostError::from);
+        if let Some(cg) = &self.cgroup {
+            cg.remove().await?;
+        }
+        stopped
     }
 }
 
@@ -231,12 +270,12 @@ pub async fn open(
     server: &AgentClient,
     runner: &AgentClient,
     policy: Policy,
-    cpus: Option<Vec<u32>>,
+    at: Placement,
     sut_cpus: u32,
 ) -> Result<Option<Session>, HostError> {
     let session = match kind.plan() {
         Plan::Sysbench(sb) => {
-            let s = start_db(server, runner, &sb.server, policy, cpus.clone()).await?;
+            let s = start_db(server, runner, &sb.server, policy, at.clone()).await?;
             // Fresh tables for each session: cleanup (which tolerates none), then prepare.
             let _ = runner.exec(command(sb.argv(&s.password, "cleanup"), 600)).await;
             if let Err(e) = must(
@@ -260,7 +299,7 @@ pub async fn open(
                     ));
                 }
             }
-            let s = start_db(server, runner, &h.server, policy, cpus.clone()).await?;
+            let s = start_db(server, runner, &h.server, policy, at.clone()).await?;
             let count = command(h.schema_probe_argv(), 30);
             let built = must(server, count, "looking for the TPROC-C schema").await?.trim() == "1";
             if !built {
@@ -277,7 +316,7 @@ pub async fn open(
             }
             s
         }
-        Plan::Netperf(n) => start_netserver(server, runner, n, policy, cpus).await?,
+        Plan::Netperf(n) => start_netserver(server, runner, n, policy, at).await?,
         Plan::Single(_) => return Ok(None),
     };
     Ok(Some(session))

@@ -19,6 +19,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs tmpfs /tmp
 while read -r m; do
   [ -n "$m" ] && { insmod "/lib/modules/kreg/$m" || echo "kreg-init: insmod $m failed"; }

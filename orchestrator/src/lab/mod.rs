@@ -50,6 +50,8 @@ pub struct Vm {
     child: Child,
     pub port: u16,
     pub console: PathBuf,
+    /// qemu's own messages.
+    stderr: PathBuf,
 }
 
 impl std::fmt::Debug for Vm {
@@ -136,18 +138,31 @@ impl Vm {
                 "cannot start qemu-system-x86_64 (install qemu-system-x86): {e}"
             ))
         })?;
-        Ok(Vm { child, port, console })
+        Ok(Vm {
+            child,
+            port,
+            console,
+            stderr: spec.dir.join("qemu.stderr"),
+        })
     }
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Whether qemu still runs; when it has ended, its exit status.
+    /// Whether qemu still runs; when it has ended, its exit status. A guest that KVM could
+    /// not run (qemu says "KVM internal error" and pauses it for good, as a nested KVM does
+    /// on some hosts) counts as ended: qemu is killed.
     pub fn exited(&mut self) -> Option<String> {
         match self.child.try_wait() {
             Ok(Some(status)) => Some(status.to_string()),
-            Ok(None) => None,
+            Ok(None) => {
+                let said = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+                let line = said.lines().find(|l| l.starts_with("KVM internal error"))?;
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                Some(format!("qemu paused the guest: {line}"))
+            }
             Err(e) => Some(e.to_string()),
         }
     }

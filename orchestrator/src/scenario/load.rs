@@ -84,6 +84,7 @@ impl<'a> Cx<'a> {
                 features: vec![],
                 cpus: None,
                 tuning: Default::default(),
+                cgroup: None,
             }]),
         };
         let workloads = match self.required(&f, "workloads", "the scenario") {
@@ -305,7 +306,7 @@ impl<'a> Cx<'a> {
     }
 
     fn variant(&mut self, node: &Node) -> Option<Variant> {
-        let f = self.map(node, "a variant", &["name", "policy", "features", "cpus", "tuning"])?;
+        let f = self.map(node, "a variant", &["name", "policy", "features", "cpus", "tuning", "cgroup"])?;
         let name = self
             .required(&f, "name", "a variant")
             .and_then(|n| self.name(n, "variant name"));
@@ -366,7 +367,14 @@ impl<'a> Cx<'a> {
             Some(n) => self.tuning(n, &format!("variant `{}`", name.as_deref().unwrap_or("?"))),
             None => Some(Default::default()),
         };
+        let cgroup = match f.get("cgroup") {
+            Some(n) => self
+                .cgroup(n, &format!("variant `{}`", name.as_deref().unwrap_or("?")))
+                .map(Some),
+            None => Some(None),
+        };
         Some(Variant {
+            cgroup: cgroup?,
             name: name?,
             policy: policy?,
             features: features?,
@@ -395,6 +403,7 @@ pub use crate::tuning::parse_cpu_list;
 struct PendingWorkload {
     name: String,
     collect: crate::collect::Collect,
+    cgroup: Option<crate::cgroup::Cgroup>,
     on: Option<String>,
     timeout_secs: u64,
     kind: WorkloadKind,
@@ -402,6 +411,7 @@ struct PendingWorkload {
     host_refs: Vec<(String, usize, usize)>,
 }
 
+mod cgroup;
 mod hosts;
 mod kernel;
 mod refs;

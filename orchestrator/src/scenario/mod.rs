@@ -73,6 +73,11 @@ pub enum ToolSource {
 }
 
 impl Scenario {
+    /// Whether a variant or a workload runs in a cgroup.
+    pub fn uses_cgroups(&self) -> bool {
+        self.variants.iter().any(|v| v.cgroup.is_some()) || self.workloads.iter().any(|w| w.cgroup.is_some())
+    }
+
     /// The looks of the run's sequential plan, in observations per side: runs, or boots
     /// when there are two or more.
     pub fn looks(&self) -> crate::stats::Looks {
@@ -346,6 +351,8 @@ pub struct Variant {
     pub cpus: Option<Vec<u32>>,
     /// The SUT's tuning for this variant's jobs, over the host's own.
     pub tuning: crate::tuning::Tuning,
+    /// The cgroup its jobs run in (a workload's own `cgroup:` wins).
+    pub cgroup: Option<crate::cgroup::Cgroup>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -357,6 +364,8 @@ pub struct Workload {
     pub kind: WorkloadKind,
     /// Collectors for this workload besides the scenario's.
     pub collect: crate::collect::Collect,
+    /// The cgroup it runs in, over its variant's.
+    pub cgroup: Option<crate::cgroup::Cgroup>,
 }
 
 pub use crate::workload::WorkloadKind;

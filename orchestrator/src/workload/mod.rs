@@ -63,7 +63,7 @@ pub const KINDS: &[(&str, &[&str])] = &[
 ];
 
 /// Keys every workload may have.
-pub const COMMON_KEYS: &[&str] = &["name", "kind", "on", "timeout", "collect"];
+pub const COMMON_KEYS: &[&str] = &["name", "kind", "on", "timeout", "collect", "cgroup"];
 
 /// Every key some workload kind takes: what a workload mapping may hold at all.
 pub fn all_keys() -> Vec<&'static str> {

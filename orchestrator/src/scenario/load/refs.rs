@@ -75,6 +75,7 @@ impl<'a> Cx<'a> {
                 timeout_secs: w.timeout_secs,
                 kind: w.kind,
                 collect: w.collect,
+                cgroup: w.cgroup,
             });
         }
         resolved

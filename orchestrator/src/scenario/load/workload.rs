@@ -25,6 +25,10 @@ impl<'a> Cx<'a> {
             Some(n) => self.collect(n)?,
             None => Default::default(),
         };
+        let cgroup = match f.get("cgroup") {
+            Some(n) => Some(self.cgroup(n, &what)?),
+            None => None,
+        };
         let kind_node = self.required(&f, "kind", &what)?;
         let mut host_refs = Vec::new();
         let kind = WorkloadKind::load(self, kind_node, &f, &what, &mut host_refs)?;
@@ -35,6 +39,7 @@ impl<'a> Cx<'a> {
             kind,
             host_refs,
             collect,
+            cgroup,
         })
     }
 

@@ -1,0 +1,395 @@
+//! cgroups v2: trees made under `MOUNT/kreg/NAME` for a job (one group, or a generated
+//! hierarchy with the limits on its first level), a workload started in them (the child
+//! joins the first leaf between fork and exec; its descendant processes are dealt out over
+//! the leaves while it runs), and the tree removed afterwards.
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+use crate::wire::{CgroupTree, CgroupsMade, ErrorKind, StepError};
+
+/// Most groups one tree may hold: a hierarchy is a test fixture, not a fork bomb.
+pub const MAX_GROUPS: u64 = 100_000;
+
+/// Where the cgroup2 file system is mounted (the first such mount in mountinfo).
+pub fn mount() -> Result<PathBuf, StepError> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| super::err(ErrorKind::Io, format!("reading /proc/self/mountinfo: {e}")))?;
+    mount_in(&info).ok_or_else(|| {
+        super::err(
+            ErrorKind::NotFound,
+            "no cgroup2 file system is mounted on this machine (mount -t cgroup2 none /sys/fs/cgroup)",
+        )
+    })
+}
+
+/// The cgroup2 mount point in a mountinfo text: field 5 is the mount point, and the file
+/// system type follows the ` - ` separator.
+fn mount_in(info: &str) -> Option<PathBuf> {
+    info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2")
+            .then(|| left.split_whitespace().nth(4).map(unescape))
+            .flatten()
+    })
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal.
+fn unescape(s: &str) -> PathBuf {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    use std::os::unix::ffi::OsStringExt;
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// A tree's name: one or two plain names joined by `/` (`run-7/job-12`), so that one
+/// removal takes every tree of a run.
+fn check_name(name: &str) -> Result<(), StepError> {
+    let parts: Vec<&str> = name.split('/').collect();
+    if parts.len() > 2 || parts.iter().any(|p| super::exec::check_owner(p).is_err()) {
+        return Err(super::err(
+            ErrorKind::BadRequest,
+            format!("bad cgroup tree name {name:?}: one or two plain names joined by '/'"),
+        ));
+    }
+    Ok(())
+}
+
+fn io(what: impl std::fmt::Display, e: std::io::Error) -> StepError {
+    super::err(ErrorKind::Io, format!("{what}: {e}"))
+}
+
+fn write(path: &Path, value: &str) -> Result<(), StepError> {
+    std::fs::write(path, value).map_err(|e| io(format!("writing {value:?} to {}", path.display()), e))
+}
+
+/// The controllers a tree needs: `cpu` always (the scheduler's task groups are what a
+/// hierarchy is for), and the one of each limit file (`cpuset.cpus` → `cpuset`).
+fn controllers(tree: &CgroupTree) -> Result<Vec<String>, StepError> {
+    let mut out = vec!["cpu".to_string()];
+    for (file, value) in &tree.limits {
+        let ok_file = file.split_once('.').is_some_and(|(c, rest)| {
+            !c.is_empty() && !rest.is_empty() && file.chars().all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_'))
+        });
+        if !ok_file || file.starts_with("cgroup.") || value.contains('\n') {
+            return Err(super::err(ErrorKind::BadRequest, format!("bad cgroup limit {file}={value:?}")));
+        }
+        let c = file.split('.').next().unwrap_or_default().to_string();
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+fn total_groups(fanout: &[u32]) -> u64 {
+    let mut level = 1u64;
+    let mut total = 0u64;
+    for f in fanout {
+        level = level.saturating_mul(u64::from(*f));
+        total = total.saturating_add(level);
+    }
+    total
+}
+
+/// Makes the tree: `MOUNT/kreg/NAME` (removed first if an earlier attempt left it), the
+/// controllers enabled from the mount down to the leaves' parents, the limits written in
+/// each group of the first level (in the top when there are no levels), then the levels.
+pub fn make(tree: &CgroupTree) -> Result<CgroupsMade, StepError> {
+    check_name(&tree.name)?;
+    if tree.fanout.contains(&0) || total_groups(&tree.fanout) > MAX_GROUPS {
+        return Err(super::err(
+            ErrorKind::BadRequest,
+            format!("a cgroup hierarchy of {:?} children per level: each at least 1, at most {MAX_GROUPS} groups in all", tree.fanout),
+        ));
+    }
+    let wanted = controllers(tree)?;
+    let mount = mount()?;
+    let available = std::fs::read_to_string(mount.join("cgroup.controllers"))
+        .map_err(|e| io("reading cgroup.controllers", e))?;
+    if let Some(missing) = wanted.iter().find(|c| !available.split_whitespace().any(|a| a == c.as_str())) {
+        return Err(super::err(
+            ErrorKind::NotFound,
+            format!("the cgroup2 mount {} has no {missing} controller (it has: {})", mount.display(), available.trim()),
+        ));
+    }
+    let enable: String = wanted.iter().map(|c| format!("+{c} ")).collect();
+    let enable = enable.trim_end();
+    let kreg = mount.join("kreg");
+    let top = kreg.join(&tree.name);
+    if top.exists() {
+        remove_tree(&top)?;
+    }
+    write(&mount.join("cgroup.subtree_control"), enable)?;
+    mkdir(&kreg)?;
+    write(&kreg.join("cgroup.subtree_control"), enable)?;
+    if let Some((parent, _)) = tree.name.split_once('/') {
+        mkdir(&kreg.join(parent))?;
+        write(&kreg.join(parent).join("cgroup.subtree_control"), enable)?;
+    }
+    mkdir(&top)?;
+    let mut level = vec![top.clone()];
+    let mut limited = Vec::new();
+    if tree.fanout.is_empty() {
+        limits(&top, tree)?;
+        limited.push(top.clone());
+    }
+    for (depth, fanout) in tree.fanout.iter().enumerate() {
+        let mut next = Vec::with_capacity(level.len() * *fanout as usize);
+        for parent in &level {
+            write(&parent.join("cgroup.subtree_control"), enable)?;
+            for i in 0..*fanout {
+                let child = parent.join(format!("g{i}"));
+                mkdir(&child)?;
+                if depth == 0 {
+                    limits(&child, tree)?;
+                    limited.push(child.clone());
+                }
+                next.push(child);
+            }
+        }
+        level = next;
+    }
+    let show = |p: &Path| p.display().to_string();
+    Ok(CgroupsMade {
+        mount: show(&mount),
+        top: show(&top),
+        limited: limited.iter().map(|p| show(p)).collect(),
+        leaves: level.iter().map(|p| show(p)).collect(),
+    })
+}
+
+fn mkdir(path: &Path) -> Result<(), StepError> {
+    match std::fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(format!("making cgroup {}", path.display()), e)),
+    }
+}
+
+fn limits(group: &Path, tree: &CgroupTree) -> Result<(), StepError> {
+    for (file, value) in &tree.limits {
+        write(&group.join(file), value)?;
+    }
+    Ok(())
+}
+
+/// Removes `MOUNT/kreg/NAME` (NAME may be the first part of trees' names: all of them go)
+/// and everything under it; returns how many groups went. A
+/// tree that still holds processes has them killed first (`cgroup.kill`).
+pub fn remove(name: &str) -> Result<u64, StepError> {
+    check_name(name)?;
+    let top = mount()?.join("kreg").join(name);
+    if !top.exists() {
+        return Ok(0);
+    }
+    remove_tree(&top)
+}
+
+fn remove_tree(top: &Path) -> Result<u64, StepError> {
+    let mut last = None;
+    for attempt in 0..50 {
+        match remove_below(top) {
+            Ok(n) => return Ok(n),
+            Err(e) => last = Some(e),
+        }
+        if attempt == 0 {
+            // Kills every process of the subtree (Linux 5.14 and later).
+            let _ = std::fs::write(top.join("cgroup.kill"), "1");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Err(io(format!("removing cgroup {}", top.display()), last.unwrap_or_else(|| std::io::Error::other("busy"))))
+}
+
+/// Depth first: a cgroup directory is removed with `rmdir` once its children are gone.
+fn remove_below(dir: &Path) -> std::io::Result<u64> {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            n += remove_below(&e.path())?;
+        }
+    }
+    std::fs::remove_dir(dir)?;
+    Ok(n + 1)
+}
+
+/// The leaves an exec request names, checked to be cgroups kreg made, and the file the
+/// child writes itself into (as a C string made before the fork).
+pub fn placement(leaves: &[String]) -> Result<(CString, Vec<PathBuf>), StepError> {
+    let mount = mount()?;
+    let kreg = mount.join("kreg");
+    let mut out = Vec::new();
+    for leaf in leaves {
+        let p = PathBuf::from(leaf);
+        let inside = p.starts_with(&kreg)
+            && p.components().all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
+        if !inside || !p.join("cgroup.procs").exists() {
+            return Err(super::err(
+                ErrorKind::BadRequest,
+                format!("{leaf} is not a cgroup kreg made (under {})", kreg.display()),
+            ));
+        }
+        out.push(p);
+    }
+    let Some(first) = out.first() else {
+        return Err(super::err(ErrorKind::BadRequest, "cgroups: an empty list of leaves"));
+    };
+    let procs = CString::new(first.join("cgroup.procs").as_os_str().as_encoded_bytes())
+        .map_err(|_| super::err(ErrorKind::BadRequest, "a cgroup path with a NUL byte"))?;
+    Ok((procs, out))
+}
+
+/// Between fork and exec: the child writes itself into `procs`. Only async-signal-safe
+/// calls (open, write, close).
+pub fn join_self(procs: &CString) -> std::io::Result<()> {
+    // SAFETY: a valid C string; the descriptor is closed before returning.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+        let e = std::io::Error::last_os_error();
+        libc::close(fd);
+        if ok {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }
+}
+
+/// The child processes of `pid` (of each of its threads).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+            out.extend(text.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+/// The cgroup (v2 path, from the mount) a process is in.
+pub fn cgroup_of(pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("0::").map(str::to_string))
+}
+
+/// The cgroup (v2 path, from the mount) a thread is in.
+pub fn cgroup_of_task(pid: u32, tid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/cgroup")).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("0::").map(str::to_string))
+}
+
+/// Deals a workload's child processes out over the leaves, round-robin, as they appear
+/// (their own children inherit their leaf); and notes, per cgroup, the distinct processes
+/// seen in it. Only the workload's direct children are looked for: one small read per
+/// look, so that looking does not load the machine being measured.
+pub struct Spread {
+    leaves: Vec<PathBuf>,
+    mount: PathBuf,
+    placed: HashSet<u32>,
+    next: usize,
+    seen: HashSet<(u32, String)>,
+}
+
+impl Spread {
+    pub fn new(leaves: Vec<PathBuf>, root: u32) -> Spread {
+        let mount = mount().unwrap_or_else(|_| PathBuf::from("/sys/fs/cgroup"));
+        let mut placed = HashSet::new();
+        placed.insert(root);
+        Spread {
+            leaves,
+            mount,
+            placed,
+            // The root process joined the first leaf itself.
+            next: 1,
+            seen: HashSet::new(),
+        }
+    }
+
+    /// One look: new children of `root` go to the next leaf, and the cgroup each new
+    /// process ends up in is noted once.
+    pub fn tick(&mut self, root: u32) {
+        if self.seen.is_empty() {
+            if let Some(cg) = cgroup_of(root) {
+                self.seen.insert((root, cg));
+            }
+        }
+        for pid in children(root) {
+            if !self.placed.insert(pid) {
+                continue;
+            }
+            if self.leaves.len() > 1 {
+                let leaf = &self.leaves[self.next % self.leaves.len()];
+                self.next += 1;
+                // A process that ended meanwhile cannot be moved; nothing to do about it.
+                let _ = std::fs::write(leaf.join("cgroup.procs"), pid.to_string());
+            }
+            if let Some(cg) = cgroup_of(pid) {
+                self.seen.insert((pid, cg));
+            }
+        }
+    }
+
+    /// Distinct processes seen per cgroup, as absolute paths under the mount.
+    pub fn observed(&self) -> BTreeMap<String, u32> {
+        let mut out = BTreeMap::new();
+        for (_, cg) in &self.seen {
+            let path = self.mount.join(cg.trim_start_matches('/'));
+            *out.entry(path.display().to_string()).or_insert(0) += 1;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cgroup2_mount_is_found_in_mountinfo() {
+        let info = "22 1 0:21 / /proc rw,nosuid - proc proc rw\n\
+                    30 22 0:26 / /sys/fs/cgroup rw,nosuid,nodev - cgroup2 cgroup2 rw,nsdelegate\n";
+        assert_eq!(mount_in(info), Some(PathBuf::from("/sys/fs/cgroup")));
+        let spaced = "30 22 0:26 / /mnt/my\\040cg rw - cgroup2 none rw\n";
+        assert_eq!(mount_in(spaced), Some(PathBuf::from("/mnt/my cg")));
+        assert_eq!(mount_in("22 1 0:21 / /proc rw - proc proc rw\n"), None);
+    }
+
+    #[test]
+    fn limits_name_their_controllers_and_odd_files_are_refused() {
+        let tree = |limits: &[(&str, &str)]| CgroupTree {
+            name: "t".into(),
+            fanout: vec![],
+            limits: limits.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+        };
+        assert_eq!(controllers(&tree(&[("cpu.max", "50000 100000"), ("cpuset.cpus", "0-1")])).unwrap(), ["cpu", "cpuset"]);
+        for bad in [("cgroup.procs", "1"), ("../x.max", "1"), ("cpu.max", "1\n2"), ("nodot", "1")] {
+            assert!(controllers(&tree(&[bad])).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn groups_are_counted_per_level() {
+        assert_eq!(total_groups(&[]), 0);
+        assert_eq!(total_groups(&[2, 100, 10, 1, 1]), 2 + 200 + 2000 + 2000 + 2000);
+        assert!(total_groups(&[u32::MAX, u32::MAX, u32::MAX]) > MAX_GROUPS);
+    }
+}

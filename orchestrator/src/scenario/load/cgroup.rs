@@ -1,0 +1,123 @@
+//! `cgroup:` of a variant or a workload: `{ quota: 50%, period_us: 100000, weight: 100,
+//! cpus: "0-3", hierarchy: { fanout: [2, 100, 10], depth: 5 } }`.
+
+use super::Cx;
+use crate::cgroup::{Cgroup, Hierarchy, Quota};
+use crate::yaml::Node;
+
+const KEYS: &[&str] = &["quota", "period_us", "weight", "cpus", "hierarchy"];
+
+/// Most leaves a generated hierarchy may have.
+pub const MAX_LEAVES: u64 = 20_000;
+/// Most groups in all (the agent's own bound).
+pub const MAX_GROUPS: u64 = kreg_agent::steps::cgroup::MAX_GROUPS;
+
+impl<'a> Cx<'a> {
+    pub(super) fn cgroup(&mut self, node: &Node, what: &str) -> Option<Cgroup> {
+        let what = format!("the cgroup of {what}");
+        let f = self.map(node, &what, KEYS)?;
+        let quota = match f.get("quota") {
+            Some(n) => self.quota(n).map(Some),
+            None => Some(None),
+        };
+        let period_us = match f.get("period_us") {
+            Some(n) => self.uint(n, "period_us", 1000, 1_000_000),
+            None => Some(100_000),
+        };
+        let weight = match f.get("weight") {
+            Some(n) => self.uint(n, "weight", 1, 10_000).map(|w| Some(w as u32)),
+            None => Some(None),
+        };
+        let cpus = match f.get("cpus") {
+            None => Some(None),
+            Some(n) => self.string(n, "cpus").and_then(|text| match crate::tuning::parse_cpu_list(&text) {
+                Some(list) => Some(Some(list)),
+                None => {
+                    self.error(n, format!("cpus: {text:?} is not a CPU list like 0-3,8"));
+                    None
+                }
+            }),
+        };
+        let hierarchy = match f.get("hierarchy") {
+            Some(n) => self.hierarchy(n).map(Some),
+            None => Some(None),
+        };
+        let cg = Cgroup {
+            quota: quota?,
+            period_us: period_us?,
+            weight: weight?,
+            cpus: cpus?,
+            hierarchy: hierarchy?,
+        };
+        if cg.quota.is_none() && cg.weight.is_none() && cg.cpus.is_none() && cg.hierarchy.is_none() {
+            self.error(node, format!("{what}: give at least one of quota, weight, cpus, hierarchy"));
+            return None;
+        }
+        Some(cg)
+    }
+
+    /// `50%` (of the CPUs the job may use) or a number of CPUs such as `1.5`.
+    fn quota(&mut self, node: &Node) -> Option<Quota> {
+        let text = self.string(node, "quota")?;
+        let t = text.trim();
+        let parsed = match t.strip_suffix('%') {
+            Some(p) => p
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| *v > 0.0 && *v <= 100.0)
+                .map(|v| Quota::Share(v / 100.0)),
+            None => t
+                .parse::<f64>()
+                .ok()
+                .filter(|v| *v > 0.0 && *v <= 65536.0)
+                .map(Quota::Cpus),
+        };
+        if parsed.is_none() {
+            self.error(
+                node,
+                format!("quota: {text:?}: expected a share of the job's CPUs such as 50% (more than 0, at most 100%), or a number of CPUs such as 1.5"),
+            );
+        }
+        parsed
+    }
+
+    fn hierarchy(&mut self, node: &Node) -> Option<Hierarchy> {
+        let f = self.map(node, "hierarchy", &["fanout", "depth"])?;
+        let fanout_node = self.required(&f, "fanout", "hierarchy")?;
+        let items = self.seq(fanout_node, "fanout")?;
+        let fanout: Option<Vec<u32>> = items
+            .iter()
+            .map(|i| self.uint(i, "a fanout", 1, 10_000).map(|v| v as u32))
+            .collect();
+        let fanout = fanout?;
+        if fanout.is_empty() {
+            self.error(fanout_node, "fanout: give the children per level, e.g. [2, 100, 10]");
+            return None;
+        }
+        let depth = match f.get("depth") {
+            Some(n) => self.uint(n, "depth", 1, 32)? as u32,
+            None => fanout.len() as u32,
+        };
+        if (depth as usize) < fanout.len() {
+            self.error(
+                node,
+                format!("hierarchy: depth {depth} is less than the {} levels of fanout", fanout.len()),
+            );
+            return None;
+        }
+        let h = Hierarchy { fanout, depth };
+        if h.leaves() > MAX_LEAVES || h.groups() > MAX_GROUPS {
+            self.error(
+                node,
+                format!(
+                    "hierarchy: {} leaves and {} groups; at most {MAX_LEAVES} leaves and {MAX_GROUPS} groups",
+                    h.leaves(),
+                    h.groups()
+                ),
+            );
+            return None;
+        }
+        Some(h)
+    }
+}
