@@ -284,10 +284,21 @@ impl AgentClient {
     }
 
     pub async fn stop(&self, id: u64, grace_secs: u64) -> Result<ProcessState, ClientError> {
-        match self
-            .step(Step::Stop { id, grace_secs }, Duration::from_secs(grace_secs + 30))
-            .await?
-        {
+        self.stop_with(id, grace_secs, false).await
+    }
+
+    /// Stops a spawned process with SIGINT first (see [`Step::Stop`]).
+    pub async fn interrupt(&self, id: u64, grace_secs: u64) -> Result<ProcessState, ClientError> {
+        self.stop_with(id, grace_secs, true).await
+    }
+
+    async fn stop_with(&self, id: u64, grace_secs: u64, interrupt: bool) -> Result<ProcessState, ClientError> {
+        let step = Step::Stop {
+            id,
+            grace_secs,
+            interrupt,
+        };
+        match self.step(step, Duration::from_secs(grace_secs + 30)).await? {
             StepOutput::Process(p) => Ok(p),
             other => Err(self.unexpected("stop", &other)),
         }

@@ -83,10 +83,15 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         since: Option<[u64; 2]>,
     },
-    /// SIGTERM to the process group, SIGKILL after `grace_secs`; forgets the process.
+    /// SIGTERM (SIGINT with `interrupt`) to the process group, SIGKILL after
+    /// `grace_secs`; forgets the process.
     Stop {
         id: u64,
         grace_secs: u64,
+        /// SIGINT instead of SIGTERM: what a program counting until interrupted (`perf
+        /// stat`) reports on.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        interrupt: bool,
     },
     /// Every thread of a process with its scheduling policy.
     Threads {

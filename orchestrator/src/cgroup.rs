@@ -82,13 +82,15 @@ impl Cgroup {
         out
     }
 
-    /// One line for plans and reports: `quota 50% of 2 CPUs (cpu.max 100000 100000),
-    /// hierarchy 2/10/2 depth 3 (40 leaves)`.
-    pub fn describe(&self, cpus: usize) -> String {
+    /// One line for plans and reports: `quota 50% of 2 CPUs, cpu.max "100000 100000",
+    /// hierarchy 2/10/2 (40 leaves, limits on level 1)`; with `cpus` unknown (a plan),
+    /// the quota as declared.
+    pub fn describe(&self, cpus: Option<usize>) -> String {
         let mut parts = Vec::new();
         if let Some(q) = self.quota {
+            let of = cpus.map_or("the job's CPUs".to_string(), |n| format!("{n} CPUs"));
             let what = match q {
-                Quota::Share(s) => format!("{}% of {cpus} CPUs", fmt_num(s * 100.0)),
+                Quota::Share(s) => format!("{}% of {of}", fmt_num(s * 100.0)),
                 Quota::Cpus(c) => format!("{} CPUs", fmt_num(c)),
             };
             parts.push(format!("quota {what}"));
@@ -99,9 +101,11 @@ impl Cgroup {
         if let Some(c) = &self.cpus {
             parts.push(format!("cpuset {}", crate::tuning::cpu_list(c)));
         }
-        for (file, value) in self.limits(cpus) {
-            if file == "cpu.max" {
-                parts.push(format!("cpu.max \"{value}\""));
+        if let Some(n) = cpus {
+            for (file, value) in self.limits(n) {
+                if file == "cpu.max" {
+                    parts.push(format!("cpu.max \"{value}\""));
+                }
             }
         }
         match &self.hierarchy {
@@ -158,7 +162,7 @@ mod tests {
         };
         assert_eq!(h.levels(), [2, 100, 10, 1, 1]);
         assert_eq!(h.leaves(), 2000);
-        let d = cg(Some(Quota::Share(0.25)), Some(h)).describe(4);
+        let d = cg(Some(Quota::Share(0.25)), Some(h)).describe(Some(4));
         assert_eq!(d, "quota 25% of 4 CPUs, cpu.max \"100000 100000\", hierarchy 2/100/10/1/1 (2000 leaves, limits on level 1)");
     }
 }

@@ -254,6 +254,12 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
             v.tuning.describe()
         );
     }
+    let _ = writeln!(out, "what each job runs, per kernel:");
+    for v in &s.variants {
+        for w in &s.workloads {
+            out.push_str(&what_runs(s, v, w));
+        }
+    }
     let mut kernel = None;
     for j in jobs {
         if kernel != Some((&j.kernel, j.boot)) {
@@ -277,6 +283,55 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
             "  #{:<4} variant={} workload={} iteration={}",
             j.ordinal, j.variant, j.workload, j.iteration
         );
+    }
+    out
+}
+
+/// A variant's job of a workload: where, under which policy, on which CPUs, in which
+/// cgroup, with which collectors, and the command lines (passwords as `***`).
+fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Workload) -> String {
+    use crate::workload::Plan;
+    let cpus = v.cpus.as_deref().map_or("all".to_string(), crate::tuning::cpu_list);
+    let mut collectors = vec!["/proc/schedstat"];
+    let collect = s.collect.or(w.collect);
+    if collect.interrupts {
+        collectors.push("/proc/interrupts");
+    }
+    let perf = format!("`{}` on {}", crate::workload::shell_words(&crate::collect::perf_stat::argv()), s.sut().name);
+    if collect.perf_stat {
+        collectors.push(&perf);
+    }
+    let mut head = format!(
+        "  variant {} × workload {}: on {}, policy {}, CPUs {cpus}",
+        v.name,
+        w.name,
+        w.on,
+        v.policy.name()
+    );
+    if let Some(cg) = w.cgroup.as_ref().or(v.cgroup.as_ref()) {
+        let whose = if w.kind.server_host().is_some() { "the server " } else { "" };
+        head.push_str(&format!(", {whose}in a cgroup: {}", cg.describe(None)));
+    }
+    head.push_str(&format!(", collectors {}, timeout {} s\n", collectors.join(" and "), w.timeout_secs));
+    let join = |argv: Vec<String>| crate::workload::shell_words(&argv);
+    let lines = match w.kind.plan() {
+        Plan::Single(single) => vec![format!("run: {}", join(single.argv()))],
+        Plan::Sysbench(sb) => vec![
+            format!("server on {}: {}", sb.server.on, join(sb.server.server_argv())),
+            format!("run: {}", join(sb.argv("***", "run"))),
+        ],
+        Plan::Netperf(n) => vec![
+            format!("server on {}: {}", n.server_on, join(n.server_argv())),
+            format!("run, {} at once: {}", n.clients.describe("clients"), join(n.client_argv())),
+        ],
+        Plan::Hammerdb(h) => vec![
+            format!("server on {}: {}", h.server.on, join(h.server.server_argv())),
+            format!("run: {}", w.kind.command_line()),
+        ],
+    };
+    let mut out = head;
+    for l in lines {
+        out.push_str(&format!("      {l}\n"));
     }
     out
 }

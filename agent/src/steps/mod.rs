@@ -38,7 +38,11 @@ pub async fn run(
         Step::Kexec(req) => kexec::load(&req, data_dir).await,
         Step::Spawn(req) => procs.spawn(req).await.map(StepOutput::Process),
         Step::Poll { id, since } => procs.poll(id, since).await.map(StepOutput::Process),
-        Step::Stop { id, grace_secs } => procs.stop(id, grace_secs).await.map(StepOutput::Process),
+        Step::Stop {
+            id,
+            grace_secs,
+            interrupt,
+        } => procs.stop(id, grace_secs, interrupt).await.map(StepOutput::Process),
         Step::Threads { pid } => process::threads(pid).map(|threads| StepOutput::Threads { pid, threads }),
         Step::InstallKernel(req) => install::install(&req, data_dir, layout).await,
         Step::KexecInstalled { release, cmdline } => install::kexec_installed(&release, &cmdline, layout).await,

@@ -154,12 +154,13 @@ impl Table {
         Ok(state(id, e, since))
     }
 
-    pub async fn stop(&self, id: u64, grace_secs: u64) -> Result<ProcessState, StepError> {
+    pub async fn stop(&self, id: u64, grace_secs: u64, interrupt: bool) -> Result<ProcessState, StepError> {
         let mut e = self.procs.lock().await.remove(&id).ok_or_else(|| not_found(id))?;
         let pgid = e.pid as i32;
         if e.child.try_wait().ok().flatten().is_none() {
+            let signal = if interrupt { libc::SIGINT } else { libc::SIGTERM };
             // SAFETY: signals the process group created for this child.
-            unsafe { libc::kill(-pgid, libc::SIGTERM) };
+            unsafe { libc::kill(-pgid, signal) };
             if tokio::time::timeout(Duration::from_secs(grace_secs), e.child.wait())
                 .await
                 .is_err()

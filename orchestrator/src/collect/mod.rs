@@ -3,6 +3,7 @@
 //! verdicts as the workload's.
 
 pub mod interrupts;
+pub mod perf_stat;
 
 /// The collectors a scenario (and each workload, on top) asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -10,6 +11,8 @@ pub struct Collect {
     /// /proc/interrupts before and after: per-CPU deltas, rescheduling and function-call
     /// IPIs named.
     pub interrupts: bool,
+    /// `perf stat -a` over the measured phase on the SUT ([`perf_stat::EVENTS`]).
+    pub perf_stat: bool,
 }
 
 impl Collect {
@@ -17,6 +20,7 @@ impl Collect {
     pub fn or(self, other: Collect) -> Collect {
         Collect {
             interrupts: self.interrupts || other.interrupts,
+            perf_stat: self.perf_stat || other.perf_stat,
         }
     }
 
@@ -25,9 +29,12 @@ impl Collect {
         if self.interrupts {
             out.push("interrupts");
         }
+        if self.perf_stat {
+            out.push("perf_stat");
+        }
         out
     }
 }
 
 /// Every collector a scenario may name.
-pub const NAMES: &[&str] = &["interrupts"];
+pub const NAMES: &[&str] = &["interrupts", "perf_stat"];

@@ -83,7 +83,7 @@ pub async fn make(
         client: client.clone(),
         host: host.to_string(),
         name,
-        description: format!("{} on {host}, top {}", spec.describe(n), made.top),
+        description: format!("{} on {host}, top {}", spec.describe(Some(n)), made.top),
         made,
         groups,
     };

@@ -675,6 +675,7 @@ impl Driver<'_> {
             cpus,
             collect: self.scenario.collect.or(workload.collect),
             cgroup,
+            perf: Default::default(),
         };
         let result = self.run_with_retries(&ctx, booted, variant, workload, j).await?;
         let result = match own_cgroup.as_ref().map(|c| (c, c.host.clone())) {

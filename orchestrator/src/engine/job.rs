@@ -158,7 +158,62 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
             Err(e) => return Err(agent_fail("collecting /proc/interrupts", &e, raw)),
         }
     }
+    if ctx.collect.perf_stat {
+        if when == "before" {
+            perf_start(ctx, raw).await?;
+        } else {
+            perf_stop(ctx, raw).await?;
+        }
+    }
     Ok(())
+}
+
+/// Starts `perf stat -a` on the SUT and waits until its counters are open.
+async fn perf_start(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<(), JobFailure> {
+    use crate::collect::perf_stat;
+    let req = ExecRequest {
+        argv: perf_stat::argv(),
+        timeout_secs: 0,
+        ..Default::default()
+    };
+    let p = ctx.sut.spawn(req).await.map_err(|e| agent_fail("starting perf stat", &e, raw))?;
+    *ctx.perf.lock().expect("not poisoned") = Some(p.id);
+    let waited = until(Duration::from_secs(30), Duration::from_millis(50), async || {
+        match ctx.sut.poll(p.id).await {
+            Ok(st) if perf_stat::counting(&st.stderr) => Look::Ready(()),
+            Ok(st) if !st.running => Look::Failed(format!(
+                "perf stat exited ({:?}) before counting: {}",
+                st.exit_code.or(st.signal),
+                crate::failure::tail(&st.stderr, 5)
+            )),
+            Ok(_) => Look::NotYet(String::new()),
+            Err(e) => Look::Failed(e.to_string()),
+        }
+    })
+    .await;
+    match waited {
+        Ok(()) => Ok(()),
+        Err(Waited::Failed(why)) => Err(fail(why, raw)),
+        Err(Waited::TimedOut { .. }) => Err(fail("perf stat printed no count within 30 s", raw)),
+    }
+}
+
+/// Interrupts the `perf stat` of [`perf_start`]: its output kept, its totals summed.
+async fn perf_stop(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<(), JobFailure> {
+    let Some(id) = ctx.perf.lock().expect("not poisoned").take() else {
+        return Err(fail("perf stat was not started", raw));
+    };
+    let st = ctx.sut.interrupt(id, 10).await.map_err(|e| agent_fail("stopping perf stat", &e, raw))?;
+    raw.push(("perf_stat".into(), st.stderr));
+    Ok(())
+}
+
+/// A `perf stat` still running after a job that failed midway is stopped.
+async fn perf_cleanup(ctx: &Ctx<'_>) {
+    let left = ctx.perf.lock().expect("not poisoned").take();
+    if let Some(id) = left {
+        let _ = ctx.sut.stop(id, 5).await;
+    }
 }
 
 /// The collectors' metrics, from the snapshots in `raw` (their tables added to it).
@@ -170,6 +225,16 @@ fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metri
             return Err(fail("the cgroup's cpu.stat snapshots are missing", raw));
         };
         out.extend(super::cgroup::metrics(b, a).map_err(|e| fail(e, raw))?);
+    }
+    if ctx.collect.perf_stat {
+        let text = raw.iter().find(|(k, _)| k == "perf_stat").map(|(_, v)| v.clone());
+        let Some(text) = text else {
+            return Err(fail("the perf stat output is missing", raw));
+        };
+        let totals = crate::collect::perf_stat::totals(&text).map_err(|e| fail(e, raw))?;
+        let (table, metrics) = crate::collect::perf_stat::summarize(&totals);
+        raw.push(("perf_stat_totals".into(), table));
+        out.extend(metrics);
     }
     if ctx.collect.interrupts {
         let get = |kind: &str| raw.iter().find(|(k, _)| k == kind).map(|(_, v)| v.as_str());
@@ -212,6 +277,8 @@ pub struct Ctx<'a> {
     pub collect: crate::collect::Collect,
     /// The cgroup the workload (or, with a session, its server) runs in.
     pub cgroup: Option<&'a super::cgroup::Placed>,
+    /// The `perf stat` running on the SUT over the measured phase (its spawn id).
+    pub perf: std::sync::Mutex<Option<u64>>,
 }
 
 /// The programs a workload runs, with the host each runs on and that host's agent.
@@ -261,34 +328,9 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
             }
         }
     }
-    let (metrics, observed) = match workload.kind.plan() {
-        Plan::Single(single) => single_host(ctx, variant, workload, single, &mut raw).await?,
-        Plan::Sysbench(sb) => {
-            let password = &ctx.session.expect("sysbench has a session").password;
-            let argv = sb.argv(password, "run");
-            let res = measured_exec(ctx, argv, None, None, workload.timeout_secs, &mut raw).await?;
-            (
-                sysbench::parse(&res.stdout).map_err(|e| fail(e.to_string(), &raw))?,
-                server_policy.clone(),
-            )
-        }
-        Plan::Netperf(n) => {
-            let clients = n.clients.resolve(ctx.sut_id.nr_cpus);
-            (
-                netperf_clients(ctx, n, clients, workload.timeout_secs, &mut raw).await?,
-                server_policy.clone(),
-            )
-        }
-        Plan::Hammerdb(h) => {
-            let session = ctx.session.expect("hammerdb has a session");
-            let vus = h.virtual_users.resolve(ctx.sut_id.nr_cpus);
-            let script = h.script(&session.password, vus, false);
-            (
-                hammerdb_run(ctx, script, workload.timeout_secs, &mut raw).await?,
-                server_policy.clone(),
-            )
-        }
-    };
+    let measured = measure(ctx, variant, workload, server_policy, &mut raw).await;
+    perf_cleanup(ctx).await;
+    let (metrics, observed) = measured?;
     let mut metrics = metrics;
     metrics.extend(collected(ctx, &mut raw)?);
     let observed_policy = observed.unwrap_or_else(|| "unobserved".into());
@@ -301,6 +343,48 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
         raw,
     })
 }
+
+/// The workload's measured phase, by kind: its metrics and the policy observed.
+async fn measure(
+    ctx: &Ctx<'_>,
+    variant: &Variant,
+    workload: &Workload,
+    server_policy: Option<String>,
+    raw: &mut Vec<(String, String)>,
+) -> Result<(Vec<Metric>, Option<String>), JobFailure> {
+    let raw = &mut *raw;
+    let out = match workload.kind.plan() {
+        Plan::Single(single) => single_host(ctx, variant, workload, single, raw).await?,
+        Plan::Sysbench(sb) => {
+            let password = &ctx.session.expect("sysbench has a session").password;
+            let argv = sb.argv(password, "run");
+            let res = measured_exec(ctx, argv, None, None, workload.timeout_secs, raw).await?;
+            (
+                sysbench::parse(&res.stdout).map_err(|e| fail(e.to_string(), raw))?,
+                server_policy.clone(),
+            )
+        }
+        Plan::Netperf(n) => {
+            let clients = n.clients.resolve(ctx.sut_id.nr_cpus);
+            (
+                netperf_clients(ctx, n, clients, workload.timeout_secs, raw).await?,
+                server_policy.clone(),
+            )
+        }
+        Plan::Hammerdb(h) => {
+            let session = ctx.session.expect("hammerdb has a session");
+            let vus = h.virtual_users.resolve(ctx.sut_id.nr_cpus);
+            let script = h.script(&session.password, vus, false);
+            (
+                hammerdb_run(ctx, script, workload.timeout_secs, raw).await?,
+                server_policy.clone(),
+            )
+        }
+    };
+    Ok(out)
+}
+
+/// schedstat (and the collectors) before, one exec, after; stdout and stderr kept.
 
 /// schedstat before, one exec, schedstat after; stdout and stderr kept.
 async fn measured_exec(

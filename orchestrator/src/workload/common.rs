@@ -83,6 +83,15 @@ pub enum Count {
 }
 
 impl Count {
+    /// `8 clients`, `clients: 50% of the SUT's CPUs`, `clients: 2 per SUT CPU`.
+    pub fn describe(self, what: &str) -> String {
+        match self {
+            Count::Fixed(n) => format!("{n} {what}"),
+            Count::PercentOfCpus(p) => format!("{what}: {p}% of the SUT's CPUs"),
+            Count::PerCpu(f) => format!("{what}: {f} per SUT CPU"),
+        }
+    }
+
     pub fn resolve(self, sut_cpus: u32) -> u32 {
         let n = match self {
             Count::Fixed(n) => n as f64,

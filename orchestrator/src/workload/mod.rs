@@ -76,6 +76,20 @@ pub fn all_keys() -> Vec<&'static str> {
     keys
 }
 
+/// An argv as a reader would type it: words with spaces or quotes in single quotes.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A kind that runs as one process on the workload's host, under the variant's policy and
 /// CPUs, and is measured from that process's output.
 pub trait SingleHost: Sync {
@@ -134,18 +148,7 @@ impl WorkloadKind {
 
     /// The command line a report states for the workload (passwords as `***`).
     pub fn command_line(&self) -> String {
-        let join = |v: Vec<String>| {
-            v.iter()
-                .map(|a| {
-                    if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
-                        format!("'{}'", a.replace('\'', "'\\''"))
-                    } else {
-                        a.clone()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
+        let join = |v: Vec<String>| shell_words(&v);
         match self.plan() {
             Plan::Single(s) => join(s.argv()),
             Plan::Sysbench(sb) => format!(
