@@ -298,6 +298,24 @@ pub struct ExecRequest {
     /// and exec; its descendant processes are dealt out over all of them as they appear.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroups: Option<Vec<String>>,
+    /// Each of its tasks' scheduler statistics at its exit (taskstats), in the result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task_stats: bool,
+}
+
+/// One task's scheduler statistics at its exit, as /proc/PID/schedstat shows them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TaskStat {
+    pub tid: u32,
+    /// Its process.
+    pub tgid: u32,
+    pub comm: String,
+    /// On a CPU (ns).
+    pub run_ns: u64,
+    /// Waiting on a run queue (ns).
+    pub delay_ns: u64,
+    /// Timeslices: times it was put on a CPU.
+    pub slices: u64,
 }
 
 /// A process [`Step::Sweep`] ended.
@@ -331,6 +349,10 @@ pub struct ExecResult {
     /// paths) while it ran.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub observed_cgroups: std::collections::BTreeMap<String, u32>,
+    /// With `task_stats`: every task of the process and its descendants at its exit, or
+    /// why they could not be had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_stats: Option<Result<Vec<TaskStat>, String>>,
 }
 
 /// The most output an exec step keeps of each stream.

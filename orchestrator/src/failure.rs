@@ -78,6 +78,8 @@ mod tests {
             stdout_dropped: 0,
             stderr_dropped: 0,
             observed_policies: Vec::new(),
+            observed_cgroups: Default::default(),
+            task_stats: None,
         }
     }
 

@@ -301,6 +301,9 @@ fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Wo
     if collect.perf_stat {
         collectors.push(&perf);
     }
+    if collect.task_schedstat {
+        collectors.push("each task's schedstat at its exit");
+    }
     let mut head = format!(
         "  variant {} × workload {}: on {}, policy {}, CPUs {cpus}",
         v.name,

@@ -74,6 +74,9 @@ pub struct KernelProvenance {
     pub settings: Vec<SettingChange>,
     /// The tuning its jobs ran with, read back: "variant V, HOST: settings; online CPUs".
     pub tuning: Vec<String>,
+    /// What else its jobs ran in or with: each cell's cgroup, the perf events the SUT
+    /// could not count.
+    pub setup: Vec<String>,
     /// The SUT had no /proc/schedstat on this kernel: no scheduler statistics.
     pub no_schedstat: bool,
 }
@@ -165,7 +168,7 @@ impl KernelProvenance {
 impl serde::Serialize for KernelProvenance {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = ser.serialize_struct("KernelProvenance", 8)?;
+        let mut st = ser.serialize_struct("KernelProvenance", 10)?;
         st.serialize_field("kernel", &self.kernel)?;
         st.serialize_field("boots", &self.boot_lines())?;
         st.serialize_field("cpu_models", &self.cpu_models())?;
@@ -173,6 +176,8 @@ impl serde::Serialize for KernelProvenance {
         st.serialize_field("tools", &self.tool_lines())?;
         st.serialize_field("builds", &self.build_lines())?;
         st.serialize_field("settings", &self.setting_lines())?;
+        st.serialize_field("tuning", &self.tuning)?;
+        st.serialize_field("setup", &self.setup)?;
         st.serialize_field("no_schedstat", &self.no_schedstat)?;
         st.end()
     }

@@ -1,7 +1,9 @@
 //! Tools uploaded to a lab VM (busybox only: no `install`, no coreutils): the agent
 //! places them itself, and workloads run them by name from their install_dir, on PATH
 //! (/usr/local/bin) or not (/opt/kreg-tools). The tool is a real program, a copy of
-//! Debian's hackbench; its SHA-256 is stored as its version with every job.
+//! Debian's hackbench; its SHA-256 is stored as its version with every job. The jobs run
+//! under `perf stat` (Debian's perf, put in the guest for the collector): the software
+//! counters are stored, the hardware events a TCG guest lacks are said to be missing.
 
 mod common;
 use common::{fresh_db, kreg, Scratch};
@@ -35,6 +37,7 @@ workloads:
     metrics: { time: { regex: "Time: ([0-9.]+)", higher_is_better: false } }
     timeout: 5m
 iterations: 2
+collect: [perf_stat]
 "#;
     let file = dir.0.join("lab-tools.yaml");
     std::fs::write(&file, scenario).unwrap();
@@ -61,4 +64,35 @@ iterations: 2
         assert_eq!(v["hb-local@sut"], want, "{v}");
         assert_eq!(v["hb-opt@sut"], want, "{v}");
     }
+
+    // perf stat over each job: context switches and migrations counted for every job.
+    for metric in ["perf_context_switches", "perf_cpu_migrations"] {
+        let v: Vec<f64> = sqlx::query_scalar("SELECT value FROM results WHERE metric = $1")
+            .bind(metric)
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+        assert_eq!(v.len(), 4, "{metric}: {v:?}");
+        if metric == "perf_context_switches" {
+            assert!(v.iter().all(|x| *x > 0.0), "{metric}: {v:?}");
+        }
+    }
+    let report = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("perf_context_switches") && text.contains("perf_cpu_migrations"), "{text}");
+    // The hardware events: counted (a guest with a PMU), or said to be missing, never 0.
+    let cycles: Vec<f64> = sqlx::query_scalar("SELECT value FROM results WHERE metric = 'perf_cycles'")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    if cycles.is_empty() {
+        assert!(text.contains("perf stat could not count: cycles <not supported>"), "{text}");
+    } else {
+        assert!(cycles.len() == 4 && cycles.iter().all(|c| *c > 0.0), "{cycles:?}");
+    }
+    let totals: String = sqlx::query_scalar("SELECT content FROM raw_outputs WHERE kind = 'perf_stat_totals' LIMIT 1")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(totals.starts_with("event"), "{totals}");
 }

@@ -7,7 +7,8 @@
 //! reads the database's account of it, and the loopback test `tuning` reads a machine's
 //! own values back). Two variants run in cgroups v2: one with half the CPUs' bandwidth
 //! (`cpu.max`), throttled and slower; one in a hierarchy 2/10/2 deep with a quarter each
-//! on the first level, the workload's processes dealt out over its 40 leaves.
+//! on the first level, the workload's processes dealt out over its 40 leaves. Each task's
+//! scheduler statistics are taken at its exit (taskstats).
 
 mod common;
 use common::{assert_ok, fresh_db, kreg, Scratch};
@@ -42,7 +43,7 @@ workloads:
       wall: { regex: 'real\s+0m\s*([0-9.]+)s', unit: s, higher_is_better: false }
   - { name: hb, kind: hackbench, groups: 2, loops: 50, pipe: true }
 iterations: 5
-collect: [interrupts]
+collect: [interrupts, task_schedstat]
 "#;
 
 #[tokio::test]
@@ -168,6 +169,29 @@ async fn a_variant_with_a_cpu_offline_runs_on_one_cpu_and_every_knob_is_put_back
     assert_eq!(ipis("one-cpu").await, vec![0.0; 10]);
     let two = ipis("all").await;
     assert!(two.len() == 10 && two.iter().sum::<f64>() > 0.0, "{two:?}");
+
+    // Per-task schedstat, each task's figures at its exit: hackbench's 80 workers and its
+    // main process in every job; run delay grows when one CPU serves them all.
+    let tasks: Vec<f64> = sqlx::query_scalar(
+        "SELECT r.value FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.workload = 'hb' AND r.metric = 'tasks'",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert!(tasks.len() == 20 && tasks.iter().all(|n| *n == 81.0), "{tasks:?}");
+    let (d2, d1) = (
+        walls("all", "task_delay_ms", "hb").await,
+        walls("one-cpu", "task_delay_ms", "hb").await,
+    );
+    eprintln!("hackbench run delay, median over jobs: {d2} ms on 2 CPUs, {d1} ms on 1");
+    assert!(d2 > 0.0 && d1 > d2, "run delay: {d2} ms on two CPUs, {d1} ms on one");
+    assert!(walls("all", "task_run_ms", "spin2").await > 100.0);
+    assert!(text.contains("task_delay_ms") && text.contains("task_slices"), "{text}");
+    let table: String = sqlx::query_scalar("SELECT content FROM raw_outputs WHERE kind = 'task_schedstat' LIMIT 1")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(table.contains("hackbench") || table.contains("sh"), "{table}");
 
     // Half the bandwidth of two CPUs: throttled in every job, and hackbench slower.
     let throttled = |variant: &'static str| {

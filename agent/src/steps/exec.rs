@@ -338,6 +338,10 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     let program = req.argv.first().cloned().unwrap_or_default();
     let mark = new_mark();
     let mut cmd = command(&req, &mark)?;
+    // Listening before the fork: no exit of the workload's is missed.
+    let mut listener = req
+        .task_stats
+        .then(|| super::taskstats::Listener::open().map_err(|e| format!("taskstats: {e}")));
     let started = Instant::now();
     let mut child = cmd
         .spawn()
@@ -369,7 +373,12 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
-            _ = tick.tick() => observe(pid, &mut observed),
+            _ = tick.tick() => {
+                observe(pid, &mut observed);
+                if let Some(Ok(l)) = listener.as_mut() {
+                    l.drain();
+                }
+            }
             _ = spread_tick.tick(), if spread.is_some() => {
                 if let Some(s) = spread.as_mut() {
                     s.tick(pid);
@@ -388,6 +397,15 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     // Stray members of the group and daemonised descendants must not outlive the step;
     // their pipes close with them.
     drop(reaper);
+    let task_stats = listener.take().map(|l| {
+        l.and_then(|mut l| {
+            l.drain();
+            if l.lost {
+                return Err("taskstats: the socket dropped exits (its buffer was full)".to_string());
+            }
+            Ok(super::taskstats::of_tree(pid, &l.exits))
+        })
+    });
     let (stdout, stdout_dropped) = out_task.await.unwrap_or_default().finish();
     let (stderr, stderr_dropped) = err_task.await.unwrap_or_default().finish();
 
@@ -404,6 +422,7 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
         stderr_dropped,
         observed_policies: observed,
         observed_cgroups: spread.map(|s| s.observed()).unwrap_or_default(),
+        task_stats,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod place;
 pub mod process;
 pub mod schedstat;
 pub mod sweep;
+pub mod taskstats;
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};

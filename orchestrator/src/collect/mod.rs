@@ -4,6 +4,7 @@
 
 pub mod interrupts;
 pub mod perf_stat;
+pub mod task_schedstat;
 
 /// The collectors a scenario (and each workload, on top) asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -13,6 +14,8 @@ pub struct Collect {
     pub interrupts: bool,
     /// `perf stat -a` over the measured phase on the SUT ([`perf_stat::EVENTS`]).
     pub perf_stat: bool,
+    /// Each of the workload's tasks' /proc/PID/schedstat figures at its exit.
+    pub task_schedstat: bool,
 }
 
 impl Collect {
@@ -21,6 +24,7 @@ impl Collect {
         Collect {
             interrupts: self.interrupts || other.interrupts,
             perf_stat: self.perf_stat || other.perf_stat,
+            task_schedstat: self.task_schedstat || other.task_schedstat,
         }
     }
 
@@ -32,9 +36,12 @@ impl Collect {
         if self.perf_stat {
             out.push("perf_stat");
         }
+        if self.task_schedstat {
+            out.push("task_schedstat");
+        }
         out
     }
 }
 
 /// Every collector a scenario may name.
-pub const NAMES: &[&str] = &["interrupts", "perf_stat"];
+pub const NAMES: &[&str] = &["interrupts", "perf_stat", "task_schedstat"];

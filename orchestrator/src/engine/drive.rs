@@ -676,6 +676,7 @@ impl Driver<'_> {
             collect: self.scenario.collect.or(workload.collect),
             cgroup,
             perf: Default::default(),
+            measured: Default::default(),
         };
         let result = self.run_with_retries(&ctx, booted, variant, workload, j).await?;
         let result = match own_cgroup.as_ref().map(|c| (c, c.host.clone())) {

@@ -38,6 +38,8 @@ pub struct LabConn {
     /// The kernel that booted last, to start again when a kexec away from it crashes:
     /// (kernel as prepared, its initrd file, its command line).
     last_good: Option<(Prepared, PathBuf, String)>,
+    /// Whether the guest needs perf (a perf collector or workload).
+    perf: bool,
 }
 
 /// A host's token: the first line of its token file, as the agent reads it.
@@ -46,7 +48,8 @@ pub fn read_token(token_file: &std::path::Path) -> Result<String, String> {
 }
 
 impl Conn {
-    pub async fn open(host: &Host, run_dir: &std::path::Path, cfg: &Config) -> Result<Conn, String> {
+    /// `perf`: whether a lab guest needs perf in its initramfs.
+    pub async fn open(host: &Host, run_dir: &std::path::Path, cfg: &Config, perf: bool) -> Result<Conn, String> {
         match &host.transport {
             Transport::Http(_) | Transport::Ssh(_) => {
                 let a = super::reach::agent(host, cfg).await?.expect("an agent host");
@@ -68,6 +71,7 @@ impl Conn {
                 client: None,
                 current: None,
                 last_good: None,
+                perf,
             })),
         }
     }
@@ -292,8 +296,9 @@ impl LabConn {
         }
         let token = self.token.clone();
         let modules = p.modules_dir.clone();
+        let perf = self.perf;
         let initrd_bytes =
-            tokio::task::spawn_blocking(move || initramfs::build(&agent_bin, &token, modules.as_deref()))
+            tokio::task::spawn_blocking(move || initramfs::build(&agent_bin, &token, modules.as_deref(), perf))
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("initramfs for {}: {e}", p.release))?;

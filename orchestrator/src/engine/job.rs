@@ -218,7 +218,7 @@ async fn perf_cleanup(ctx: &Ctx<'_>) {
 
 /// The collectors' metrics, from the snapshots in `raw` (their tables added to it).
 fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metric>, JobFailure> {
-    let mut out = Vec::new();
+    let mut out: Vec<Metric> = std::mem::take(&mut *ctx.measured.lock().expect("not poisoned"));
     if ctx.cgroup.is_some() {
         let get = |kind: &str| raw.iter().find(|(k, _)| k == kind).map(|(_, v)| v.as_str());
         let (Some(b), Some(a)) = (get("cgroup_stat_before"), get("cgroup_stat_after")) else {
@@ -279,6 +279,8 @@ pub struct Ctx<'a> {
     pub cgroup: Option<&'a super::cgroup::Placed>,
     /// The `perf stat` running on the SUT over the measured phase (its spawn id).
     pub perf: std::sync::Mutex<Option<u64>>,
+    /// Collectors' metrics taken with the workload's own result (per-task schedstat).
+    pub measured: std::sync::Mutex<Vec<Metric>>,
 }
 
 /// The programs a workload runs, with the host each runs on and that host's agent.
@@ -305,6 +307,8 @@ pub fn programs(
 /// Runs one job and returns what to store.
 pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
     let mut raw = Vec::new();
+    // Nothing of an earlier attempt of this job.
+    ctx.measured.lock().expect("not poisoned").clear();
     // Provenance: the sched features in effect for this job.
     if let Ok(StepOutput::Knob(k)) = ctx
         .sut
@@ -405,12 +409,19 @@ async fn measured_exec(
         policy,
         cpus,
         cgroups,
+        task_stats: ctx.collect.task_schedstat,
         ..Default::default()
     };
     let res = ctx.runner.exec(req).await.map_err(|e| agent_fail("", &e, raw))?;
     snapshot(ctx, "after", raw).await?;
     raw.push(("stdout".into(), res.stdout.clone()));
     raw.push(("stderr".into(), res.stderr.clone()));
+    if let Some(tasks) = &res.task_stats {
+        let tasks = tasks.as_ref().map_err(|e| fail(e.clone(), raw))?;
+        let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(|e| fail(e, raw))?;
+        raw.push(("task_schedstat".into(), table));
+        ctx.measured.lock().expect("not poisoned").extend(metrics);
+    }
     if !res.success() {
         return Err(fail(
             CommandFailed::of_exec(program, &res, timeout_secs).to_string(),

@@ -340,7 +340,7 @@ async fn drive_jobs(
     let run_dir = cfg.data_dir.join("runs").join(run.id.to_string());
     let mut conns: HashMap<String, host::Conn> = HashMap::new();
     for h in &scenario.hosts {
-        let c = host::Conn::open(h, &run_dir, cfg)
+        let c = host::Conn::open(h, &run_dir, cfg, scenario.needs_perf_on(&h.name))
             .await
             .map_err(|detail| EngineError::Host {
                 host: h.name.clone(),

@@ -201,8 +201,27 @@ impl Watch for Vm {
 /// Set once KVM has failed in this process, so later boots go straight to TCG.
 static KVM_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// How long a guest under KVM has to answer: it boots in seconds where KVM works. Some
+/// nested KVMs run a guest without error and without progress.
+const KVM_GRACE: Duration = Duration::from_secs(90);
+
+/// A file that says KVM failed a guest since this machine booted: later kreg processes
+/// skip it too (the machine's boot id in its name).
+fn kvm_failed_marker() -> Option<PathBuf> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(std::env::temp_dir().join(format!("kreg-kvm-failed.{}", boot.trim())))
+}
+
+fn mark_kvm_failed() {
+    KVM_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(m) = kvm_failed_marker() {
+        let _ = std::fs::write(m, "KVM failed a lab guest on this boot of the machine; kreg uses TCG\n");
+    }
+}
+
 fn kvm_usable() -> bool {
     !KVM_FAILED.load(std::sync::atomic::Ordering::Relaxed)
+        && !kvm_failed_marker().is_some_and(|m| m.exists())
         && std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -229,11 +248,19 @@ pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, 
         let mut vm = Vm::start(&attempt).map_err(|e| e.to_string())?;
         let client = AgentClient::new(&vm.url(), token);
         let retry_left = n + 1 < accels.len();
-        match wait_for_agent(&client, None, timeout, Some(&mut vm as &mut dyn Watch)).await {
+        let falls_back = *accel == "kvm" && spec.accel == "auto";
+        let wait = if falls_back { timeout.min(KVM_GRACE) } else { timeout };
+        match wait_for_agent(&client, None, wait, Some(&mut vm as &mut dyn Watch)).await {
             Ok(id) => return Ok((vm, client, id)),
+            Err(e) if falls_back => {
+                drop(vm);
+                mark_kvm_failed();
+                eprintln!("kreg: the lab VM did not come up under KVM ({e}); falling back to TCG from now on (KREG_LAB_ACCEL=tcg skips KVM)");
+                last_error = e;
+            }
             Err(e) if retry_left && vm.exited().is_some() => {
                 if *accel == "kvm" {
-                    KVM_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+                    mark_kvm_failed();
                     eprintln!("kreg: the lab VM died under KVM; falling back to TCG (KREG_LAB_ACCEL=tcg skips KVM)");
                     last_error = e;
                 } else {

@@ -150,6 +150,9 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
         if !p.tuning.is_empty() {
             parts.push(format!("tuning {}", p.tuning.join(" | ")));
         }
+        if !p.setup.is_empty() {
+            parts.push(p.setup.join(" | "));
+        }
         if !p.settings.is_empty() {
             parts.push(format!("settings changed {}", p.setting_lines().join(", ")));
         }

@@ -73,6 +73,17 @@ pub enum ToolSource {
 }
 
 impl Scenario {
+    /// Whether host `host` runs perf: the SUT with a perf collector, or a host with a
+    /// `perf-bench` workload.
+    pub fn needs_perf_on(&self, host: &str) -> bool {
+        let collector = self.collect.perf_stat || self.workloads.iter().any(|w| w.collect.perf_stat);
+        (collector && host == self.sut().name)
+            || self
+                .workloads
+                .iter()
+                .any(|w| w.on == host && matches!(w.kind, WorkloadKind::PerfBench(_)))
+    }
+
     /// Whether a variant or a workload runs in a cgroup.
     pub fn uses_cgroups(&self) -> bool {
         self.variants.iter().any(|v| v.cgroup.is_some()) || self.workloads.iter().any(|w| w.cgroup.is_some())

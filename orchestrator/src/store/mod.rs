@@ -570,7 +570,7 @@ async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String
     .bind(run_id)
     .fetch_all(db)
     .await?;
-    Ok(rows
+    let out: Vec<(String, String)> = rows
         .into_iter()
         .map(|(kernel, variant, content)| {
             let line = match serde_json::from_str::<crate::tuning::Record>(&content) {
@@ -579,7 +579,42 @@ async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String
             };
             (kernel, line)
         })
-        .collect())
+        .collect();
+    Ok(out)
+}
+
+/// Per kernel: the cgroup each variant's workload ran in, and the perf events the SUT
+/// could not count (said once each).
+async fn cgroups_and_counters_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String)>> {
+    let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
+        "SELECT DISTINCT j.kernel, j.variant, j.workload, o.kind, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
+         WHERE o.run_id = $1 AND o.kind IN ('cgroup', 'perf_stat_totals') ORDER BY 1, 2, 3",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?;
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (kernel, variant, workload, kind, content) in rows {
+        let line = if kind == "cgroup" {
+            // The top's path names the job: the rest is the same for each job of a cell.
+            let what = content.split(", top ").next().unwrap_or(&content);
+            format!("variant {variant}, workload {workload}: cgroup {what}")
+        } else {
+            let lacking: Vec<String> = content
+                .lines()
+                .filter(|l| l.ends_with("(no metric)"))
+                .map(|l| l.trim_end_matches(" (no metric)").split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect();
+            if lacking.is_empty() {
+                continue;
+            }
+            format!("perf stat could not count: {}", lacking.join(", "))
+        };
+        if !out.contains(&(kernel.clone(), line.clone())) {
+            out.push((kernel, line));
+        }
+    }
+    Ok(out)
 }
 
 /// The kernels of a run on which `sut` had no /proc/schedstat.
@@ -660,6 +695,7 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec
     gather(&mut out, items(builds), |p| &mut p.builds);
     gather(&mut out, items(settings_of(db, run_id).await?), |p| &mut p.settings);
     gather(&mut out, tuning_of(db, run_id).await?, |p| &mut p.tuning);
+    gather(&mut out, cgroups_and_counters_of(db, run_id).await?, |p| &mut p.setup);
     for k in without_schedstat(db, run_id, sut).await? {
         match out.iter_mut().find(|p| p.kernel == k) {
             Some(p) => p.no_schedstat = true,

@@ -319,8 +319,8 @@ fn failed_list(v: &RunView) -> String {
 /// A kernel's tuning as read back per variant, and the knobs kreg changed.
 fn tuning_cell(p: Option<&crate::results::KernelProvenance>) -> String {
     match p {
-        Some(p) if !p.tuning.is_empty() || !p.settings.is_empty() => {
-            let mut lines: Vec<String> = p.tuning.iter().map(|t| esc(t)).collect();
+        Some(p) if !p.tuning.is_empty() || !p.settings.is_empty() || !p.setup.is_empty() => {
+            let mut lines: Vec<String> = p.tuning.iter().chain(&p.setup).map(|t| esc(t)).collect();
             if !p.settings.is_empty() {
                 lines.push(format!("changed: {}", esc(&p.setting_lines().join(", "))));
             }

@@ -49,7 +49,12 @@ impl<'a> Cx<'a> {
             cpus: cpus?,
             hierarchy: hierarchy?,
         };
+        let written = matches!(&node.kind, crate::yaml::Kind::Map(m) if !m.is_empty());
         if cg.quota.is_none() && cg.weight.is_none() && cg.cpus.is_none() && cg.hierarchy.is_none() {
+            if written {
+                // Its keys were all wrong, and each is reported.
+                return None;
+            }
             self.error(node, format!("{what}: give at least one of quota, weight, cpus, hierarchy"));
             return None;
         }
@@ -119,5 +124,64 @@ impl<'a> Cx<'a> {
             return None;
         }
         Some(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    const BASE: &str = "name: cg\nhosts:\n  sut: { role: sut, transport: { kind: lab, cpus: 2 } }\nkernels:\n  - { name: k, source: running }\nvariants:\n  - { name: default }\n  - VARIANT\nworkloads:\n  - { name: hb, kind: hackbench, groups: 1, loops: 50 }\n";
+
+    fn diags(variant: &str) -> String {
+        match crate::scenario::load::from_str(&BASE.replace("VARIANT", variant), Path::new("/scn")) {
+            Ok(_) => "ok".into(),
+            Err(d) => d.iter().map(|d| d.render("f.yaml")).collect::<Vec<_>>().join("\n"),
+        }
+    }
+
+    #[test]
+    fn cgroups_load_with_their_hierarchy() {
+        let text = BASE.replace(
+            "VARIANT",
+            "{ name: deep, cgroup: { quota: 50%, weight: 200, cpus: \"0-1\", hierarchy: { fanout: [2, 100, 10], depth: 5 } } }",
+        );
+        let s = crate::scenario::load::from_str(&text, Path::new("/scn")).unwrap();
+        let cg = s.variant("deep").unwrap().cgroup.clone().unwrap();
+        assert_eq!(cg.quota, Some(crate::cgroup::Quota::Share(0.5)));
+        assert_eq!(cg.period_us, 100_000);
+        assert_eq!(cg.limits(2), [
+            ("cpu.max".to_string(), "100000 100000".to_string()),
+            ("cpu.weight".to_string(), "200".to_string()),
+            ("cpuset.cpus".to_string(), "0-1".to_string()),
+        ]);
+        assert!(s.uses_cgroups());
+        assert_eq!(diags("{ name: q, cgroup: { quota: \"1.5\" } }"), "ok");
+    }
+
+    #[test]
+    fn cgroup_mistakes_are_reported_where_they_are() {
+        assert_eq!(
+            diags("{ name: q, cgroup: { quota: 150%, period_us: 10, hierarchy: { fanout: [2, 0], depth: 1 } } }"),
+            "f.yaml:8:33: quota: \"150%\": expected a share of the job's CPUs such as 50% (more than 0, at most 100%), or a number of CPUs such as 1.5\n\
+             f.yaml:8:50: period_us: 10 is out of range (1000 to 1000000)\n\
+             f.yaml:8:79: a fanout: 0 is out of range (1 to 10000)"
+        );
+        assert_eq!(
+            diags("{ name: q, cgroup: { hierarchy: { fanout: [2, 3], depth: 1 } } }"),
+            "f.yaml:8:37: hierarchy: depth 1 is less than the 2 levels of fanout"
+        );
+        assert_eq!(
+            diags("{ name: q, cgroup: { hierarchy: { fanout: [100, 100, 100] } } }"),
+            "f.yaml:8:37: hierarchy: 1000000 leaves and 1010100 groups; at most 20000 leaves and 100000 groups"
+        );
+        assert_eq!(
+            diags("{ name: q, cgroup: { quotas: 50% } }"),
+            "f.yaml:8:26: unknown field `quotas` in the cgroup of variant `q`; did you mean `quota`? expected one of: quota, period_us, weight, cpus, hierarchy"
+        );
+        assert_eq!(
+            diags("{ name: q, cgroup: {} }"),
+            "f.yaml:8:24: the cgroup of variant `q`: give at least one of quota, weight, cpus, hierarchy"
+        );
     }
 }

@@ -56,6 +56,7 @@ impl<'a> Cx<'a> {
             match name.as_str() {
                 "interrupts" => out.interrupts = true,
                 "perf_stat" => out.perf_stat = true,
+                "task_schedstat" => out.task_schedstat = true,
                 other => {
                     let hint = crate::yaml::cx::closest(other, crate::collect::NAMES)
                         .map(|c| format!("did you mean `{c}`? "))
