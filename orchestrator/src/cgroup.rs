@@ -147,7 +147,10 @@ mod tests {
 
     #[test]
     fn a_share_of_the_cpus_becomes_cpu_max() {
-        assert_eq!(cg(Some(Quota::Share(0.5)), None).limits(2), [("cpu.max".to_string(), "100000 100000".to_string())]);
+        assert_eq!(
+            cg(Some(Quota::Share(0.5)), None).limits(2),
+            [("cpu.max".to_string(), "100000 100000".to_string())]
+        );
         assert_eq!(cg(Some(Quota::Share(0.5)), None).limits(240)[0].1, "12000000 100000");
         assert_eq!(cg(Some(Quota::Cpus(1.5)), None).limits(8)[0].1, "150000 100000");
         assert_eq!(cg(Some(Quota::Cpus(0.0001)), None).limits(8)[0].1, "1000 100000");
@@ -163,6 +166,9 @@ mod tests {
         assert_eq!(h.levels(), [2, 100, 10, 1, 1]);
         assert_eq!(h.leaves(), 2000);
         let d = cg(Some(Quota::Share(0.25)), Some(h)).describe(Some(4));
-        assert_eq!(d, "quota 25% of 4 CPUs, cpu.max \"100000 100000\", hierarchy 2/100/10/1/1 (2000 leaves, limits on level 1)");
+        assert_eq!(
+            d,
+            "quota 25% of 4 CPUs, cpu.max \"100000 100000\", hierarchy 2/100/10/1/1 (2000 leaves, limits on level 1)"
+        );
     }
 }

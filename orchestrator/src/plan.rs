@@ -297,7 +297,11 @@ fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Wo
     if collect.interrupts {
         collectors.push("/proc/interrupts");
     }
-    let perf = format!("`{}` on {}", crate::workload::shell_words(&crate::collect::perf_stat::argv()), s.sut().name);
+    let perf = format!(
+        "`{}` on {}",
+        crate::workload::shell_words(&crate::collect::perf_stat::argv()),
+        s.sut().name
+    );
     if collect.perf_stat {
         collectors.push(&perf);
     }
@@ -312,10 +316,18 @@ fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Wo
         v.policy.name()
     );
     if let Some(cg) = w.cgroup.as_ref().or(v.cgroup.as_ref()) {
-        let whose = if w.kind.server_host().is_some() { "the server " } else { "" };
+        let whose = if w.kind.server_host().is_some() {
+            "the server "
+        } else {
+            ""
+        };
         head.push_str(&format!(", {whose}in a cgroup: {}", cg.describe(None)));
     }
-    head.push_str(&format!(", collectors {}, timeout {} s\n", collectors.join(" and "), w.timeout_secs));
+    head.push_str(&format!(
+        ", collectors {}, timeout {} s\n",
+        collectors.join(" and "),
+        w.timeout_secs
+    ));
     let join = |argv: Vec<String>| crate::workload::shell_words(&argv);
     let lines = match w.kind.plan() {
         Plan::Single(single) => vec![format!("run: {}", join(single.argv()))],
@@ -325,7 +337,11 @@ fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Wo
         ],
         Plan::Netperf(n) => vec![
             format!("server on {}: {}", n.server_on, join(n.server_argv())),
-            format!("run, {} at once: {}", n.clients.describe("clients"), join(n.client_argv())),
+            format!(
+                "run, {} at once: {}",
+                n.clients.describe("clients"),
+                join(n.client_argv())
+            ),
         ],
         Plan::Hammerdb(h) => vec![
             format!("server on {}: {}", h.server.on, join(h.server.server_argv())),

@@ -79,14 +79,20 @@ collect: [perf_stat]
     }
     let report = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
     let text = String::from_utf8_lossy(&report.stdout);
-    assert!(text.contains("perf_context_switches") && text.contains("perf_cpu_migrations"), "{text}");
+    assert!(
+        text.contains("perf_context_switches") && text.contains("perf_cpu_migrations"),
+        "{text}"
+    );
     // The hardware events: counted (a guest with a PMU), or said to be missing, never 0.
     let cycles: Vec<f64> = sqlx::query_scalar("SELECT value FROM results WHERE metric = 'perf_cycles'")
         .fetch_all(&db.pool)
         .await
         .unwrap();
     if cycles.is_empty() {
-        assert!(text.contains("perf stat could not count: cycles <not supported>"), "{text}");
+        assert!(
+            text.contains("perf stat could not count: cycles <not supported>"),
+            "{text}"
+        );
     } else {
         assert!(cycles.len() == 4 && cycles.iter().all(|c| *c > 0.0), "{cycles:?}");
     }

@@ -80,10 +80,17 @@ fn controllers(tree: &CgroupTree) -> Result<Vec<String>, StepError> {
     let mut out = vec!["cpu".to_string()];
     for (file, value) in &tree.limits {
         let ok_file = file.split_once('.').is_some_and(|(c, rest)| {
-            !c.is_empty() && !rest.is_empty() && file.chars().all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_'))
+            !c.is_empty()
+                && !rest.is_empty()
+                && file
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_'))
         });
         if !ok_file || file.starts_with("cgroup.") || value.contains('\n') {
-            return Err(super::err(ErrorKind::BadRequest, format!("bad cgroup limit {file}={value:?}")));
+            return Err(super::err(
+                ErrorKind::BadRequest,
+                format!("bad cgroup limit {file}={value:?}"),
+            ));
         }
         let c = file.split('.').next().unwrap_or_default().to_string();
         if !out.contains(&c) {
@@ -111,17 +118,27 @@ pub fn make(tree: &CgroupTree) -> Result<CgroupsMade, StepError> {
     if tree.fanout.contains(&0) || total_groups(&tree.fanout) > MAX_GROUPS {
         return Err(super::err(
             ErrorKind::BadRequest,
-            format!("a cgroup hierarchy of {:?} children per level: each at least 1, at most {MAX_GROUPS} groups in all", tree.fanout),
+            format!(
+                "a cgroup hierarchy of {:?} children per level: each at least 1, at most {MAX_GROUPS} groups in all",
+                tree.fanout
+            ),
         ));
     }
     let wanted = controllers(tree)?;
     let mount = mount()?;
-    let available = std::fs::read_to_string(mount.join("cgroup.controllers"))
-        .map_err(|e| io("reading cgroup.controllers", e))?;
-    if let Some(missing) = wanted.iter().find(|c| !available.split_whitespace().any(|a| a == c.as_str())) {
+    let available =
+        std::fs::read_to_string(mount.join("cgroup.controllers")).map_err(|e| io("reading cgroup.controllers", e))?;
+    if let Some(missing) = wanted
+        .iter()
+        .find(|c| !available.split_whitespace().any(|a| a == c.as_str()))
+    {
         return Err(super::err(
             ErrorKind::NotFound,
-            format!("the cgroup2 mount {} has no {missing} controller (it has: {})", mount.display(), available.trim()),
+            format!(
+                "the cgroup2 mount {} has no {missing} controller (it has: {})",
+                mount.display(),
+                available.trim()
+            ),
         ));
     }
     let enable: String = wanted.iter().map(|c| format!("+{c} ")).collect();
@@ -210,7 +227,10 @@ fn remove_tree(top: &Path) -> Result<u64, StepError> {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    Err(io(format!("removing cgroup {}", top.display()), last.unwrap_or_else(|| std::io::Error::other("busy"))))
+    Err(io(
+        format!("removing cgroup {}", top.display()),
+        last.unwrap_or_else(|| std::io::Error::other("busy")),
+    ))
 }
 
 /// Depth first: a cgroup directory is removed with `rmdir` once its children are gone.
@@ -234,7 +254,8 @@ pub fn placement(leaves: &[String]) -> Result<(CString, Vec<PathBuf>), StepError
     for leaf in leaves {
         let p = PathBuf::from(leaf);
         let inside = p.starts_with(&kreg)
-            && p.components().all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
+            && p.components()
+                .all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
         if !inside || !p.join("cgroup.procs").exists() {
             return Err(super::err(
                 ErrorKind::BadRequest,
@@ -310,6 +331,16 @@ pub struct Spread {
 }
 
 impl Spread {
+    /// For an exec's `cgroups`, after the first look at the started process `root`.
+    pub fn for_request(leaves: Option<&[String]>, root: u32) -> Result<Option<Spread>, StepError> {
+        let Some(leaves) = leaves else {
+            return Ok(None);
+        };
+        let mut s = Spread::new(placement(leaves)?.1, root);
+        s.tick(root);
+        Ok(Some(s))
+    }
+
     pub fn new(leaves: Vec<PathBuf>, root: u32) -> Spread {
         let mount = mount().unwrap_or_else(|_| PathBuf::from("/sys/fs/cgroup"));
         let mut placed = HashSet::new();
@@ -380,8 +411,16 @@ mod tests {
             fanout: vec![],
             limits: limits.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
         };
-        assert_eq!(controllers(&tree(&[("cpu.max", "50000 100000"), ("cpuset.cpus", "0-1")])).unwrap(), ["cpu", "cpuset"]);
-        for bad in [("cgroup.procs", "1"), ("../x.max", "1"), ("cpu.max", "1\n2"), ("nodot", "1")] {
+        assert_eq!(
+            controllers(&tree(&[("cpu.max", "50000 100000"), ("cpuset.cpus", "0-1")])).unwrap(),
+            ["cpu", "cpuset"]
+        );
+        for bad in [
+            ("cgroup.procs", "1"),
+            ("../x.max", "1"),
+            ("cpu.max", "1\n2"),
+            ("nodot", "1"),
+        ] {
             assert!(controllers(&tree(&[bad])).is_err(), "{bad:?}");
         }
     }

@@ -339,9 +339,10 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     let mark = new_mark();
     let mut cmd = command(&req, &mark)?;
     // Listening before the fork: no exit of the workload's is missed.
-    let mut listener = req
-        .task_stats
-        .then(|| super::taskstats::Listener::open().map_err(|e| format!("taskstats: {e}")));
+    let mut listener = match req.task_stats {
+        true => Some(super::taskstats::Listener::open_async().await),
+        false => None,
+    };
     let started = Instant::now();
     let mut child = cmd
         .spawn()
@@ -352,13 +353,7 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     feed_stdin(&mut child, req.stdin.clone());
     let mut observed = Vec::new();
     observe(pid, &mut observed);
-    let mut spread = match &req.cgroups {
-        Some(leaves) => Some(super::cgroup::Spread::new(super::cgroup::placement(leaves)?.1, pid)),
-        None => None,
-    };
-    if let Some(s) = spread.as_mut() {
-        s.tick(pid);
-    }
+    let mut spread = super::cgroup::Spread::for_request(req.cgroups.as_deref(), pid)?;
     // New processes are dealt out over the leaves quickly while the workload starts up.
     let mut spread_tick = tokio::time::interval(Duration::from_millis(2));
     spread_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -397,15 +392,7 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     // Stray members of the group and daemonised descendants must not outlive the step;
     // their pipes close with them.
     drop(reaper);
-    let task_stats = listener.take().map(|l| {
-        l.and_then(|mut l| {
-            l.drain();
-            if l.lost {
-                return Err("taskstats: the socket dropped exits (its buffer was full)".to_string());
-            }
-            Ok(super::taskstats::of_tree(pid, &l.exits))
-        })
-    });
+    let task_stats = listener.take().map(|l| l.and_then(|l| l.finish(pid)));
     let (stdout, stdout_dropped) = out_task.await.unwrap_or_default().finish();
     let (stderr, stderr_dropped) = err_task.await.unwrap_or_default().finish();
 

@@ -68,9 +68,7 @@ pub async fn run(
     }
 }
 
-async fn blocking(
-    f: impl FnOnce() -> Result<StepOutput, StepError> + Send + 'static,
-) -> Result<StepOutput, StepError> {
+async fn blocking(f: impl FnOnce() -> Result<StepOutput, StepError> + Send + 'static) -> Result<StepOutput, StepError> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| err(ErrorKind::Io, format!("a blocking step ended badly: {e}")))?

@@ -23,6 +23,7 @@ const TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK: u16 = 4;
 const TASKSTATS_TYPE_STATS: u16 = 3;
 const TASKSTATS_TYPE_AGGR_PID: u16 = 4;
 const NLM_F_REQUEST: u16 = 1;
+const NLM_F_ACK: u16 = 4;
 const NLMSG_ERROR: u16 = 2;
 const NLA_F_MASK: u16 = 0x3fff;
 
@@ -46,12 +47,13 @@ fn nla(out: &mut Vec<u8>, kind: u16, payload: &[u8]) {
     out.resize(out.len().next_multiple_of(4), 0);
 }
 
+/// A request; every one asks for an acknowledgement, so that an answer always comes.
 fn message(kind: u16, cmd: u8, version: u8, attrs: &[u8]) -> Vec<u8> {
     let len = 16 + 4 + attrs.len();
     let mut m = Vec::with_capacity(len);
     m.extend_from_slice(&(len as u32).to_ne_bytes());
     m.extend_from_slice(&kind.to_ne_bytes());
-    m.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    m.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
     m.extend_from_slice(&1u32.to_ne_bytes());
     m.extend_from_slice(&0u32.to_ne_bytes());
     m.extend_from_slice(&[cmd, version, 0, 0]);
@@ -178,18 +180,45 @@ fn sys(ret: isize) -> io::Result<usize> {
 }
 
 impl Listener {
+    /// [`open`](Self::open) off the runtime's thread; the error as text.
+    pub async fn open_async() -> Result<Listener, String> {
+        tokio::task::spawn_blocking(Listener::open)
+            .await
+            .map_err(|e| format!("taskstats: {e}"))?
+            .map_err(|e| format!("taskstats: {e}"))
+    }
+
+    /// The exits of `root`'s tree once it has ended; deregisters (off the runtime's
+    /// thread: it waits for the kernel's answer).
+    pub fn finish(mut self, root: u32) -> Result<Vec<TaskStat>, String> {
+        self.drain();
+        let tasks = if self.lost {
+            Err("taskstats: the socket dropped exits (its buffer was full)".to_string())
+        } else {
+            Ok(of_tree(root, &self.exits))
+        };
+        tokio::task::spawn_blocking(move || drop(self));
+        tasks
+    }
+
     /// Opens the socket, finds the TASKSTATS family, registers for every possible CPU.
     pub fn open() -> io::Result<Listener> {
         // SAFETY: plain syscalls on a descriptor this function owns.
         let fd = unsafe {
-            let fd = libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_GENERIC);
+            let fd = libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                libc::NETLINK_GENERIC,
+            );
             if fd < 0 {
                 return Err(io::Error::last_os_error());
             }
             OwnedFd::from_raw_fd(fd)
         };
         let size: libc::c_int = 8 << 20;
-        // SAFETY: a c_int option of the right size; a smaller buffer is only a risk of loss.
+        // An answer that never comes is an error after 2 s, not a hang.
+        let wait = libc::timeval { tv_sec: 2, tv_usec: 0 };
+        // SAFETY: options of the right sizes; a smaller buffer is only a risk of loss.
         unsafe {
             libc::setsockopt(
                 fd.as_raw_fd(),
@@ -198,8 +227,17 @@ impl Listener {
                 (&size as *const libc::c_int).cast(),
                 std::mem::size_of::<libc::c_int>() as u32,
             );
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&wait as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as u32,
+            );
         }
-        let cpus = std::fs::read_to_string("/sys/devices/system/cpu/possible")?.trim().to_string();
+        let cpus = std::fs::read_to_string("/sys/devices/system/cpu/possible")?
+            .trim()
+            .to_string();
         let mut l = Listener {
             fd,
             family: 0,
@@ -207,22 +245,7 @@ impl Listener {
             exits: Vec::new(),
             lost: false,
         };
-        let mut name = Vec::new();
-        nla(&mut name, CTRL_ATTR_FAMILY_NAME, b"TASKSTATS\0");
-        l.send(&message(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, &name))?;
-        let reply = l.recv_blocking()?;
-        l.family = messages(&reply)
-            .into_iter()
-            .find_map(|(kind, body)| {
-                if kind == NLMSG_ERROR {
-                    return None;
-                }
-                attrs(body.get(4..)?)
-                    .into_iter()
-                    .find(|(k, _)| *k == CTRL_ATTR_FAMILY_ID)
-                    .and_then(|(_, v)| u16_at(v, 0))
-            })
-            .ok_or_else(|| io::Error::other("the kernel has no TASKSTATS netlink family here (CONFIG_TASKSTATS off, or not the initial network namespace)"))?;
+        l.family = l.family_id()?;
         l.cpumask(TASKSTATS_CMD_ATTR_REGISTER_CPUMASK)?;
         // SAFETY: as above; from here on, reads never block.
         unsafe {
@@ -232,22 +255,67 @@ impl Listener {
         Ok(l)
     }
 
+    /// The TASKSTATS family's id: its description, then the acknowledgement (or only an
+    /// error).
+    fn family_id(&mut self) -> io::Result<u16> {
+        let mut name = Vec::new();
+        nla(&mut name, CTRL_ATTR_FAMILY_NAME, b"TASKSTATS\0");
+        self.send(&message(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, &name))?;
+        // The family's description, then the acknowledgement (or only an error).
+        let mut family = None;
+        let mut acked = false;
+        for _ in 0..4 {
+            let reply = self.recv_blocking()?;
+            for (kind, body) in messages(&reply) {
+                if kind == NLMSG_ERROR {
+                    let code = u32_at(body, 0).map(|c| c as i32).unwrap_or(0);
+                    if code != 0 {
+                        return Err(io::Error::other(format!(
+                            "the kernel has no TASKSTATS netlink family here ({}; CONFIG_TASKSTATS off, or not the initial network namespace)",
+                            io::Error::from_raw_os_error(-code)
+                        )));
+                    }
+                    acked = true;
+                } else if let Some(id) = attrs(body.get(4..).unwrap_or_default())
+                    .into_iter()
+                    .find(|(k, _)| *k == CTRL_ATTR_FAMILY_ID)
+                    .and_then(|(_, v)| u16_at(v, 0))
+                {
+                    family = Some(id);
+                }
+            }
+            if acked {
+                break;
+            }
+        }
+        family.ok_or_else(|| io::Error::other("taskstats: no family id in the kernel's answer"))
+    }
+
     fn cpumask(&mut self, which: u16) -> io::Result<()> {
         let mut mask = self.cpus.clone().into_bytes();
         mask.push(0);
         let mut a = Vec::new();
         nla(&mut a, which, &mask);
         self.send(&message(self.family, TASKSTATS_CMD_GET, 1, &a))?;
-        let reply = self.recv_blocking()?;
-        for (kind, body) in messages(&reply) {
-            if kind == NLMSG_ERROR {
-                let code = u32_at(body, 0).map(|c| c as i32).unwrap_or(0);
-                if code != 0 {
-                    return Err(io::Error::from_raw_os_error(-code));
+        self.recv_ack()
+    }
+
+    /// Waits for an acknowledgement: the error it carries, if any.
+    fn recv_ack(&mut self) -> io::Result<()> {
+        for _ in 0..4 {
+            let reply = self.recv_blocking()?;
+            for (kind, body) in messages(&reply) {
+                if kind == NLMSG_ERROR {
+                    let code = u32_at(body, 0).map(|c| c as i32).unwrap_or(0);
+                    return if code == 0 {
+                        Ok(())
+                    } else {
+                        Err(io::Error::from_raw_os_error(-code))
+                    };
                 }
             }
         }
-        Ok(())
+        Err(io::Error::other("taskstats did not acknowledge"))
     }
 
     fn send(&self, m: &[u8]) -> io::Result<()> {
@@ -297,7 +365,10 @@ impl Listener {
                 }
                 return;
             }
-            let exits: Vec<Exit> = messages(&buf[..n as usize]).into_iter().filter_map(|(_, b)| parse_exit(b)).collect();
+            let exits: Vec<Exit> = messages(&buf[..n as usize])
+                .into_iter()
+                .filter_map(|(_, b)| parse_exit(b))
+                .collect();
             self.exits.extend(exits);
         }
     }
@@ -341,7 +412,10 @@ mod tests {
     fn exits_are_read_from_their_netlink_messages() {
         let mut datagram = exit_message(101, 100, 1, "hackbench", 5_000_000, 700_000, 12);
         datagram.extend(exit_message(7, 7, 1, "sshd", 1, 2, 3));
-        let exits: Vec<Exit> = messages(&datagram).into_iter().filter_map(|(_, b)| parse_exit(b)).collect();
+        let exits: Vec<Exit> = messages(&datagram)
+            .into_iter()
+            .filter_map(|(_, b)| parse_exit(b))
+            .collect();
         assert_eq!(exits.len(), 2);
         assert_eq!(
             exits[0],
@@ -374,7 +448,14 @@ mod tests {
         };
         // 10 is the workload; 11 its child, 12 its grandchild (exits first), 13 a thread
         // of 11; 50 and 51 are not its.
-        let exits = [e(12, 12, 11), e(50, 50, 1), e(13, 11, 10), e(11, 11, 10), e(51, 51, 50), e(10, 10, 9)];
+        let exits = [
+            e(12, 12, 11),
+            e(50, 50, 1),
+            e(13, 11, 10),
+            e(11, 11, 10),
+            e(51, 51, 50),
+            e(10, 10, 9),
+        ];
         let mut got: Vec<u32> = of_tree(10, &exits).iter().map(|t| t.tid).collect();
         got.sort();
         assert_eq!(got, [10, 11, 12, 13]);

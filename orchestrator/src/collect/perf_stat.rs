@@ -9,14 +9,23 @@ use std::collections::BTreeMap;
 use crate::parse::{Metric, MetricKind};
 
 /// The events counted.
-pub const EVENTS: &[&str] = &["context-switches", "cpu-migrations", "cycles", "instructions", "cache-misses"];
+pub const EVENTS: &[&str] = &[
+    "context-switches",
+    "cpu-migrations",
+    "cycles",
+    "instructions",
+    "cache-misses",
+];
 
 /// Milliseconds between perf's interval lines.
 pub const INTERVAL_MS: u32 = 250;
 
 /// The command: system-wide, CSV, interval mode.
 pub fn argv() -> Vec<String> {
-    let mut v: Vec<String> = ["perf", "stat", "-a", "-x", ","].iter().map(|s| s.to_string()).collect();
+    let mut v: Vec<String> = ["perf", "stat", "-a", "-x", ","]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     v.push("-I".into());
     v.push(INTERVAL_MS.to_string());
     v.push("-e".into());
@@ -76,17 +85,26 @@ pub fn totals(stderr: &str) -> Result<Vec<(String, Count)>, String> {
         let said = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("nothing");
         return Err(format!("perf stat printed no counts (it said: {said})"));
     }
-    Ok(order.into_iter().map(|e| {
-        let c = sums.remove(&e).expect("summed");
-        (e, c)
-    }).collect())
+    Ok(order
+        .into_iter()
+        .map(|e| {
+            let c = sums.remove(&e).expect("summed");
+            (e, c)
+        })
+        .collect())
 }
 
 /// The metric name of an event: `perf_context_switches`.
 pub fn metric_name(event: &str) -> String {
     let clean: String = event
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("perf_{}", clean.trim_matches('_'))
 }
@@ -133,7 +151,10 @@ mod tests {
             ]
         );
         let (table, metrics) = summarize(&t);
-        assert!(table.contains("cycles                   <not supported> (no metric)"), "{table}");
+        assert!(
+            table.contains("cycles                   <not supported> (no metric)"),
+            "{table}"
+        );
         let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["perf_context_switches", "perf_cpu_migrations"]);
         assert_eq!(metrics[0].value, 2722.0);

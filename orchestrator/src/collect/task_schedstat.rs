@@ -16,7 +16,10 @@ pub fn summarize(tasks: &[TaskStat]) -> Result<(String, Vec<Metric>), String> {
     }
     let mut sorted: Vec<&TaskStat> = tasks.iter().collect();
     sorted.sort_by_key(|t| (t.tgid, t.tid));
-    let mut table = format!("{:>8} {:>8} {:<16} {:>12} {:>12} {:>9}\n", "tid", "pid", "comm", "run_ms", "delay_ms", "slices");
+    let mut table = format!(
+        "{:>8} {:>8} {:<16} {:>12} {:>12} {:>9}\n",
+        "tid", "pid", "comm", "run_ms", "delay_ms", "slices"
+    );
     for t in sorted.iter().take(TABLE_ROWS) {
         table.push_str(&format!(
             "{:>8} {:>8} {:<16} {:>12.3} {:>12.3} {:>9}\n",

@@ -146,7 +146,14 @@ impl Placed {
 
     /// Removes the tree, checking every group went.
     pub async fn remove(&self) -> Result<u64, HostError> {
-        let removed = match step(&self.client, Step::RemoveCgroups { name: self.name.clone() }).await? {
+        let removed = match step(
+            &self.client,
+            Step::RemoveCgroups {
+                name: self.name.clone(),
+            },
+        )
+        .await?
+        {
             StepOutput::CgroupsRemoved { removed } => removed,
             other => return Err(format!("unexpected answer to remove_cgroups: {other:?}").into()),
         };
@@ -183,7 +190,14 @@ pub async fn removed_after(
 /// Removes every tree of run `run` on a host (`kreg/run-N`): what a crashed attempt left,
 /// and the run's folder once its jobs are done. How many groups went.
 pub async fn clear_run(client: &AgentClient, run: i64) -> Result<u64, HostError> {
-    match step(client, Step::RemoveCgroups { name: format!("run-{run}") }).await? {
+    match step(
+        client,
+        Step::RemoveCgroups {
+            name: format!("run-{run}"),
+        },
+    )
+    .await?
+    {
         StepOutput::CgroupsRemoved { removed } => Ok(removed),
         other => Err(format!("unexpected answer to remove_cgroups: {other:?}").into()),
     }
@@ -238,11 +252,29 @@ pub fn metrics(before: &str, after: &str) -> Result<Vec<Metric>, String> {
         }
     };
     let usage = delta("usage_usec")?;
-    let mut out = vec![Metric::new("cg_usage_ms", usage / 1000.0, "ms", false, MetricKind::Mean)];
+    let mut out = vec![Metric::new(
+        "cg_usage_ms",
+        usage / 1000.0,
+        "ms",
+        false,
+        MetricKind::Mean,
+    )];
     // The bandwidth counters exist only where the kernel has CFS bandwidth control.
     if a.contains_key("nr_periods") {
-        out.push(Metric::new("cg_nr_periods", delta("nr_periods")?, "", false, MetricKind::Count));
-        out.push(Metric::new("cg_nr_throttled", delta("nr_throttled")?, "", false, MetricKind::Count));
+        out.push(Metric::new(
+            "cg_nr_periods",
+            delta("nr_periods")?,
+            "",
+            false,
+            MetricKind::Count,
+        ));
+        out.push(Metric::new(
+            "cg_nr_throttled",
+            delta("nr_throttled")?,
+            "",
+            false,
+            MetricKind::Count,
+        ));
         out.push(Metric::new(
             "cg_throttled_ms",
             delta("throttled_usec")? / 1000.0,
@@ -285,7 +317,10 @@ mod tests {
     fn processes_outside_the_leaves_are_named() {
         let leaves = vec!["/c/kreg/t/g0".to_string(), "/c/kreg/t/g1".to_string()];
         let seen: BTreeMap<String, u32> = [("/c/kreg/t/g0".to_string(), 3), ("/c/kreg/t/g1".to_string(), 2)].into();
-        assert_eq!(check_in_leaves(&leaves, &seen).unwrap(), "5 processes seen in 2 of 2 leaves");
+        assert_eq!(
+            check_in_leaves(&leaves, &seen).unwrap(),
+            "5 processes seen in 2 of 2 leaves"
+        );
         let stray: BTreeMap<String, u32> = [("/c/kreg/t/g0".to_string(), 3), ("/c/system.slice".to_string(), 1)].into();
         let e = check_in_leaves(&leaves, &stray).unwrap_err();
         assert!(e.contains("1 in /c/system.slice"), "{e}");

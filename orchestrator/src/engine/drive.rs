@@ -693,6 +693,16 @@ impl Driver<'_> {
                 Err(f)
             }
         };
+        self.store_job(j, result).await
+    }
+
+    /// Stores a job's outcome, or its failure with the raw outputs gathered, in one
+    /// transaction, and says so.
+    async fn store_job(
+        &mut self,
+        j: &JobRow,
+        result: Result<store::JobOutcome, job::JobFailure>,
+    ) -> Result<(), EngineError> {
         let mut tx = self.db.begin().await.map_err(store::StoreError::from)?;
         match result {
             Ok(outcome) => {

@@ -169,14 +169,18 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
 }
 
 /// Starts `perf stat -a` on the SUT and waits until its counters are open.
-async fn perf_start(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<(), JobFailure> {
+async fn perf_start(ctx: &Ctx<'_>, raw: &mut [(String, String)]) -> Result<(), JobFailure> {
     use crate::collect::perf_stat;
     let req = ExecRequest {
         argv: perf_stat::argv(),
         timeout_secs: 0,
         ..Default::default()
     };
-    let p = ctx.sut.spawn(req).await.map_err(|e| agent_fail("starting perf stat", &e, raw))?;
+    let p = ctx
+        .sut
+        .spawn(req)
+        .await
+        .map_err(|e| agent_fail("starting perf stat", &e, raw))?;
     *ctx.perf.lock().expect("not poisoned") = Some(p.id);
     let waited = until(Duration::from_secs(30), Duration::from_millis(50), async || {
         match ctx.sut.poll(p.id).await {
@@ -203,7 +207,11 @@ async fn perf_stop(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<(),
     let Some(id) = ctx.perf.lock().expect("not poisoned").take() else {
         return Err(fail("perf stat was not started", raw));
     };
-    let st = ctx.sut.interrupt(id, 10).await.map_err(|e| agent_fail("stopping perf stat", &e, raw))?;
+    let st = ctx
+        .sut
+        .interrupt(id, 10)
+        .await
+        .map_err(|e| agent_fail("stopping perf stat", &e, raw))?;
     raw.push(("perf_stat".into(), st.stderr));
     Ok(())
 }
@@ -389,8 +397,6 @@ async fn measure(
 }
 
 /// schedstat (and the collectors) before, one exec, after; stdout and stderr kept.
-
-/// schedstat before, one exec, schedstat after; stdout and stderr kept.
 async fn measured_exec(
     ctx: &Ctx<'_>,
     argv: Vec<String>,

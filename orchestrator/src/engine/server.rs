@@ -218,7 +218,15 @@ impl Session {
             .map_err(HostError::agent(self.what.clone()))?;
         let listing: String = threads
             .iter()
-            .map(|t| format!("{} {} {} {}\n", t.tid, t.comm, t.policy, t.cgroup.as_deref().unwrap_or("-")))
+            .map(|t| {
+                format!(
+                    "{} {} {} {}\n",
+                    t.tid,
+                    t.comm,
+                    t.policy,
+                    t.cgroup.as_deref().unwrap_or("-")
+                )
+            })
             .collect();
         if let Some(cg) = cgroup {
             let outside: Vec<_> = threads

@@ -306,7 +306,11 @@ impl<'a> Cx<'a> {
     }
 
     fn variant(&mut self, node: &Node) -> Option<Variant> {
-        let f = self.map(node, "a variant", &["name", "policy", "features", "cpus", "tuning", "cgroup"])?;
+        let f = self.map(
+            node,
+            "a variant",
+            &["name", "policy", "features", "cpus", "tuning", "cgroup"],
+        )?;
         let name = self
             .required(&f, "name", "a variant")
             .and_then(|n| self.name(n, "variant name"));
@@ -327,31 +331,7 @@ impl<'a> Cx<'a> {
         };
         let features = match f.get("features") {
             None => Some(Vec::new()),
-            Some(n) => {
-                let items = self.seq(n, "features")?;
-                let mut out = Vec::new();
-                let mut ok = true;
-                for item in items {
-                    let Some(s) = self.string(item, "a sched feature") else {
-                        ok = false;
-                        continue;
-                    };
-                    if s.is_empty()
-                        || !s
-                            .chars()
-                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                    {
-                        self.error(
-                            item,
-                            format!("{s:?} is not a sched feature name (like PLACE_LAG or NO_RUN_TO_PARITY)"),
-                        );
-                        ok = false;
-                        continue;
-                    }
-                    out.push(s);
-                }
-                ok.then_some(out)
-            }
+            Some(n) => self.features(n),
         };
         let cpus = match f.get("cpus") {
             None => Some(None),
@@ -381,6 +361,33 @@ impl<'a> Cx<'a> {
             cpus: cpus?,
             tuning: tuning?,
         })
+    }
+
+    /// `features: [NO_PLACE_LAG, …]`: sched feature names.
+    fn features(&mut self, n: &Node) -> Option<Vec<String>> {
+        let items = self.seq(n, "features")?;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for item in items {
+            let Some(s) = self.string(item, "a sched feature") else {
+                ok = false;
+                continue;
+            };
+            if s.is_empty()
+                || !s
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            {
+                self.error(
+                    item,
+                    format!("{s:?} is not a sched feature name (like PLACE_LAG or NO_RUN_TO_PARITY)"),
+                );
+                ok = false;
+                continue;
+            }
+            out.push(s);
+        }
+        ok.then_some(out)
     }
 
     /// The workloads read, each with its node (some may be missing: see the flag), and

@@ -603,7 +603,12 @@ async fn cgroups_and_counters_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(
             let lacking: Vec<String> = content
                 .lines()
                 .filter(|l| l.ends_with("(no metric)"))
-                .map(|l| l.trim_end_matches(" (no metric)").split_whitespace().collect::<Vec<_>>().join(" "))
+                .map(|l| {
+                    l.trim_end_matches(" (no metric)")
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
                 .collect();
             if lacking.is_empty() {
                 continue;

@@ -30,13 +30,15 @@ impl<'a> Cx<'a> {
         };
         let cpus = match f.get("cpus") {
             None => Some(None),
-            Some(n) => self.string(n, "cpus").and_then(|text| match crate::tuning::parse_cpu_list(&text) {
-                Some(list) => Some(Some(list)),
-                None => {
-                    self.error(n, format!("cpus: {text:?} is not a CPU list like 0-3,8"));
-                    None
-                }
-            }),
+            Some(n) => self
+                .string(n, "cpus")
+                .and_then(|text| match crate::tuning::parse_cpu_list(&text) {
+                    Some(list) => Some(Some(list)),
+                    None => {
+                        self.error(n, format!("cpus: {text:?} is not a CPU list like 0-3,8"));
+                        None
+                    }
+                }),
         };
         let hierarchy = match f.get("hierarchy") {
             Some(n) => self.hierarchy(n).map(Some),
@@ -55,7 +57,10 @@ impl<'a> Cx<'a> {
                 // Its keys were all wrong, and each is reported.
                 return None;
             }
-            self.error(node, format!("{what}: give at least one of quota, weight, cpus, hierarchy"));
+            self.error(
+                node,
+                format!("{what}: give at least one of quota, weight, cpus, hierarchy"),
+            );
             return None;
         }
         Some(cg)
@@ -107,7 +112,10 @@ impl<'a> Cx<'a> {
         if (depth as usize) < fanout.len() {
             self.error(
                 node,
-                format!("hierarchy: depth {depth} is less than the {} levels of fanout", fanout.len()),
+                format!(
+                    "hierarchy: depth {depth} is less than the {} levels of fanout",
+                    fanout.len()
+                ),
             );
             return None;
         }
@@ -150,11 +158,14 @@ mod tests {
         let cg = s.variant("deep").unwrap().cgroup.clone().unwrap();
         assert_eq!(cg.quota, Some(crate::cgroup::Quota::Share(0.5)));
         assert_eq!(cg.period_us, 100_000);
-        assert_eq!(cg.limits(2), [
-            ("cpu.max".to_string(), "100000 100000".to_string()),
-            ("cpu.weight".to_string(), "200".to_string()),
-            ("cpuset.cpus".to_string(), "0-1".to_string()),
-        ]);
+        assert_eq!(
+            cg.limits(2),
+            [
+                ("cpu.max".to_string(), "100000 100000".to_string()),
+                ("cpu.weight".to_string(), "200".to_string()),
+                ("cpuset.cpus".to_string(), "0-1".to_string()),
+            ]
+        );
         assert!(s.uses_cgroups());
         assert_eq!(diags("{ name: q, cgroup: { quota: \"1.5\" } }"), "ok");
     }

@@ -658,7 +658,10 @@ fn the_seed_scenarios_load_with_their_setups() {
     let deep = s002.workload("hackbench-g16-deep").unwrap().cgroup.clone().unwrap();
     assert_eq!(deep.hierarchy.unwrap().levels(), [2, 100, 10, 1, 1]);
     assert!(s002.workload("udp-rr-100-quota50").unwrap().cgroup.is_some());
-    assert_eq!(s002.sut().tuning.describe(), "governor=performance, turbo=off, deep_idle=off");
+    assert_eq!(
+        s002.sut().tuning.describe(),
+        "governor=performance, turbo=off, deep_idle=off"
+    );
     for text in [
         include_str!("../../../../scenarios/seed002-hackbench-netperf.yaml"),
         include_str!("../../../../scenarios/seed004-mysql-hammerdb.yaml"),
