@@ -27,8 +27,21 @@ enum Cmd {
         #[arg(long)]
         skip_files: bool,
     },
-    /// Print the job matrix in the order it will run. Touches no host.
-    Plan { file: PathBuf },
+    /// Print what each job runs and the job matrix in the order it will run. Touches no
+    /// host.
+    Plan {
+        file: PathBuf,
+        /// Check the file alone, not the files it names.
+        #[arg(long)]
+        skip_files: bool,
+        /// Also print the generated scripts (HammerDB's), passwords as ***.
+        #[arg(long)]
+        verbose: bool,
+        /// The SUT's CPU count, for counts given per CPU or as a share of them (a lab's
+        /// own count is known).
+        #[arg(long)]
+        cpus: Option<u32>,
+    },
     /// Record a new run of a scenario and drive it to the end.
     Run { file: PathBuf },
     /// Continue a run from its first job not done.
@@ -158,7 +171,12 @@ async fn main() -> ExitCode {
 async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
     match cmd {
         Cmd::Validate { files, skip_files } => cli::validate::validate(&files, skip_files),
-        Cmd::Plan { file } => cli::validate::plan(&file),
+        Cmd::Plan {
+            file,
+            skip_files,
+            verbose,
+            cpus,
+        } => cli::validate::plan(&file, skip_files, kreg::plan::Detail { verbose, cpus }),
         Cmd::Run { file } => cli::run::start(&file, cfg).await,
         Cmd::Resume { run } => cli::run::resume(run, cfg).await,
         Cmd::Status { run } => cli::status::status(&cli::db::connect(cfg).await?, run).await,

@@ -213,7 +213,20 @@ impl JobState {
 }
 
 /// Renders the plan as `kreg plan` prints it.
+/// How much `kreg plan` says.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Detail {
+    /// The generated scripts too.
+    pub verbose: bool,
+    /// The SUT's CPU count, where the user gave it.
+    pub cpus: Option<u32>,
+}
+
 pub fn render(s: &Scenario, jobs: &[Job]) -> String {
+    render_with(s, jobs, Detail::default())
+}
+
+pub fn render_with(s: &Scenario, jobs: &[Job], detail: Detail) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(
@@ -257,7 +270,7 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
     let _ = writeln!(out, "what each job runs, per kernel:");
     for v in &s.variants {
         for w in &s.workloads {
-            out.push_str(&what_runs(s, v, w));
+            out.push_str(&what_runs(s, v, w, detail));
         }
     }
     let mut kernel = None;
@@ -289,7 +302,7 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
 
 /// A variant's job of a workload: where, under which policy, on which CPUs, in which
 /// cgroup, with which collectors, and the command lines (passwords as `***`).
-fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Workload) -> String {
+fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Workload, detail: Detail) -> String {
     use crate::workload::Plan;
     let cpus = v.cpus.as_deref().map_or("all".to_string(), crate::tuning::cpu_list);
     let mut collectors = vec!["/proc/schedstat"];
@@ -308,13 +321,22 @@ fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Wo
     if collect.task_schedstat {
         collectors.push("each task's schedstat at its exit");
     }
-    let mut head = format!(
-        "  variant {} × workload {}: on {}, policy {}, CPUs {cpus}",
-        v.name,
-        w.name,
-        w.on,
-        v.policy.name()
-    );
+    let mut head = match w.kind.server_host() {
+        None => format!(
+            "  variant {} × workload {}: on {}, policy {}, CPUs {cpus}",
+            v.name,
+            w.name,
+            w.on,
+            v.policy.name()
+        ),
+        Some(server) => format!(
+            "  variant {} × workload {}: client on {}; server on {server}, policy {}, CPUs {cpus}",
+            v.name,
+            w.name,
+            w.on,
+            v.policy.name()
+        ),
+    };
     if let Some(cg) = w.cgroup.as_ref().or(v.cgroup.as_ref()) {
         let whose = if w.kind.server_host().is_some() {
             "the server "
@@ -343,14 +365,49 @@ fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Wo
                 join(n.client_argv())
             ),
         ],
-        Plan::Hammerdb(h) => vec![
-            format!("server on {}: {}", h.server.on, join(h.server.server_argv())),
-            format!("run: {}", w.kind.command_line()),
-        ],
+        Plan::Hammerdb(h) => {
+            let mut lines = vec![
+                format!("server on {}: {}", h.server.on, join(h.server.server_argv())),
+                format!("run: {}", w.kind.command_line()),
+            ];
+            if detail.verbose {
+                lines.extend(hammerdb_scripts(s, h, detail));
+            }
+            lines
+        }
     };
     let mut out = head;
     for l in lines {
         out.push_str(&format!("      {l}\n"));
+    }
+    out
+}
+
+/// The SUT's CPU count: the user's, or a lab's own.
+fn sut_cpus(s: &Scenario, detail: Detail) -> Option<u32> {
+    detail.cpus.or(match &s.sut().transport {
+        crate::scenario::Transport::Lab { cpus, .. } => Some(*cpus),
+        _ => None,
+    })
+}
+
+/// hammerdbcli's scripts as kreg feeds them on stdin: the schema build (when the database
+/// has none) and the timed run, the password as `***`.
+fn hammerdb_scripts(s: &Scenario, h: &crate::workload::Hammerdb, detail: Detail) -> Vec<String> {
+    let Some(cpus) = sut_cpus(s, detail).or(match h.virtual_users {
+        crate::workload::Count::Fixed(_) => Some(1),
+        _ => None,
+    }) else {
+        return vec![format!(
+            "virtual users: {}; give --cpus N (the SUT's) to see the scripts",
+            h.virtual_users.describe("virtual users").trim_start_matches("virtual users: ")
+        )];
+    };
+    let vus = h.virtual_users.resolve(cpus);
+    let mut out = Vec::new();
+    for (what, build) in [("schema build, when the database has none", true), ("timed run", false)] {
+        out.push(format!("hammerdbcli script, {what} ({vus} virtual users):"));
+        out.extend(h.script("***", vus, build).lines().map(|l| format!("  {l}")));
     }
     out
 }

@@ -64,6 +64,22 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
         "{text}"
     );
     assert!(text.contains("adaptive: looks at 2..4 boots per side"), "{text}");
+    assert!(
+        text.contains("variant batch × workload hackbench: on sut, policy batch, CPUs all, collectors /proc/schedstat"),
+        "{text}"
+    );
+    // The generated HammerDB scripts, the password hidden, the virtual users resolved for
+    // the SUT's CPUs as given.
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .args(["plan", "--skip-files", "--verbose", "--cpus", "8"])
+        .arg(format!("{root}/seed004-mysql-hammerdb.yaml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let hammer = String::from_utf8(out.stdout).unwrap();
+    assert!(hammer.contains("client on ldg; server on sut, policy batch"), "{hammer}");
+    assert!(hammer.contains("        diset tpcc mysql_pass {***}\n"), "{hammer}");
+    assert!(hammer.contains("        vuset vu 8\n"), "{hammer}");
     // a b a b: each kernel booted twice, alternating.
     let boots: Vec<&str> = text.lines().filter(|l| l.starts_with("boot kernel")).collect();
     assert_eq!(boots.len(), 4, "{text}");

@@ -39,8 +39,11 @@ pub fn validate(files: &[PathBuf], skip_files: bool) -> Result<ExitCode> {
     Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-pub fn plan(file: &Path) -> Result<ExitCode> {
-    let (_, s) = load(file)?;
-    print!("{}", plan::render(&s, &plan::expand(&s)));
+pub fn plan(file: &Path, skip_files: bool, detail: plan::Detail) -> Result<ExitCode> {
+    let s = match kreg::scenario_file::load(file, skip_files) {
+        Ok((_, s)) => s,
+        Err(_) => load(file)?.1,
+    };
+    print!("{}", plan::render_with(&s, &plan::expand(&s), detail));
     Ok(ExitCode::SUCCESS)
 }
