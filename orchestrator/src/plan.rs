@@ -400,7 +400,9 @@ fn hammerdb_scripts(s: &Scenario, h: &crate::workload::Hammerdb, detail: Detail)
     }) else {
         return vec![format!(
             "virtual users: {}; give --cpus N (the SUT's) to see the scripts",
-            h.virtual_users.describe("virtual users").trim_start_matches("virtual users: ")
+            h.virtual_users
+                .describe("virtual users")
+                .trim_start_matches("virtual users: ")
         )];
     };
     let vus = h.virtual_users.resolve(cpus);

@@ -77,7 +77,10 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let hammer = String::from_utf8(out.stdout).unwrap();
-    assert!(hammer.contains("client on ldg; server on sut, policy batch"), "{hammer}");
+    assert!(
+        hammer.contains("client on ldg; server on sut, policy batch"),
+        "{hammer}"
+    );
     assert!(hammer.contains("        diset tpcc mysql_pass {***}\n"), "{hammer}");
     assert!(hammer.contains("        vuset vu 8\n"), "{hammer}");
     // a b a b: each kernel booted twice, alternating.

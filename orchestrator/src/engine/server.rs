@@ -218,14 +218,17 @@ impl Session {
             .map_err(HostError::agent(self.what.clone()))?;
         let listing: String = threads
             .iter()
-            .map(|t| {
-                format!(
+            .map(|t| match cgroup {
+                // With a cgroup, each thread's too (after the policy, which ends the line
+                // otherwise).
+                Some(_) => format!(
                     "{} {} {} {}\n",
                     t.tid,
                     t.comm,
                     t.policy,
                     t.cgroup.as_deref().unwrap_or("-")
-                )
+                ),
+                None => format!("{} {} {}\n", t.tid, t.comm, t.policy),
             })
             .collect();
         if let Some(cg) = cgroup {
