@@ -429,3 +429,5 @@ mod workload;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_setup;

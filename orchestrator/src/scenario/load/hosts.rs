@@ -99,31 +99,21 @@ impl<'a> Cx<'a> {
 
     fn transport(&mut self, node: &Node, host: &str, default_boot: BootVia) -> Option<Transport> {
         let what = format!("the transport of {host}");
-        let f = self.map(
-            node,
-            &what,
-            &[
-                "kind",
-                "url",
-                "token_file",
-                "cpus",
-                "memory_mib",
-                "parallel",
-                "boot",
-                "reset",
-                "console",
-                "keep_kernels",
-                "address",
-                "user",
-                "identity",
-                "passphrase_file",
-                "known_hosts",
-                "host_key",
-                "agent_port",
-                "tls_fingerprint",
-                "insecure",
-            ],
-        )?;
+        let mut keys = vec![
+            "kind",
+            "url",
+            "token_file",
+            "cpus",
+            "memory_mib",
+            "parallel",
+            "boot",
+            "reset",
+            "console",
+            "keep_kernels",
+        ];
+        keys.extend(SSH_KEYS);
+        keys.extend(["tls_fingerprint", "insecure"]);
+        let f = self.map(node, &what, &keys)?;
         let kind_node = self.required(&f, "kind", &what)?;
         let kind = self.string(kind_node, "kind")?;
         let refuse = |cx: &mut Self, keys: &[&str], kind: &str| {
