@@ -172,7 +172,7 @@ fn scenario(agent: &Agent) -> String {
         r#"
 name: dashboard-live
 {hosts}kernels: [ {{ name: current, source: running }} ]
-variants: [ {{name: default}}, {{name: batch, policy: batch}} ]
+variants: [ {{name: default}}, {{name: batch, policy: batch, tuning: {{ dma_latency: 0, governor: performance, optional: [governor] }} }} ]
 workloads:
   - name: probe
     kind: command
@@ -421,6 +421,19 @@ async fn a_live_run_in_the_browser() {
     ] {
         assert!(stats.contains(want), "schedstat page lacks {want:?}: {stats}");
     }
+    // The kernel's set-up: the variant's tuning, read back by the agent, and (stood in)
+    // the cgroup and the perf events a lab run records.
+    b.client.goto(&format!("{base}/runs/1")).await.unwrap();
+    let page = b.text("main").await;
+    for want in [
+        "variant batch, here: dma_latency=0; online CPUs",
+        "unavailable: governor (no cpufreq",
+        "changed: here: dma_latency /dev/cpu_dma_latency",
+        "variant batch, workload probe: cgroup quota 50% of 2 CPUs",
+        "perf stat could not count: cycles <not supported>, instructions <not supported>",
+    ] {
+        assert!(page.contains(want), "run page lacks {want:?}: {page}");
+    }
     b.client
         .goto(&format!("{base}/kernels/diff?a=key-a&b=key-b"))
         .await
@@ -485,6 +498,27 @@ async fn stand_ins(db: &TestDb) {
             .await
             .unwrap();
         }
+    }
+    // As the lab's 6.12 recorded them (tests/lab_tuning.rs, tests/lab_tools.rs).
+    for (kind, content) in [
+        (
+            "cgroup",
+            "quota 50% of 2 CPUs, cpu.max \"100000 100000\", one group on sut, top /sys/fs/cgroup/kreg/run-1/job-30",
+        ),
+        (
+            "perf_stat_totals",
+            "event                    total\ncontext-switches         3979\ncpu-migrations           100\ncycles                   <not supported> (no metric)\ninstructions             <not supported> (no metric)\ncache-misses             <not supported> (no metric)\n",
+        ),
+    ] {
+        sqlx::query(
+            "INSERT INTO raw_outputs (run_id, job_id, kind, content)
+             SELECT run_id, id, $1, $2 FROM jobs WHERE variant = 'batch'",
+        )
+        .bind(kind)
+        .bind(content)
+        .execute(&db.pool)
+        .await
+        .unwrap();
     }
     for (key, config) in [
         (

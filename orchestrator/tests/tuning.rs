@@ -1,21 +1,30 @@
-//! Tuning through a real kreg-agent on loopback, on this machine's own sysctls (the only
-//! settings a test may change here and put back: the CPUs, cpufreq and cpuidle belong to
+//! Tuning through a real kreg-agent on loopback, on this machine's own sysctls and CPU
+//! latency request (the only settings a test may change here and put back: the CPUs, cpufreq and cpuidle belong to
 //! the lab tests' VM): a host's setting and a variant's on top are in effect for their jobs,
 //! read back into each job's record and the report, and put back at the end, also after
 //! a controller killed mid-variant and resumed; a setting the machine lacks fails the
 //! jobs that need it, or, marked optional, is recorded as unavailable.
 //!
-//! One test in this binary: it owns vm.swappiness and kernel.sched_autogroup_enabled while
-//! it runs.
+//! One test in this binary: it owns vm.swappiness, kernel.sched_autogroup_enabled and the
+//! CPU latency requests (/dev/cpu_dma_latency, held by the agent) while it runs.
 
 mod common;
 use common::{assert_ok, fresh_db, kill_when, kreg, Agent, Scratch};
 
 const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
 const AUTOGROUP: &str = "/proc/sys/kernel/sched_autogroup_enabled";
+const LATENCY: &str = "/dev/cpu_dma_latency";
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap().trim().to_string()
+}
+
+/// The CPU latency the kernel honours now (a native-endian 32-bit value).
+fn latency() -> i32 {
+    use std::io::Read;
+    let mut b = [0u8; 4];
+    std::fs::File::open(LATENCY).unwrap().read_exact(&mut b).unwrap();
+    i32::from_ne_bytes(b)
 }
 
 fn scenario(agent: &Agent, host_tuning: &str, variants: &str, iterations: u32) -> String {
@@ -30,12 +39,13 @@ variants: {variants}
 workloads:
   - name: probe
     kind: command
-    argv: [sh, -c, "sleep 0.3; echo swappiness: $(cat {SWAPPINESS}) autogroup: $(cat {AUTOGROUP})"]
+    argv: [sh, -c, "sleep 0.3; echo swappiness: $(cat {SWAPPINESS}) autogroup: $(cat {AUTOGROUP}) latency: $(od -An -tu4 -N4 {LATENCY})"]
     timeout: 60
     collect: [interrupts]
     metrics:
       swappiness: {{ regex: "swappiness: ([0-9]+)", unit: "", higher_is_better: true, kind: count }}
       autogroup: {{ regex: "autogroup: ([0-9]+)", unit: "", higher_is_better: true, kind: count }}
+      latency: {{ regex: "latency: *([0-9]+)", unit: us, higher_is_better: true, kind: count }}
 iterations: {iterations}
 "#
     )
@@ -45,7 +55,7 @@ iterations: {iterations}
 async fn seen(db: &common::TestDb) -> Vec<(String, String, f64)> {
     sqlx::query_as(
         "SELECT DISTINCT j.variant, r.metric, r.value FROM results r JOIN jobs j ON j.id = r.job_id
-         WHERE r.metric IN ('swappiness', 'autogroup') ORDER BY 1, 2, 3",
+         WHERE r.metric IN ('swappiness', 'autogroup', 'latency') ORDER BY 1, 2, 3",
     )
     .fetch_all(&db.pool)
     .await
@@ -54,7 +64,11 @@ async fn seen(db: &common::TestDb) -> Vec<(String, String, f64)> {
 
 #[tokio::test]
 async fn host_and_variant_settings_apply_are_recorded_and_put_back_even_after_a_kill() {
-    let (swap0, auto0) = (read(SWAPPINESS), read(AUTOGROUP));
+    let (swap0, auto0, lat0) = (read(SWAPPINESS), read(AUTOGROUP), latency());
+    assert!(
+        lat0 > 0,
+        "something on this machine holds a CPU latency request of 0 already"
+    );
     // Values no machine is likely to have already.
     let (swap, auto) = (
         if swap0 == "37" { "38" } else { "37" },
@@ -67,7 +81,7 @@ async fn host_and_variant_settings_apply_are_recorded_and_put_back_even_after_a_
     let text = scenario(
         &agent,
         &format!("{{ sysctl: {{ vm.swappiness: {swap} }}, governor: performance, optional: [governor] }}"),
-        &format!("[ {{ name: plain }}, {{ name: nogroup, tuning: {{ sysctl: {{ kernel.sched_autogroup_enabled: {auto} }} }} }} ]"),
+        &format!("[ {{ name: plain }}, {{ name: nogroup, tuning: {{ sysctl: {{ kernel.sched_autogroup_enabled: {auto} }}, dma_latency: 0 }} }} ]"),
         3,
     );
     std::fs::write(&file, &text).unwrap();
@@ -88,12 +102,17 @@ async fn host_and_variant_settings_apply_are_recorded_and_put_back_even_after_a_
     )
     .await;
     assert_eq!((read(SWAPPINESS).as_str(), read(AUTOGROUP).as_str()), (swap, auto));
+    assert_eq!(
+        latency(),
+        0,
+        "the agent holds its latency request while no one puts it back"
+    );
     let pending: i64 =
         sqlx::query_scalar("SELECT count(*) FROM host_settings WHERE restored_at IS NULL AND item IS NOT NULL")
             .fetch_one(&db.pool)
             .await
             .unwrap();
-    assert_eq!(pending, 2);
+    assert_eq!(pending, 3);
 
     let out = kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
     assert_ok(&out, "resume");
@@ -104,6 +123,7 @@ async fn host_and_variant_settings_apply_are_recorded_and_put_back_even_after_a_
     );
     // Put back at the end of the resumed run too.
     assert_eq!((read(SWAPPINESS), read(AUTOGROUP)), (swap0.clone(), auto0.clone()));
+    assert_eq!(latency(), lat0, "the latency request withdrawn");
     let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM host_settings WHERE restored_at IS NULL")
         .fetch_one(&db.pool)
         .await
@@ -116,8 +136,10 @@ async fn host_and_variant_settings_apply_are_recorded_and_put_back_even_after_a_
         seen(&db).await,
         [
             ("nogroup".to_string(), "autogroup".to_string(), a),
+            ("nogroup".into(), "latency".into(), 0.0),
             ("nogroup".into(), "swappiness".into(), s),
             ("plain".into(), "autogroup".into(), a0),
+            ("plain".into(), "latency".into(), lat0 as f64),
             ("plain".into(), "swappiness".into(), s),
         ]
     );
@@ -154,7 +176,8 @@ async fn host_and_variant_settings_apply_are_recorded_and_put_back_even_after_a_
         nogroup["settings"],
         serde_json::json!([
             format!("sysctl.vm.swappiness={swap}"),
-            format!("sysctl.kernel.sched_autogroup_enabled={auto}")
+            format!("sysctl.kernel.sched_autogroup_enabled={auto}"),
+            "dma_latency=0".to_string()
         ])
     );
     let lacks = nogroup["unavailable"][0].as_str().unwrap();
@@ -164,7 +187,7 @@ async fn host_and_variant_settings_apply_are_recorded_and_put_back_even_after_a_
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(text.contains("tuning: applied by kreg"), "{text}");
     assert!(
-        text.contains(&format!("variant nogroup, here: sysctl.vm.swappiness={swap}, sysctl.kernel.sched_autogroup_enabled={auto}; online CPUs")),
+        text.contains(&format!("variant nogroup, here: sysctl.vm.swappiness={swap}, sysctl.kernel.sched_autogroup_enabled={auto}, dma_latency=0; online CPUs")),
         "{text}"
     );
     assert!(text.contains("unavailable: governor (no cpufreq"), "{text}");

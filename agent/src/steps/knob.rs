@@ -1,5 +1,6 @@
 //! `read_knob` / `write_knob`: one value under /proc/sys, /sys or /sys/kernel/debug, read
-//! back after every write.
+//! back after every write; and `/dev/cpu_dma_latency`, held open by the agent (see
+//! [`super::latency`]).
 
 use std::path::{Component, Path};
 
@@ -15,13 +16,16 @@ fn check(path: &str) -> Result<(), StepError> {
     if !plain || !ALLOWED.iter().any(|a| path.starts_with(a)) {
         return Err(super::err(
             ErrorKind::Forbidden,
-            format!("knob {path:?} refused: only absolute paths under /proc/sys/ or /sys/, without '..'"),
+            format!("knob {path:?} refused: only absolute paths under /proc/sys/ or /sys/, without '..', and /dev/cpu_dma_latency"),
         ));
     }
     Ok(())
 }
 
 pub async fn read(path: &str) -> Result<KnobValue, StepError> {
+    if path == super::latency::DEVICE {
+        return super::latency::read();
+    }
     check(path)?;
     let value = tokio::fs::read_to_string(path).await.map_err(|e| {
         let kind = if e.kind() == std::io::ErrorKind::NotFound {
@@ -38,6 +42,9 @@ pub async fn read(path: &str) -> Result<KnobValue, StepError> {
 }
 
 pub async fn write(path: &str, value: &str) -> Result<KnobValue, StepError> {
+    if path == super::latency::DEVICE {
+        return super::latency::write(value);
+    }
     check(path)?;
     tokio::fs::write(path, value.as_bytes()).await.map_err(|e| {
         let kind = if e.kind() == std::io::ErrorKind::NotFound {

@@ -8,6 +8,7 @@ pub mod install;
 pub mod kernels;
 pub mod kexec;
 pub mod knob;
+pub mod latency;
 pub mod modules_tar;
 pub mod place;
 pub mod process;

@@ -1,5 +1,5 @@
 //! Machine tuning for the measured phase, as the seeds set machines up: the cpufreq
-//! governor, turbo, deep idle states, SMT, CPUs taken offline, the workload kept within
+//! governor, turbo, deep idle states (per state, or a held CPU latency request), SMT, CPUs taken offline, the workload kept within
 //! one last-level cache, NUMA balancing, transparent hugepages, the scheduler's debugfs
 //! knobs and sysctls. A [`Tuning`] is what a scenario declares (per host, overridden per
 //! variant on the SUT); [`resolve`] turns it into the knob writes one machine needs.
@@ -29,6 +29,10 @@ pub enum Knob {
     Turbo(bool),
     /// Every cpuidle state but the first (the shallowest) enabled or disabled, per CPU.
     DeepIdle(bool),
+    /// A CPU latency request (microseconds) the agent holds open on
+    /// `/dev/cpu_dma_latency` while the setting is in effect: 0 keeps CPUs out of every
+    /// idle state with an exit latency, whatever cpuidle driver the machine has.
+    DmaLatency(u32),
     /// Simultaneous multithreading (`/sys/devices/system/cpu/smt/control`).
     Smt(bool),
     /// CPUs taken offline for the run.
@@ -64,6 +68,7 @@ impl Knob {
             Knob::Governor(_) => "governor".into(),
             Knob::Turbo(_) => "turbo".into(),
             Knob::DeepIdle(_) => "deep_idle".into(),
+            Knob::DmaLatency(_) => "dma_latency".into(),
             Knob::Smt(_) => "smt".into(),
             Knob::CpusOffline(_) => "cpus_offline".into(),
             Knob::OneLlc => "llc".into(),
@@ -84,6 +89,7 @@ impl Knob {
             Knob::CpusOffline(Offline::OtherNodes) => "other-nodes".into(),
             Knob::CpusOffline(Offline::OtherSockets) => "other-sockets".into(),
             Knob::OneLlc => "one".into(),
+            Knob::DmaLatency(us) => us.to_string(),
             Knob::Sched { value, .. } | Knob::Sysctl { value, .. } => value.clone(),
         }
     }

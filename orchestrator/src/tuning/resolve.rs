@@ -245,6 +245,7 @@ impl<M: Machine> Cx<'_, M> {
                 }
             }
             Knob::OneLlc => self.one_llc(s, online).await?,
+            Knob::DmaLatency(us) => self.plain(s, "/dev/cpu_dma_latency", &us.to_string()).await?,
             Knob::NumaBalancing(on) => {
                 self.plain(s, "/proc/sys/kernel/numa_balancing", if *on { "1" } else { "0" })
                     .await?
@@ -415,9 +416,12 @@ mod tests {
                 req(Knob::DeepIdle(false)),
                 req(Knob::CpusOffline(Offline::OtherSockets)),
                 req(Knob::Thp("never".into())),
+                req(Knob::DmaLatency(0)),
             ],
         };
-        let r = paths(&t).await.unwrap();
+        let mut m = two_socket_smt();
+        m.0.insert("/dev/cpu_dma_latency".into(), "2000000000".into());
+        let r = resolve(&m, &t, &[0, 1, 2, 3]).await.unwrap();
         let got: Vec<String> = r.writes.iter().map(|w| format!("{}={}", w.path, w.value)).collect();
         assert_eq!(
             got,
@@ -431,6 +435,7 @@ mod tests {
                 format!("{CPU}/cpu2/cpuidle/state1/disable=1"),
                 format!("{CPU}/cpu2/cpuidle/state2/disable=1"),
                 "/sys/kernel/mm/transparent_hugepage/enabled=never".to_string(),
+                "/dev/cpu_dma_latency=0".to_string(),
             ]
         );
         assert_eq!(r.online, [0, 2]);
@@ -458,9 +463,11 @@ mod tests {
                 req(Knob::Turbo(false)),
                 req(Knob::Governor("ondemand".into())),
                 req(Knob::CpusOffline(Offline::Cpus(vec![0]))),
+                req(Knob::DmaLatency(0)),
             ],
         };
         let e = paths(&t).await.unwrap_err();
+        assert!(e.contains("dma_latency: no /dev/cpu_dma_latency"), "{e}");
         assert!(e.contains("turbo: neither"), "{e}");
         assert!(
             e.contains("governor ondemand is not offered (available: performance schedutil)"),
@@ -473,7 +480,7 @@ mod tests {
         let r = paths(&t).await.unwrap();
         assert!(r.writes.is_empty());
         let keys: Vec<&str> = r.unavailable.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["cpus_offline", "turbo", "governor"]);
+        assert_eq!(keys, ["cpus_offline", "turbo", "governor", "dma_latency"]);
         // Every CPU offline is never a machine's lack: always an error.
         let all = Tuning {
             settings: vec![Setting {

@@ -135,7 +135,7 @@ fn tuning_of_hosts_and_variants() {
         )
         .replace(
             "  - { name: default }",
-            "  - { name: default }\n  - { name: lean, tuning: { cpus_offline: other-sockets, llc: one, thp: never } }",
+            "  - { name: default }\n  - { name: lean, tuning: { cpus_offline: other-sockets, llc: one, thp: never, dma_latency: 0 } }",
         );
     let s = from_str(&text, Path::new("/scn")).unwrap();
     assert_eq!(
@@ -144,22 +144,23 @@ fn tuning_of_hosts_and_variants() {
     );
     assert_eq!(
         s.variant("lean").unwrap().tuning.describe(),
-        "cpus_offline=other-sockets, llc=one, thp=never"
+        "cpus_offline=other-sockets, llc=one, thp=never, dma_latency=0"
     );
     // Mistakes, each where it is written.
     let bad = GOOD.replace(
         "  - { name: default }",
-        "  - { name: default, tuning: { governer: performance, turbo: maybe, cpus_offline: [a], thp: sometimes, sysctl: { vm/x: 1 }, llc: two, optional: [smt] } }",
+        "  - { name: default, tuning: { governer: performance, turbo: maybe, dma_latency: -1, cpus_offline: [a], thp: sometimes, sysctl: { vm/x: 1 }, llc: two, optional: [smt] } }",
     );
     check(
         &bad,
-        "f.yaml:11:32: unknown field `governer` in the tuning of variant `default`; did you mean `governor`? expected one of: governor, turbo, deep_idle, smt, cpus_offline, llc, numa_balancing, thp, sched, sysctl, optional
+        "f.yaml:11:32: unknown field `governer` in the tuning of variant `default`; did you mean `governor`? expected one of: governor, turbo, deep_idle, dma_latency, smt, cpus_offline, llc, numa_balancing, thp, sched, sysctl, optional
 f.yaml:11:62: turbo: expected on or off, found a string
-f.yaml:11:84: a CPU number: expected a whole number from 0 to 8191, found a string
-f.yaml:11:93: thp: `sometimes`: expected always, madvise or never
-f.yaml:11:114: a name in sysctl: \"vm/x\" is not a dotted sysctl name such as vm.swappiness
-f.yaml:11:130: llc: `two`: the one value is `one` (the workload within one last-level cache)
-f.yaml:11:146: optional: `smt` is not set in this tuning (set: )",
+f.yaml:11:82: dma_latency (microseconds): expected a whole number from 0 to 2147483647, found a number
+f.yaml:11:101: a CPU number: expected a whole number from 0 to 8191, found a string
+f.yaml:11:110: thp: `sometimes`: expected always, madvise or never
+f.yaml:11:131: a name in sysctl: \"vm/x\" is not a dotted sysctl name such as vm.swappiness
+f.yaml:11:147: llc: `two`: the one value is `one` (the workload within one last-level cache)
+f.yaml:11:163: optional: `smt` is not set in this tuning (set: )",
     );
 }
 

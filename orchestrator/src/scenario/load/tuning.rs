@@ -9,6 +9,7 @@ const KEYS: &[&str] = &[
     "governor",
     "turbo",
     "deep_idle",
+    "dma_latency",
     "smt",
     "cpus_offline",
     "llc",
@@ -49,6 +50,9 @@ impl<'a> Cx<'a> {
                     .map(|g| vec![Knob::Governor(g)]),
                 "turbo" => self.on_off(n, "turbo").map(|b| vec![Knob::Turbo(b)]),
                 "deep_idle" => self.on_off(n, "deep_idle").map(|b| vec![Knob::DeepIdle(b)]),
+                "dma_latency" => self
+                    .uint(n, "dma_latency (microseconds)", 0, i32::MAX as u64)
+                    .map(|us| vec![Knob::DmaLatency(us as u32)]),
                 "smt" => self.on_off(n, "smt").map(|b| vec![Knob::Smt(b)]),
                 "numa_balancing" => self.on_off(n, "numa_balancing").map(|b| vec![Knob::NumaBalancing(b)]),
                 "cpus_offline" => self.offline(n).map(|o| vec![Knob::CpusOffline(o)]),
