@@ -22,6 +22,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 stamp=$(sha256sum "$here/lab-machine.sh" | cut -c1-16)
 
 mkdir -p "$out"
+# One build at a time: a second caller (the test, while scripts/test.sh builds the image in
+# the background) waits here for the first, then finds the image up to date.
+exec 9>"$out/.lock"
+flock 9
 if [ -f "$out/disk.raw" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "lab machine: $out/disk.raw is up to date" >&2
   exit 0

@@ -9,6 +9,14 @@ cd "$(dirname "$0")/.."
 kreg_need_packages
 kreg_need_apt_lists
 kreg_need_browser
+# The lab machine's disk image (tests/machine.rs) is made while the code compiles: the test
+# runs the same script, which waits for this one (a lock) and finds the image made, or
+# makes it and says why it failed. Stopped with this script if still going.
+machine_dir=${KREG_CACHE_DIR:-$HOME/.cache/kreg}/machine
+mkdir -p "$machine_dir"
+setsid bash scripts/lab-machine.sh "$machine_dir" >"$machine_dir/background.log" 2>&1 &
+machine_pid=$!
+trap 'kill -TERM -- "-$machine_pid" 2>/dev/null || true' EXIT
 cargo build --workspace --bins
 if [ -z "${DATABASE_URL:-}" ]; then
   if [ "${CI:-}" = true ]; then

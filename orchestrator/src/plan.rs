@@ -426,9 +426,10 @@ fn describe_source(src: &crate::scenario::KernelSource) -> String {
                 crate::scenario::TreeSource::Tarball { path } => path.display().to_string(),
             };
             format!(
-                "built from {tree}, {} option(s) set, {} patch(es)",
+                "built from {tree}, {} option(s) set, {} patch(es){}",
                 b.config.set.len(),
-                b.patches.len()
+                b.patches.len(),
+                if b.perf { ", perf from its tools/perf" } else { "" }
             )
         }
     }

@@ -6,6 +6,8 @@
 
 use std::process::Command;
 
+use sha2::Digest;
+
 mod common;
 use common::standin::{standin_repo, PATCH};
 use common::{fresh_db, git, kreg, Agent, Scratch};
@@ -29,6 +31,7 @@ kernels:
     source: {{ git: "{repo}", ref: v1 }}
     config: {{ base: defconfig, set: [CONFIG_HZ=1000, CONFIG_SCHEDSTATS=y] }}
     patches: [fix.patch]
+    perf: tree
   - name: bad-init
     source: {{ git: "{repo}", ref: v1 }}
     config: {{ base: defconfig, set: [CONFIG_HZ=1000, CONFIG_SCHEDSTATS=y] }}
@@ -39,6 +42,7 @@ baseline: deb61
 boot: {{ timeout: 3m }}
 workloads:
   - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true }}
+collect: [perf_stat]
 "#,
         repo = repo.display()
     );
@@ -92,8 +96,46 @@ workloads:
         .unwrap();
     assert_eq!(hosts[1], (release.clone(), "kexec".to_string()), "{hosts:?}");
 
-    // One compile, for both `built` and `bad-init` (same tree, config, patches, compiler).
-    assert_eq!(std::fs::read_to_string(&builds).unwrap().lines().count(), 1);
+    // One compile, for both `built` and `bad-init` (same tree, config, patches, compiler),
+    // and one of tools/perf, told to leave Python out.
+    let compiles = |what: &str| {
+        std::fs::read_to_string(&builds)
+            .unwrap()
+            .lines()
+            .filter(|l| *l == what)
+            .count()
+    };
+    assert_eq!((compiles("compiled"), compiles("perf compiled 1")), (1, 1));
+    // The tree's perf ran in the guest of `built` (its initramfs's perf), the host's in the
+    // Debian kernels' guests; each job records which.
+    let perfs: Vec<_> = std::fs::read_dir(cache.join("perf")).unwrap().flatten().collect();
+    assert_eq!(perfs.len(), 1);
+    let tree_perf = std::fs::read(perfs[0].path().join("perf")).unwrap();
+    let tree_sha = hex::encode(sha2::Sha256::digest(&tree_perf));
+    let versions: Vec<(String, serde_json::Value)> =
+        sqlx::query_as("SELECT kernel, tool_versions FROM jobs WHERE state = 'done' ORDER BY ordinal")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    let perf_of = |k: &str| {
+        versions.iter().find(|v| v.0 == k).unwrap().1["perf@sut"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        perf_of("built"),
+        format!("built from the tree of kernel built, sha256 {tree_sha}")
+    );
+    let host_sha = hex::encode(sha2::Sha256::digest(std::fs::read("/usr/bin/perf").unwrap()));
+    assert_eq!(perf_of("deb61"), format!("sha256 {host_sha}"));
+    let counted: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT j.kernel FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.metric = 'perf_context_switches' ORDER BY 1",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(counted, ["built", "deb61", "deb61-again"]);
     let builds_dir = cache.join("builds");
     let keys: Vec<_> = std::fs::read_dir(&builds_dir)
         .unwrap()
@@ -132,11 +174,12 @@ workloads:
     let out = run();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
-        std::fs::read_to_string(&builds).unwrap().lines().count(),
-        1,
+        (compiles("compiled"), compiles("perf compiled 1")),
+        (1, 1),
         "built twice"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is in the cache"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is in the cache") && stderr.contains("perf of this tree is in the cache"), "{stderr}");
 
     // The build, its final .config and its log are in Postgres, with the runs that used it.
     let (stored_key, stored_config, log): (String, String, String) =

@@ -27,7 +27,7 @@ fn validate_prints_one_positioned_message_per_problem_and_exits_1() {
         [
             format!("{f}:1:1: missing field `workloads` in the scenario"),
             format!(
-                "{f}:7:5: unknown field `flavour` in a kernel; expected one of: name, source, config, patches, cmdline, build_on"
+                "{f}:7:5: unknown field `flavour` in a kernel; expected one of: name, source, config, patches, cmdline, build_on, perf"
             ),
             format!("{f}:8:13: iterations: expected a whole number from 1 to 1000, found a string"),
         ],

@@ -20,6 +20,7 @@ use crate::kernel::Prepared;
 use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, Variant, Workload};
 use crate::store::{self, JobRow, RunRow};
 
+mod perf;
 mod setup;
 
 /// How many times a job runs when its connection is lost mid-job and comes back.
@@ -98,6 +99,13 @@ pub(super) struct Driver<'a> {
     pub on_event: &'a mut dyn FnMut(Event),
 }
 
+/// The SUT booted into a kernel: who answers, and the kernel's own perf if it has one.
+struct SutBoot {
+    id: Identity,
+    client: AgentClient,
+    perf: Option<crate::kernel::perf::TreePerf>,
+}
+
 impl Driver<'_> {
     /// Every job given (in run order), kernel by kernel.
     pub async fn all(&mut self, todo: &[&JobRow]) -> Result<(), EngineError> {
@@ -137,7 +145,7 @@ impl Driver<'_> {
         &mut self,
         kernel: &Kernel,
         fresh: bool,
-    ) -> Result<Result<(Identity, AgentClient), String>, EngineError> {
+    ) -> Result<Result<SutBoot, String>, EngineError> {
         (self.on_event)(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });
@@ -173,7 +181,8 @@ impl Driver<'_> {
             .client()
             .expect("a booted host has an agent")
             .clone();
-        Ok(Ok((id, client)))
+        let perf = prepared.and_then(|p| p.perf);
+        Ok(Ok(SutBoot { id, client, perf }))
     }
 
     /// Fetches, unpacks or builds the kernel (on its build host when it names one), the
@@ -216,7 +225,7 @@ impl Driver<'_> {
     async fn ready_hosts(
         &mut self,
         kernel: &Kernel,
-        (id, client): (Identity, AgentClient),
+        SutBoot { id, client, perf }: SutBoot,
     ) -> Result<Result<Booted, Failure>, EngineError> {
         for h in &self.scenario.hosts {
             if let Some(c) = self.conns[&h.name].client() {
@@ -231,10 +240,15 @@ impl Driver<'_> {
             }
         }
         self.clear_cgroups().await;
-        let versions = match self.install_tools().await {
+        let mut versions = match self.install_tools().await {
             Ok(v) => v,
             Err(f) => return Ok(Err(f)),
         };
+        match self.sut_perf(kernel, perf.as_ref(), &client).await {
+            Ok(Some(v)) => drop(versions.insert(format!("perf@{}", self.sut), v)),
+            Ok(None) => {}
+            Err(f) => return Ok(Err(f)),
+        }
         let tuners = match self.tune_hosts(&id).await {
             Ok(t) => t,
             Err(f) => return Ok(Err(f)),
@@ -378,7 +392,11 @@ impl Driver<'_> {
 
     /// The versions of the programs a workload runs, once per boot.
     async fn note_versions(&self, booted: &mut Booted, workload: &Workload, runner: &AgentClient) {
-        for (program, host, client) in job::programs(workload, runner, &self.conns) {
+        let mut programs = job::programs(workload, runner, &self.conns);
+        if self.scenario.collect.or(workload.collect).perf_stat {
+            programs.push(("perf".into(), self.sut.clone(), booted.client.clone()));
+        }
+        for (program, host, client) in programs {
             let key = format!("{program}@{host}");
             if let std::collections::btree_map::Entry::Vacant(slot) = booted.versions.entry(key) {
                 slot.insert(tools::identify(&client, &program).await);

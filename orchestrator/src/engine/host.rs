@@ -296,9 +296,17 @@ impl LabConn {
         }
         let token = self.token.clone();
         let modules = p.modules_dir.clone();
-        let perf = self.perf;
-        let initrd_bytes =
-            tokio::task::spawn_blocking(move || initramfs::build(&agent_bin, &token, modules.as_deref(), perf))
+        // The kernel's own perf when it has one, else the host's when the run needs perf.
+        let tree_perf = p.perf.as_ref().map(|t| t.path.clone());
+        let host_perf = self.perf;
+        let initrd_bytes = tokio::task::spawn_blocking(move || {
+            let perf = match &tree_perf {
+                Some(path) => initramfs::Perf::Built(path),
+                None if host_perf => initramfs::Perf::Host,
+                None => initramfs::Perf::None,
+            };
+            initramfs::build(&agent_bin, &token, modules.as_deref(), perf)
+        })
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("initramfs for {}: {e}", p.release))?;

@@ -100,7 +100,7 @@ async fn checkout(client: &AgentClient, name: &str, url: &str, git_ref: &str) ->
 
 /// The agent copies the file into place with mode 0755 itself: the host needs no
 /// `install` (busybox has none).
-async fn place(client: &AgentClient, from: FileSource, target: &str) -> Result<(), HostError> {
+pub(super) async fn place(client: &AgentClient, from: FileSource, target: &str) -> Result<(), HostError> {
     let step = Step::PlaceFile(PlaceRequest {
         from,
         to: target.to_string(),

@@ -165,11 +165,11 @@ impl BuildHost for Local {
     }
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn sha256_file(path: &Path) -> Result<String, KernelError> {
+pub(super) fn sha256_file(path: &Path) -> Result<String, KernelError> {
     let mut f = std::fs::File::open(path).map_err(|e| msg(format!("{}: {e}", path.display())))?;
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h).map_err(|e| msg(format!("{}: {e}", path.display())))?;
@@ -186,13 +186,13 @@ pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<String, KernelError> 
 }
 
 /// The compiler the build uses, as `gcc --version` names it.
-fn compiler() -> Result<String, KernelError> {
+pub(super) fn compiler() -> Result<String, KernelError> {
     let v = run(Command::new("gcc").arg("--version"), "gcc --version")?;
     Ok(v.lines().next().unwrap_or("").to_string())
 }
 
 /// A bare mirror of a git repository in the cache, fetched; returns (mirror, commit, tree).
-fn git_tree(url: &str, git_ref: &str, cache: &Path) -> Result<(PathBuf, String, String), KernelError> {
+pub(super) fn git_tree(url: &str, git_ref: &str, cache: &Path) -> Result<(PathBuf, String, String), KernelError> {
     let mirror = cache.join("git").join(&sha256_hex(url.as_bytes())[..16]);
     if mirror.join("HEAD").exists() {
         run(
@@ -236,7 +236,7 @@ fn git_tree(url: &str, git_ref: &str, cache: &Path) -> Result<(PathBuf, String, 
 }
 
 /// Hash over the patches' contents, in order.
-fn patches_hash(patches: &[PathBuf]) -> Result<String, KernelError> {
+pub(super) fn patches_hash(patches: &[PathBuf]) -> Result<String, KernelError> {
     let mut h = Sha256::new();
     for p in patches {
         let bytes = std::fs::read(p).map_err(|e| msg(format!("patch {}: {e}", p.display())))?;
@@ -378,17 +378,7 @@ fn build_in(
     inputs: Inputs,
 ) -> Result<Built, KernelError> {
     extract(&spec.tree, inputs.git.as_ref(), work, log)?;
-    for p in &spec.patches {
-        log(&format!("applying {}", p.display()));
-        run(
-            Command::new("patch")
-                .args(["-p1", "--forward", "--batch", "--fuzz=0", "-i"])
-                .arg(p)
-                .current_dir(work),
-            "patch",
-        )
-        .map_err(|e| msg(format!("patch {} does not apply: {e}", p.display())))?;
-    }
+    apply_patches(&spec.patches, work, log)?;
     let config = configure(spec, work, running_config)?;
     let config_hash = sha256_hex(kconfig::canonical(&config).as_bytes());
     let key = sha256_hex(
@@ -421,8 +411,24 @@ struct Keyed {
     config_hash: String,
 }
 
+/// Each patch in order with `patch -p1`, none with fuzz.
+pub(super) fn apply_patches(patches: &[PathBuf], work: &Path, log: &mut dyn FnMut(&str)) -> Result<(), KernelError> {
+    for p in patches {
+        log(&format!("applying {}", p.display()));
+        run(
+            Command::new("patch")
+                .args(["-p1", "--forward", "--batch", "--fuzz=0", "-i"])
+                .arg(p)
+                .current_dir(work),
+            "patch",
+        )
+        .map_err(|e| msg(format!("patch {} does not apply: {e}", p.display())))?;
+    }
+    Ok(())
+}
+
 /// The source tree into `work`: a commit of the mirror, or a tarball.
-fn extract(
+pub(super) fn extract(
     tree: &TreeSource,
     git: Option<&(PathBuf, String)>,
     work: &Path,
@@ -577,7 +583,7 @@ fn compile(
 }
 
 /// `make -jN TARGETS`, every output line to the log file and to `log`.
-fn stream_make(
+pub(super) fn stream_make(
     work: &Path,
     jobs: u32,
     targets: &[&str],

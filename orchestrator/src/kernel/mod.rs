@@ -8,6 +8,7 @@ use std::process::Command;
 use crate::scenario::KernelSource;
 
 pub mod build;
+pub mod perf;
 pub mod remote;
 
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +32,8 @@ pub struct Prepared {
     pub package: Option<String>,
     /// For a kernel kreg built: the build.
     pub built: Option<build::Built>,
+    /// perf built from the kernel's tree (`perf: tree`), to run in place of the SUT's own.
+    pub perf: Option<perf::TreePerf>,
 }
 
 /// Prepares a kernel on the controller's machine. `None` for `running`. A kernel built from
@@ -71,17 +74,25 @@ pub fn prepare_with(
                 modules_dir: None,
                 package: None,
                 built: None,
+                perf: None,
             }))
         }
         KernelSource::Deb { package } => fetch_deb(package, cache).map(Some),
         KernelSource::Build(spec) => {
+            let jobs = host.jobs();
             let b = build::build(spec, cache, running_config, host, log)?;
+            let perf = if spec.perf {
+                Some(perf::build(spec, cache, jobs, log)?)
+            } else {
+                None
+            };
             Ok(Some(Prepared {
                 release: b.release.clone(),
                 vmlinuz: b.image(),
                 modules_dir: b.modules_dir(),
                 package: None,
                 built: Some(b),
+                perf,
             }))
         }
     }
@@ -198,6 +209,7 @@ fn fetch_deb_locked(package: &str, cache: &Path, depth: u32) -> Result<Prepared,
                 modules_dir: modules.exists().then_some(modules),
                 package: Some(package.to_string()),
                 built: None,
+                perf: None,
             })
         }
         None => {

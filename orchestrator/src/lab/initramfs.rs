@@ -165,9 +165,19 @@ fn modules(modules_dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LabError> {
 /// Where `perf` comes from (Debian's linux-perf) when a lab run needs it.
 pub const PERF: (&str, &str) = ("/usr/bin/perf", "usr/bin/perf");
 
-/// Builds the initramfs for one kernel release and returns its bytes. With `perf`, the
-/// host's perf goes in too (with its libraries, some 30 MB).
-pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>, perf: bool) -> Result<Vec<u8>, LabError> {
+/// Which perf a guest gets as /usr/bin/perf.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Perf<'a> {
+    None,
+    /// The host's (Debian's linux-perf).
+    Host,
+    /// One built from the kernel's tree.
+    Built(&'a Path),
+}
+
+/// Builds the initramfs for one kernel release and returns its bytes. With `perf`, a perf
+/// goes in too (with its libraries, some 30 MB for the host's).
+pub fn build(agent_bin: &Path, token: &str, modules_dir: Option<&Path>, perf: Perf<'_>) -> Result<Vec<u8>, LabError> {
     let busybox = Path::new("/bin/busybox");
     if !busybox.exists() {
         return Err(err("/bin/busybox is missing: install the busybox-static package"));
@@ -239,7 +249,7 @@ fn skeleton(token: &str) -> Vec<Entry> {
 }
 
 /// The agent and the host's programs, with the shared libraries they (and busybox) need.
-fn add_programs(entries: &mut Vec<Entry>, agent_bin: &Path, busybox: &Path, perf: bool) -> Result<(), LabError> {
+fn add_programs(entries: &mut Vec<Entry>, agent_bin: &Path, busybox: &Path, perf: Perf<'_>) -> Result<(), LabError> {
     let mut programs: Vec<(PathBuf, String)> = vec![(agent_bin.to_path_buf(), "usr/bin/kreg-agent".into())];
     for (host, guest) in HOST_PROGRAMS {
         if !Path::new(host).exists() {
@@ -247,11 +257,15 @@ fn add_programs(entries: &mut Vec<Entry>, agent_bin: &Path, busybox: &Path, perf
         }
         programs.push((PathBuf::from(host), guest.to_string()));
     }
-    if perf {
-        if !Path::new(PERF.0).exists() {
-            return Err(err(format!("{} is missing: install the linux-perf package", PERF.0)));
+    match perf {
+        Perf::None => {}
+        Perf::Host => {
+            if !Path::new(PERF.0).exists() {
+                return Err(err(format!("{} is missing: install the linux-perf package", PERF.0)));
+            }
+            programs.push((PathBuf::from(PERF.0), PERF.1.to_string()));
         }
-        programs.push((PathBuf::from(PERF.0), PERF.1.to_string()));
+        Perf::Built(path) => programs.push((path.to_path_buf(), PERF.1.to_string())),
     }
     // A dynamically linked busybox works too, given its libraries.
     let mut libs: BTreeSet<PathBuf> = shared_libs(busybox)?.into_iter().collect();

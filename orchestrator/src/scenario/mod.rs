@@ -319,6 +319,9 @@ pub struct BuildSpec {
     /// Where the compile runs: on the controller's machine (`None`), or on a host of the
     /// scenario (`build_on: sut`) with that host's compiler and cores.
     pub build_on: Option<String>,
+    /// `perf: tree`: perf built from this tree's `tools/perf` (on the controller), and run
+    /// on the SUT in place of the machine's own while this kernel is booted.
+    pub perf: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

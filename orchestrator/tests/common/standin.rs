@@ -2,8 +2,8 @@
 //! targets quickly (the "image" is Debian's 6.12 vmlinuz, the modules a part of that
 //! package's: enough to mount an ext4 root on virtio and reach the network), and
 //! `olddefconfig` drops CONFIG_NEEDS_PCI unless CONFIG_PCI=y, as kconfig would for
-//! `depends on PCI`. Everything kreg does around a build runs for real on it; only the
-//! compile is stood in for.
+//! `depends on PCI`; its tools/perf "builds" a copy of the host's perf. Everything kreg
+//! does around a build runs for real on it; only the compiles are stood in for.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,6 +33,15 @@ modules_install:
 	cp -r mods/. $(INSTALL_MOD_PATH)/lib/modules/$(RELEASE)/
 "#;
 
+/// tools/perf's Makefile: the "build" is the host's perf with a line of text after its
+/// ELF image (so that it runs, and its hash tells it from the host's).
+pub const PERF_MAKEFILE: &str = r#"all:
+	cp /usr/bin/perf $(O)/perf
+	echo "stand-in perf of the kreg test tree" >> $(O)/perf
+	if [ -n "$(KREG_TEST_BUILD_LOG)" ]; then echo "perf compiled $(NO_LIBPYTHON)" >> "$(KREG_TEST_BUILD_LOG)"; fi
+	@echo "  LINK    $(O)/perf"
+"#;
+
 pub const OLDDEFCONFIG: &str = r#"# kconfig's job, reduced to one rule: NEEDS_PCI depends on PCI.
 if ! grep -q '^CONFIG_PCI=y' .config; then
   grep -v '^CONFIG_NEEDS_PCI=' .config > .config.new && mv .config.new .config
@@ -55,6 +64,8 @@ pub fn standin_repo(dir: &Path) -> (PathBuf, String) {
     git(&repo, &["init", "-q"]);
     std::fs::write(repo.join("Makefile"), MAKEFILE).unwrap();
     std::fs::write(repo.join("olddefconfig.sh"), OLDDEFCONFIG).unwrap();
+    std::fs::create_dir_all(repo.join("tools/perf")).unwrap();
+    std::fs::write(repo.join("tools/perf/Makefile"), PERF_MAKEFILE).unwrap();
     std::fs::write(
         repo.join("Kconfig"),
         "config PCI\n\tbool \"PCI\"\n\nconfig NEEDS_PCI\n\tbool \"needs PCI\"\n\tdepends on PCI\n",

@@ -22,7 +22,7 @@ impl<'a> Cx<'a> {
         let f = self.map(
             node,
             "a kernel",
-            &["name", "source", "config", "patches", "cmdline", "build_on"],
+            &["name", "source", "config", "patches", "cmdline", "build_on", "perf"],
         )?;
         let name = self
             .required(&f, "name", "a kernel")
@@ -44,7 +44,7 @@ impl<'a> Cx<'a> {
 
     fn kernel_source(&mut self, node: &Node, kernel: &Fields, what: &str) -> Option<KernelSource> {
         let built_only = |cx: &mut Self| {
-            for key in ["config", "patches", "build_on"] {
+            for key in ["config", "patches", "build_on", "perf"] {
                 if let Some(n) = kernel.get(key) {
                     cx.error(
                         n,
@@ -139,11 +139,25 @@ impl<'a> Cx<'a> {
                 host => Some(Some(host.to_string())),
             },
         };
+        let perf = match kernel.get("perf") {
+            None => Some(false),
+            Some(n) => match self.string(n, "perf")?.as_str() {
+                "tree" => Some(true),
+                other => {
+                    self.error(
+                        n,
+                        format!("perf: `{other}`: the one value is `tree` (perf built from this kernel's tools/perf); without it, the machine's own perf runs"),
+                    );
+                    None
+                }
+            },
+        };
         Some(KernelSource::Build(BuildSpec {
             tree,
             config: config?,
             patches: patches?,
             build_on: build_on?,
+            perf: perf?,
         }))
     }
 

@@ -90,6 +90,20 @@ impl<'a> Cx<'a> {
         host_names: &[String],
     ) {
         for (k, item) in kernels.iter().zip(items) {
+            if let KernelSource::Build(BuildSpec {
+                build_on: Some(_),
+                perf: true,
+                ..
+            }) = &k.source
+            {
+                self.error(
+                    item,
+                    format!(
+                        "kernel `{}`: `perf: tree` builds perf on the controller, with the kernel: build the kernel there too (no `build_on`)",
+                        k.name
+                    ),
+                );
+            }
             if let KernelSource::Build(BuildSpec { build_on: Some(h), .. }) = &k.source {
                 if !host_names.contains(h) {
                     self.error(

@@ -64,7 +64,7 @@ workloads:
   - { kind: hackbench }
 "#,
         "
-f.yaml:6:34: unknown field `colour` in a kernel; expected one of: name, source, config, patches, cmdline, build_on
+f.yaml:6:34: unknown field `colour` in a kernel; expected one of: name, source, config, patches, cmdline, build_on, perf
 f.yaml:8:41: loops (-l): expected a whole number from 1 to 100000000, found a string
 f.yaml:9:5: missing field `name` in a workload
 ",
@@ -411,9 +411,27 @@ f.yaml:8:62: `build_on` applies only to kernels built from `git` or `tarball` so
     }
     let here = ok.replace("build_on: sut", "build_on: controller");
     match &from_str(&here, Path::new(".")).unwrap().kernels[0].source {
-        KernelSource::Build(b) => assert_eq!(b.build_on, None),
+        KernelSource::Build(b) => assert_eq!((b.build_on.as_deref(), b.perf), (None, false)),
         other => panic!("{other:?}"),
     }
+    // perf from the tree: built on the controller, for built kernels only, one value.
+    let perf = here.replace("build_on: controller", "build_on: controller, perf: tree");
+    match &from_str(&perf, Path::new(".")).unwrap().kernels[0].source {
+        KernelSource::Build(b) => assert!(b.perf),
+        other => panic!("{other:?}"),
+    }
+    check(
+        &text("sut").replace("build_on: sut }", "build_on: sut, perf: tree }"),
+        "
+f.yaml:7:5: kernel `k`: `perf: tree` builds perf on the controller, with the kernel: build the kernel there too (no `build_on`)
+f.yaml:8:62: `build_on` applies only to kernels built from `git` or `tarball` sources
+f.yaml:8:73: `perf` applies only to kernels built from `git` or `tarball` sources
+",
+    );
+    check(
+        &here.replace("build_on: controller", "perf: debian"),
+        "f.yaml:7:92: perf: `debian`: the one value is `tree` (perf built from this kernel's tools/perf); without it, the machine's own perf runs",
+    );
 }
 
 /// A duplicate is reported at the item that repeats the name, even when an item before it

@@ -1,0 +1,63 @@
+//! The kernel's own perf (`perf: tree`) on the SUT for the boot: in a lab guest it is the
+//! initramfs's /usr/bin/perf already; on a machine it is uploaded beside kreg's other
+//! files, checked to run there, and every `perf` the jobs start (collectors, perf-bench)
+//! runs it. A kernel without one runs the machine's own perf again.
+
+use kreg_agent::client::AgentClient;
+use kreg_agent::wire::FileSource;
+
+use super::{Driver, Failure};
+use crate::engine::host::Conn;
+use crate::engine::{command, tools};
+use crate::kernel::perf::TreePerf;
+use crate::scenario::Kernel;
+
+/// Where machines keep the perfs of kernel trees, one folder per binary's hash.
+const DIR: &str = "/var/lib/kreg/perf";
+
+impl Driver<'_> {
+    /// The version to record for `perf@SUT`, when the kernel brings its own perf.
+    pub(super) async fn sut_perf(
+        &self,
+        kernel: &Kernel,
+        perf: Option<&TreePerf>,
+        client: &AgentClient,
+    ) -> Result<Option<String>, Failure> {
+        let Some(perf) = perf else {
+            if !self.scenario.tools.iter().any(|t| t.name == "perf") {
+                client.set_program("perf", "perf");
+            }
+            return Ok(None);
+        };
+        let version = format!("built from the tree of kernel {}, sha256 {}", kernel.name, perf.sha256);
+        if matches!(self.conns[&self.sut], Conn::Lab(_)) {
+            return Ok(Some(version));
+        }
+        let failure = |detail: String| Failure::Tool {
+            tool: "perf".into(),
+            host: self.sut.clone(),
+            detail,
+        };
+        let bytes = std::fs::read(&perf.path).map_err(|e| failure(format!("{}: {e}", perf.path.display())))?;
+        let target = format!("{DIR}/{}/perf", &perf.sha256[..16]);
+        let up = client
+            .upload(&format!("perf-{}", &perf.sha256[..16]), bytes)
+            .await
+            .map_err(|e| failure(format!("uploading the tree's perf: {e}")))?;
+        tools::place(client, FileSource::Upload(up.name), &target)
+            .await
+            .map_err(|e| failure(e.to_string()))?;
+        let ran = client
+            .exec(command([target.as_str(), "version"], 30))
+            .await
+            .map_err(|e| failure(e.to_string()))?;
+        if !ran.success() {
+            return Err(failure(format!(
+                "the tree's perf does not run there (it is built on the controller, against the controller's libraries): {}",
+                crate::failure::tail(&ran.stderr, 5)
+            )));
+        }
+        client.set_program("perf", &target);
+        Ok(Some(format!("{version} ({})", ran.stdout.trim())))
+    }
+}

@@ -1,0 +1,96 @@
+//! perf built from a kernel's own tree (`perf: tree`), as reproducers do when the
+//! distribution's perf is older than the kernel under test: `make -C tools/perf` on the
+//! controller, from the same tree and patches as the kernel, cached by tree, patches and
+//! compiler (a config change rebuilds the kernel, not perf).
+//!
+//! The binary is linked against the controller's libraries: it runs on a lab guest (its
+//! libraries go into the initramfs with it) and on machines with the controller's
+//! distribution; a machine where it does not run fails the kernel's jobs saying so.
+
+use std::path::{Path, PathBuf};
+
+use super::build::{apply_patches, compiler, extract, git_tree, patches_hash, sha256_file, sha256_hex, stream_make};
+use super::{msg, KernelError};
+use crate::scenario::{BuildSpec, TreeSource};
+
+/// What `make` is told: no Python or Perl scripting (their headers are rarely installed
+/// and the collectors need neither), no documentation, and warnings left as warnings (an
+/// older tree meets a newer compiler). Features whose libraries are missing are left out
+/// by perf's own detection.
+pub const MAKE_VARS: &[&str] = &["NO_LIBPYTHON=1", "NO_LIBPERL=1", "WERROR=0", "NO_DOCS=1"];
+
+/// A tree's perf in the cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreePerf {
+    pub path: PathBuf,
+    pub sha256: String,
+}
+
+/// Builds perf from `spec`'s tree and patches, or finds it in the cache.
+pub fn build(spec: &BuildSpec, cache: &Path, jobs: u32, log: &mut dyn FnMut(&str)) -> Result<TreePerf, KernelError> {
+    let compiler = compiler()?;
+    let patches = patches_hash(&spec.patches)?;
+    let (tree_hash, git) = match &spec.tree {
+        TreeSource::Git { url, git_ref } => {
+            let (mirror, commit, tree) = git_tree(url, git_ref, cache)?;
+            (tree, Some((mirror, commit)))
+        }
+        TreeSource::Tarball { path } => (sha256_file(path)?, None),
+    };
+    let key = sha256_hex(format!("tools/perf\n{tree_hash}\n{patches}\n{compiler}\n").as_bytes())[..16].to_string();
+    let dir = cache.join("perf").join(&key);
+    let bin = dir.join("perf");
+    if bin.exists() {
+        log(&format!("perf of this tree is in the cache ({key}), nothing to build"));
+        return found(bin);
+    }
+    let work = cache.join("work").join(format!("perf-{key}"));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|e| msg(format!("{}: {e}", work.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| msg(format!("{}: {e}", dir.display())))?;
+    let result = compile(spec, git.as_ref(), &work, &dir, jobs, log);
+    let _ = std::fs::remove_dir_all(&work);
+    result?;
+    found(bin)
+}
+
+fn found(path: PathBuf) -> Result<TreePerf, KernelError> {
+    let sha256 = sha256_file(&path)?;
+    Ok(TreePerf { path, sha256 })
+}
+
+/// Extracts and patches the tree into `work`, builds tools/perf there, and copies the
+/// binary into `dir` (last, so that a failed build leaves nothing that looks done).
+fn compile(
+    spec: &BuildSpec,
+    git: Option<&(PathBuf, String)>,
+    work: &Path,
+    dir: &Path,
+    jobs: u32,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), KernelError> {
+    extract(&spec.tree, git, work, log)?;
+    apply_patches(&spec.patches, work, log)?;
+    let tools = work.join("tools/perf");
+    if !tools.join("Makefile").exists() {
+        return Err(msg("perf: tree: this tree has no tools/perf/Makefile"));
+    }
+    let out = work.join("perf-out");
+    std::fs::create_dir_all(&out).map_err(|e| msg(e.to_string()))?;
+    log("building tools/perf");
+    let o = format!("O={}", out.display());
+    let mut args: Vec<&str> = vec![&o];
+    args.extend(MAKE_VARS);
+    stream_make(&tools, jobs, &args, &dir.join("build.log"), log)
+        .map_err(|e| msg(format!("perf: tree: building tools/perf failed: {e}")))?;
+    let built = out.join("perf");
+    if !built.exists() {
+        return Err(msg(format!(
+            "perf: tree: make finished but left no {}",
+            built.display()
+        )));
+    }
+    let tmp = dir.join("perf.tmp");
+    std::fs::copy(&built, &tmp).map_err(|e| msg(format!("{}: {e}", built.display())))?;
+    std::fs::rename(&tmp, dir.join("perf")).map_err(|e| msg(e.to_string()))
+}
