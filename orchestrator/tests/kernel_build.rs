@@ -179,7 +179,10 @@ collect: [perf_stat]
         "built twice"
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("is in the cache") && stderr.contains("perf of this tree is in the cache"), "{stderr}");
+    assert!(
+        stderr.contains("is in the cache") && stderr.contains("perf of this tree is in the cache"),
+        "{stderr}"
+    );
 
     // The build, its final .config and its log are in Postgres, with the runs that used it.
     let (stored_key, stored_config, log): (String, String, String) =

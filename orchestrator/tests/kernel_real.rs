@@ -1,7 +1,7 @@
 //! The real thing, behind `scripts/test-kernel.sh` (feature `real-kernel`): Debian's
 //! linux-source-6.1 built with tinyconfig plus a fragment that boots in the lab, kexec'd
-//! into from Debian's 6.12 kernel, running hackbench; its release carries kreg's
-//! LOCALVERSION. The default suite drives the same pipeline on a stand-in tree
+//! into from Debian's 6.12 kernel, running hackbench counted by the perf built from the
+//! same tree (`perf: tree`); its release carries kreg's LOCALVERSION. The default suite drives the same pipeline on a stand-in tree
 //! (tests/kernel_build.rs).
 
 use std::time::Instant;
@@ -55,6 +55,7 @@ const FRAGMENT: &[&str] = &[
     "CONFIG_CRYPTO_SHA256=y",
     "CONFIG_KEXEC_FILE=y",
     "CONFIG_HZ_250=y",
+    "CONFIG_PERF_EVENTS=y",
 ];
 
 #[tokio::test]
@@ -67,7 +68,7 @@ async fn linux_source_6_1_tinyconfig_builds_kexecs_and_runs() {
     let dir = Scratch::new("kreal");
     let set: Vec<String> = FRAGMENT.iter().map(|s| format!("      - {s}\n")).collect();
     let scenario = format!(
-        "name: real-kernel\nhosts:\n  sut: {{ role: sut, transport: {{ kind: lab }} }}\nkernels:\n  - {{ name: deb612, source: {{ deb: linux-image-6.12-amd64 }} }}\n  - name: tiny61\n    source: {{ tarball: {TARBALL} }}\n    config:\n      base: tinyconfig\n      set:\n{}baseline: deb612\nboot: {{ timeout: 5m }}\nvariants: [ {{ name: batch, policy: batch }} ]\nworkloads:\n  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true, threads: true }}\n",
+        "name: real-kernel\nhosts:\n  sut: {{ role: sut, transport: {{ kind: lab }} }}\nkernels:\n  - {{ name: deb612, source: {{ deb: linux-image-6.12-amd64 }} }}\n  - name: tiny61\n    source: {{ tarball: {TARBALL} }}\n    perf: tree\n    config:\n      base: tinyconfig\n      set:\n{}baseline: deb612\nboot: {{ timeout: 5m }}\nvariants: [ {{ name: batch, policy: batch }} ]\nworkloads:\n  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true, threads: true }}\ncollect: [perf_stat]\n",
         set.concat()
     );
     let file = dir.0.join("real.yaml");
@@ -87,7 +88,7 @@ async fn linux_source_6_1_tinyconfig_builds_kexecs_and_runs() {
     );
 
     let rows: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT j.kernel, r.kernel_release, r.observed_policy FROM results r JOIN jobs j ON j.id = r.job_id ORDER BY j.ordinal",
+        "SELECT j.kernel, r.kernel_release, r.observed_policy FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.metric = 'time' ORDER BY j.ordinal",
     )
     .fetch_all(&db.pool)
     .await
@@ -113,4 +114,17 @@ async fn linux_source_6_1_tinyconfig_builds_kexecs_and_runs() {
     .await
     .unwrap();
     assert!(snap.starts_with("version 15\n"), "{}", &snap[..40.min(snap.len())]);
+    // perf from the tree's tools/perf counted the job on its own kernel.
+    let (versions, switches): (serde_json::Value, f64) = sqlx::query_as(
+        "SELECT j.tool_versions, r.value FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.kernel = 'tiny61' AND r.metric = 'perf_context_switches'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let perf = versions["perf@sut"].as_str().unwrap_or_default();
+    assert!(
+        perf.starts_with("built from the tree of kernel tiny61, sha256 "),
+        "{versions}"
+    );
+    assert!(switches > 0.0);
 }

@@ -140,7 +140,12 @@ async fn lab_up(cfg: &Config, kernel: &str, cpus: u32, memory_mib: u32) -> Resul
     let initrd = dir.join("initrd.cpio");
     std::fs::write(
         &initrd,
-        lab::initramfs::build(&cfg.agent_bin, &token, prepared.modules_dir.as_deref(), lab::initramfs::Perf::None)?,
+        lab::initramfs::build(
+            &cfg.agent_bin,
+            &token,
+            prepared.modules_dir.as_deref(),
+            lab::initramfs::Perf::None,
+        )?,
     )?;
     let spec = lab::VmSpec {
         vmlinuz: prepared.vmlinuz.clone(),

@@ -141,11 +141,7 @@ impl Driver<'_> {
 
     /// Prepares `kernel` and boots the SUT into it. The outer error stops the drive; the
     /// inner one fails the kernel's jobs.
-    async fn boot_kernel(
-        &mut self,
-        kernel: &Kernel,
-        fresh: bool,
-    ) -> Result<Result<SutBoot, String>, EngineError> {
+    async fn boot_kernel(&mut self, kernel: &Kernel, fresh: bool) -> Result<Result<SutBoot, String>, EngineError> {
         (self.on_event)(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });

@@ -307,9 +307,9 @@ impl LabConn {
             };
             initramfs::build(&agent_bin, &token, modules.as_deref(), perf)
         })
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
         let initrd = self.dir.join(format!("initrd-{}.cpio", p.release));
         std::fs::write(&initrd, &initrd_bytes).map_err(|e| format!("{}: {e}", initrd.display()))?;
         Ok((initrd, initrd_bytes))

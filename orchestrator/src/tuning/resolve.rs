@@ -199,6 +199,46 @@ impl<M: Machine> Cx<'_, M> {
 
     /// The writes of a setting that does not change which CPUs are online.
     async fn knob(&mut self, s: &Setting, online: &[u32]) -> Result<(), String> {
+        match &s.knob {
+            Knob::Governor(_) | Knob::Turbo(_) | Knob::DeepIdle(_) => self.cpu_knob(s, online).await?,
+            Knob::OneLlc => self.one_llc(s, online).await?,
+            Knob::DmaLatency(us) => self.plain(s, "/dev/cpu_dma_latency", &us.to_string()).await?,
+            Knob::NumaBalancing(on) => {
+                self.plain(s, "/proc/sys/kernel/numa_balancing", if *on { "1" } else { "0" })
+                    .await?
+            }
+            Knob::Thp(v) => {
+                let path = "/sys/kernel/mm/transparent_hugepage/enabled";
+                match self.read(path).await? {
+                    None => self.lack(s, format!("no {path}")),
+                    Some(choices) if !choices.replace(['[', ']'], " ").split_whitespace().any(|x| x == v) => {
+                        self.lack(s, format!("{path} offers {}", choices.trim()))
+                    }
+                    Some(_) => self.write(s, path.into(), v.clone()),
+                }
+            }
+            Knob::Sched { name, value } => {
+                let debugfs = format!("/sys/kernel/debug/sched/{name}");
+                let sysctl = format!("/proc/sys/kernel/sched_{name}");
+                if self.read(&debugfs).await?.is_some() {
+                    self.write(s, debugfs, value.clone());
+                } else if self.read(&sysctl).await?.is_some() {
+                    self.write(s, sysctl, value.clone());
+                } else {
+                    self.lack(s, format!("no scheduler knob {name} (neither {debugfs} nor {sysctl})"));
+                }
+            }
+            Knob::Sysctl { name, value } => {
+                let path = format!("/proc/sys/{}", name.replace('.', "/"));
+                self.plain(s, &path, value).await?
+            }
+            Knob::Smt(_) | Knob::CpusOffline(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The cpufreq and cpuidle settings, written per online CPU (turbo machine-wide).
+    async fn cpu_knob(&mut self, s: &Setting, online: &[u32]) -> Result<(), String> {
         let first = online[0];
         match &s.knob {
             Knob::Governor(g) => {
@@ -244,38 +284,7 @@ impl<M: Machine> Cx<'_, M> {
                     }
                 }
             }
-            Knob::OneLlc => self.one_llc(s, online).await?,
-            Knob::DmaLatency(us) => self.plain(s, "/dev/cpu_dma_latency", &us.to_string()).await?,
-            Knob::NumaBalancing(on) => {
-                self.plain(s, "/proc/sys/kernel/numa_balancing", if *on { "1" } else { "0" })
-                    .await?
-            }
-            Knob::Thp(v) => {
-                let path = "/sys/kernel/mm/transparent_hugepage/enabled";
-                match self.read(path).await? {
-                    None => self.lack(s, format!("no {path}")),
-                    Some(choices) if !choices.replace(['[', ']'], " ").split_whitespace().any(|x| x == v) => {
-                        self.lack(s, format!("{path} offers {}", choices.trim()))
-                    }
-                    Some(_) => self.write(s, path.into(), v.clone()),
-                }
-            }
-            Knob::Sched { name, value } => {
-                let debugfs = format!("/sys/kernel/debug/sched/{name}");
-                let sysctl = format!("/proc/sys/kernel/sched_{name}");
-                if self.read(&debugfs).await?.is_some() {
-                    self.write(s, debugfs, value.clone());
-                } else if self.read(&sysctl).await?.is_some() {
-                    self.write(s, sysctl, value.clone());
-                } else {
-                    self.lack(s, format!("no scheduler knob {name} (neither {debugfs} nor {sysctl})"));
-                }
-            }
-            Knob::Sysctl { name, value } => {
-                let path = format!("/proc/sys/{}", name.replace('.', "/"));
-                self.plain(s, &path, value).await?
-            }
-            Knob::Smt(_) | Knob::CpusOffline(_) => {}
+            _ => unreachable!("only cpufreq and cpuidle settings come here"),
         }
         Ok(())
     }
