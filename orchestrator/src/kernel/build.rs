@@ -186,7 +186,7 @@ pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<String, KernelError> 
 }
 
 /// The compiler the build uses, as `gcc --version` names it.
-pub(super) fn compiler() -> Result<String, KernelError> {
+fn compiler() -> Result<String, KernelError> {
     let v = run(Command::new("gcc").arg("--version"), "gcc --version")?;
     Ok(v.lines().next().unwrap_or("").to_string())
 }
@@ -236,7 +236,7 @@ pub(super) fn git_tree(url: &str, git_ref: &str, cache: &Path) -> Result<(PathBu
 }
 
 /// Hash over the patches' contents, in order.
-pub(super) fn patches_hash(patches: &[PathBuf]) -> Result<String, KernelError> {
+fn patches_hash(patches: &[PathBuf]) -> Result<String, KernelError> {
     let mut h = Sha256::new();
     for p in patches {
         let bytes = std::fs::read(p).map_err(|e| msg(format!("patch {}: {e}", p.display())))?;

@@ -82,7 +82,7 @@ pub fn prepare_with(
             let jobs = host.jobs();
             let b = build::build(spec, cache, running_config, host, log)?;
             let perf = if spec.perf {
-                Some(perf::build(spec, cache, jobs, log)?)
+                Some(perf::build(spec, &b, cache, jobs, log)?)
             } else {
                 None
             };

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::build::{apply_patches, compiler, extract, git_tree, patches_hash, sha256_file, sha256_hex, stream_make};
+use super::build::{apply_patches, extract, git_tree, sha256_file, sha256_hex, stream_make, Built};
 use super::{msg, KernelError};
 use crate::scenario::{BuildSpec, TreeSource};
 
@@ -26,24 +26,36 @@ pub struct TreePerf {
     pub sha256: String,
 }
 
-/// Builds perf from `spec`'s tree and patches, or finds it in the cache.
-pub fn build(spec: &BuildSpec, cache: &Path, jobs: u32, log: &mut dyn FnMut(&str)) -> Result<TreePerf, KernelError> {
-    let compiler = compiler()?;
-    let patches = patches_hash(&spec.patches)?;
-    let (tree_hash, git) = match &spec.tree {
-        TreeSource::Git { url, git_ref } => {
-            let (mirror, commit, tree) = git_tree(url, git_ref, cache)?;
-            (tree, Some((mirror, commit)))
-        }
-        TreeSource::Tarball { path } => (sha256_file(path)?, None),
-    };
-    let key = sha256_hex(format!("tools/perf\n{tree_hash}\n{patches}\n{compiler}\n").as_bytes())[..16].to_string();
+/// Builds perf from `spec`'s tree and patches, or finds it in the cache. Its key comes
+/// from the kernel's build (tree, patches, compiler), so a cached perf costs no fetch.
+pub fn build(
+    spec: &BuildSpec,
+    kernel: &Built,
+    cache: &Path,
+    jobs: u32,
+    log: &mut dyn FnMut(&str),
+) -> Result<TreePerf, KernelError> {
+    let key = sha256_hex(
+        format!(
+            "tools/perf\n{}\n{}\n{}\n",
+            kernel.tree_hash, kernel.patches_hash, kernel.compiler
+        )
+        .as_bytes(),
+    )[..16]
+        .to_string();
     let dir = cache.join("perf").join(&key);
     let bin = dir.join("perf");
     if bin.exists() {
         log(&format!("perf of this tree is in the cache ({key}), nothing to build"));
         return found(bin);
     }
+    let git = match &spec.tree {
+        TreeSource::Git { url, git_ref } => {
+            let (mirror, commit, _) = git_tree(url, git_ref, cache)?;
+            Some((mirror, commit))
+        }
+        TreeSource::Tarball { .. } => None,
+    };
     let work = cache.join("work").join(format!("perf-{key}"));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| msg(format!("{}: {e}", work.display())))?;

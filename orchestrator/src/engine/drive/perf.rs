@@ -1,7 +1,8 @@
 //! The kernel's own perf (`perf: tree`) on the SUT for the boot: in a lab guest it is the
 //! initramfs's /usr/bin/perf already; on a machine it is uploaded beside kreg's other
-//! files, checked to run there, and every `perf` the jobs start (collectors, perf-bench)
-//! runs it. A kernel without one runs the machine's own perf again.
+//! files (once: a later boot finds it by its hash), checked to run there, and every
+//! `perf` the jobs start (collectors, perf-bench) runs it. A kernel without one runs the
+//! machine's own perf again.
 
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::FileSource;
@@ -38,15 +39,20 @@ impl Driver<'_> {
             host: self.sut.clone(),
             detail,
         };
-        let bytes = std::fs::read(&perf.path).map_err(|e| failure(format!("{}: {e}", perf.path.display())))?;
         let target = format!("{DIR}/{}/perf", &perf.sha256[..16]);
-        let up = client
-            .upload(&format!("perf-{}", &perf.sha256[..16]), bytes)
-            .await
-            .map_err(|e| failure(format!("uploading the tree's perf: {e}")))?;
-        tools::place(client, FileSource::Upload(up.name), &target)
-            .await
-            .map_err(|e| failure(e.to_string()))?;
+        // Uploaded once per machine: a later boot finds it by its hash.
+        let there = client.exec(command(["sha256sum", target.as_str()], 60)).await;
+        let present = there.is_ok_and(|r| r.success() && r.stdout.starts_with(&perf.sha256));
+        if !present {
+            let bytes = std::fs::read(&perf.path).map_err(|e| failure(format!("{}: {e}", perf.path.display())))?;
+            let up = client
+                .upload(&format!("perf-{}", &perf.sha256[..16]), bytes)
+                .await
+                .map_err(|e| failure(format!("uploading the tree's perf: {e}")))?;
+            tools::place(client, FileSource::Upload(up.name), &target)
+                .await
+                .map_err(|e| failure(e.to_string()))?;
+        }
         let ran = client
             .exec(command([target.as_str(), "version"], 30))
             .await

@@ -1,0 +1,198 @@
+//! One job of the driver: run with its collectors and set-up, run again when its
+//! connection was lost mid-job and came back on the same boot, and stored.
+
+use std::time::Duration;
+
+use kreg_agent::client::AgentClient;
+
+use super::{Booted, Driver, JOB_TRIES, RECONNECT_WAIT};
+use crate::engine::server::Session;
+use crate::engine::{job, sweep, EngineError, Event};
+use crate::scenario::{Variant, Workload};
+use crate::store::{self, JobRow};
+
+impl Driver<'_> {
+    /// Runs the job; when its connection was lost mid-job and can be opened again (SSH),
+    /// once the hosts answer again on the same boot the whole job runs again (what the lost
+    /// attempt left running is swept first; its partial outputs are dropped), at most
+    /// [`JOB_TRIES`] times in all.
+    async fn run_with_retries(
+        &mut self,
+        ctx: &job::Ctx<'_>,
+        booted: &Booted,
+        variant: &Variant,
+        workload: &Workload,
+        j: &JobRow,
+    ) -> Result<Result<store::JobOutcome, job::JobFailure>, EngineError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            store::start_job(self.db, j.id).await?;
+            let result = job::run(ctx, variant, workload).await;
+            let lost = match &result {
+                Err(f) if f.unreachable && tries < JOB_TRIES => f.reason.clone(),
+                _ => return Ok(result),
+            };
+            if let Err(why) = self.back_after_loss(booted, workload).await {
+                return Ok(result.map_err(|mut f| {
+                    f.reason = format!("{}; not run again: {why}", f.reason);
+                    f
+                }));
+            }
+            (self.on_event)(Event::Warning {
+                message: format!(
+                    "job #{}: the connection was lost mid-job ({lost}); reconnected on the same boot, the job runs again (try {} of {JOB_TRIES})",
+                    j.ordinal,
+                    tries + 1
+                ),
+            });
+            sweep(ctx.runner, &workload.on, true, self.on_event).await;
+            if workload.on != self.sut {
+                sweep(&booted.client, &self.sut, true, self.on_event).await;
+            }
+        }
+    }
+
+    /// After a job lost its connection: whether the job may run again. Only hosts reached
+    /// over SSH reconnect by themselves; each host of the job must answer within
+    /// [`RECONNECT_WAIT`], the SUT still on the boot the job was measuring.
+    async fn back_after_loss(&self, booted: &Booted, workload: &Workload) -> Result<(), String> {
+        let mut hosts = vec![self.sut.clone(), workload.on.clone()];
+        hosts.extend(workload.kind.server_host().map(str::to_string));
+        hosts.dedup();
+        for name in &hosts {
+            let conn = &self.conns[name];
+            if !conn.reconnects() {
+                return Err(format!(
+                    "host {name} is not reached over SSH, whose connections kreg opens again"
+                ));
+            }
+            let client = conn
+                .client()
+                .ok_or_else(|| format!("host {name} is lost to this run"))?;
+            let id = crate::poll::until(RECONNECT_WAIT, Duration::from_millis(500), async || {
+                match client.identity().await {
+                    Ok(id) => crate::poll::Look::<_, ()>::Ready(id),
+                    Err(e) => crate::poll::Look::NotYet(e.to_string()),
+                }
+            })
+            .await
+            .map_err(|_| format!("host {name} did not answer again within {} s", RECONNECT_WAIT.as_secs()))?;
+            if *name == self.sut && id.boot_id != booted.id.boot_id {
+                return Err(format!(
+                    "the SUT booted again meanwhile (boot {} is not the measured boot {})",
+                    id.boot_id, booted.id.boot_id
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One job: its hosts swept of leftovers, run, and its outcome stored in one
+    /// transaction.
+    pub(super) async fn job(
+        &mut self,
+        booted: &mut Booted,
+        variant: &Variant,
+        workload: &Workload,
+        runner: &AgentClient,
+        session: Option<&Session>,
+        j: &JobRow,
+    ) -> Result<(), EngineError> {
+        sweep(runner, &workload.on, true, self.on_event).await;
+        if workload.on != self.sut {
+            sweep(&booted.client, &self.sut, true, self.on_event).await;
+        }
+        (self.on_event)(Event::JobStarted {
+            ordinal: j.ordinal,
+            total: self.total,
+            kernel: j.kernel.clone(),
+            variant: j.variant.clone(),
+            workload: j.workload.clone(),
+            iteration: j.iteration,
+        });
+        let (mut records, cpus) = match self.tuned_job(booted, variant, workload).await {
+            Ok(x) => x,
+            Err(failure) => return self.fail_jobs(&[j], &failure.to_string()).await,
+        };
+        let own_cgroup = match self.job_cgroup(variant, workload, runner, cpus.as_deref(), j).await {
+            Ok(c) => c,
+            Err(failure) => return self.fail_jobs(&[j], &failure.to_string()).await,
+        };
+        let cgroup = own_cgroup.as_ref().or(session.and_then(|s| s.cgroup.as_ref()));
+        if let Some(cg) = cgroup {
+            records.push(("cgroup".into(), cg.description.clone()));
+        }
+        let booted = &*booted;
+        let ctx = job::Ctx {
+            sut: &booted.client,
+            sut_id: &booted.id,
+            runner,
+            session,
+            versions: &booted.versions,
+            schedstat: booted.id.schedstat_version.is_some(),
+            cpus,
+            collect: self.scenario.collect.or(workload.collect),
+            cgroup,
+            perf: Default::default(),
+            measured: Default::default(),
+        };
+        let result = self.run_with_retries(&ctx, booted, variant, workload, j).await?;
+        let result = match own_cgroup.as_ref().map(|c| (c, c.host.clone())) {
+            Some((cg, host)) => crate::engine::cgroup::removed_after(cg, result, &host).await,
+            None => result,
+        };
+        let result = match result {
+            Ok(mut outcome) => {
+                outcome.raw.extend(records);
+                Ok(outcome)
+            }
+            Err(mut f) => {
+                f.raw.extend(records);
+                Err(f)
+            }
+        };
+        self.store_job(j, result).await
+    }
+
+    /// Stores a job's outcome, or its failure with the raw outputs gathered, in one
+    /// transaction, and says so.
+    async fn store_job(
+        &mut self,
+        j: &JobRow,
+        result: Result<store::JobOutcome, job::JobFailure>,
+    ) -> Result<(), EngineError> {
+        let mut tx = self.db.begin().await.map_err(store::StoreError::from)?;
+        match result {
+            Ok(outcome) => {
+                store::finish_job(&mut tx, self.run.id, j.id, &outcome).await?;
+                tx.commit().await.map_err(store::StoreError::from)?;
+                (self.on_event)(Event::JobDone {
+                    ordinal: j.ordinal,
+                    metrics: outcome
+                        .metrics
+                        .iter()
+                        .map(|m| (m.name.clone(), m.value, m.unit.clone()))
+                        .collect(),
+                    policy: outcome.observed_policy.clone(),
+                });
+            }
+            Err(f) => {
+                store::store_raw(&mut tx, self.run.id, j.id, &f.raw).await?;
+                store::fail_job(&mut *tx, j.id, &f.reason).await?;
+                tx.commit().await.map_err(store::StoreError::from)?;
+                // A host that stopped answering: the lab's console says why.
+                let console = f.unreachable.then(|| self.conns[&self.sut].console_tail()).flatten();
+                let reason = match console {
+                    Some(c) => format!("{}; console:\n{c}", f.reason),
+                    None => f.reason,
+                };
+                (self.on_event)(Event::JobFailed {
+                    ordinal: j.ordinal,
+                    reason,
+                });
+            }
+        }
+        Ok(())
+    }
+}
