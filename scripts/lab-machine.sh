@@ -32,12 +32,9 @@ if [ -f "$out/disk.raw" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; t
 fi
 rm -f "$out/disk.raw" "$out/stamp"
 
-for pair in debootstrap:debootstrap sfdisk:fdisk mke2fs:e2fsprogs qemu-system-x86_64:qemu-system-x86; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || {
-    echo "lab machine: installing ${pair#*:}" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pair#*:}" >&2
-  }
-done
+. "$here/deps.sh"
+kreg_group "the lab machine's disk image (debootstrap, partitions, ext4, qemu)" \
+  /usr/sbin/debootstrap:debootstrap /sbin/sfdisk:fdisk /sbin/mke2fs:e2fsprogs qemu-system-x86_64:qemu-system-x86 >&2
 
 root="$out/root"
 cleanup() {

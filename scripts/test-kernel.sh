@@ -5,11 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-kreg_need_packages
+before=$(kreg_dpkg_snapshot)
+kreg_need_demo
+kreg_need_tests
+kreg_group "the kernel's own build needs (build-essential, bc, libelf, libssl)" \
+  /usr/share/doc/build-essential:build-essential bc:bc /usr/include/libelf.h:libelf-dev \
+  /usr/include/openssl/ssl.h:libssl-dev
 kreg_need_apt_lists
-for p in linux-source-6.1 build-essential bc bison flex libelf-dev libssl-dev; do
-  dpkg -s "$p" >/dev/null 2>&1 || { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" >&2; }
-done
+kreg_check_nothing_lost "$before"
 cargo build --workspace --bins
 if [ -z "${DATABASE_URL:-}" ]; then
   export KREG_TEST_DATA_DIR=${KREG_TEST_DATA_DIR:-/tmp/kreg-test-data}

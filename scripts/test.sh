@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, the agent over loopback, the controller against a real
 # PostgreSQL, the lab (qemu, kexec between two Debian kernels), and the dashboard in
-# headless Chromium. Installs what it needs when missing; without DATABASE_URL it starts
-# a private cluster for the tests.
+# headless Chromium. Installs what it needs when missing (never removing or downgrading a
+# package); without DATABASE_URL it starts a private cluster for the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-kreg_need_packages
+before=$(kreg_dpkg_snapshot)
+kreg_need_demo
+kreg_need_tests
 kreg_need_apt_lists
-kreg_need_browser
+kreg_check_nothing_lost "$before"
 # The lab machine's disk image (tests/machine.rs) is made while the code compiles: the test
 # runs the same script, which waits for this one (a lock) and finds the image made, or
 # makes it and says why it failed. Stopped with this script if still going.
