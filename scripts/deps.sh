@@ -60,8 +60,16 @@ kreg_apt_install() {
   kreg_apt_update_once
   local opts=() sim harm release
   KREG_APT_PRIVATE=()
-  sim=$(kreg_simulate "$@") || return 1
-  harm=$(kreg_harm <<<"$sim")
+  if sim=$(kreg_simulate "$@"); then
+    harm=$(kreg_harm <<<"$sim")
+  else
+    # apt found no plan: installed packages it names may be held by their newer version.
+    harm=$(kreg_blockers <<<"$sim")
+    if [ -z "$harm" ]; then
+      kreg_apt_failed "$sim" "$@"
+      return 1
+    fi
+  fi
   if [ -n "$harm" ]; then
     if ! kreg_fitting_release "$harm"; then
       kreg_conflict "$harm" "" "$@"
@@ -69,7 +77,10 @@ kreg_apt_install() {
     fi
     release=$KREG_FIT_RELEASE
     opts=("${KREG_APT_PRIVATE[@]}" -t "$release")
-    sim=$(kreg_simulate "${opts[@]}" "$@") || return 1
+    if ! sim=$(kreg_simulate "${opts[@]}" "$@"); then
+      kreg_apt_failed "$sim" "${opts[@]}" "$@"
+      return 1
+    fi
     if [ -n "$(kreg_harm <<<"$sim")" ]; then
       kreg_conflict "$(kreg_harm <<<"$sim")" "$release" "$@"
       return 1
@@ -82,15 +93,31 @@ kreg_apt_install() {
   apt-get install -y -q --no-install-recommends "${opts[@]}" "$@"
 }
 
-# apt's plan for installing the packages (its simulation); its error when it has none.
+# apt's plan for installing the packages (its simulation); fails with apt's output when
+# apt has none.
 kreg_simulate() {
-  local out
-  if ! out=$(apt-get install -s -q --no-install-recommends "$@" 2>&1); then
-    echo "kreg: apt cannot install these (apt-get install $*):" >&2
-    echo "$out" | grep -E '^(E:|W:| )' >&2
-    return 1
-  fi
-  echo "$out"
+  apt-get install -s -q --no-install-recommends "$@" 2>&1
+}
+
+kreg_apt_failed() {
+  local out=$1
+  shift
+  echo "kreg: apt cannot install these (apt-get install $*); nothing was installed:" >&2
+  echo "$out" | grep -E '^(E:|W:| )' >&2
+}
+
+# From apt's failed plan: the installed packages it names, as "PACKAGE VERSION blocks".
+kreg_blockers() {
+  local status pkg version
+  eval "$(apt-config shell status Dir::State::status/f)"
+  grep -E '^ +[^ ]+ : ' | grep -oE '(^ +[^ ]+ :|(Depends|Breaks|Conflicts|PreDepends): [^ ]+)' |
+    sed -E 's/^ +//; s/ :$//; s/^[A-Za-z]+: //' | sort -u |
+    while read -r pkg; do
+      version=$(dpkg-query --admindir="$(dirname "$status")" -W -f '${db:Status-Abbrev} ${Version}' "$pkg" 2>/dev/null |
+        awk '$1 ~ /^.i/ { print $2 }')
+      [ -n "$version" ] && echo "$pkg $version blocks"
+    done
+  return 0
 }
 
 # From a simulation: "PACKAGE INSTALLED_VERSION removed|downgraded-to:VERSION", one a line.
@@ -205,6 +232,7 @@ kreg_conflict() {
   while read -r pkg version what; do
     case $what in
       removed) echo "kreg:   $pkg $version would be removed" >&2 ;;
+      blocks) echo "kreg:   $pkg $version stands in the way (apt finds no plan that keeps it)" >&2 ;;
       *) echo "kreg:   $pkg $version would be downgraded to ${what#downgraded-to:}" >&2 ;;
     esac
   done <<<"$harm"
@@ -232,7 +260,9 @@ kreg_check_nothing_lost() {
   local before=$1 now lost
   now=$(kreg_dpkg_snapshot)
   lost=$(join -a1 <(echo "$before") <(echo "$now") | while read -r pkg old new; do
-    if [ -z "$new" ]; then
+    if [ -z "$pkg" ]; then
+      continue
+    elif [ -z "$new" ]; then
       echo "  $pkg $old was removed"
     elif dpkg --compare-versions "$new" lt "$old"; then
       echo "  $pkg $old was downgraded to $new"

@@ -3,6 +3,7 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use std::path::Path;
 
@@ -17,82 +18,128 @@ use kreg::{plan, store};
 use super::report::print_report;
 use crate::Format;
 
-/// What a run's progress looks like: lines on stderr, and a bar when it is a terminal.
-fn show(bar: &ProgressBar, tty: bool, e: Event) {
-    let say = |bar: &ProgressBar, line: String| {
-        if tty {
-            bar.println(line)
+/// What a run's progress looks like: lines on stderr (each stage with what it cost, each job
+/// with the time left), and a bar when stderr is a terminal.
+struct Progress {
+    bar: ProgressBar,
+    tty: bool,
+    /// When this process started its first job, and how many it has finished since.
+    first_job: Option<Instant>,
+    finished: usize,
+    total: usize,
+}
+
+impl Progress {
+    fn say(&self, line: String) {
+        if self.tty {
+            self.bar.println(line)
         } else {
             eprintln!("{line}")
         }
-    };
-    match e {
-        Event::KernelBooting { kernel } => {
-            bar.set_message(format!("booting kernel {kernel}"));
-            say(bar, format!("kernel {kernel}: booting"));
+    }
+
+    /// "about 3 min left": the time per job so far (boots included) times the jobs left.
+    fn left(&self, ordinal: i32) -> String {
+        let (Some(first), true) = (self.first_job, self.finished > 0) else {
+            return String::new();
+        };
+        let per_job = first.elapsed().as_secs_f64() / self.finished as f64;
+        // Ordinals count from 0 in run order.
+        let jobs_left = self.total.saturating_sub(ordinal.max(0) as usize + 1);
+        if jobs_left == 0 {
+            return String::new();
         }
-        Event::BuildOutput { kernel, line } => {
-            if tty {
-                bar.set_message(format!("building {kernel}: {line}"));
-            } else {
-                eprintln!("build {kernel}: {line}");
+        format!("; about {} left", duration(per_job * jobs_left as f64))
+    }
+
+    fn job_finished(&mut self, ordinal: i32) -> String {
+        self.bar.inc(1);
+        self.finished += 1;
+        format!("job #{ordinal}/{}", self.total)
+    }
+
+    fn show(&mut self, e: Event) {
+        match e {
+            Event::KernelBooting { kernel } => {
+                self.bar.set_message(format!("preparing kernel {kernel}"));
+                self.say(format!("kernel {kernel}: preparing (fetch and unpack, or build)"));
             }
-        }
-        Event::KernelReady {
-            kernel,
-            release,
-            boot_id,
-            method,
-        } => say(
-            bar,
-            format!("kernel {kernel}: up (boot method {method}), release {release}, boot id {boot_id}"),
-        ),
-        Event::KernelFailed { kernel, reason, jobs } => {
-            bar.inc(jobs as u64);
-            say(
-                bar,
-                format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"),
-            );
-        }
-        Event::JobStarted {
-            ordinal,
-            total,
-            kernel,
-            variant,
-            workload,
-            iteration,
-        } => {
-            bar.set_length(total as u64);
-            bar.set_message(format!(
-                "#{ordinal} {kernel} {variant} {workload} iteration {iteration}"
-            ));
-            if !tty {
-                eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} iteration={iteration}");
+            Event::KernelPrepared { kernel, release, secs } => {
+                let what = release.map_or("the running kernel".to_string(), |r| format!("release {r}"));
+                self.bar.set_message(format!("booting kernel {kernel}"));
+                self.say(format!("kernel {kernel}: ready on the controller in {} ({what}); booting", duration(secs)));
             }
-        }
-        Event::JobDone {
-            ordinal,
-            metrics,
-            policy,
-        } => {
-            bar.inc(1);
-            let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
-            say(bar, format!("job #{ordinal}: {} (policy {policy})", m.join(" ")));
-        }
-        Event::JobFailed { ordinal, reason } => {
-            bar.inc(1);
-            say(bar, format!("job #{ordinal}: FAILED: {reason}"));
-        }
-        Event::Warning { message } => say(bar, format!("warning: {message}")),
-        Event::Look { cells, jobs } => say(bar, look_line(&cells, jobs)),
-        Event::Leftovers { host, killed } => say(
-            bar,
-            format!(
+            Event::BuildOutput { kernel, line } => {
+                if self.tty {
+                    self.bar.set_message(format!("building {kernel}: {line}"));
+                } else {
+                    eprintln!("build {kernel}: {line}");
+                }
+            }
+            Event::KernelReady {
+                kernel,
+                release,
+                boot_id,
+                method,
+                secs,
+            } => self.say(format!(
+                "kernel {kernel}: up in {} (boot method {method}), release {release}, boot id {boot_id}",
+                duration(secs)
+            )),
+            Event::KernelFailed { kernel, reason, jobs } => {
+                self.bar.inc(jobs as u64);
+                self.say(format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"));
+            }
+            Event::JobStarted {
+                ordinal,
+                total,
+                kernel,
+                variant,
+                workload,
+                iteration,
+            } => {
+                self.first_job.get_or_insert_with(Instant::now);
+                self.total = total;
+                self.bar.set_length(total as u64);
+                self.bar
+                    .set_message(format!("#{ordinal} {kernel} {variant} {workload} iteration {iteration}"));
+                if !self.tty {
+                    eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} iteration={iteration}");
+                }
+            }
+            Event::JobDone {
+                ordinal,
+                metrics,
+                policy,
+            } => {
+                let head = self.job_finished(ordinal);
+                let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
+                self.say(format!("{head}: {} (policy {policy}){}", m.join(" "), self.left(ordinal)));
+            }
+            Event::JobFailed { ordinal, reason } => {
+                let head = self.job_finished(ordinal);
+                self.say(format!("{head}: FAILED: {reason}{}", self.left(ordinal)));
+            }
+            Event::Warning { message } => self.say(format!("warning: {message}")),
+            Event::Look { cells, jobs } => self.say(look_line(&cells, jobs)),
+            Event::Leftovers { host, killed } => self.say(format!(
                 "{host}: killed {} process(es) an earlier attempt left running: {}",
                 killed.len(),
                 killed.join(", ")
-            ),
-        ),
+            )),
+        }
+    }
+}
+
+/// Seconds as a person reads them: "4.2 s", "3 min 10 s", "1 h 05 min".
+fn duration(secs: f64) -> String {
+    let s = secs.max(0.0);
+    if s < 60.0 {
+        format!("{s:.1} s")
+    } else if s < 3600.0 {
+        format!("{} min {:02} s", (s / 60.0) as u64, (s as u64) % 60)
+    } else {
+        format!("{} h {:02} min", (s / 3600.0) as u64, ((s as u64) % 3600) / 60)
     }
 }
 
@@ -115,9 +162,16 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
         ProgressBar::hidden()
     };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}").expect("template"),
+        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} eta {eta} {wide_msg}").expect("template"),
     );
-    let mut on_event = |e: Event| show(&bar, tty, e);
+    let mut progress = Progress {
+        bar: bar.clone(),
+        tty,
+        first_job: None,
+        finished: 0,
+        total: 0,
+    };
+    let mut on_event = |e: Event| progress.show(e);
     let outcome = tokio::select! {
         r = engine::drive(db, run_id, cfg, &mut on_event) => r?,
         signal = interrupted() => {

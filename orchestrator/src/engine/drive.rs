@@ -146,10 +146,17 @@ impl Driver<'_> {
         (self.on_event)(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });
+        let started = std::time::Instant::now();
         let prepared = match self.prepare(kernel).await {
             Ok(p) => p,
             Err(reason) => return Ok(Err(reason)),
         };
+        (self.on_event)(Event::KernelPrepared {
+            kernel: kernel.name.clone(),
+            release: prepared.as_ref().map(|p| p.release.clone()),
+            secs: started.elapsed().as_secs_f64(),
+        });
+        let started = std::time::Instant::now();
         if let Some(b) = prepared.as_ref().and_then(|p| p.built.as_ref()) {
             store::record_build(self.db, b, &b.built_on).await?;
             store::link_build(self.db, &b.key, self.run.id, &kernel.name).await?;
@@ -173,6 +180,7 @@ impl Driver<'_> {
             release: id.kernel_release.clone(),
             boot_id: id.boot_id.clone(),
             method: method.as_str(),
+            secs: started.elapsed().as_secs_f64(),
         });
         let client = self.conns[&self.sut]
             .client()

@@ -299,6 +299,7 @@ impl LabConn {
         // The kernel's own perf when it has one, else the host's when the run needs perf.
         let tree_perf = p.perf.as_ref().map(|t| t.path.clone());
         let host_perf = self.perf;
+        let started = std::time::Instant::now();
         let initrd_bytes = tokio::task::spawn_blocking(move || {
             let perf = match &tree_perf {
                 Some(path) => initramfs::Perf::Built(path),
@@ -310,6 +311,12 @@ impl LabConn {
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("initramfs for {}: {e}", p.release))?;
+        eprintln!(
+            "kreg: lab initramfs for {} ({:.1} MiB) built in {:.1} s",
+            p.release,
+            initrd_bytes.len() as f64 / (1024.0 * 1024.0),
+            started.elapsed().as_secs_f64()
+        );
         let initrd = self.dir.join(format!("initrd-{}.cpio", p.release));
         std::fs::write(&initrd, &initrd_bytes).map_err(|e| format!("{}: {e}", initrd.display()))?;
         Ok((initrd, initrd_bytes))

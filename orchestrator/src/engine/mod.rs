@@ -36,11 +36,20 @@ pub enum Event {
         kernel: String,
         line: String,
     },
+    /// The kernel is on the controller (fetched, unpacked or built; or found cached), after
+    /// `secs`; `release` is None for the running kernel.
+    KernelPrepared {
+        kernel: String,
+        release: Option<String>,
+        secs: f64,
+    },
+    /// The SUT runs the kernel, `secs` after its boot began.
     KernelReady {
         kernel: String,
         release: String,
         boot_id: String,
         method: &'static str,
+        secs: f64,
     },
     KernelFailed {
         kernel: String,

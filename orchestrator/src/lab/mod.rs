@@ -255,13 +255,13 @@ pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, 
             Err(e) if falls_back => {
                 drop(vm);
                 mark_kvm_failed();
-                eprintln!("kreg: the lab VM did not come up under KVM ({e}); falling back to TCG from now on (KREG_LAB_ACCEL=tcg skips KVM)");
+                eprintln!("kreg: {}", kvm_unusable(&e));
                 last_error = e;
             }
             Err(e) if retry_left && vm.exited().is_some() => {
                 if *accel == "kvm" {
                     mark_kvm_failed();
-                    eprintln!("kreg: the lab VM died under KVM; falling back to TCG (KREG_LAB_ACCEL=tcg skips KVM)");
+                    eprintln!("kreg: {}", kvm_unusable(&e));
                     last_error = e;
                 } else {
                     eprintln!("kreg: the lab VM died before its agent answered; starting it once more");
@@ -273,6 +273,15 @@ pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, 
         }
     }
     Err(last_error)
+}
+
+/// What the user is told when KVM does not run the guest: information, not a failure.
+fn kvm_unusable(why: &str) -> String {
+    let why = why.lines().next().unwrap_or("no answer");
+    format!(
+        "note: KVM unusable here ({why}); using TCG, about 50x slower, for this and later boots \
+         until the machine reboots (KREG_LAB_ACCEL=tcg skips the KVM attempt)"
+    )
 }
 
 /// A fresh random token (hex, from /dev/urandom).
