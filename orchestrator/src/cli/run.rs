@@ -23,8 +23,9 @@ use crate::Format;
 struct Progress {
     bar: ProgressBar,
     tty: bool,
-    /// When this process started its first job, and how many it has finished since.
-    first_job: Option<Instant>,
+    /// When this process began driving the run (boots count as its jobs' time), and how
+    /// many jobs it has finished since.
+    started: Instant,
     finished: usize,
     total: usize,
 }
@@ -40,10 +41,10 @@ impl Progress {
 
     /// "about 3 min left": the time per job so far (boots included) times the jobs left.
     fn left(&self, ordinal: i32) -> String {
-        let (Some(first), true) = (self.first_job, self.finished > 0) else {
+        if self.finished == 0 {
             return String::new();
-        };
-        let per_job = first.elapsed().as_secs_f64() / self.finished as f64;
+        }
+        let per_job = self.started.elapsed().as_secs_f64() / self.finished as f64;
         // Ordinals count from 0 in run order.
         let jobs_left = self.total.saturating_sub(ordinal.max(0) as usize + 1);
         if jobs_left == 0 {
@@ -98,7 +99,6 @@ impl Progress {
                 workload,
                 iteration,
             } => {
-                self.first_job.get_or_insert_with(Instant::now);
                 self.total = total;
                 self.bar.set_length(total as u64);
                 self.bar
@@ -167,7 +167,7 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     let mut progress = Progress {
         bar: bar.clone(),
         tty,
-        first_job: None,
+        started: Instant::now(),
         finished: 0,
         total: 0,
     };
