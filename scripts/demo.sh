@@ -10,7 +10,7 @@ before=$(kreg_dpkg_snapshot)
 kreg_need_demo
 kreg_need_apt_lists
 kreg_check_nothing_lost "$before"
-echo "kreg demo: 2/3 building kreg and kreg-agent after ${SECONDS} s (cargo; about 8 minutes on 2 cores the first time, seconds later)"
+echo "kreg demo: 2/3 building kreg and kreg-agent after ${SECONDS} s (cargo; about 6 minutes on 2 cores the first time, seconds later)"
 mark=$SECONDS
 cargo build --workspace --bins
 ./target/debug/kreg validate scenarios/lab-hackbench.yaml

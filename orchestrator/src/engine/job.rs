@@ -388,7 +388,7 @@ async fn measure(
             let vus = h.virtual_users.resolve(ctx.sut_id.nr_cpus);
             let script = h.script(&session.password, vus, false);
             (
-                hammerdb_run(ctx, script, workload.timeout_secs, raw).await?,
+                hammerdb_run(ctx, script, &session.password, workload.timeout_secs, raw).await?,
                 server_policy.clone(),
             )
         }
@@ -573,6 +573,7 @@ async fn netperf_clients(
 async fn hammerdb_run(
     ctx: &Ctx<'_>,
     script: String,
+    password: &str,
     timeout_secs: u64,
     raw: &mut Vec<(String, String)>,
 ) -> Result<Vec<Metric>, JobFailure> {
@@ -607,7 +608,9 @@ async fn hammerdb_run(
         .await
         .map_err(|e| e.fail("hammerdbcli", raw))?;
     snapshot(ctx, "after", raw).await?;
-    raw.push(("stdout".into(), st.stdout.clone()));
-    raw.push(("stderr".into(), st.stderr.clone()));
-    hammerdb::parse(&st.stdout).map_err(|e| fail(e.to_string(), raw))
+    // HammerDB echoes the password with every `diset`: masked before anything is kept.
+    let stdout = hammerdb::redact(&st.stdout, password);
+    raw.push(("stdout".into(), stdout.clone()));
+    raw.push(("stderr".into(), hammerdb::redact(&st.stderr, password)));
+    hammerdb::parse(&stdout).map_err(|e| fail(e.to_string(), raw))
 }

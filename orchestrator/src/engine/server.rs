@@ -11,7 +11,7 @@ use super::error::HostError;
 use super::{command, must};
 use crate::failure::{tail, TAIL_LINES};
 use crate::poll::{until, Look, Waited};
-use crate::workload::{DbServer, Netperf, Plan, WorkloadKind};
+use crate::workload::{hammerdb, DbServer, Netperf, Plan, WorkloadKind};
 
 /// Where a server runs: the CPUs it may use, the leaf cgroups it goes into.
 #[derive(Debug, Clone, Default)]
@@ -320,7 +320,17 @@ pub async fn open(
                     stdin: Some(format!("{script}exit\n")),
                     ..command(["hammerdbcli"], 7200)
                 };
-                if let Err(e) = must(runner, build, "building the TPROC-C schema").await {
+                // HammerDB exits 0 when its virtual users failed: its own line says so.
+                let built = must(runner, build, "building the TPROC-C schema (hammerdbcli on the load generator)")
+                    .await
+                    .and_then(|out| match hammerdb::failure(&out) {
+                        Some(line) => Err(HostError::Other(format!(
+                            "building the TPROC-C schema (hammerdbcli on the load generator) failed: {}",
+                            hammerdb::redact(&line, &s.password)
+                        ))),
+                        None => Ok(()),
+                    });
+                if let Err(e) = built {
                     let _ = s.stop().await;
                     return Err(e);
                 }

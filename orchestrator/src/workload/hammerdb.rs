@@ -39,6 +39,7 @@ impl Hammerdb {
         let mut out = format!(
             "dbset db mysql\ndbset bm TPC-C\n\
              diset connection mysql_host {}\ndiset connection mysql_port {}\n\
+             diset connection mysql_socket null\n\
              diset tpcc mysql_user {}\ndiset tpcc mysql_pass {{{password}}}\ndiset tpcc mysql_dbase {}\n\
              diset tpcc mysql_count_ware {}\ndiset tpcc mysql_storage_engine innodb\n",
             s.address, s.port, s.user, s.database, self.warehouses
@@ -131,9 +132,35 @@ fn test_result(line: &str) -> Option<(Result<f64, ()>, Result<f64, ()>)> {
     }
 }
 
+/// HammerDB's own line saying that a virtual user failed, when one did: `Error in Virtual
+/// User N: …` (the reason), else `Vuser N:FINISHED FAILED`. HammerDB exits 0 either way.
+pub fn failure(text: &str) -> Option<String> {
+    let lines = || text.lines().map(str::trim);
+    lines()
+        .find(|l| l.contains("Error in Virtual User"))
+        .or_else(|| lines().find(|l| strip_vuser(l) == "FINISHED FAILED"))
+        .map(|l| match l.char_indices().nth(400) {
+            Some((at, _)) => format!("{}…", &l[..at]),
+            None => l.to_string(),
+        })
+}
+
+/// `text` with every occurrence of the database password masked (HammerDB echoes each
+/// `diset`, the password's included), for anything kreg stores or shows.
+pub fn redact(text: &str, password: &str) -> String {
+    if password.is_empty() {
+        return text.to_string();
+    }
+    text.replace(password, "********")
+}
+
 /// The run's NOPM and TPM and, when the time profile was on, the response times of each
-/// stored procedure (p50/p95/p99/avg, and p25/p75 where printed).
+/// stored procedure (p50/p95/p99/avg, and p25/p75 where printed). A run in which a virtual
+/// user failed is an error with HammerDB's own line, not a result.
 pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
+    if let Some(line) = failure(text) {
+        return Err(perr(TOOL, format!("a virtual user failed: {line}")));
+    }
     let lines: Vec<&str> = text.lines().map(strip_vuser).collect();
     let (nopm, tpm) = totals(&lines)?;
     let mut out = vec![
@@ -287,6 +314,7 @@ mod tests {
             "dbset bm TPC-C",
             "diset connection mysql_host 192.0.2.1",
             "diset connection mysql_port 3307",
+            "diset connection mysql_socket null",
             "diset tpcc mysql_user bench",
             "diset tpcc mysql_pass {pw}",
             "diset tpcc mysql_count_ware 24",
@@ -301,6 +329,36 @@ mod tests {
         }
         let build = h.script("pw", 64, true);
         assert!(build.contains("diset tpcc mysql_num_vu 24\nbuildschema\n"), "{build}");
+        assert!(build.contains("diset connection mysql_socket null\n"), "{build}");
         assert!(!build.contains("vurun"));
+    }
+
+    /// A schema build against a server that is not there, as HammerDB 4.12 prints it: the
+    /// error line is the reason, whatever else the output says.
+    #[test]
+    fn failed_virtual_users_are_errors() {
+        let out = "HammerDB CLI v4.12\nVuser 1:RUNNING\nVuser 1:Monitor Thread\n\
+                   Error in Virtual User 1: mysqlconnect/db server: Can't connect to server on '127.0.0.2' (111)\n\
+                   Vuser 1:FINISHED FAILED\nALL VIRTUAL USERS COMPLETE\n";
+        assert_eq!(
+            failure(out).as_deref(),
+            Some("Error in Virtual User 1: mysqlconnect/db server: Can't connect to server on '127.0.0.2' (111)")
+        );
+        let only_status = "Vuser 1:RUNNING\nVuser 2:FINISHED SUCCESS\nVuser 1:FINISHED FAILED\n";
+        assert_eq!(failure(only_status).as_deref(), Some("Vuser 1:FINISHED FAILED"));
+        assert_eq!(failure("Vuser 1:FINISHED SUCCESS\nALL VIRTUAL USERS COMPLETE\n"), None);
+        // A result line does not make a failed run good.
+        let mixed = format!("{only_status}Vuser 2:TEST RESULT : System achieved 10 NOPM from 23 MariaDB TPM\n");
+        let e = parse(&mixed).unwrap_err().to_string();
+        assert!(e.contains("a virtual user failed: Vuser 1:FINISHED FAILED"), "{e}");
+    }
+
+    #[test]
+    fn the_password_echo_is_masked() {
+        let out = "Changed tpcc:mysql_pass from mysql to s3cret-Pw\nValue s3cret-Pw for tpcc:mysql_pass is the same\n";
+        let r = redact(out, "s3cret-Pw");
+        assert!(!r.contains("s3cret-Pw"), "{r}");
+        assert!(r.contains("Changed tpcc:mysql_pass from mysql to ********"), "{r}");
+        assert_eq!(redact("nothing", ""), "nothing");
     }
 }
