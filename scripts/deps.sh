@@ -295,6 +295,9 @@ kreg_need_tests() {
     /usr/src/linux-source-6.1.tar.xz:linux-source-6.1
   kreg_group "machines over SSH in network namespaces (sshd, ip)" /usr/sbin/sshd:openssh-server ip:iproute2
   kreg_group "MySQL workloads (MariaDB, sysbench)" /usr/sbin/mariadbd:mariadb-server sysbench:sysbench
+  kreg_group "HammerDB's Tcl (Tcl 8.6, its threads, the MySQL and SQLite bindings)" tclsh8.6:tcl8.6 \
+    '/usr/lib/tcltk/*/thread2*/pkgIndex.tcl:tcl-thread' '/usr/lib/tcltk/*/mysqltcl*/pkgIndex.tcl:mysqltcl' \
+    /usr/lib/tcltk/sqlite3/pkgIndex.tcl:libsqlite3-tcl
   kreg_group "perf and the tests' helpers" perf:linux-perf python3:python3 kexec:kexec-tools
   kreg_group "the dashboard's browser tests (Chromium and its WebDriver)" chromium:chromium chromedriver:chromium-driver
 }

@@ -5,130 +5,16 @@
 //! sysbench (scripts/test.sh installs them). The agents serve HTTPS; the scenario pins
 //! their certificates.
 
-use std::process::{Child, Command};
-
 mod common;
-use common::{agent_bin, fresh_db, kreg, spawn_tls_agent, Scratch, TOKEN};
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("iproute2");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Namespaces and links, removed on drop.
-struct Net {
-    names: Vec<String>,
-}
-
-impl Net {
-    fn new(tag: &str) -> Net {
-        let sut = format!("kreg-{tag}-sut");
-        let ldg = format!("kreg-{tag}-ldg");
-        let _ = Command::new("ip").args(["netns", "del", &sut]).output();
-        let _ = Command::new("ip").args(["netns", "del", &ldg]).output();
-        ip(&["netns", "add", &sut]);
-        ip(&["netns", "add", &ldg]);
-        let net = Net {
-            names: vec![sut.clone(), ldg.clone()],
-        };
-        // controller <-> sut, controller <-> ldg, sut <-> ldg
-        for (a, b, ns_a, ns_b, addr_a, addr_b) in [
-            (
-                format!("kc{tag}s"),
-                format!("ks{tag}c"),
-                None,
-                Some(&sut),
-                "10.231.1.1/30",
-                "10.231.1.2/30",
-            ),
-            (
-                format!("kc{tag}l"),
-                format!("kl{tag}c"),
-                None,
-                Some(&ldg),
-                "10.231.2.1/30",
-                "10.231.2.2/30",
-            ),
-            (
-                format!("ks{tag}l"),
-                format!("kl{tag}s"),
-                Some(&sut),
-                Some(&ldg),
-                "10.231.3.1/30",
-                "10.231.3.2/30",
-            ),
-        ] {
-            let _ = Command::new("ip").args(["link", "del", &a]).output();
-            ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]);
-            for (dev, ns, addr) in [(&a, ns_a, addr_a), (&b, ns_b, addr_b)] {
-                match ns {
-                    Some(ns) => {
-                        ip(&["link", "set", dev, "netns", ns]);
-                        ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
-                        ip(&["-n", ns, "link", "set", dev, "up"]);
-                    }
-                    None => {
-                        ip(&["addr", "add", addr, "dev", dev]);
-                        ip(&["link", "set", dev, "up"]);
-                    }
-                }
-            }
-        }
-        for ns in [&sut, &ldg] {
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        net
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-        }
-    }
-}
-
-struct NsAgent {
-    child: Child,
-    url: String,
-    fingerprint: String,
-}
-
-impl Drop for NsAgent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn agent_in(ns: &str, addr: &str, dir: &std::path::Path, token_file: &std::path::Path) -> NsAgent {
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", ns])
-        .arg(agent_bin())
-        .args(["--listen", &format!("{addr}:0"), "--token-file"])
-        .arg(token_file)
-        .arg("--data-dir")
-        .arg(dir.join(ns));
-    let (child, url, fingerprint) = spawn_tls_agent(cmd);
-    NsAgent {
-        child,
-        url,
-        fingerprint,
-    }
-}
+use common::netns::{agent_in, Net};
+use common::{fresh_db, kreg, Scratch, TOKEN};
 
 #[tokio::test]
 async fn mariadb_on_the_sut_sysbench_from_the_ldg() {
     let db = fresh_db("twohosts").await;
     let dir = Scratch::new("twohosts");
     let tag = format!("{}", std::process::id() % 10000);
-    let net = Net::new(&tag);
+    let net = Net::new(&tag, "10.231");
     let token_file = dir.0.join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
     std::fs::write(dir.0.join("db.pass"), "s3cret-'pw\n").unwrap();

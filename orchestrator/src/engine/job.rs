@@ -577,13 +577,27 @@ async fn hammerdb_run(
     timeout_secs: u64,
     raw: &mut Vec<(String, String)>,
 ) -> Result<Vec<Metric>, JobFailure> {
-    let req = ExecRequest {
-        argv: vec!["hammerdbcli".into()],
-        stdin: Some(format!("{script}exit\n")),
-        timeout_secs,
-        ..Default::default()
-    };
-    let p = ctx.runner.spawn(req).await.map_err(|e| agent_fail("", &e, raw))?;
+    let run = super::hammerdb::Run::prepare(ctx.runner, &script)
+        .await
+        .map_err(|e| fail(e.to_string(), raw))?;
+    let out = hammerdb_measured(ctx, &run, password, timeout_secs, raw).await;
+    run.finish().await;
+    out
+}
+
+/// The measured part of [`hammerdb_run`]: the run, its stdout and time profile kept.
+async fn hammerdb_measured(
+    ctx: &Ctx<'_>,
+    run: &super::hammerdb::Run<'_>,
+    password: &str,
+    timeout_secs: u64,
+    raw: &mut Vec<(String, String)>,
+) -> Result<Vec<Metric>, JobFailure> {
+    let p = ctx
+        .runner
+        .spawn(run.request(timeout_secs))
+        .await
+        .map_err(|e| agent_fail("", &e, raw))?;
     let limit = Duration::from_secs(timeout_secs);
     let started = Instant::now();
     let rampup = until(limit, Duration::from_millis(500), async || {
@@ -612,5 +626,17 @@ async fn hammerdb_run(
     let stdout = hammerdb::redact(&st.stdout, password);
     raw.push(("stdout".into(), stdout.clone()));
     raw.push(("stderr".into(), hammerdb::redact(&st.stderr, password)));
-    hammerdb::parse(&stdout).map_err(|e| fail(e.to_string(), raw))
+    raw.push(("hammerdb_version".into(), run.version.clone()));
+    if let Some(line) = hammerdb::failure(&stdout) {
+        return Err(fail(format!("hammerdbcli on the load generator: {line}"), raw));
+    }
+    let profile = run.profile().await.map_err(|e| fail(e.to_string(), raw))?;
+    let text = match profile {
+        Some(p) => {
+            raw.push(("hammerdb_profile".into(), p.clone()));
+            format!("{stdout}\n{p}")
+        }
+        None => stdout,
+    };
+    hammerdb::parse(&text).map_err(|e| fail(e.to_string(), raw))
 }

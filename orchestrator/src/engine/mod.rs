@@ -6,6 +6,7 @@ mod cgroup;
 mod console;
 mod drive;
 pub mod error;
+mod hammerdb;
 mod host;
 pub use host::read_token;
 mod http;

@@ -274,6 +274,27 @@ impl Session {
     }
 }
 
+/// hammerdbcli building the TPROC-C schema on the load generator. HammerDB exits 0 when its
+/// virtual users failed: its own line says so, and is the reason.
+async fn build_schema(runner: &AgentClient, script: &str, password: &str) -> Result<(), HostError> {
+    let what = "building the TPROC-C schema (hammerdbcli on the load generator)";
+    let run = super::hammerdb::Run::prepare(runner, script).await?;
+    let res = runner.exec(run.request(7200)).await;
+    run.finish().await;
+    let res = res.map_err(HostError::agent(what))?;
+    let stdout = hammerdb::redact(&res.stdout, password);
+    if let Some(line) = hammerdb::failure(&stdout) {
+        return Err(HostError::Other(format!("{what} failed: {line}")));
+    }
+    if !res.success() {
+        let mut res = res;
+        res.stdout = stdout;
+        res.stderr = hammerdb::redact(&res.stderr, password);
+        return Err(crate::failure::CommandFailed::of_exec(what, &res, 7200).into());
+    }
+    Ok(())
+}
+
 /// Opens the session a two-host workload needs (and readies its data: sysbench tables,
 /// the HammerDB schema). `None` for single-host kinds.
 pub async fn open(
@@ -316,23 +337,17 @@ pub async fn open(
             if !built {
                 let vus = h.virtual_users.resolve(sut_cpus);
                 let script = h.script(&s.password, vus, true);
-                let build = ExecRequest {
-                    stdin: Some(format!("{script}exit\n")),
-                    ..command(["hammerdbcli"], 7200)
-                };
-                // HammerDB exits 0 when its virtual users failed: its own line says so.
-                let built = must(runner, build, "building the TPROC-C schema (hammerdbcli on the load generator)")
-                    .await
-                    .and_then(|out| match hammerdb::failure(&out) {
-                        Some(line) => Err(HostError::Other(format!(
-                            "building the TPROC-C schema (hammerdbcli on the load generator) failed: {}",
-                            hammerdb::redact(&line, &s.password)
-                        ))),
-                        None => Ok(()),
-                    });
-                if let Err(e) = built {
+                if let Err(e) = build_schema(runner, &script, &s.password).await {
                     let _ = s.stop().await;
                     return Err(e);
+                }
+                // The build said it succeeded: the schema must be there now.
+                let count = command(h.schema_probe_argv(), 30);
+                if must(server, count, "looking for the TPROC-C schema").await?.trim() != "1" {
+                    let _ = s.stop().await;
+                    return Err(HostError::Other(
+                        "HammerDB's schema build on the load generator ended without a TPROC-C schema on the server".into(),
+                    ));
                 }
             }
             s

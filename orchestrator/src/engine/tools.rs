@@ -42,6 +42,23 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, HostEr
             client.set_program(&tool.name, &target);
             Ok(format!("git {commit}"))
         }
+        ToolSource::Tarball { path, binary } => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let hash = hex::encode(sha2::Sha256::digest(&bytes));
+            let tree = unpack(client, &tool.name, &hash, bytes).await?;
+            let program = format!("{tree}/{binary}");
+            let found = client.exec(command(["test", "-f", &program], 10)).await?;
+            if !found.success() {
+                return Err(format!(
+                    "tool {}: {} has no {binary} (its tree is unpacked in {tree})",
+                    tool.name,
+                    path.display()
+                )
+                .into());
+            }
+            client.set_program(&tool.name, &program);
+            Ok(format!("tarball sha256 {hash}"))
+        }
         ToolSource::Upload { path } => {
             let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let hash = hex::encode(sha2::Sha256::digest(&bytes));
@@ -51,6 +68,40 @@ pub async fn install(client: &AgentClient, tool: &Tool) -> Result<String, HostEr
             Ok(format!("sha256 {hash}"))
         }
     }
+}
+
+/// The tree of a tarball on the host, unpacked once per content (`TREES/NAME-HASH`): a
+/// tarball holding one top folder has that folder as its tree. Returns the tree.
+async fn unpack(client: &AgentClient, name: &str, hash: &str, bytes: Vec<u8>) -> Result<String, HostError> {
+    let tree = format!("{TREES}/{name}-{}", &hash[..16]);
+    let done = format!("{tree}/.kreg-unpacked");
+    if client.exec(command(["test", "-f", &done], 10)).await?.success() {
+        return Ok(tree);
+    }
+    let up = client.upload(&format!("tool-{name}.tar.gz"), bytes).await?;
+    let staging = format!("{tree}.unpacking");
+    run(client, command(["rm", "-rf", &tree, &staging], 120), "rm").await?;
+    run(client, command(["mkdir", "-p", &staging], 10), "mkdir").await?;
+    let untar = command(["tar", "-xzf", &up.path, "-C", &staging, "--no-same-owner"], 600);
+    let untarred = run(client, untar, &format!("unpacking {name}'s tarball")).await;
+    let _ = client.exec(command(["rm", "-f", &up.path], 30)).await;
+    untarred?;
+    let top = run(
+        client,
+        command(["find", &staging, "-mindepth", "1", "-maxdepth", "1"], 30),
+        "find",
+    )
+    .await?;
+    let entries: Vec<&str> = top.lines().filter(|l| !l.is_empty()).collect();
+    let single_dir = match entries.as_slice() {
+        [one] => client.exec(command(["test", "-d", one], 10)).await?.success(),
+        _ => false,
+    };
+    let from = if single_dir { entries[0].to_string() } else { staging.clone() };
+    run(client, command(["mv", "-T", &from, &tree], 60), "mv").await?;
+    run(client, command(["rm", "-rf", &staging], 60), "rm").await?;
+    run(client, command(["touch", &done], 10), "touch").await?;
+    Ok(tree)
 }
 
 /// `apt-get install` of a package; its version as dpkg has it.

@@ -70,6 +70,10 @@ pub enum ToolSource {
     },
     /// A file on the controller, uploaded; its version is its SHA-256.
     Upload { path: PathBuf },
+    /// A .tar.gz on the controller (a program that runs from its own tree, e.g. HammerDB):
+    /// uploaded and unpacked on the host into a tree of kreg's (a single top folder is the
+    /// tree); `binary` (relative to the tree) runs as the tool. Its version is its SHA-256.
+    Tarball { path: PathBuf, binary: String },
 }
 
 impl Scenario {

@@ -162,19 +162,44 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
         return Err(perr(TOOL, format!("a virtual user failed: {line}")));
     }
     let lines: Vec<&str> = text.lines().map(strip_vuser).collect();
-    let (nopm, tpm) = totals(&lines)?;
-    let mut out = vec![
-        Metric::new("nopm", nopm, "NOPM", true, MetricKind::Throughput),
-        Metric::new("tpm", tpm, "TPM", true, MetricKind::Throughput),
-    ];
-    let Some(start) = lines
+    let summary = lines
         .iter()
-        .rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS"))
-    else {
+        .rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS"));
+    let profiled = lines.iter().any(|l| l.starts_with(">>>>> VIRTUAL USER") || l.starts_with(">>>>> PROC:"));
+    let mut out = Vec::new();
+    // stdout, the time profile alone, or both one after the other.
+    match (totals(&lines), summary) {
+        (Ok((nopm, tpm)), _) => {
+            out.push(Metric::new("nopm", nopm, "NOPM", true, MetricKind::Throughput));
+            out.push(Metric::new("tpm", tpm, "TPM", true, MetricKind::Throughput));
+        }
+        (Err(_), None) if profiled => {
+            return Err(perr(
+                TOOL,
+                "the time profile has no `SUMMARY OF N ACTIVE VIRTUAL USERS` (truncated)",
+            ))
+        }
+        (Err(e), None) => return Err(e),
+        (Err(e), Some(_)) if lines.iter().any(|l| l.contains("TEST RESULT")) => return Err(e),
+        (Err(_), Some(_)) => {}
+    }
+    let Some(start) = summary else {
+        if profiled {
+            return Err(perr(
+                TOOL,
+                "the time profile has no `SUMMARY OF N ACTIVE VIRTUAL USERS` (truncated)",
+            ));
+        }
         return unique(TOOL, out);
     };
     for (name, line, fields) in profile(&lines, start)? {
         out.extend(proc_metrics(&name, line, &fields)?);
+    }
+    if out.is_empty() {
+        return Err(perr(
+            TOOL,
+            "no `TEST RESULT` line and no procedure in the time profile's summary (truncated)",
+        ));
     }
     unique(TOOL, out)
 }
@@ -351,6 +376,49 @@ mod tests {
         let mixed = format!("{only_status}Vuser 2:TEST RESULT : System achieved 10 NOPM from 23 MariaDB TPM\n");
         let e = parse(&mixed).unwrap_err().to_string();
         assert!(e.contains("a virtual user failed: Vuser 1:FINISHED FAILED"), "{e}");
+    }
+
+    /// A real run (HammerDB 4.12, MariaDB 10.11, 2 virtual users, 1 minute): its stdout,
+    /// its time profile, and both concatenated.
+    #[test]
+    fn a_real_run_stdout_and_profile() {
+        let stdout = include_str!("fixtures/hammerdb-4.12.stdout.txt");
+        let profile = include_str!("fixtures/hammerdb-4.12.profile.txt");
+        let get = |ms: &[Metric], n: &str| ms.iter().find(|m| m.name == n).map(|m| m.value);
+        let alone = parse(stdout).unwrap();
+        assert_eq!(get(&alone, "nopm"), Some(6227.0));
+        assert_eq!(get(&alone, "tpm"), Some(14309.0));
+        assert_eq!(get(&alone, "neword_p50_ms"), None);
+        let prof = parse(profile).unwrap();
+        assert_eq!(get(&prof, "nopm"), None);
+        assert_eq!(get(&prof, "neword_p50_ms"), Some(8.452));
+        assert_eq!(get(&prof, "neword_p95_ms"), Some(19.556));
+        assert_eq!(get(&prof, "neword_p99_ms"), Some(31.551));
+        assert_eq!(get(&prof, "neword_avg_ms"), Some(9.640));
+        for p in ["payment", "delivery", "slev", "ostat"] {
+            assert!(get(&prof, &format!("{p}_p99_ms")).is_some(), "{p}");
+        }
+        let both = parse(&format!("{stdout}\n{profile}")).unwrap();
+        assert_eq!(both.len(), 2 + 5 * 4);
+        // Cut inside the per-user blocks, before the summary: an error, not a partial result.
+        let cut: String = profile.lines().take(20).map(|l| format!("{l}\n")).collect();
+        let e = parse(&cut).unwrap_err().to_string();
+        assert!(e.contains("no `SUMMARY"), "{e}");
+        // stdout with its result line cut off, and no profile: an error.
+        let head: String = stdout.lines().take(30).map(|l| format!("{l}\n")).collect();
+        assert!(parse(&head).is_err());
+    }
+
+    /// A real schema build against a port nobody listens on (HammerDB 4.12, exit status 0).
+    #[test]
+    fn a_real_unreachable_server() {
+        let out = include_str!("fixtures/hammerdb-4.12.unreachable.txt");
+        assert_eq!(
+            failure(out).as_deref(),
+            Some("Error in Virtual User 1: mysqlconnect/db server: Can't connect to server on '127.0.0.2' (115)")
+        );
+        let e = parse(out).unwrap_err().to_string();
+        assert!(e.contains("Can't connect to server on '127.0.0.2'"), "{e}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! process on a loopback port.
 #![allow(dead_code)]
 
+pub mod netns;
 pub mod sshd;
 pub mod standin;
 pub mod web;

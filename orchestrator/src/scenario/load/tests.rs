@@ -202,8 +202,15 @@ f.yaml:7:103: user: \"a b\" must be 1 to 32 letters, digits or '_'
 
 #[test]
 fn tools_sections() {
-    let s = load("tools:\n  - { name: sb, on: [sut], from: { git: /src/sb, ref: v1, build: [make, -j2], binary: sb } }\n  - { name: hb, on: [sut, ldg], from: { apt: rt-tests } }\n  - { name: up, on: [ldg], from: { upload: bin/up } }\nworkloads: [ { name: h, kind: hackbench } ]\n").unwrap();
-    assert_eq!(s.tools.len(), 3);
+    let s = load("tools:\n  - { name: sb, on: [sut], from: { git: /src/sb, ref: v1, build: [make, -j2], binary: sb } }\n  - { name: hb, on: [sut, ldg], from: { apt: rt-tests } }\n  - { name: up, on: [ldg], from: { upload: bin/up } }\n  - { name: hammerdbcli, on: [ldg], from: { tarball: HammerDB-4.12.tar.gz, binary: hammerdbcli } }\nworkloads: [ { name: h, kind: hackbench } ]\n").unwrap();
+    assert_eq!(s.tools.len(), 4);
+    assert_eq!(
+        s.tools[3].source,
+        ToolSource::Tarball {
+            path: "/scn/HammerDB-4.12.tar.gz".into(),
+            binary: "hammerdbcli".into()
+        }
+    );
     assert_eq!(
         s.tools[0].source,
         ToolSource::Git {
@@ -224,7 +231,7 @@ fn tools_sections() {
     check(
         &format!("{HOSTS}tools:\n  - {{ name: a, on: [nowhere], from: {{ apt: x, upload: y }} }}\n  - {{ name: b, on: [sut], from: {{ git: u, ref: --exec=x, build: [make], binary: ../b }} }}\nworkloads: [ {{ name: h, kind: hackbench }} ]\n"),
         "
-f.yaml:7:37: the source of tool `a`: give exactly one of `apt`, `git` or `upload` (found 2)
+f.yaml:7:37: the source of tool `a`: give exactly one of `apt`, `git`, `upload` or `tarball` (found 2)
 f.yaml:8:48: ref: \"--exec=x\" may not start with '-'
 f.yaml:8:81: binary: \"../b\" must be a path inside the source tree
 ",

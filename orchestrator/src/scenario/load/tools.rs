@@ -51,17 +51,20 @@ impl<'a> Cx<'a> {
 
     fn tool_source(&mut self, node: &Node, tool: &str) -> Option<ToolSource> {
         let what = format!("the source of {tool}");
-        let f = self.map(node, &what, &["apt", "git", "ref", "build", "binary", "upload"])?;
-        let given = self.one_of(&f, &["apt", "git", "upload"], node, |n| {
-            format!("{what}: give exactly one of `apt`, `git` or `upload` (found {n})")
+        let f = self.map(node, &what, &["apt", "git", "ref", "build", "binary", "upload", "tarball"])?;
+        let given = self.one_of(&f, &["apt", "git", "upload", "tarball"], node, |n| {
+            format!("{what}: give exactly one of `apt`, `git`, `upload` or `tarball` (found {n})")
         })?;
+        for k in ["ref", "build"] {
+            if let (Some(n), false) = (f.get(k), given == "git") {
+                self.error(n, format!("`{k}` goes with `git`, not `{given}`"));
+            }
+        }
+        if let (Some(n), "apt" | "upload") = (f.get("binary"), given) {
+            self.error(n, format!("`binary` goes with `git` or `tarball`, not `{given}`"));
+        }
         match given {
             "apt" => {
-                for k in ["ref", "build", "binary"] {
-                    if let Some(n) = f.get(k) {
-                        self.error(n, format!("`{k}` goes with `git`, not `apt`"));
-                    }
-                }
                 let n = f.get("apt").expect("given");
                 let package = self.string(n, "apt")?;
                 let ok = !package.is_empty()
@@ -75,11 +78,29 @@ impl<'a> Cx<'a> {
                 Some(ToolSource::Apt { package })
             }
             "git" => self.git_tool(&f, &what),
+            "tarball" => {
+                let path = self.file(f.get("tarball").expect("given"), "the tarball to upload");
+                let binary = self.required(&f, "binary", &what).and_then(|n| self.tree_path(n));
+                Some(ToolSource::Tarball {
+                    path: path?,
+                    binary: binary?,
+                })
+            }
             _ => {
                 let path = self.file(f.get("upload").expect("given"), "the tool to upload")?;
                 Some(ToolSource::Upload { path })
             }
         }
+    }
+
+    /// `binary:`, a path inside the tool's tree.
+    fn tree_path(&mut self, n: &Node) -> Option<String> {
+        let b = self.string(n, "binary")?;
+        if b.is_empty() || b.starts_with('/') || b.contains("..") {
+            self.error(n, format!("binary: {b:?} must be a path inside the source tree"));
+            return None;
+        }
+        Some(b)
     }
 
     /// `{ git: URL, ref: REF, build: ARGV, binary: PATH }`: built on each host it goes on.
@@ -89,14 +110,7 @@ impl<'a> Cx<'a> {
         let build = self
             .required(f, "build", what)
             .and_then(|n| self.argv(n, "build", "give the build command as an argv, e.g. [make]"));
-        let binary = self.required(f, "binary", what).and_then(|n| {
-            let b = self.string(n, "binary")?;
-            if b.starts_with('/') || b.contains("..") {
-                self.error(n, format!("binary: {b:?} must be a path inside the source tree"));
-                return None;
-            }
-            Some(b)
-        });
+        let binary = self.required(f, "binary", what).and_then(|n| self.tree_path(n));
         if let Some(r) = &git_ref {
             if r.starts_with('-') {
                 self.error(
