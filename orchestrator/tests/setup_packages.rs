@@ -1,8 +1,10 @@
 //! The set-up scripts' package installs (scripts/deps.sh) never remove or downgrade an
-//! installed package. Each test makes a Debian package root of its own (dpkg --root), a
-//! local repository with a release and its backports (packages made with dpkg-deb), and
-//! runs the scripts' real functions with real apt against them (APT_CONFIG), comparing the
-//! installed packages before and after.
+//! installed package. Each test makes a Debian package root of its own (dpkg --root) and a
+//! local repository with a release and its backports, holding packages made with dpkg-deb
+//! that stand for qemu's (their names and versions; Debian's qemu-utils 10 from
+//! bookworm-backports breaks its qemu-system-common 7.2), and runs the scripts' real
+//! functions with real apt against them (APT_CONFIG), comparing dpkg's list of installed
+//! packages before and after. Nothing on this machine's own package set is touched.
 
 mod common;
 use common::Scratch;
@@ -16,17 +18,17 @@ type Pkg<'a> = (&'a str, &'a str, &'a str, &'a str);
 /// The stable release: a "system" package that needs its "common" at the same version, and
 /// the "utils" its common is built with.
 const STABLE: &[Pkg] = &[
-    ("kregt-system", "1.0", "kregt-system-common (= 1.0)", ""),
-    ("kregt-system-common", "1.0", "", ""),
-    ("kregt-utils", "1.0", "", ""),
+    ("qemu-system-x86", "1:7.2+dfsg-7", "qemu-system-common (= 1:7.2+dfsg-7)", ""),
+    ("qemu-system-common", "1:7.2+dfsg-7", "", ""),
+    ("qemu-utils", "1:7.2+dfsg-7", "", ""),
 ];
 
 /// Its backports: newer versions of all three; the newer utils break the older common (as
 /// Debian's qemu-utils 10 from bookworm-backports breaks qemu-system-common 7.2).
 const BACKPORTS: &[Pkg] = &[
-    ("kregt-system", "2.0~bpo12+1", "kregt-system-common (= 2.0~bpo12+1)", ""),
-    ("kregt-system-common", "2.0~bpo12+1", "", ""),
-    ("kregt-utils", "2.0~bpo12+1", "", "kregt-system-common (<< 2.0~)"),
+    ("qemu-system-x86", "1:10.0.2+ds-2~bpo12+1", "qemu-system-common (= 1:10.0.2+ds-2~bpo12+1)", ""),
+    ("qemu-system-common", "1:10.0.2+ds-2~bpo12+1", "", ""),
+    ("qemu-utils", "1:10.0.2+ds-2~bpo12+1", "", "qemu-system-common (<< 1:8.0~)"),
 ];
 
 struct Apt {
@@ -123,7 +125,9 @@ DPkg::Options {{ "--root={root}"; "--force-script-chrootless"; }};
         std::fs::create_dir_all(tree.join("usr/share/kregt")).unwrap();
         std::fs::write(tree.join("usr/share/kregt").join(name), format!("{name} {version}\n")).unwrap();
         std::fs::write(tree.join("DEBIAN/control"), control(pkg)).unwrap();
-        let deb = dir.join(format!("{name}_{version}_all.deb"));
+        // Pool file names carry no epoch, as Debian's.
+        let bare = version.split_once(':').map_or(version, |(_, v)| v);
+        let deb = dir.join(format!("{name}_{bare}_all.deb"));
         let out = Command::new("dpkg-deb")
             .args(["-b", "-Zgzip"])
             .arg(&tree)
@@ -219,19 +223,19 @@ fn a_newer_backport_whose_release_is_not_in_the_sources_is_kept() {
     apt.installed(BACKPORTS[2]);
     let sources_before = std::fs::read_to_string(apt.path("sources.list")).unwrap();
     // Plain apt would remove the user's utils to install the stable system package.
-    let (_, plain, _) = apt.setup("apt-get update -q >/dev/null 2>&1\napt-get install -s --no-install-recommends kregt-system");
-    assert!(plain.contains("Remv kregt-utils [2.0~bpo12+1]"), "{plain}");
+    let (_, plain, _) = apt.setup("apt-get update -q >/dev/null 2>&1\napt-get install -s --no-install-recommends qemu-system-x86");
+    assert!(plain.contains("Remv qemu-utils [1:10.0.2+ds-2~bpo12+1]"), "{plain}");
 
     let before = apt.dpkg_l();
-    assert_eq!(before, ["kregt-utils 2.0~bpo12+1"]);
-    let (ok, out, err) = apt.install_group("kregt-system");
+    assert_eq!(before, ["qemu-utils 1:10.0.2+ds-2~bpo12+1"]);
+    let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(ok, "{out}\n{err}");
     let after = apt.dpkg_l();
-    assert!(has(&after, "kregt-utils 2.0~bpo12+1"), "{after:?}\n{out}\n{err}");
-    assert!(has(&after, "kregt-system 2.0~bpo12+1"), "{after:?}");
-    assert!(has(&after, "kregt-system-common 2.0~bpo12+1"), "{after:?}");
-    assert!(out.contains("kreg: the test group: installing kregt-system"), "{out}");
-    assert!(out.contains("from testrel-backports, the release of the installed kregt-utils 2.0~bpo12+1"), "{out}");
+    assert!(has(&after, "qemu-utils 1:10.0.2+ds-2~bpo12+1"), "{after:?}\n{out}\n{err}");
+    assert!(has(&after, "qemu-system-x86 1:10.0.2+ds-2~bpo12+1"), "{after:?}");
+    assert!(has(&after, "qemu-system-common 1:10.0.2+ds-2~bpo12+1"), "{after:?}");
+    assert!(out.contains("kreg: the test group: installing qemu-system-x86"), "{out}");
+    assert!(out.contains("from testrel-backports, the release of the installed qemu-utils 1:10.0.2+ds-2~bpo12+1"), "{out}");
     assert!(out.contains("kreg's own apt sources"), "{out}");
     // The user's sources are as they were; kreg's own hold the backports suite.
     assert_eq!(std::fs::read_to_string(apt.path("sources.list")).unwrap(), sources_before);
@@ -244,26 +248,26 @@ fn a_newer_backport_whose_release_is_not_in_the_sources_is_kept() {
 fn a_backport_release_in_the_sources_is_taken() {
     let apt = Apt::new("setup-bpo-src", &["testrel", "testrel-backports"]);
     apt.installed(BACKPORTS[2]);
-    let (ok, out, err) = apt.install_group("kregt-system");
+    let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(ok, "{out}\n{err}");
     let after = apt.dpkg_l();
-    assert_eq!(after, ["kregt-system 2.0~bpo12+1", "kregt-system-common 2.0~bpo12+1", "kregt-utils 2.0~bpo12+1"], "{out}\n{err}");
+    assert_eq!(after, ["qemu-system-common 1:10.0.2+ds-2~bpo12+1", "qemu-system-x86 1:10.0.2+ds-2~bpo12+1", "qemu-utils 1:10.0.2+ds-2~bpo12+1"], "{out}\n{err}");
     assert!(out.contains("from testrel-backports"), "{out}");
     assert!(!out.contains("kreg's own apt sources"), "{out}");
 }
 
 #[test]
 fn nothing_to_fit_stops_with_the_conflict_and_installs_nothing() {
-    // A utils built locally (3.0): no release offers it.
+    // A qemu-utils built locally: no release offers its version.
     let apt = Apt::new("setup-stop", &["testrel", "testrel-backports"]);
-    apt.installed(("kregt-utils", "3.0", "", "kregt-system-common (<< 3)"));
+    apt.installed(("qemu-utils", "1:11.0-local1", "", "qemu-system-common (<< 1:11~)"));
     let before = apt.dpkg_l();
-    let (ok, out, err) = apt.install_group("kregt-system");
+    let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(!ok, "{out}\n{err}");
     assert_eq!(apt.dpkg_l(), before);
-    assert!(err.contains("STOPPED: installing kregt-system would change packages you installed"), "{err}");
-    assert!(err.contains("kregt-utils 3.0 would be removed"), "{err}");
-    assert!(err.contains("apt-get install -t RELEASE kregt-system"), "{err}");
+    assert!(err.contains("STOPPED: installing qemu-system-x86 would change packages you installed"), "{err}");
+    assert!(err.contains("qemu-utils 1:11.0-local1 would be removed"), "{err}");
+    assert!(err.contains("apt-get install -t RELEASE qemu-system-x86"), "{err}");
     assert!(err.contains("nothing was installed"), "{err}");
 }
 
@@ -272,12 +276,12 @@ fn a_package_that_would_have_to_go_back_stops_the_setup() {
     // A newer common installed by hand: the stable system package needs the older one (apt
     // finds no plan; with a version forced it would downgrade).
     let apt = Apt::new("setup-down", &["testrel"]);
-    apt.installed(("kregt-system-common", "3.0", "", ""));
+    apt.installed(("qemu-system-common", "1:11.0-local1", "", ""));
     let before = apt.dpkg_l();
-    let (ok, out, err) = apt.install_group("kregt-system");
+    let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(!ok, "{out}\n{err}");
     assert_eq!(apt.dpkg_l(), before);
-    assert!(err.contains("kregt-system-common 3.0 stands in the way"), "{err}");
+    assert!(err.contains("qemu-system-common 1:11.0-local1 stands in the way"), "{err}");
     assert!(err.contains("nothing was installed"), "{err}");
 }
 
@@ -286,24 +290,24 @@ fn a_downgrade_in_apts_plan_is_seen() {
     // The plan as apt prints it when a version is forced: the install of an older version
     // over a newer one is a downgrade, a newer one is not, a new package neither.
     let apt = Apt::new("setup-plan", &["testrel"]);
-    let plan = "Inst kregt-system-common [3.0] (1.0 testrel [all])\nInst kregt-utils [0.9] (1.0 testrel [all])\nInst kregt-system (1.0 testrel [all])\nRemv kregt-old [2:1.5-1]\nConf kregt-system (1.0 testrel [all])";
+    let plan = "Inst qemu-system-common [1:11.0-local1] (1:7.2+dfsg-7 testrel [all])\nInst qemu-utils [1:6.0] (1:7.2+dfsg-7 testrel [all])\nInst qemu-system-x86 (1:7.2+dfsg-7 testrel [all])\nRemv kregt-old [2:1.5-1]\nConf qemu-system-x86 (1:7.2+dfsg-7 testrel [all])";
     let (ok, out, err) = apt.setup(&format!("kreg_harm <<'PLAN'\n{plan}\nPLAN"));
     assert!(ok, "{err}");
-    assert_eq!(out, "kregt-system-common 3.0 downgraded-to:1.0\nkregt-old 2:1.5-1 removed\n");
+    assert_eq!(out, "qemu-system-common 1:11.0-local1 downgraded-to:1:7.2+dfsg-7\nkregt-old 2:1.5-1 removed\n");
 }
 
 #[test]
 fn a_plain_install_and_an_installed_group() {
     let apt = Apt::new("setup-plain", &["testrel", "testrel-backports"]);
-    let (ok, out, err) = apt.install_group("kregt-system");
+    let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(ok, "{out}\n{err}");
-    assert_eq!(apt.dpkg_l(), ["kregt-system 1.0", "kregt-system-common 1.0"]);
+    assert_eq!(apt.dpkg_l(), ["qemu-system-common 1:7.2+dfsg-7", "qemu-system-x86 1:7.2+dfsg-7"]);
     assert!(!out.contains(" from testrel"), "{out}");
     // A group whose probe holds installs nothing and says so.
-    let (ok, out, err) = apt.setup("kreg_group 'a present group' bash:kregt-utils");
+    let (ok, out, err) = apt.setup("kreg_group 'a present group' bash:qemu-utils");
     assert!(ok, "{err}");
     assert_eq!(out.trim(), "kreg: a present group: installed");
-    assert_eq!(apt.dpkg_l(), ["kregt-system 1.0", "kregt-system-common 1.0"]);
+    assert_eq!(apt.dpkg_l(), ["qemu-system-common 1:7.2+dfsg-7", "qemu-system-x86 1:7.2+dfsg-7"]);
 }
 
 #[test]
@@ -312,9 +316,9 @@ fn the_check_after_the_setup_sees_a_removal() {
     apt.installed(STABLE[2]);
     let root = apt.path("root");
     let (ok, _, err) = apt.setup(&format!(
-        "before=$(kreg_dpkg_snapshot)\ndpkg --root='{}' --force-script-chrootless -P kregt-utils >/dev/null\nkreg_check_nothing_lost \"$before\"",
+        "before=$(kreg_dpkg_snapshot)\ndpkg --root='{}' --force-script-chrootless -P qemu-utils >/dev/null\nkreg_check_nothing_lost \"$before\"",
         root.display()
     ));
     assert!(!ok);
-    assert!(err.contains("kregt-utils:all 1.0 was removed"), "{err}");
+    assert!(err.contains("qemu-utils:all 1:7.2+dfsg-7 was removed"), "{err}");
 }
