@@ -106,7 +106,7 @@ fn test_result(stdout: &str) -> (f64, f64) {
     let line = stdout.lines().find(|l| l.contains("TEST RESULT")).expect("a TEST RESULT line");
     let words: Vec<&str> = line.split_whitespace().collect();
     let at = |w: &str| words.iter().position(|x| *x == w).unwrap();
-    (words[at("NOPM") - 1].parse().unwrap(), words[at("TPM") - 1].parse().unwrap())
+    (words[at("NOPM") - 1].parse().unwrap(), words[at("from") + 1].parse().unwrap())
 }
 
 /// NEWORD's P50, P95 and P99 in the profile's summary over all virtual users.

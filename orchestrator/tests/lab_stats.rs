@@ -4,10 +4,11 @@
 //! in this sandbox, timings drift by ±25% over minutes, so two series measured one after
 //! the other (say, two kernel entries of the same kernel) differ for reasons that have
 //! nothing to do with the kernel; interleaving spreads the drift over every variant. The
-//! workload is two CPU-bound busybox shells at once, timed by busybox `time`, 12 times per
+//! workload is two CPU-bound busybox shells at once, timed by busybox `time`, 16 times per
 //! variant (alpha 0.01, adjusted for two comparisons, needs that many to see a 2x slowdown
 //! through TCG's noise: with 8, one CI run's one-CPU series caught two 2.6 s outliers and its
-//! adjusted p-value came out at 0.012): with two
+//! adjusted p-value came out at 0.012; with 12 under qemu 10, one run's one-CPU series was
+//! only 1.44x slower, adjusted p 0.024): with two
 //! vCPUs they run side by side, with one they take turns. (hackbench is no good here:
 //! under TCG, cross-vCPU wakeups cost so much that one vCPU is often faster.)
 
@@ -32,7 +33,7 @@ workloads:
     argv: [time, sh, -c, "for i in 1 2; do (n=0; while [ $n -lt 20000 ]; do n=$((n+1)); done) & done; wait"]
     metrics:
       wall: { regex: 'real\s+0m\s*([0-9.]+)s', unit: s, higher_is_better: false }
-iterations: 12
+iterations: 16
 "#;
 
 fn verdicts(json: &serde_json::Value) -> Vec<(String, String, String)> {

@@ -158,7 +158,7 @@ impl WorkloadKind {
             ),
             Plan::Netperf(n) => format!("{} (server: {})", join(n.client_argv()), join(n.server_argv())),
             Plan::Hammerdb(h) => format!(
-                "hammerdbcli auto SCRIPT: TPROC-C, {} warehouses, {} min rampup, {} min timed (server: {})",
+                "./hammerdbcli auto $TMP/script.tcl in HammerDB's folder, TMP of the job's own: TPROC-C, {} warehouses, {} min rampup, {} min timed (server: {})",
                 h.warehouses,
                 h.rampup_min,
                 h.duration_min,
