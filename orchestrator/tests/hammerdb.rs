@@ -76,11 +76,12 @@ iterations: 1
 
 /// Per job: its metrics, its stored stdout and time profile.
 async fn jobs(db: &TestDb, run: i64) -> Vec<(i64, String, Vec<(String, f64)>, String, String)> {
-    let ids: Vec<(i64, String)> = sqlx::query_as("SELECT id, variant FROM jobs WHERE run_id = $1 AND state = 'done' ORDER BY ordinal")
-        .bind(run)
-        .fetch_all(&db.pool)
-        .await
-        .unwrap();
+    let ids: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, variant FROM jobs WHERE run_id = $1 AND state = 'done' ORDER BY ordinal")
+            .bind(run)
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
     let mut out = Vec::new();
     for (id, variant) in ids {
         let metrics: Vec<(String, f64)> = sqlx::query_as("SELECT metric, value FROM results WHERE job_id = $1")
@@ -103,10 +104,16 @@ async fn jobs(db: &TestDb, run: i64) -> Vec<(i64, String, Vec<(String, f64)>, St
 
 /// NOPM and TPM as HammerDB's `TEST RESULT` line says them.
 fn test_result(stdout: &str) -> (f64, f64) {
-    let line = stdout.lines().find(|l| l.contains("TEST RESULT")).expect("a TEST RESULT line");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("TEST RESULT"))
+        .expect("a TEST RESULT line");
     let words: Vec<&str> = line.split_whitespace().collect();
     let at = |w: &str| words.iter().position(|x| *x == w).unwrap();
-    (words[at("NOPM") - 1].parse().unwrap(), words[at("from") + 1].parse().unwrap())
+    (
+        words[at("NOPM") - 1].parse().unwrap(),
+        words[at("from") + 1].parse().unwrap(),
+    )
 }
 
 /// NEWORD's P50, P95 and P99 in the profile's summary over all virtual users.
@@ -123,17 +130,27 @@ fn neword(profile: &str) -> [f64; 3] {
 }
 
 fn metric(ms: &[(String, f64)], name: &str) -> f64 {
-    ms.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no {name} in {ms:?}")).1
+    ms.iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no {name} in {ms:?}"))
+        .1
 }
 
 async fn run(db: &TestDb, dir: &Path, file: &Path) -> (bool, String) {
     let out = kreg(db, dir).arg("run").arg(file).output().unwrap();
-    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.status.success(), text)
 }
 
 async fn last_run(db: &TestDb) -> i64 {
-    sqlx::query_scalar("SELECT max(id) FROM runs").fetch_one(&db.pool).await.unwrap()
+    sqlx::query_scalar("SELECT max(id) FROM runs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -195,10 +212,17 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
         .arg(&db.url)
         .output()
         .expect("pg_dump runs");
-    assert!(dump.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dump.stderr));
+    assert!(
+        dump.status.success(),
+        "pg_dump: {}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
     let dump = String::from_utf8_lossy(&dump.stdout);
     assert!(dump.contains("TEST RESULT"), "the dump holds the outputs");
     assert!(!dump.contains(PASSWORD), "the password is in the database");
-    assert!(dump.contains("Changed tpcc:mysql_pass from mysql to ********"), "the echo is kept, masked");
+    assert!(
+        dump.contains("Changed tpcc:mysql_pass from mysql to ********"),
+        "the echo is kept, masked"
+    );
     drop((sut, ldg, net));
 }

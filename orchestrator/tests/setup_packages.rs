@@ -18,7 +18,12 @@ type Pkg<'a> = (&'a str, &'a str, &'a str, &'a str);
 /// The stable release: a "system" package that needs its "common" at the same version, and
 /// the "utils" its common is built with.
 const STABLE: &[Pkg] = &[
-    ("qemu-system-x86", "1:7.2+dfsg-7", "qemu-system-common (= 1:7.2+dfsg-7)", ""),
+    (
+        "qemu-system-x86",
+        "1:7.2+dfsg-7",
+        "qemu-system-common (= 1:7.2+dfsg-7)",
+        "",
+    ),
     ("qemu-system-common", "1:7.2+dfsg-7", "", ""),
     ("qemu-utils", "1:7.2+dfsg-7", "", ""),
 ];
@@ -26,9 +31,19 @@ const STABLE: &[Pkg] = &[
 /// Its backports: newer versions of all three; the newer utils break the older common (as
 /// Debian's qemu-utils 10 from bookworm-backports breaks qemu-system-common 7.2).
 const BACKPORTS: &[Pkg] = &[
-    ("qemu-system-x86", "1:10.0.2+ds-2~bpo12+1", "qemu-system-common (= 1:10.0.2+ds-2~bpo12+1)", ""),
+    (
+        "qemu-system-x86",
+        "1:10.0.2+ds-2~bpo12+1",
+        "qemu-system-common (= 1:10.0.2+ds-2~bpo12+1)",
+        "",
+    ),
     ("qemu-system-common", "1:10.0.2+ds-2~bpo12+1", "", ""),
-    ("qemu-utils", "1:10.0.2+ds-2~bpo12+1", "", "qemu-system-common (<< 1:8.0~)"),
+    (
+        "qemu-utils",
+        "1:10.0.2+ds-2~bpo12+1",
+        "",
+        "qemu-system-common (<< 1:8.0~)",
+    ),
 ];
 
 struct Apt {
@@ -41,7 +56,16 @@ impl Apt {
     fn new(name: &str, suites: &[&str]) -> Apt {
         let dir = Scratch::new(name);
         let d = &dir.0.clone();
-        for sub in ["root/var/lib/dpkg/info", "root/var/lib/dpkg/updates", "lists/partial", "cache/archives/partial", "parts", "prefs", "log", "kreg-cache"] {
+        for sub in [
+            "root/var/lib/dpkg/info",
+            "root/var/lib/dpkg/updates",
+            "lists/partial",
+            "cache/archives/partial",
+            "parts",
+            "prefs",
+            "log",
+            "kreg-cache",
+        ] {
             std::fs::create_dir_all(d.join(sub)).unwrap();
         }
         std::fs::write(d.join("root/var/lib/dpkg/status"), "").unwrap();
@@ -100,7 +124,11 @@ DPkg::Options {{ "--root={root}"; "--force-script-chrootless"; }};
             let bytes = std::fs::read(&deb).unwrap();
             let rel = deb.strip_prefix(self.path("repo")).unwrap().display().to_string();
             index.push_str(&control(pkg));
-            index.push_str(&format!("Filename: {rel}\nSize: {}\nSHA256: {}\n\n", bytes.len(), sha256(&bytes)));
+            index.push_str(&format!(
+                "Filename: {rel}\nSize: {}\nSHA256: {}\n\n",
+                bytes.len(),
+                sha256(&bytes)
+            ));
         }
         std::fs::write(index_dir.join("Packages"), &index).unwrap();
         let mut release = format!(
@@ -134,7 +162,11 @@ DPkg::Options {{ "--root={root}"; "--force-script-chrootless"; }};
             .arg(&deb)
             .output()
             .expect("dpkg-deb runs");
-        assert!(out.status.success(), "dpkg-deb: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "dpkg-deb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         deb
     }
 
@@ -147,7 +179,11 @@ DPkg::Options {{ "--root={root}"; "--force-script-chrootless"; }};
             .arg(&deb)
             .output()
             .unwrap();
-        assert!(out.status.success(), "dpkg -i: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "dpkg -i: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Installed packages and versions (dpkg -l of the root), sorted.
@@ -196,7 +232,8 @@ DPkg::Options {{ "--root={root}"; "--force-script-chrootless"; }};
 }
 
 fn control((name, version, depends, breaks): &Pkg) -> String {
-    let mut c = format!("Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: kreg tests <kreg@localhost>\n");
+    let mut c =
+        format!("Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: kreg tests <kreg@localhost>\n");
     if !depends.is_empty() {
         c.push_str(&format!("Depends: {depends}\n"));
     }
@@ -223,7 +260,8 @@ fn a_newer_backport_whose_release_is_not_in_the_sources_is_kept() {
     apt.installed(BACKPORTS[2]);
     let sources_before = std::fs::read_to_string(apt.path("sources.list")).unwrap();
     // Plain apt would remove the user's utils to install the stable system package.
-    let (_, plain, _) = apt.setup("apt-get update -q >/dev/null 2>&1\napt-get install -s --no-install-recommends qemu-system-x86");
+    let (_, plain, _) =
+        apt.setup("apt-get update -q >/dev/null 2>&1\napt-get install -s --no-install-recommends qemu-system-x86");
     assert!(plain.contains("Remv qemu-utils [1:10.0.2+ds-2~bpo12+1]"), "{plain}");
 
     let before = apt.dpkg_l();
@@ -231,17 +269,32 @@ fn a_newer_backport_whose_release_is_not_in_the_sources_is_kept() {
     let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(ok, "{out}\n{err}");
     let after = apt.dpkg_l();
-    assert!(has(&after, "qemu-utils 1:10.0.2+ds-2~bpo12+1"), "{after:?}\n{out}\n{err}");
+    assert!(
+        has(&after, "qemu-utils 1:10.0.2+ds-2~bpo12+1"),
+        "{after:?}\n{out}\n{err}"
+    );
     assert!(has(&after, "qemu-system-x86 1:10.0.2+ds-2~bpo12+1"), "{after:?}");
     assert!(has(&after, "qemu-system-common 1:10.0.2+ds-2~bpo12+1"), "{after:?}");
-    assert!(out.contains("kreg: the test group: installing qemu-system-x86"), "{out}");
-    assert!(out.contains("from testrel-backports, the release of the installed qemu-utils 1:10.0.2+ds-2~bpo12+1"), "{out}");
+    assert!(
+        out.contains("kreg: the test group: installing qemu-system-x86"),
+        "{out}"
+    );
+    assert!(
+        out.contains("from testrel-backports, the release of the installed qemu-utils 1:10.0.2+ds-2~bpo12+1"),
+        "{out}"
+    );
     assert!(out.contains("kreg's own apt sources"), "{out}");
     // The user's sources are as they were; kreg's own hold the backports suite.
-    assert_eq!(std::fs::read_to_string(apt.path("sources.list")).unwrap(), sources_before);
+    assert_eq!(
+        std::fs::read_to_string(apt.path("sources.list")).unwrap(),
+        sources_before
+    );
     assert_eq!(std::fs::read_dir(apt.path("parts")).unwrap().count(), 0);
     let own = std::fs::read_to_string(apt.path("kreg-cache/apt/sources.list.d/kreg-testrel-backports.list")).unwrap();
-    assert!(own.starts_with("deb [trusted=yes] file:") && own.contains(" testrel-backports main"), "{own}");
+    assert!(
+        own.starts_with("deb [trusted=yes] file:") && own.contains(" testrel-backports main"),
+        "{own}"
+    );
 }
 
 #[test]
@@ -251,7 +304,15 @@ fn a_backport_release_in_the_sources_is_taken() {
     let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(ok, "{out}\n{err}");
     let after = apt.dpkg_l();
-    assert_eq!(after, ["qemu-system-common 1:10.0.2+ds-2~bpo12+1", "qemu-system-x86 1:10.0.2+ds-2~bpo12+1", "qemu-utils 1:10.0.2+ds-2~bpo12+1"], "{out}\n{err}");
+    assert_eq!(
+        after,
+        [
+            "qemu-system-common 1:10.0.2+ds-2~bpo12+1",
+            "qemu-system-x86 1:10.0.2+ds-2~bpo12+1",
+            "qemu-utils 1:10.0.2+ds-2~bpo12+1"
+        ],
+        "{out}\n{err}"
+    );
     assert!(out.contains("from testrel-backports"), "{out}");
     assert!(!out.contains("kreg's own apt sources"), "{out}");
 }
@@ -265,7 +326,10 @@ fn nothing_to_fit_stops_with_the_conflict_and_installs_nothing() {
     let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(!ok, "{out}\n{err}");
     assert_eq!(apt.dpkg_l(), before);
-    assert!(err.contains("STOPPED: installing qemu-system-x86 would change packages you installed"), "{err}");
+    assert!(
+        err.contains("STOPPED: installing qemu-system-x86 would change packages you installed"),
+        "{err}"
+    );
     assert!(err.contains("qemu-utils 1:11.0-local1 would be removed"), "{err}");
     assert!(err.contains("apt-get install -t RELEASE qemu-system-x86"), "{err}");
     assert!(err.contains("nothing was installed"), "{err}");
@@ -281,7 +345,10 @@ fn a_package_that_would_have_to_go_back_stops_the_setup() {
     let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(!ok, "{out}\n{err}");
     assert_eq!(apt.dpkg_l(), before);
-    assert!(err.contains("qemu-system-common 1:11.0-local1 stands in the way"), "{err}");
+    assert!(
+        err.contains("qemu-system-common 1:11.0-local1 stands in the way"),
+        "{err}"
+    );
     assert!(err.contains("nothing was installed"), "{err}");
 }
 
@@ -293,7 +360,10 @@ fn a_downgrade_in_apts_plan_is_seen() {
     let plan = "Inst qemu-system-common [1:11.0-local1] (1:7.2+dfsg-7 testrel [all])\nInst qemu-utils [1:6.0] (1:7.2+dfsg-7 testrel [all])\nInst qemu-system-x86 (1:7.2+dfsg-7 testrel [all])\nRemv kregt-old [2:1.5-1]\nConf qemu-system-x86 (1:7.2+dfsg-7 testrel [all])";
     let (ok, out, err) = apt.setup(&format!("kreg_harm <<'PLAN'\n{plan}\nPLAN"));
     assert!(ok, "{err}");
-    assert_eq!(out, "qemu-system-common 1:11.0-local1 downgraded-to:1:7.2+dfsg-7\nkregt-old 2:1.5-1 removed\n");
+    assert_eq!(
+        out,
+        "qemu-system-common 1:11.0-local1 downgraded-to:1:7.2+dfsg-7\nkregt-old 2:1.5-1 removed\n"
+    );
 }
 
 #[test]
@@ -301,13 +371,19 @@ fn a_plain_install_and_an_installed_group() {
     let apt = Apt::new("setup-plain", &["testrel", "testrel-backports"]);
     let (ok, out, err) = apt.install_group("qemu-system-x86");
     assert!(ok, "{out}\n{err}");
-    assert_eq!(apt.dpkg_l(), ["qemu-system-common 1:7.2+dfsg-7", "qemu-system-x86 1:7.2+dfsg-7"]);
+    assert_eq!(
+        apt.dpkg_l(),
+        ["qemu-system-common 1:7.2+dfsg-7", "qemu-system-x86 1:7.2+dfsg-7"]
+    );
     assert!(!out.contains(" from testrel"), "{out}");
     // A group whose probe holds installs nothing and says so.
     let (ok, out, err) = apt.setup("kreg_group 'a present group' bash:qemu-utils");
     assert!(ok, "{err}");
     assert_eq!(out.trim(), "kreg: a present group: installed");
-    assert_eq!(apt.dpkg_l(), ["qemu-system-common 1:7.2+dfsg-7", "qemu-system-x86 1:7.2+dfsg-7"]);
+    assert_eq!(
+        apt.dpkg_l(),
+        ["qemu-system-common 1:7.2+dfsg-7", "qemu-system-x86 1:7.2+dfsg-7"]
+    );
 }
 
 #[test]

@@ -68,7 +68,10 @@ impl Progress {
             Event::KernelPrepared { kernel, release, secs } => {
                 let what = release.map_or("the running kernel".to_string(), |r| format!("release {r}"));
                 self.bar.set_message(format!("booting kernel {kernel}"));
-                self.say(format!("kernel {kernel}: ready on the controller in {} ({what}); booting", duration(secs)));
+                self.say(format!(
+                    "kernel {kernel}: ready on the controller in {} ({what}); booting",
+                    duration(secs)
+                ));
             }
             Event::BuildOutput { kernel, line } => {
                 if self.tty {
@@ -101,8 +104,9 @@ impl Progress {
             } => {
                 self.total = total;
                 self.bar.set_length(total as u64);
-                self.bar
-                    .set_message(format!("#{ordinal} {kernel} {variant} {workload} iteration {iteration}"));
+                self.bar.set_message(format!(
+                    "#{ordinal} {kernel} {variant} {workload} iteration {iteration}"
+                ));
                 if !self.tty {
                     eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} iteration={iteration}");
                 }
@@ -114,7 +118,11 @@ impl Progress {
             } => {
                 let head = self.job_finished(ordinal);
                 let m: Vec<String> = metrics.iter().map(|(n, v, u)| format!("{n}={v} {u}")).collect();
-                self.say(format!("{head}: {} (policy {policy}){}", m.join(" "), self.left(ordinal)));
+                self.say(format!(
+                    "{head}: {} (policy {policy}){}",
+                    m.join(" "),
+                    self.left(ordinal)
+                ));
             }
             Event::JobFailed { ordinal, reason } => {
                 let head = self.job_finished(ordinal);
@@ -162,7 +170,8 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
         ProgressBar::hidden()
     };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} eta {eta} {wide_msg}").expect("template"),
+        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} eta {eta} {wide_msg}")
+            .expect("template"),
     );
     let mut progress = Progress {
         bar: bar.clone(),

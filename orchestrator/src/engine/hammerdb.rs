@@ -6,7 +6,7 @@
 //! lacks it. Versions kreg cannot drive (5.x needs Tcl 9) are refused with that reason.
 
 use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{ExecRequest, FileSource, PlaceRequest, Step, StepOutput};
+use kreg_agent::wire::{ExecRequest, FileSource};
 
 use super::error::HostError;
 use super::{command, must};
@@ -36,10 +36,14 @@ impl<'a> Run<'a> {
         let dir = folder(client).await?;
         let version = version(client, &dir).await?;
         tcl(client, &dir).await?;
-        let tmp = must(client, command(["mktemp", "-d", "/tmp/kreg-hammerdb.XXXXXX"], 10), "mktemp")
-            .await?
-            .trim()
-            .to_string();
+        let tmp = must(
+            client,
+            command(["mktemp", "-d", "/tmp/kreg-hammerdb.XXXXXX"], 10),
+            "mktemp",
+        )
+        .await?
+        .trim()
+        .to_string();
         let mut run = Run {
             client,
             dir,
@@ -56,10 +60,23 @@ impl<'a> Run<'a> {
 
     async fn write(&mut self, script: &str) -> Result<(), HostError> {
         let charts = command(
-            ["find", &self.dir, "-maxdepth", "3", "-type", "d", "-name", "ticklecharts*"],
+            [
+                "find",
+                &self.dir,
+                "-maxdepth",
+                "3",
+                "-type",
+                "d",
+                "-name",
+                "ticklecharts*",
+            ],
             30,
         );
-        if must(self.client, charts, "looking for ticklecharts").await?.trim().is_empty() {
+        if must(self.client, charts, "looking for ticklecharts")
+            .await?
+            .trim()
+            .is_empty()
+        {
             let lib = format!("{}/tcl/ticklecharts", self.tmp);
             must(self.client, command(["mkdir", "-p", &lib], 10), "mkdir").await?;
             place(self.client, TICKLECHARTS_STUB, &format!("{lib}/pkgIndex.tcl"), 0o644).await?;
@@ -172,19 +189,10 @@ async fn tcl(client: &AgentClient, dir: &str) -> Result<(), HostError> {
 /// Writes `text` to `to` on the host with `mode`.
 async fn place(client: &AgentClient, text: &str, to: &str, mode: u32) -> Result<(), HostError> {
     let up = client.upload("hammerdb-file", text.as_bytes().to_vec()).await?;
-    let step = Step::PlaceFile(PlaceRequest {
-        from: FileSource::Upload(up.name),
-        to: to.to_string(),
-        mode,
-    });
-    let placed = client.step(step, std::time::Duration::from_secs(60)).await;
+    let placed = super::tools::place_mode(client, FileSource::Upload(up.name), to, mode).await;
     // The upload holds what the file does (the script, its password): not left behind.
     let _ = client.exec(command(["rm", "-f", &up.path], 10)).await;
-    match placed {
-        Ok(StepOutput::Placed(_)) => Ok(()),
-        Ok(other) => Err(HostError::Other(format!("placing {to}: unexpected answer {other:?}"))),
-        Err(e) => Err(HostError::agent(format!("placing {to}"))(e)),
-    }
+    placed
 }
 
 #[cfg(test)]

@@ -346,7 +346,8 @@ pub async fn open(
                 if must(server, count, "looking for the TPROC-C schema").await?.trim() != "1" {
                     let _ = s.stop().await;
                     return Err(HostError::Other(
-                        "HammerDB's schema build on the load generator ended without a TPROC-C schema on the server".into(),
+                        "HammerDB's schema build on the load generator ended without a TPROC-C schema on the server"
+                            .into(),
                     ));
                 }
             }

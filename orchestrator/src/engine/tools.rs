@@ -97,7 +97,11 @@ async fn unpack(client: &AgentClient, name: &str, hash: &str, bytes: Vec<u8>) ->
         [one] => client.exec(command(["test", "-d", one], 10)).await?.success(),
         _ => false,
     };
-    let from = if single_dir { entries[0].to_string() } else { staging.clone() };
+    let from = if single_dir {
+        entries[0].to_string()
+    } else {
+        staging.clone()
+    };
     run(client, command(["mv", "-T", &from, &tree], 60), "mv").await?;
     run(client, command(["rm", "-rf", &staging], 60), "rm").await?;
     run(client, command(["touch", &done], 10), "touch").await?;
@@ -152,10 +156,20 @@ async fn checkout(client: &AgentClient, name: &str, url: &str, git_ref: &str) ->
 /// The agent copies the file into place with mode 0755 itself: the host needs no
 /// `install` (busybox has none).
 pub(super) async fn place(client: &AgentClient, from: FileSource, target: &str) -> Result<(), HostError> {
+    place_mode(client, from, target, 0o755).await
+}
+
+/// [`place`] with the file's mode given.
+pub(super) async fn place_mode(
+    client: &AgentClient,
+    from: FileSource,
+    target: &str,
+    mode: u32,
+) -> Result<(), HostError> {
     let step = Step::PlaceFile(PlaceRequest {
         from,
         to: target.to_string(),
-        mode: 0o755,
+        mode,
     });
     match client.step(step, std::time::Duration::from_secs(120)).await {
         Ok(StepOutput::Placed(_)) => Ok(()),

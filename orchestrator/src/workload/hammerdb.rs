@@ -165,7 +165,9 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
     let summary = lines
         .iter()
         .rposition(|l| l.contains("SUMMARY OF") && l.contains("ACTIVE VIRTUAL USERS"));
-    let profiled = lines.iter().any(|l| l.starts_with(">>>>> VIRTUAL USER") || l.starts_with(">>>>> PROC:"));
+    let profiled = lines
+        .iter()
+        .any(|l| l.starts_with(">>>>> VIRTUAL USER") || l.starts_with(">>>>> PROC:"));
     let mut out = Vec::new();
     // stdout, the time profile alone, or both one after the other.
     match (totals(&lines), summary) {

@@ -118,4 +118,3 @@ pub fn agent_in(ns: &str, addr: &str, dir: &std::path::Path, token_file: &std::p
         fingerprint,
     }
 }
-

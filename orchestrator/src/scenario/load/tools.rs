@@ -51,7 +51,11 @@ impl<'a> Cx<'a> {
 
     fn tool_source(&mut self, node: &Node, tool: &str) -> Option<ToolSource> {
         let what = format!("the source of {tool}");
-        let f = self.map(node, &what, &["apt", "git", "ref", "build", "binary", "upload", "tarball"])?;
+        let f = self.map(
+            node,
+            &what,
+            &["apt", "git", "ref", "build", "binary", "upload", "tarball"],
+        )?;
         let given = self.one_of(&f, &["apt", "git", "upload", "tarball"], node, |n| {
             format!("{what}: give exactly one of `apt`, `git`, `upload` or `tarball` (found {n})")
         })?;
