@@ -55,12 +55,18 @@ kreg_apt_update_once() {
 }
 
 # kreg_apt_install PACKAGE...: installs them, never removing or downgrading anything.
+# With KREG_COMPONENT set (e.g. non-free), packages the system's sources lack come from
+# that component through kreg's own sources.
 kreg_apt_install() {
   export DEBIAN_FRONTEND=noninteractive
   kreg_apt_update_once
   local opts=() sim harm release
   KREG_APT_PRIVATE=()
-  if sim=$(kreg_simulate "$@"); then
+  if [ -n "${KREG_COMPONENT:-}" ]; then
+    kreg_component_sources "$KREG_COMPONENT" "$@" || return 1
+    opts=("${KREG_APT_PRIVATE[@]}")
+  fi
+  if sim=$(kreg_simulate "${opts[@]}" "$@"); then
     harm=$(kreg_harm <<<"$sim")
   else
     # apt found no plan: installed packages it names may be held by their newer version.
@@ -194,35 +200,75 @@ kreg_backports_of() {
 
 kreg_apt_private_dir() { echo "${KREG_CACHE_DIR:-$HOME/.cache/kreg}/apt"; }
 
-# kreg's own apt sources: the system's, and SUITE written like the entry FILE:N (the
-# N-th stanza of a .sources file, or line N of a .list file). Prints its directory.
+# kreg's own apt sources: a copy of the system's, and one entry written like the entry
+# FILE:N (the N-th stanza of a .sources file, or line N of a .list file) with its suite set
+# to SUITE and, when COMPONENTS is given, its components to those. Prints its directory.
+# The copy is made afresh for each install (KREG_APT_PRIVATE empty); entries added during
+# one install are kept together.
 kreg_apt_private() {
-  local suite=$1 entry=$2 dir parts file n
+  local suite=$1 entry=$2 components=${3:-} dir parts file n name
   dir=$(kreg_apt_private_dir)
   file=${entry%:*}
   n=${entry##*:}
-  eval "$(apt-config shell parts Dir::Etc::SourceParts/d)"
-  rm -rf "$dir/sources.list.d"
-  mkdir -p "$dir/sources.list.d" "$dir/lists/partial"
-  find "$parts" -maxdepth 1 \( -name '*.list' -o -name '*.sources' \) -exec cp {} "$dir/sources.list.d/" \;
+  name=kreg-$suite${components:+-${components// /-}}
+  if [ ${#KREG_APT_PRIVATE[@]} -eq 0 ]; then
+    eval "$(apt-config shell parts Dir::Etc::SourceParts/d)"
+    rm -rf "$dir/sources.list.d"
+    mkdir -p "$dir/sources.list.d" "$dir/lists/partial"
+    find "$parts" -maxdepth 1 \( -name '*.list' -o -name '*.sources' \) -exec cp {} "$dir/sources.list.d/" \;
+  fi
   case $file in
     *.sources)
-      awk -v n="$n" -v suite="$suite" '
+      awk -v n="$n" -v suite="$suite" -v comps="$components" '
         /^[[:space:]]*$/ { if (seen) stanza++; seen = 0; next }
         /^#/ { next }
         { seen = 1 }
-        stanza + 1 == n { if (tolower($1) == "suites:") print "Suites: " suite; else print }' \
-        "$file" >"$dir/sources.list.d/kreg-$suite.sources"
+        stanza + 1 == n {
+          k = tolower($1)
+          if (k == "suites:") print "Suites: " suite
+          else if (k == "components:" && comps != "") print "Components: " comps
+          else print
+        }' "$file" >"$dir/sources.list.d/$name.sources"
       ;;
     *)
-      awk -v n="$n" -v suite="$suite" 'NR == n {
+      awk -v n="$n" -v suite="$suite" -v comps="$components" 'NR == n {
         i = 2
         if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-        $(i + 1) = suite; print }' "$file" >"$dir/sources.list.d/kreg-$suite.list"
+        $(i + 1) = suite
+        if (comps != "") { NF = i + 1; $0 = $0 " " comps }
+        print }' "$file" >"$dir/sources.list.d/$name.list"
       ;;
   esac
-  [ -s "$dir/sources.list.d/kreg-$suite.sources" ] || [ -s "$dir/sources.list.d/kreg-$suite.list" ] || return 1
+  [ -s "$dir/sources.list.d/$name.sources" ] || [ -s "$dir/sources.list.d/$name.list" ] || return 1
   echo "$dir"
+}
+
+# kreg_component_sources COMPONENT PACKAGE...: packages apt cannot find in the system's
+# sources, from COMPONENT (e.g. non-free) of the system's Debian release, through kreg's
+# own sources (the system's main entry copied with that component); /etc/apt is left as it
+# is. Sets KREG_APT_PRIVATE; fails when the sources have no such release or it lacks them.
+kreg_component_sources() {
+  local component=$1 pkg missing=() found uri release entry dir
+  shift
+  for pkg in "$@"; do
+    apt-cache "${KREG_APT_PRIVATE[@]}" policy "$pkg" 2>/dev/null | grep -q 'Candidate: [^(]' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  # The release (no "-updates"/"-security" suffix) whose main component the system uses.
+  found=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT) $(IDENTIFIER) $(SOURCESENTRY)' 2>/dev/null |
+    awk '$3 == "main" && $4 == "Packages" && $2 !~ /-/ { print $1, $2, $5; exit }')
+  if [ -z "$found" ]; then
+    echo "kreg: ${missing[*]} come from the $component component, and the apt sources have no Debian release whose main component kreg could copy" >&2
+    return 1
+  fi
+  read -r uri release entry <<<"$found"
+  dir=$(kreg_apt_private "$release" "$entry" "$component") || return 1
+  KREG_APT_PRIVATE=(-o "Dir::Etc::SourceParts=$dir/sources.list.d" -o "Dir::State::Lists=$dir/lists")
+  echo "kreg: ${missing[*]}: from $release $component ($uri), through kreg's own apt sources in $dir; /etc/apt is unchanged"
+  apt-get "${KREG_APT_PRIVATE[@]}" update -q >/dev/null 2>&1 || {
+    apt-get "${KREG_APT_PRIVATE[@]}" update -q >&2
+    return 1
+  }
 }
 
 kreg_conflict() {
@@ -295,6 +341,7 @@ kreg_need_tests() {
     /usr/src/linux-source-6.1.tar.xz:linux-source-6.1
   kreg_group "machines over SSH in network namespaces (sshd, ip)" /usr/sbin/sshd:openssh-server ip:iproute2
   kreg_group "MySQL workloads (MariaDB, sysbench)" /usr/sbin/mariadbd:mariadb-server sysbench:sysbench
+  KREG_COMPONENT=non-free kreg_group "netperf (from Debian's non-free component)" netperf:netperf netserver:netperf
   kreg_group "HammerDB's Tcl (Tcl 8.6, its threads, the MySQL and SQLite bindings)" tclsh8.6:tcl8.6 \
     '/usr/lib/tcltk/*/thread2*/pkgIndex.tcl:tcl-thread' '/usr/lib/tcltk/*/mysqltcl*/pkgIndex.tcl:mysqltcl' \
     /usr/lib/tcltk/sqlite3/pkgIndex.tcl:libsqlite3-tcl

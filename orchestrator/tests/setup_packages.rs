@@ -112,36 +112,48 @@ DPkg::Options {{ "--root={root}"; "--force-script-chrootless"; }};
         self.dir.0.join(rel)
     }
 
-    /// One suite of the repository: its packages built, indexed and released.
+    /// One suite of the repository with its main component: its packages built, indexed
+    /// and released.
     fn suite(&self, suite: &str, pkgs: &[Pkg], not_automatic: bool) {
+        self.suite_of(suite, &[("main", pkgs)], not_automatic)
+    }
+
+    /// One suite of the repository with these components.
+    fn suite_of(&self, suite: &str, components: &[(&str, &[Pkg])], not_automatic: bool) {
         let pool = self.path(&format!("repo/pool/{suite}"));
-        let index_dir = self.path(&format!("repo/dists/{suite}/main/binary-amd64"));
         std::fs::create_dir_all(&pool).unwrap();
-        std::fs::create_dir_all(&index_dir).unwrap();
-        let mut index = String::new();
-        for pkg in pkgs {
-            let deb = self.deb(pkg, &pool);
-            let bytes = std::fs::read(&deb).unwrap();
-            let rel = deb.strip_prefix(self.path("repo")).unwrap().display().to_string();
-            index.push_str(&control(pkg));
-            index.push_str(&format!(
-                "Filename: {rel}\nSize: {}\nSHA256: {}\n\n",
-                bytes.len(),
-                sha256(&bytes)
+        let mut sums = String::new();
+        for (component, pkgs) in components {
+            let index_dir = self.path(&format!("repo/dists/{suite}/{component}/binary-amd64"));
+            std::fs::create_dir_all(&index_dir).unwrap();
+            let mut index = String::new();
+            for pkg in pkgs.iter() {
+                let deb = self.deb(pkg, &pool);
+                let bytes = std::fs::read(&deb).unwrap();
+                let rel = deb.strip_prefix(self.path("repo")).unwrap().display().to_string();
+                index.push_str(&control(pkg));
+                index.push_str(&format!(
+                    "Filename: {rel}\nSize: {}\nSHA256: {}\n\n",
+                    bytes.len(),
+                    sha256(&bytes)
+                ));
+            }
+            std::fs::write(index_dir.join("Packages"), &index).unwrap();
+            sums.push_str(&format!(
+                " {} {} {component}/binary-amd64/Packages\n",
+                sha256(index.as_bytes()),
+                index.len()
             ));
         }
-        std::fs::write(index_dir.join("Packages"), &index).unwrap();
+        let names: Vec<&str> = components.iter().map(|(c, _)| *c).collect();
         let mut release = format!(
-            "Origin: kregtest\nLabel: kregtest\nSuite: {suite}\nCodename: {suite}\nDate: Thu, 03 Dec 2026 00:00:00 UTC\nArchitectures: amd64\nComponents: main\n"
+            "Origin: kregtest\nLabel: kregtest\nSuite: {suite}\nCodename: {suite}\nDate: Thu, 03 Dec 2026 00:00:00 UTC\nArchitectures: amd64\nComponents: {}\n",
+            names.join(" ")
         );
         if not_automatic {
             release.push_str("NotAutomatic: yes\nButAutomaticUpgrades: yes\n");
         }
-        release.push_str(&format!(
-            "SHA256:\n {} {} main/binary-amd64/Packages\n",
-            sha256(index.as_bytes()),
-            index.len()
-        ));
+        release.push_str(&format!("SHA256:\n{sums}"));
         std::fs::write(self.path(&format!("repo/dists/{suite}/Release")), release).unwrap();
     }
 
@@ -397,4 +409,37 @@ fn the_check_after_the_setup_sees_a_removal() {
     ));
     assert!(!ok);
     assert!(err.contains("qemu-utils:all 1:7.2+dfsg-7 was removed"), "{err}");
+}
+
+#[test]
+fn a_package_of_the_non_free_component_comes_through_kregs_own_sources() {
+    // Debian's netperf is in non-free, which the system's sources (main only) lack.
+    let apt = Apt::new("setup-nonfree", &["testrel"]);
+    let netperf: Pkg = ("netperf", "2.7.0-0.1", "", "");
+    apt.suite_of("testrel", &[("main", STABLE), ("non-free", &[netperf])], false);
+    let sources_before = std::fs::read_to_string(apt.path("sources.list")).unwrap();
+    let (ok, out, err) = apt.setup(&format!(
+        "before=$(kreg_dpkg_snapshot)\nKREG_COMPONENT=non-free kreg_group 'netperf' kregt-no-such-command:netperf\nkreg_check_nothing_lost \"$before\""
+    ));
+    assert!(ok, "{out}\n{err}");
+    assert_eq!(apt.dpkg_l(), ["netperf 2.7.0-0.1"], "{out}\n{err}");
+    assert!(
+        out.contains("kreg: netperf: from testrel non-free (file:"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(apt.path("sources.list")).unwrap(),
+        sources_before
+    );
+    assert_eq!(std::fs::read_dir(apt.path("parts")).unwrap().count(), 0);
+    let own = std::fs::read_to_string(apt.path("kreg-cache/apt/sources.list.d/kreg-testrel-non-free.list")).unwrap();
+    assert!(own.starts_with("deb [trusted=yes] file:") && own.trim_end().ends_with(" testrel non-free"), "{own}");
+    // A main package in the same group takes the plain way; without the component the
+    // non-free one is not found, and apt's error says so.
+    let apt = Apt::new("setup-nonfree-off", &["testrel"]);
+    apt.suite_of("testrel", &[("main", STABLE), ("non-free", &[netperf])], false);
+    let (ok, out, err) = apt.install_group("netperf");
+    assert!(!ok, "{out}\n{err}");
+    assert!(err.contains("nothing was installed"), "{err}");
+    assert_eq!(apt.dpkg_l(), Vec::<String>::new());
 }
