@@ -311,6 +311,14 @@ impl AgentClient {
         }
     }
 
+    /// The TCP sockets listening on `port` on the agent's machine, with their holders.
+    pub async fn listeners(&self, port: u16) -> Result<Vec<crate::wire::Listener>, ClientError> {
+        match self.step(Step::Listeners { port }, CONTROL_TIMEOUT).await? {
+            StepOutput::Listeners { sockets, .. } => Ok(sockets),
+            other => Err(self.unexpected("listeners", &other)),
+        }
+    }
+
     pub async fn upload(&self, name: &str, bytes: Vec<u8>) -> Result<Uploaded, ClientError> {
         let resp = self
             .http

@@ -97,6 +97,11 @@ pub enum Step {
     Threads {
         pid: u32,
     },
+    /// The TCP sockets listening on `port` in the agent's network namespace, each with the
+    /// processes holding it.
+    Listeners {
+        port: u16,
+    },
     /// Puts a kernel's files where the machine boots from: image, System.map and config in
     /// the boot directory, modules under the modules directory (depmod), and an initramfs
     /// made by the distribution's tool where there is one.
@@ -210,6 +215,7 @@ impl Step {
             Step::Poll { .. } => "poll",
             Step::Stop { .. } => "stop",
             Step::Threads { .. } => "threads",
+            Step::Listeners { .. } => "listeners",
             Step::InstallKernel(_) => "install_kernel",
             Step::KexecInstalled { .. } => "kexec_installed",
             Step::GrubReboot { .. } => "grub_reboot",
@@ -392,6 +398,43 @@ pub struct ThreadInfo {
     pub cgroup: Option<String>,
 }
 
+/// A listening TCP socket (from /proc/net/tcp and tcp6) and who holds it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Listener {
+    /// The local address as bound: `0.0.0.0`, `::`, `10.0.0.1`, `::ffff:10.0.0.1` ….
+    pub address: String,
+    pub port: u16,
+    /// The processes with the socket among their open files (forked children share it).
+    pub holders: Vec<Holder>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Holder {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+}
+
+impl Listener {
+    /// Whether a connection to `address` (an IP literal) on this port would reach it: the
+    /// socket is bound to that address or to every address.
+    pub fn receives(&self, address: &str) -> bool {
+        let bound: Option<std::net::IpAddr> = self.address.parse().ok();
+        let want: Option<std::net::IpAddr> = address.parse().ok();
+        match (bound, want) {
+            (Some(b), Some(w)) => b.is_unspecified() || b == w || as_v4(b).is_some_and(|b4| Some(b4) == as_v4(w)),
+            _ => self.address == address,
+        }
+    }
+}
+
+fn as_v4(a: std::net::IpAddr) -> Option<std::net::Ipv4Addr> {
+    match a {
+        std::net::IpAddr::V4(v) => Some(v),
+        std::net::IpAddr::V6(v) => v.to_ipv4_mapped(),
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KexecRequest {
     /// Name of an uploaded file.
@@ -469,6 +512,10 @@ pub enum StepOutput {
     Threads {
         pid: u32,
         threads: Vec<ThreadInfo>,
+    },
+    Listeners {
+        port: u16,
+        sockets: Vec<Listener>,
     },
     Installed(Installed),
     /// The machine reboots right after this answer: into `entry` (a GRUB menu entry) once,

@@ -423,17 +423,17 @@ fn a_package_of_the_non_free_component_comes_through_kregs_own_sources() {
     ));
     assert!(ok, "{out}\n{err}");
     assert_eq!(apt.dpkg_l(), ["netperf 2.7.0-0.1"], "{out}\n{err}");
-    assert!(
-        out.contains("kreg: netperf: from testrel non-free (file:"),
-        "{out}"
-    );
+    assert!(out.contains("kreg: netperf: from testrel non-free (file:"), "{out}");
     assert_eq!(
         std::fs::read_to_string(apt.path("sources.list")).unwrap(),
         sources_before
     );
     assert_eq!(std::fs::read_dir(apt.path("parts")).unwrap().count(), 0);
     let own = std::fs::read_to_string(apt.path("kreg-cache/apt/sources.list.d/kreg-testrel-non-free.list")).unwrap();
-    assert!(own.starts_with("deb [trusted=yes] file:") && own.trim_end().ends_with(" testrel non-free"), "{own}");
+    assert!(
+        own.starts_with("deb [trusted=yes] file:") && own.trim_end().ends_with(" testrel non-free"),
+        "{own}"
+    );
     // A main package in the same group takes the plain way; without the component the
     // non-free one is not found, and apt's error says so.
     let apt = Apt::new("setup-nonfree-off", &["testrel"]);

@@ -46,6 +46,9 @@ pub async fn run(
             interrupt,
         } => procs.stop(id, grace_secs, interrupt).await.map(StepOutput::Process),
         Step::Threads { pid } => process::threads(pid).map(|threads| StepOutput::Threads { pid, threads }),
+        Step::Listeners { port } => {
+            blocking(move || process::listeners(port).map(|sockets| StepOutput::Listeners { port, sockets })).await
+        }
         Step::InstallKernel(req) => install::install(&req, data_dir, layout).await,
         Step::KexecInstalled { release, cmdline } => install::kexec_installed(&release, &cmdline, layout).await,
         Step::GrubReboot { release, cmdline } => grub::grub_reboot(&release, &cmdline, layout).await,

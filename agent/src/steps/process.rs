@@ -204,3 +204,161 @@ pub fn threads(pid: u32) -> Result<Vec<ThreadInfo>, StepError> {
     out.sort_by_key(|t| t.tid);
     Ok(out)
 }
+
+/// The TCP sockets in LISTEN state on `port` (/proc/net/tcp and tcp6 of the agent's
+/// network namespace) and the processes holding each.
+pub fn listeners(port: u16) -> Result<Vec<crate::wire::Listener>, StepError> {
+    let mut found: Vec<(u64, String)> = Vec::new();
+    for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(super::err(ErrorKind::Io, format!("reading {file}: {e}"))),
+        };
+        found.extend(listening(&text, v6, port));
+    }
+    let mut out: Vec<crate::wire::Listener> = found
+        .iter()
+        .map(|(_, address)| crate::wire::Listener {
+            address: address.clone(),
+            port,
+            holders: Vec::new(),
+        })
+        .collect();
+    if found.is_empty() {
+        return Ok(out);
+    }
+    let procs = std::fs::read_dir("/proc").map_err(|e| super::err(ErrorKind::Io, format!("reading /proc: {e}")))?;
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        // A process may end while it is read: what cannot be read is not held.
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        let inodes: Vec<u64> = fds
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .filter_map(|l| socket_inode(&l.to_string_lossy()))
+            .collect();
+        for (i, (inode, _)) in found.iter().enumerate() {
+            if inodes.contains(inode) {
+                let stat = std::fs::read_to_string(p.path().join("stat")).unwrap_or_default();
+                let (comm, ppid) = comm_and_ppid(&stat);
+                out[i].holders.push(crate::wire::Holder { pid, ppid, comm });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// `comm` and the parent's pid from /proc/PID/stat (`PID (COMM) STATE PPID …`; the name
+/// may hold spaces and parentheses).
+fn comm_and_ppid(stat: &str) -> (String, u32) {
+    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        return (String::new(), 0);
+    };
+    let ppid = stat[close + 1..]
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (stat[open + 1..close].to_string(), ppid)
+}
+
+/// The inode and local address of each LISTEN (state 0A) socket on `port` in a
+/// /proc/net/tcp(6) table.
+fn listening(table: &str, v6: bool, port: u16) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    for line in table.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 10 || f[3] != "0A" {
+            continue;
+        }
+        let Some((addr, p)) = f[1].split_once(':') else {
+            continue;
+        };
+        if u16::from_str_radix(p, 16).ok() != Some(port) {
+            continue;
+        }
+        let (Some(address), Ok(inode)) = (proc_address(addr, v6), f[9].parse::<u64>()) else {
+            continue;
+        };
+        out.push((inode, address));
+    }
+    out
+}
+
+/// An address as /proc/net/tcp prints it: each 32-bit word of the address (network byte
+/// order in memory) printed in hex as a native integer.
+fn proc_address(hex: &str, v6: bool) -> Option<String> {
+    if hex.len() != if v6 { 32 } else { 8 } {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(16);
+    for i in 0..hex.len() / 8 {
+        let w = u32::from_str_radix(&hex[i * 8..i * 8 + 8], 16).ok()?;
+        bytes.extend_from_slice(&w.to_ne_bytes());
+    }
+    if v6 {
+        let b: [u8; 16] = bytes.try_into().ok()?;
+        Some(std::net::Ipv6Addr::from(b).to_string())
+    } else {
+        Some(std::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).to_string())
+    }
+}
+
+#[cfg(test)]
+mod listener_tests {
+    use super::*;
+
+    #[test]
+    fn the_listening_sockets_of_a_port() {
+        // Lines as this machine's kernel wrote them (netserver -p 12999 on 127.0.0.1 and on
+        // every address; an established connection; another port).
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:32C7 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 00000000:32C7 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 100 0 0 10 0
+   2: 0100007F:32C7 0100007F:D3A2 01 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 20 4 30 10 -1
+   3: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4545 1 0000000000000000 100 0 0 10 0
+";
+        assert_eq!(
+            listening(tcp, false, 12999),
+            vec![(4242, "127.0.0.1".to_string()), (4343, "0.0.0.0".to_string())]
+        );
+        let tcp6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000000000000:32C7 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5151 1 0000000000000000 100 0 0 10 0
+   1: 0000000000000000FFFF00000100007F:32C7 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5252 1 0000000000000000 100 0 0 10 0
+";
+        assert_eq!(
+            listening(tcp6, true, 12999),
+            vec![(5151, "::".to_string()), (5252, "::ffff:127.0.0.1".to_string())]
+        );
+        assert_eq!(
+            comm_and_ppid("77 (net server) S 12 77 1 0"),
+            ("net server".to_string(), 12)
+        );
+        assert_eq!(socket_inode("socket:[4242]"), Some(4242));
+        assert_eq!(socket_inode("pipe:[4242]"), None);
+    }
+
+    #[test]
+    fn a_listener_of_this_process_is_found_with_its_holder() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let found = listeners(port).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].address, "127.0.0.1");
+        assert!(
+            found[0].holders.iter().any(|h| h.pid == std::process::id()),
+            "{found:?}"
+        );
+        drop(l);
+        assert_eq!(listeners(port).unwrap(), vec![]);
+    }
+}

@@ -553,6 +553,18 @@ async fn netperf_clients(
     }
     snapshot(ctx, "after", raw).await?;
     let mut out: Vec<Metric> = per_client[0].clone();
+    // Figures are added or averaged only in one unit (each client's `-f` is the same, so
+    // they agree unless an output was misread).
+    for (i, c) in per_client.iter().enumerate() {
+        for m in &out {
+            if let Some(x) = c.iter().find(|x| x.name == m.name && x.unit != m.unit) {
+                return Err(fail(
+                    format!("client {} gave {} in {}, client 1 in {}", i + 1, m.name, x.unit, m.unit),
+                    raw,
+                ));
+            }
+        }
+    }
     for m in out.iter_mut() {
         let values: Vec<f64> = per_client
             .iter()

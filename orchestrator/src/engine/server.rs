@@ -175,7 +175,9 @@ pub async fn start_db(
     }
 }
 
-/// Starts netserver on `server` under `policy`; ready once a one-second test passes.
+/// Starts netserver on `server` under `policy`; ready once a one-second test passes. The
+/// port must be free before, and held by the netserver kreg started after: a netserver
+/// someone else left running would otherwise answer kreg's clients.
 pub async fn start_netserver(
     server: &AgentClient,
     client: &AgentClient,
@@ -183,23 +185,90 @@ pub async fn start_netserver(
     policy: Policy,
     at: Placement,
 ) -> Result<Session, HostError> {
+    let taken = listening(server, n).await?;
+    if !taken.is_empty() {
+        return Err(HostError::Other(format!(
+            "port {} for {} is already taken: {}; kreg measures only a netserver it started: stop that process or give the workload another server port",
+            n.server_port,
+            n.server_address,
+            describe_listeners(&taken)
+        )));
+    }
     let session = Session::spawn(server, n.server_argv(), policy, at, "netserver", String::new()).await?;
     let mut probe = n.clone();
     probe.duration_secs = 1;
-    match wait_ready(
-        &session,
-        client,
-        command(probe.client_argv(), 30),
-        Duration::from_secs(60),
-    )
-    .await
-    {
+    let ready = async {
+        wait_ready(
+            &session,
+            client,
+            command(probe.client_argv(), 30),
+            Duration::from_secs(60),
+        )
+        .await?;
+        let now = listening(server, n).await?;
+        let ours = |h: &kreg_agent::wire::Holder| h.pid == session.pid || h.ppid == session.pid;
+        let held = now.iter().any(|l| l.holders.iter().any(|h| h.pid == session.pid));
+        let foreign: Vec<_> = now
+            .iter()
+            .filter(|l| l.holders.is_empty() || !l.holders.iter().all(ours))
+            .cloned()
+            .collect();
+        if !held || !foreign.is_empty() {
+            return Err(HostError::Other(format!(
+                "the netserver kreg started (pid {}) is not the one answering on port {} for {}: {}",
+                session.pid,
+                n.server_port,
+                n.server_address,
+                if now.is_empty() {
+                    "nothing listens there".to_string()
+                } else {
+                    describe_listeners(&now)
+                }
+            )));
+        }
+        Ok(())
+    };
+    match ready.await {
         Ok(()) => Ok(session),
         Err(e) => {
             let _ = session.stop().await;
             Err(e)
         }
     }
+}
+
+/// The sockets listening where the netperf clients connect (the server's address or every
+/// address, on its port).
+async fn listening(server: &AgentClient, n: &Netperf) -> Result<Vec<kreg_agent::wire::Listener>, HostError> {
+    let all = server
+        .listeners(n.server_port)
+        .await
+        .map_err(HostError::agent("listing the listening sockets"))?;
+    Ok(all.into_iter().filter(|l| l.receives(&n.server_address)).collect())
+}
+
+/// `pid 1234 (netserver) listens on 0.0.0.0:12865`, for each socket.
+fn describe_listeners(ls: &[kreg_agent::wire::Listener]) -> String {
+    ls.iter()
+        .map(|l| {
+            let who = if l.holders.is_empty() {
+                "a socket no process holds".to_string()
+            } else {
+                l.holders
+                    .iter()
+                    .map(|h| format!("pid {} ({})", h.pid, h.comm))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let addr = if l.address.contains(':') {
+                format!("[{}]", l.address)
+            } else {
+                l.address.clone()
+            };
+            format!("{who} listens on {addr}:{}", l.port)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl Session {

@@ -283,13 +283,77 @@ lat_p99_us=58 us lower
     check(
         "netperf",
         &truncated(NETPERF_RR, 1),
-        "error: netperf: no THROUGHPUT= line (truncated, or netperf ran without `-k` selectors)",
+        "error: netperf: the table has no numbers after its headings (truncated)",
     );
     check(
         "netperf",
         &NETPERF_RR.replace("P99_LATENCY=58", "P99_LATENCY=n/a"),
         "error: netperf: line 7: P99_LATENCY is \"n/a\", not a number",
     );
+}
+
+/// netperf 2.7.0's own outputs (fixtures/README.md): the default table of each test kind,
+/// with CPU columns, `-o` CSV named and bare, `-k` for a stream test.
+#[test]
+fn netperf_real_outputs() {
+    let cases = [
+        ("tcp_rr", "transactions_per_s=34596.58 Trans/s higher"),
+        ("udp_rr", "transactions_per_s=37897.86 Trans/s higher"),
+        ("tcp_rr_cpu", "transactions_per_s=24558.24 Trans/s higher"),
+        ("tcp_stream", "throughput=12322.61 10^6bits/s higher"),
+        ("tcp_maerts", "throughput=11187.77 10^6bits/s higher"),
+        ("tcp_stream_cpu_g", "throughput=11.58 10^9bits/s higher"),
+        (
+            "udp_stream",
+            "throughput=13739.84 10^6bits/s higher\nsend_throughput=55173.69 10^6bits/s higher",
+        ),
+        (
+            "tcp_rr_o",
+            "transactions_per_s=29046.96 Trans/s higher\nlat_mean_us=34.36 us lower\nlat_p50_us=33 us lower\nlat_p90_us=39 us lower\nlat_p99_us=63 us lower",
+        ),
+        ("tcp_stream_o", "throughput=11962.39 10^6bits/s higher"),
+        ("tcp_stream_o_bare", "throughput=12114.66 10^6bits/s higher"),
+        ("tcp_stream_k", "throughput=14740.28 10^6bits/s higher"),
+    ];
+    for (name, want) in cases {
+        let text = fixture(&format!("netperf-2.7.0.{name}.txt"));
+        check("netperf", &text, want);
+        // Cut anywhere before its numbers, each is an error, never a partial result.
+        let numbers = text
+            .lines()
+            .position(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()));
+        for n in 0..numbers.unwrap_or(0) {
+            let r = parse("netperf", &truncated(&text, n));
+            assert!(r.is_err(), "{name} cut to {n} lines: {r:?}");
+        }
+    }
+    // The UDP_STREAM table without its receive line: no throughput to give.
+    let udp = fixture("netperf-2.7.0.udp_stream.txt");
+    let lines = udp
+        .lines()
+        .collect::<Vec<_>>()
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .unwrap();
+    check(
+        "netperf",
+        &truncated(&udp, lines),
+        "error: netperf: the table lacks its line 2 of numbers (truncated)",
+    );
+    // Two runs pasted together.
+    let two = format!(
+        "{}{}",
+        fixture("netperf-2.7.0.tcp_rr.txt"),
+        fixture("netperf-2.7.0.tcp_rr.txt")
+    );
+    check(
+        "netperf",
+        &two,
+        "error: netperf: 2 test banners: the output holds more than one run; give one run per file",
+    );
+    // A table whose throughput column is not a number.
+    let bad = fixture("netperf-2.7.0.tcp_stream.txt").replace("12322.61", "12322.61x");
+    assert!(parse("netperf", &bad).is_err());
 }
 
 /// hammerdbcli output with the time profile on, HammerDB v4 layout (P99/P95/P50 only).
