@@ -1,9 +1,12 @@
 //! HammerDB TPROC-C for real (seed 004's workload): MariaDB on a SUT and HammerDB on a load
 //! generator, each in a network namespace with its own kreg-agent. kreg installs HammerDB
 //! from its release tarball on the load generator, builds a one-warehouse schema, runs
-//! TPROC-C under two variants, and stores what HammerDB itself printed; then HammerDB 4.4
-//! (aws/repro-collection's version) runs one job on the schema built. The password appears
-//! nowhere kreg keeps (a pg_dump of the results database).
+//! TPROC-C under two variants (the controller killed during the first job's run and the run
+//! resumed), and stores what HammerDB itself printed; then HammerDB 4.4
+//! (aws/repro-collection's version) runs one job on the schema built, and 4.12 one job with
+//! HammerDB and the server both on the SUT at 127.0.0.1. A build against a port nothing
+//! listens on fails with HammerDB's own line. The password appears nowhere kreg keeps (a
+//! pg_dump of the results database).
 //!
 //! HammerDB comes from KREG_TEST_HAMMERDB (a tarball), else the shared third-party folder
 //! beside the repository; the test fails, never skips, when neither is there. Needs root,
@@ -42,6 +45,18 @@ fn tarball(version: &str) -> PathBuf {
 }
 
 fn scenario(sut: &NsAgent, ldg: &NsAgent, datadir: &Path, version: &str, variants: &str) -> String {
+    scenario_of(sut, ldg, datadir, version, variants, "mariadb", 3306)
+}
+
+fn scenario_of(
+    sut: &NsAgent,
+    ldg: &NsAgent,
+    datadir: &Path,
+    version: &str,
+    variants: &str,
+    kind: &str,
+    port: u16,
+) -> String {
     format!(
         r#"
 name: hammerdb-{version}
@@ -62,7 +77,7 @@ workloads:
     rampup: 0
     duration: 1
     timeout: 10m
-    server: {{ on: sut, kind: mariadb, address: 10.232.3.1, port: 3306, datadir: {datadir}, database: tpcc, user: hdb, password_file: db.pass }}
+    server: {{ on: sut, kind: {kind}, address: 10.232.3.1, port: {port}, datadir: {datadir}, database: tpcc, user: hdb, password_file: db.pass }}
 iterations: 1
 "#,
         sut = sut.url,
@@ -153,6 +168,29 @@ async fn last_run(db: &TestDb) -> i64 {
         .unwrap()
 }
 
+/// Whether a job's timed-run script (not a schema build's) is in a HammerDB TMP now.
+fn timed_script() -> bool {
+    std::fs::read_dir("/tmp").unwrap().flatten().any(|e| {
+        e.file_name().to_string_lossy().starts_with("kreg-hammerdb.")
+            && std::fs::read_to_string(e.path().join("script.tcl")).is_ok_and(|t| t.contains("vurun"))
+    })
+}
+
+/// The pids of HammerDB's processes on this machine (every namespace shares its /proc).
+fn hammerdb_processes() -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains("hammerdbcli") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 #[tokio::test]
 async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
     let db = fresh_db("hammerdb").await;
@@ -169,10 +207,58 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
     // HammerDB 4.12: the schema built, then TPROC-C under two variants.
     let variants = "  - { name: default }\n  - { name: batch, policy: batch }";
     let file = dir.0.join("h412.yaml");
-    std::fs::write(&file, scenario(&sut, &ldg, &datadir, "4.12", variants)).unwrap();
-    let (ok, text) = run(&db, &dir.0, &file).await;
-    assert!(ok, "kreg run (HammerDB 4.12) failed\n{text}");
+    // `kind: mysql` with MariaDB's binaries (Debian's mysqld is mariadbd).
+    std::fs::write(
+        &file,
+        scenario_of(&sut, &ldg, &datadir, "4.12", variants, "mysql", 3306),
+    )
+    .unwrap();
+    // The controller is killed (SIGKILL) while the first job's HammerDB runs, then resumed.
+    let child = kreg(&db, &dir.0)
+        .arg("run")
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "no timed HammerDB run began");
+        let running: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state = 'running'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        if running == 1 && !hammerdb_processes().is_empty() && timed_script() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(15)).await;
+    // SAFETY: signals the kreg child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let killed = child.wait_with_output().unwrap();
+    assert!(!killed.status.success());
     let run412 = last_run(&db).await;
+    let out = kreg(&db, &dir.0)
+        .args(["resume", &run412.to_string()])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "kreg resume (HammerDB 4.12) failed\n{text}");
+    // Nothing of the killed attempt lives on, and every job has exactly one sample.
+    assert!(hammerdb_processes().is_empty(), "{:?}", hammerdb_processes());
+    let per_job: Vec<i64> = sqlx::query_scalar(
+        "SELECT count(r.id) FROM jobs j LEFT JOIN results r ON r.job_id = j.id AND r.metric = 'nopm' WHERE j.run_id = $1 GROUP BY j.id ORDER BY j.id",
+    )
+    .bind(run412)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(per_job, [1, 1], "{text}");
     let done = jobs(&db, run412).await;
     assert_eq!(done.len(), 2, "{text}");
     for (_, variant, metrics, stdout, profile) in &done {
@@ -194,6 +280,19 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
     .await
     .unwrap();
     assert_eq!(versions, ["v4.12", "v4.12"]);
+    // The database server's own version line, per job.
+    let servers: Vec<String> = sqlx::query_scalar(
+        "SELECT o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id WHERE j.run_id = $1 AND o.kind = 'server_version'",
+    )
+    .bind(run412)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(servers.len(), 2, "{servers:?}");
+    assert!(
+        servers.iter().all(|v| v.starts_with("mysqld") && v.contains("MariaDB")),
+        "{servers:?}"
+    );
 
     // HammerDB 4.4 on the schema 4.12 built: one job.
     let file = dir.0.join("h44.yaml");
@@ -206,6 +305,43 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
     assert!(stdout.contains("HammerDB CLI v4.4"), "{stdout}");
     assert_eq!(metric(metrics, "nopm"), test_result(stdout).0);
     assert_eq!(metric(metrics, "neword_p99_ms"), neword(profile)[2]);
+
+    // The server at 127.0.0.1 (HammerDB would take its socket instead of host and port):
+    // HammerDB and MariaDB both on the SUT, one job on the schema built.
+    let local = scenario_of(&sut, &ldg, &datadir, "4.12", "  - { name: default }", "mariadb", 3306)
+        .replace("address: 10.232.3.1", "address: 127.0.0.1")
+        .replace("    on: ldg\n", "    on: sut\n")
+        .replace("on: [ldg], from:", "on: [sut], from:");
+    let file = dir.0.join("h412-local.yaml");
+    std::fs::write(&file, local).unwrap();
+    let (ok, text) = run(&db, &dir.0, &file).await;
+    assert!(ok, "kreg run (HammerDB at 127.0.0.1) failed\n{text}");
+    let done = jobs(&db, last_run(&db).await).await;
+    assert_eq!(done.len(), 1, "{text}");
+    let (_, _, metrics, stdout, _) = &done[0];
+    assert!(metric(metrics, "nopm") > 0.0);
+    assert_eq!(metric(metrics, "nopm"), test_result(stdout).0);
+    // Host and port, not HammerDB's default socket.
+    assert!(
+        stdout.contains("Changed connection:mysql_socket from /tmp/mysql.sock to null"),
+        "{stdout}"
+    );
+
+    // A database HammerDB cannot reach (nothing listens on the port): the schema build
+    // fails with HammerDB's own line, naming the host HammerDB ran on.
+    let text = scenario_of(&sut, &ldg, &datadir, "4.12", "  - { name: default }", "mariadb", 3399);
+    let sc = kreg::scenario::from_str(&text, &dir.0).expect("the scenario loads");
+    let kreg::scenario::WorkloadKind::Hammerdb(h) = &sc.workload("tpcc").unwrap().kind else {
+        panic!("a hammerdb workload")
+    };
+    let client = kreg_agent::client::AgentClient::pinned(&ldg.url, TOKEN, &ldg.fingerprint).unwrap();
+    let err = kreg::engine::build_schema(&client, "ldg", &h.script(PASSWORD, 1, true), PASSWORD)
+        .await
+        .expect_err("a build against a closed port fails")
+        .to_string();
+    assert!(err.starts_with("hammerdbcli on ldg, building the TPROC-C schema, failed: "), "{err}");
+    assert!(err.contains("Can't connect to") && err.contains("10.232.3.1"), "{err}");
+    assert!(!err.contains(PASSWORD), "{err}");
 
     // The password is in nothing kreg stored.
     let dump = std::process::Command::new("pg_dump")

@@ -48,7 +48,7 @@ pub enum Failure {
     /// A job's cgroup could not be made or removed.
     #[error("cgroup on {host}: {detail}")]
     Cgroup { host: String, detail: String },
-    #[error("the server of workload {workload} on {host}: {detail}")]
+    #[error("workload {workload}, its server on {host}: {detail}")]
     Server {
         workload: String,
         host: String,
@@ -375,7 +375,7 @@ impl Driver<'_> {
             cpus,
             cgroups: cgroup.as_ref().map(|c| c.leaves()),
         };
-        match server::open(&workload.kind, &srv, &runner, variant.policy, at, booted.id.nr_cpus).await {
+        match server::open(&workload.kind, &srv, &runner, &workload.on, variant.policy, at, booted.id.nr_cpus).await {
             Ok(mut session) => {
                 if let Some(s) = session.as_mut() {
                     s.cgroup = cgroup;

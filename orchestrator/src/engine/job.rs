@@ -326,6 +326,9 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
         raw.push(("sched_features".to_string(), k.value));
     }
     let mut server_policy = None;
+    if let Some(v) = ctx.session.and_then(|s| s.version.clone()) {
+        raw.push(("server_version".into(), v));
+    }
     if let Some(s) = ctx.session {
         match s.check_threads(variant.policy, ctx.cgroup).await {
             Ok((policy, listing)) => {

@@ -11,6 +11,7 @@ use super::error::HostError;
 use super::{command, must};
 use crate::failure::{tail, TAIL_LINES};
 use crate::poll::{until, Look, Waited};
+use crate::workload::db::{is_mariadb, DbKind};
 use crate::workload::{hammerdb, DbServer, Netperf, Plan, WorkloadKind};
 
 /// Where a server runs: the CPUs it may use, the leaf cgroups it goes into.
@@ -30,6 +31,8 @@ pub struct Session {
     pub what: String,
     /// The cgroup the server runs in, removed when it stops.
     pub cgroup: Option<super::cgroup::Placed>,
+    /// The server program's own version line (`mariadbd --version`), stored with each job.
+    pub version: Option<String>,
 }
 
 impl Session {
@@ -61,6 +64,7 @@ impl Session {
             password,
             what: what.to_string(),
             cgroup: None,
+            version: None,
         })
     }
 }
@@ -102,6 +106,24 @@ async fn wait_ready(
     })
 }
 
+/// The server program's `--version` line on the server host: provenance, and which
+/// database it is whatever `kind` says (Debian's `mysqld` is MariaDB's).
+async fn server_version(server: &AgentClient, db: &DbServer) -> Result<String, HostError> {
+    let r = server
+        .exec(command(db.version_argv(), 30))
+        .await
+        .map_err(HostError::agent(format!("{} --version", db.programs().0)))?;
+    if !r.success() {
+        return Err(HostError::Other(format!(
+            "{} --version failed ({:?}): {}; is the database server installed on this host?",
+            db.programs().0,
+            r.exit_code,
+            tail(&format!("{}{}", r.stdout, r.stderr), TAIL_LINES)
+        )));
+    }
+    Ok(r.stdout.trim().to_string())
+}
+
 fn read_password(db: &DbServer) -> Result<String, HostError> {
     let text = std::fs::read_to_string(&db.password_file)
         .map_err(|e| format!("cannot read password file {}: {e}", db.password_file.display()))?;
@@ -141,14 +163,22 @@ pub async fn start_db(
         "creating the datadir",
     )
     .await?;
+    let version = server_version(server, db).await?;
     let initialised = server
         .exec(command(["test".to_string(), "-d".into(), format!("{dir}/mysql")], 10))
         .await
         .map_err(|e| e.to_string())?;
     if !initialised.success() {
-        must(server, command(db.init_argv(), 600), "initialising the datadir").await?;
+        if db.kind == DbKind::Mysql && is_mariadb(&version) {
+            tracing::info!(
+                "server kind mysql: {} is MariaDB's ({version}); its datadir is initialised with mariadb-install-db",
+                db.programs().0
+            );
+        }
+        must(server, command(db.init_argv_for(&version), 600), "initialising the datadir").await?;
     }
-    let session = Session::spawn(server, db.server_argv(), policy, at, db.programs().0, password).await?;
+    let mut session = Session::spawn(server, db.server_argv(), policy, at, db.programs().0, password).await?;
+    session.version = Some(version);
     let result = async {
         let mut admin = command(db.admin_argv(), 30);
         admin.argv.push("--execute=SELECT 1".into());
@@ -345,8 +375,9 @@ impl Session {
 
 /// hammerdbcli building the TPROC-C schema on the load generator. HammerDB exits 0 when its
 /// virtual users failed: its own line says so, and is the reason.
-async fn build_schema(runner: &AgentClient, script: &str, password: &str) -> Result<(), HostError> {
-    let what = "building the TPROC-C schema (hammerdbcli on the load generator)";
+pub async fn build_schema(runner: &AgentClient, on: &str, script: &str, password: &str) -> Result<(), HostError> {
+    let what = format!("hammerdbcli on {on}, building the TPROC-C schema,");
+    let what = what.as_str();
     let run = super::hammerdb::Run::prepare(runner, script).await?;
     let res = runner.exec(run.request(7200)).await;
     run.finish().await;
@@ -370,6 +401,7 @@ pub async fn open(
     kind: &WorkloadKind,
     server: &AgentClient,
     runner: &AgentClient,
+    runner_host: &str,
     policy: Policy,
     at: Placement,
     sut_cpus: u32,
@@ -406,7 +438,7 @@ pub async fn open(
             if !built {
                 let vus = h.virtual_users.resolve(sut_cpus);
                 let script = h.script(&s.password, vus, true);
-                if let Err(e) = build_schema(runner, &script, &s.password).await {
+                if let Err(e) = build_schema(runner, runner_host, &script, &s.password).await {
                     let _ = s.stop().await;
                     return Err(e);
                 }

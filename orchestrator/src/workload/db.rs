@@ -30,6 +30,11 @@ pub struct DbServer {
     pub password_file: PathBuf,
 }
 
+/// Whether a server's `--version` line is MariaDB's (`mysqld  Ver 10.11.19-MariaDB-0+deb12u1 …`).
+pub fn is_mariadb(version: &str) -> bool {
+    version.contains("MariaDB")
+}
+
 /// Quotes a string for a single-quoted SQL literal (MySQL/MariaDB, default SQL mode).
 pub fn sql_quote(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
@@ -65,6 +70,25 @@ impl DbServer {
     }
 
     /// Creates the system tables in an empty datadir.
+    /// `SERVER --version`: the server's own version line, run before anything else.
+    pub fn version_argv(&self) -> Vec<String> {
+        vec![self.programs().0.into(), "--version".into()]
+    }
+
+    /// The datadir's initialisation for the server whose `--version` said `version`: MariaDB's
+    /// tool wherever the binary is MariaDB's (Debian's `mysqld` is MariaDB's under
+    /// `kind: mysql`), MySQL's `--initialize-insecure` otherwise.
+    pub fn init_argv_for(&self, version: &str) -> Vec<String> {
+        if is_mariadb(version) && self.kind == DbKind::Mysql {
+            return DbServer {
+                kind: DbKind::Mariadb,
+                ..self.clone()
+            }
+            .init_argv();
+        }
+        self.init_argv()
+    }
+
     pub fn init_argv(&self) -> Vec<String> {
         match self.kind {
             DbKind::Mariadb => vec![
