@@ -280,6 +280,21 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
     .await
     .unwrap();
     assert_eq!(versions, ["v4.12", "v4.12"]);
+    // The exact script per job, its password masked.
+    let scripts: Vec<String> = sqlx::query_scalar(
+        "SELECT o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id WHERE j.run_id = $1 AND o.kind = 'hammerdb_script'",
+    )
+    .bind(run412)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(scripts.len(), 2, "{scripts:?}");
+    for s in &scripts {
+        assert!(
+            s.contains("vurun") && s.contains("diset tpcc mysql_pass {********}"),
+            "{s}"
+        );
+    }
     // The database server's own version line, per job.
     let servers: Vec<String> = sqlx::query_scalar(
         "SELECT o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id WHERE j.run_id = $1 AND o.kind = 'server_version'",
@@ -335,11 +350,26 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
         panic!("a hammerdb workload")
     };
     let client = kreg_agent::client::AgentClient::pinned(&ldg.url, TOKEN, &ldg.fingerprint).unwrap();
+    // The 4.12 tree kreg unpacked for the runs above (named by the tarball's SHA-256).
+    let hash: String = {
+        use sha2::Digest;
+        let bytes = std::fs::read(tarball("4.12")).unwrap();
+        sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let tree = format!("/var/lib/kreg/tools/hammerdbcli-{}", &hash[..16]);
+    assert!(Path::new(&tree).join("hammerdbcli").exists(), "{tree}");
+    client.set_program("hammerdbcli", &format!("{tree}/hammerdbcli"));
     let err = kreg::engine::build_schema(&client, "ldg", &h.script(PASSWORD, 1, true), PASSWORD)
         .await
         .expect_err("a build against a closed port fails")
         .to_string();
-    assert!(err.starts_with("hammerdbcli on ldg, building the TPROC-C schema, failed: "), "{err}");
+    assert!(
+        err.starts_with("hammerdbcli on ldg, building the TPROC-C schema, failed: "),
+        "{err}"
+    );
     assert!(err.contains("Can't connect to") && err.contains("10.232.3.1"), "{err}");
     assert!(!err.contains(PASSWORD), "{err}");
 

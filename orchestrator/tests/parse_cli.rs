@@ -198,3 +198,70 @@ fn schbench_json_and_standard_input() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(value(&json, "time"), 0.125);
 }
+
+/// netperf's default tables and `-o` CSV from runs made now against a netserver on
+/// loopback: the figure kreg reads is the one in the table's throughput column.
+#[test]
+fn netperf_tables_run_now_are_read_exactly() {
+    let dir = common::Scratch::new("parse-netperf");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut server = Command::new("netserver")
+        .args(["-D", "-L", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("netserver (Debian's netperf) is installed");
+    let p = port.to_string();
+    let netperf = |extra: &[&str]| -> String {
+        for _ in 0..50 {
+            let out = Command::new("netperf")
+                .args(["-H", "127.0.0.1", "-p", &p, "-l", "1"])
+                .args(extra)
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return String::from_utf8(out.stdout).unwrap();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("netperf {extra:?} never ran");
+    };
+    // The number in the line after the blank line, at the column whose heading's last
+    // line ends the throughput's unit; read here by position from the end of the headings.
+    let cases: [(&[&str], &str, usize, &str); 4] = [
+        (&["-t", "TCP_RR"], "transactions_per_s", 5, "Trans/s"),
+        (&["-t", "UDP_RR"], "transactions_per_s", 5, "Trans/s"),
+        (&["-t", "TCP_STREAM"], "throughput", 4, "10^6bits/s"),
+        (&["-t", "TCP_MAERTS", "-f", "k"], "throughput", 4, "10^3bits/s"),
+    ];
+    for (args, metric, column, unit) in cases {
+        let text = netperf(args);
+        let data = text
+            .lines()
+            .skip_while(|l| !l.trim().is_empty())
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_else(|| panic!("{text}"));
+        let printed: f64 = data.split_whitespace().nth(column).unwrap().parse().unwrap();
+        let file = dir.0.join("np.txt");
+        std::fs::write(&file, &text).unwrap();
+        let (ok, json, err) = kreg_parse("netperf", &file);
+        assert!(ok, "{args:?}: {err}\n{text}");
+        assert_eq!(value(&json, metric), printed, "{args:?}\n{text}");
+        assert_eq!(json[0]["unit"], unit, "{args:?}");
+        assert_eq!(json[0]["direction"], "higher");
+    }
+    // -o with named columns.
+    let text = netperf(&["-t", "TCP_RR", "--", "-o", "THROUGHPUT,P99_LATENCY,THROUGHPUT_UNITS"]);
+    let values: Vec<&str> = text.lines().last().unwrap().split(',').collect();
+    let file = dir.0.join("np.csv");
+    std::fs::write(&file, &text).unwrap();
+    let (ok, json, err) = kreg_parse("netperf", &file);
+    assert!(ok, "{err}\n{text}");
+    assert_eq!(value(&json, "transactions_per_s"), values[0].parse::<f64>().unwrap());
+    assert_eq!(value(&json, "lat_p99_us"), values[1].parse::<f64>().unwrap());
+    let _ = server.kill();
+    let _ = server.wait();
+}

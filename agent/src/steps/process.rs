@@ -348,6 +348,26 @@ mod listener_tests {
     }
 
     #[test]
+    fn which_listeners_a_connection_reaches() {
+        let l = |a: &str| crate::wire::Listener {
+            address: a.into(),
+            port: 12865,
+            holders: vec![],
+        };
+        for (bound, to, reaches) in [
+            ("0.0.0.0", "10.0.0.1", true),
+            ("::", "10.0.0.1", true),
+            ("10.0.0.1", "10.0.0.1", true),
+            ("::ffff:10.0.0.1", "10.0.0.1", true),
+            ("10.0.0.2", "10.0.0.1", false),
+            ("127.0.0.1", "10.0.0.1", false),
+            ("fe80::1", "10.0.0.1", false),
+        ] {
+            assert_eq!(l(bound).receives(to), reaches, "{bound} for {to}");
+        }
+    }
+
+    #[test]
     fn a_listener_of_this_process_is_found_with_its_holder() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();

@@ -375,7 +375,17 @@ impl Driver<'_> {
             cpus,
             cgroups: cgroup.as_ref().map(|c| c.leaves()),
         };
-        match server::open(&workload.kind, &srv, &runner, &workload.on, variant.policy, at, booted.id.nr_cpus).await {
+        match server::open(
+            &workload.kind,
+            &srv,
+            &runner,
+            &workload.on,
+            variant.policy,
+            at,
+            booted.id.nr_cpus,
+        )
+        .await
+        {
             Ok(mut session) => {
                 if let Some(s) = session.as_mut() {
                     s.cgroup = cgroup;

@@ -391,7 +391,7 @@ async fn measure(
             let vus = h.virtual_users.resolve(ctx.sut_id.nr_cpus);
             let script = h.script(&session.password, vus, false);
             (
-                hammerdb_run(ctx, script, &session.password, workload.timeout_secs, raw).await?,
+                hammerdb_run(ctx, &workload.on, script, &session.password, workload.timeout_secs, raw).await?,
                 server_policy.clone(),
             )
         }
@@ -583,10 +583,11 @@ async fn netperf_clients(
     Ok(out)
 }
 
-/// hammerdbcli reading the script on stdin; SUT schedstat is taken once the rampup is over,
-/// so that the snapshots bracket the timed phase only.
+/// `./hammerdbcli auto SCRIPT` on `on`; SUT schedstat is taken once the rampup is over, so
+/// that the snapshots bracket the timed phase only.
 async fn hammerdb_run(
     ctx: &Ctx<'_>,
+    on: &str,
     script: String,
     password: &str,
     timeout_secs: u64,
@@ -595,7 +596,9 @@ async fn hammerdb_run(
     let run = super::hammerdb::Run::prepare(ctx.runner, &script)
         .await
         .map_err(|e| fail(e.to_string(), raw))?;
-    let out = hammerdb_measured(ctx, &run, password, timeout_secs, raw).await;
+    // The exact script that ran, its password masked.
+    raw.push(("hammerdb_script".into(), hammerdb::redact(&script, password)));
+    let out = hammerdb_measured(ctx, on, &run, password, timeout_secs, raw).await;
     run.finish().await;
     out
 }
@@ -603,6 +606,7 @@ async fn hammerdb_run(
 /// The measured part of [`hammerdb_run`]: the run, its stdout and time profile kept.
 async fn hammerdb_measured(
     ctx: &Ctx<'_>,
+    on: &str,
     run: &super::hammerdb::Run<'_>,
     password: &str,
     timeout_secs: u64,
@@ -643,7 +647,7 @@ async fn hammerdb_measured(
     raw.push(("stderr".into(), hammerdb::redact(&st.stderr, password)));
     raw.push(("hammerdb_version".into(), run.version.clone()));
     if let Some(line) = hammerdb::failure(&stdout) {
-        return Err(fail(format!("hammerdbcli on the load generator: {line}"), raw));
+        return Err(fail(format!("hammerdbcli on {on}: {line}"), raw));
     }
     let profile = run.profile().await.map_err(|e| fail(e.to_string(), raw))?;
     let text = match profile {

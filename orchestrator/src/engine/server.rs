@@ -175,7 +175,12 @@ pub async fn start_db(
                 db.programs().0
             );
         }
-        must(server, command(db.init_argv_for(&version), 600), "initialising the datadir").await?;
+        must(
+            server,
+            command(db.init_argv_for(&version), 600),
+            "initialising the datadir",
+        )
+        .await?;
     }
     let mut session = Session::spawn(server, db.server_argv(), policy, at, db.programs().0, password).await?;
     session.version = Some(version);

@@ -155,7 +155,7 @@ f.yaml:7:66: message_cpus (-M): \"0-x\" is not a CPU list like 0-3,8 or `auto`
     check(
         &format!("{HOSTS}workloads:\n  - {{ name: n, kind: netperf, test: UDP_STREAM, clients: lots, server: {{ on: db, address: 10.0.0.300 }} }}\n"),
         "
-f.yaml:7:37: test: `UDP_STREAM` is not supported; expected UDP_RR or TCP_RR
+f.yaml:7:37: test: `UDP_STREAM` is not supported; expected one of UDP_RR, TCP_RR, TCP_STREAM, TCP_MAERTS
 f.yaml:7:58: clients: expected a count (8) or a % of the SUT's CPUs (50%), found a string
 f.yaml:7:91: address: \"10.0.0.300\" is not an IP address
 ",
