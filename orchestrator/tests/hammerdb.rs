@@ -14,7 +14,7 @@
 
 mod common;
 use common::netns::{agent_in, Net, NsAgent};
-use common::{fresh_db, kreg, Scratch, TestDb, TOKEN};
+use common::{fresh_db, kreg, kreg_run, Scratch, TestDb, TOKEN};
 
 use std::path::{Path, PathBuf};
 
@@ -149,16 +149,6 @@ fn metric(ms: &[(String, f64)], name: &str) -> f64 {
         .find(|(n, _)| n == name)
         .unwrap_or_else(|| panic!("no {name} in {ms:?}"))
         .1
-}
-
-async fn run(db: &TestDb, dir: &Path, file: &Path) -> (bool, String) {
-    let out = kreg(db, dir).arg("run").arg(file).output().unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 async fn last_run(db: &TestDb) -> i64 {
@@ -312,7 +302,7 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
     // HammerDB 4.4 on the schema 4.12 built: one job.
     let file = dir.0.join("h44.yaml");
     std::fs::write(&file, scenario(&sut, &ldg, &datadir, "4.4", "  - { name: default }")).unwrap();
-    let (ok, text) = run(&db, &dir.0, &file).await;
+    let (ok, text) = kreg_run(&db, &dir.0, &file);
     assert!(ok, "kreg run (HammerDB 4.4) failed\n{text}");
     let done = jobs(&db, last_run(&db).await).await;
     assert_eq!(done.len(), 1, "{text}");
@@ -329,7 +319,7 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
         .replace("on: [ldg], from:", "on: [sut], from:");
     let file = dir.0.join("h412-local.yaml");
     std::fs::write(&file, local).unwrap();
-    let (ok, text) = run(&db, &dir.0, &file).await;
+    let (ok, text) = kreg_run(&db, &dir.0, &file);
     assert!(ok, "kreg run (HammerDB at 127.0.0.1) failed\n{text}");
     let done = jobs(&db, last_run(&db).await).await;
     assert_eq!(done.len(), 1, "{text}");

@@ -6,8 +6,7 @@
 
 mod common;
 use common::netns::{agent_in, NsAgent};
-use common::{fresh_db, kreg, Scratch, TestDb, TOKEN};
-use std::path::Path;
+use common::{fresh_db, kreg_run, Scratch, TOKEN};
 use std::process::{Child, Command};
 
 const NET: &str = "10.233";
@@ -32,16 +31,6 @@ iterations: 1
         sut_fp = sut.fingerprint,
         ldg_fp = ldg.fingerprint,
     )
-}
-
-fn run(db: &TestDb, dir: &Path, file: &Path) -> (bool, String) {
-    let out = kreg(db, dir).arg("run").arg(file).output().unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 /// `KEY=VALUE` of a client's `-k` output, read here independently of kreg.
@@ -77,7 +66,7 @@ async fn tcp_stream_and_udp_rr_from_the_ldg_and_a_port_someone_holds() {
     let file = dir.0.join("np.yaml");
     let variants = "  - { name: default }\n  - { name: batch, policy: batch }";
     std::fs::write(&file, scenario(&sut, &ldg, 12871, variants)).unwrap();
-    let (ok, text) = run(&db, &dir.0, &file);
+    let (ok, text) = kreg_run(&db, &dir.0, &file);
     assert!(ok, "kreg run failed\n{text}");
     let jobs: Vec<(i64, String, String)> =
         sqlx::query_as("SELECT id, workload, variant FROM jobs WHERE state = 'done' ORDER BY ordinal")
@@ -184,7 +173,7 @@ async fn tcp_stream_and_udp_rr_from_the_ldg_and_a_port_someone_holds() {
         .await
         .unwrap();
     std::fs::write(&file, scenario(&sut, &ldg, port, "  - { name: default }")).unwrap();
-    let (ok, text) = run(&db, &dir.0, &file);
+    let (ok, text) = kreg_run(&db, &dir.0, &file);
     assert!(!ok, "a run against someone else's netserver succeeded\n{text}");
     let errors: Vec<String> =
         sqlx::query_scalar("SELECT error FROM jobs WHERE run_id = (SELECT max(id) FROM runs) AND error IS NOT NULL")

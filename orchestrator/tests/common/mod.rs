@@ -196,6 +196,18 @@ pub fn kreg(db: &TestDb, data_dir: &Path) -> Command {
 }
 
 /// Runs git in `dir` with a fixed identity; returns its trimmed stdout.
+/// `kreg run FILE`: whether it succeeded, and its stdout and stderr together.
+#[allow(dead_code)]
+pub fn kreg_run(db: &TestDb, data_dir: &Path, file: &Path) -> (bool, String) {
+    let out = kreg(db, data_dir).arg("run").arg(file).output().unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "user.name=kreg", "-c", "user.email=kreg@localhost"])
