@@ -98,7 +98,8 @@ enum Cmd {
     /// Read a tool's output by hand: print its metrics as JSON (name, value, unit, direction).
     Parse {
         /// hackbench, schbench (text or `-j` JSON), schbench-json, sysbench, netperf (`-k`, `-o` or its
-        /// default table), hammerdb (stdout, time profile, or both) or perf-bench.
+        /// default table), hammerdb (stdout, time profile, or both), perf-bench, or
+        /// perf-sched-stats (a `perf sched stats report`: the all-CPUs summary per domain level).
         kind: String,
         /// The output file; `-` reads standard input.
         file: PathBuf,

@@ -286,9 +286,13 @@ pub fn render_with(s: &Scenario, jobs: &[Job], detail: Detail) -> String {
             };
             let _ = writeln!(
                 out,
-                "boot kernel {}{baseline}{nth}: {}",
+                "boot kernel {}{baseline}{nth}: {}{}",
                 k.name,
-                describe_source(&k.source)
+                describe_source(&k.source),
+                k.perf
+                    .as_ref()
+                    .map(|p| format!("; perf built from {p} (on the controller) runs on the SUT"))
+                    .unwrap_or_default()
             );
         }
         let _ = writeln!(

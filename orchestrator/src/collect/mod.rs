@@ -3,6 +3,7 @@
 //! verdicts as the workload's.
 
 pub mod interrupts;
+pub mod perf_sched_stats;
 pub mod perf_stat;
 pub mod task_schedstat;
 

@@ -147,10 +147,15 @@ impl Driver<'_> {
             kernel: kernel.name.clone(),
         });
         let started = std::time::Instant::now();
-        let prepared = match self.prepare(kernel).await {
+        let (mut prepared, own_perf) = match self.prepare(kernel).await {
             Ok(p) => p,
             Err(reason) => return Ok(Err(reason)),
         };
+        // A perf of its own source goes where a tree's would: into a lab guest's initramfs,
+        // onto a machine after its boot.
+        if let (Some(p), Some(perf)) = (prepared.as_mut(), own_perf.as_ref()) {
+            p.perf = Some(perf.clone());
+        }
         (self.on_event)(Event::KernelPrepared {
             kernel: kernel.name.clone(),
             release: prepared.as_ref().map(|p| p.release.clone()),
@@ -186,13 +191,16 @@ impl Driver<'_> {
             .client()
             .expect("a booted host has an agent")
             .clone();
-        let perf = prepared.and_then(|p| p.perf);
+        let perf = prepared.and_then(|p| p.perf).or(own_perf);
         Ok(Ok(SutBoot { id, client, perf }))
     }
 
     /// Fetches, unpacks or builds the kernel (on its build host when it names one), the
     /// build's output going out as events while it runs.
-    async fn prepare(&mut self, kernel: &Kernel) -> Result<Option<Prepared>, String> {
+    async fn prepare(
+        &mut self,
+        kernel: &Kernel,
+    ) -> Result<(Option<Prepared>, Option<crate::kernel::perf::TreePerf>), String> {
         let builder = match &kernel.source {
             KernelSource::Build(BuildSpec { build_on: Some(h), .. }) => {
                 match self.conns.get(h).and_then(|c| c.client()) {

@@ -135,8 +135,9 @@ impl Conn {
         cfg: &Config,
         builder: Option<(String, AgentClient)>,
         log: tokio::sync::mpsc::UnboundedSender<String>,
-    ) -> Result<Option<Prepared>, String> {
+    ) -> Result<(Option<Prepared>, Option<kernel::perf::TreePerf>), String> {
         let source = kernel.source.clone();
+        let perf_source = kernel.perf.clone();
         let cache = cfg.cache_dir.clone();
         let running_config = match &kernel.source {
             KernelSource::Build(b) if b.config.base == ConfigBase::Running => self.running_config().await,
@@ -161,10 +162,19 @@ impl Conn {
             let mut log = |line: &str| {
                 let _ = log.send(line.to_string());
             };
-            match remote {
+            let prepared = match remote {
                 Some(mut r) => kernel::prepare_with(&source, &cache, running_config, &mut r, &mut log),
                 None => kernel::prepare(&source, &cache, running_config, &mut log),
-            }
+            }?;
+            // A perf of its own source, built on the controller whatever the kernel.
+            let perf = match &perf_source {
+                Some(src) => {
+                    let jobs = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(2);
+                    Some(kernel::perf::build_source(src, &cache, jobs, &mut log)?)
+                }
+                None => None,
+            };
+            Ok::<_, kernel::KernelError>((prepared, perf))
         })
         .await
         .map_err(|e| e.to_string())?

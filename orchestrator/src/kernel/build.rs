@@ -186,7 +186,7 @@ pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<String, KernelError> 
 }
 
 /// The compiler the build uses, as `gcc --version` names it.
-fn compiler() -> Result<String, KernelError> {
+pub(super) fn compiler() -> Result<String, KernelError> {
     let v = run(Command::new("gcc").arg("--version"), "gcc --version")?;
     Ok(v.lines().next().unwrap_or("").to_string())
 }

@@ -124,8 +124,13 @@ struct CacheLock {
 
 impl CacheLock {
     fn take(cache: &Path) -> Result<CacheLock, KernelError> {
+        Self::take_named(cache, "packages")
+    }
+
+    /// The lock `.NAME.lock` of the cache (one per thing built or fetched there).
+    fn take_named(cache: &Path, name: &str) -> Result<CacheLock, KernelError> {
         std::fs::create_dir_all(cache).map_err(|e| msg(format!("cannot create {}: {e}", cache.display())))?;
-        let path = cache.join(".packages.lock");
+        let path = cache.join(format!(".{name}.lock"));
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)

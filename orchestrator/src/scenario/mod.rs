@@ -300,6 +300,32 @@ pub struct Kernel {
     pub source: KernelSource,
     /// Appended to the kernel command line kreg boots it with.
     pub cmdline: Option<String>,
+    /// A perf of its own source, whatever the kernel (the kernel's `perf:`, else the
+    /// scenario's): built on the controller and run on the SUT while this kernel is booted.
+    /// `perf: tree` is [`BuildSpec::perf`] instead.
+    pub perf: Option<PerfSource>,
+}
+
+/// Where a perf independent of the kernel under test comes from: a new perf runs on old
+/// kernels, and `perf sched stats` needs perf 6.19 or later whatever the kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PerfSource {
+    /// A kernel source tree (git or tarball) whose tools/perf is built.
+    Tree(TreeSource),
+    /// A Debian kernel source package (`linux-source-7.2`), fetched with `apt-get download`
+    /// (through a sources list of kreg's own for Debian unstable when the machine's sources
+    /// do not have it); the tarball in it is the tree.
+    Debian { package: String },
+}
+
+impl std::fmt::Display for PerfSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PerfSource::Tree(TreeSource::Git { url, git_ref }) => write!(f, "git {url} at {git_ref}"),
+            PerfSource::Tree(TreeSource::Tarball { path }) => write!(f, "tarball {}", path.display()),
+            PerfSource::Debian { package } => write!(f, "Debian's {package}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -227,6 +227,7 @@ pub const PARSE_KINDS: &[&str] = &[
     "netperf",
     "hammerdb",
     "perf-bench",
+    "perf-sched-stats",
 ];
 
 /// Parses `text` as the output of `kind` (one of [`PARSE_KINDS`]).
@@ -241,6 +242,8 @@ pub fn parse_output(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
         "netperf" => netperf::parse(text),
         "hammerdb" => hammerdb::parse(text),
         "perf-bench" => perf_bench::parse(text),
+        // A collector's report, read by hand like a workload's output.
+        "perf-sched-stats" => crate::collect::perf_sched_stats::parse(text).and_then(|r| crate::collect::perf_sched_stats::metrics(&r)),
         other => Err(perr(
             other,
             format!("unknown kind; expected one of: {}", PARSE_KINDS.join(", ")),

@@ -1,6 +1,6 @@
-//! The kernel's own perf (`perf: tree`) on the SUT for the boot: in a lab guest it is the
-//! initramfs's /usr/bin/perf already; on a machine it is uploaded beside kreg's other
-//! files (once: a later boot finds it by its hash), checked to run there, and every
+//! The kernel's own perf (`perf: tree`, or a perf of its own source) on the SUT for the
+//! boot: in a lab guest it is the initramfs's /usr/bin/perf already; on a machine it is
+//! uploaded beside kreg's other files (once: a later boot finds it by its hash), checked to run there, and every
 //! `perf` the jobs start (collectors, perf-bench) runs it. A kernel without one runs the
 //! machine's own perf again.
 
@@ -30,7 +30,10 @@ impl Driver<'_> {
             }
             return Ok(None);
         };
-        let version = format!("built from the tree of kernel {}, sha256 {}", kernel.name, perf.sha256);
+        let version = match &kernel.perf {
+            Some(source) => format!("built from {source}, sha256 {}", perf.sha256),
+            None => format!("built from the tree of kernel {}, sha256 {}", kernel.name, perf.sha256),
+        };
         if matches!(self.conns[&self.sut], Conn::Lab(_)) {
             return Ok(Some(version));
         }

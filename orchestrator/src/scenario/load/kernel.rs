@@ -35,17 +35,55 @@ impl<'a> Cx<'a> {
         let source = self
             .required(&f, "source", &what)
             .and_then(|n| self.kernel_source(n, &f, &what));
+        // `perf: tree` belongs to a built kernel's spec; a mapping is a perf of its own.
+        let perf = match f.get("perf") {
+            Some(n) if !matches!(n.kind, Kind::Scalar(..)) => self.perf_source(n, "perf").map(Some),
+            _ => Some(None),
+        };
         Some(Kernel {
             name: name?,
             source: source?,
             cmdline: cmdline?,
+            perf: perf?,
         })
+    }
+
+    /// `{ git: URL, ref: REF }`, `{ tarball: FILE }` or `{ debian: linux-source-X.Y }`.
+    pub(in crate::scenario) fn perf_source(&mut self, node: &Node, what: &str) -> Option<PerfSource> {
+        let f = self.map(node, what, &["git", "ref", "tarball", "debian"])?;
+        let given = self.one_of(&f, &["git", "tarball", "debian"], node, |_| {
+            format!("{what}: expected `tree` (a built kernel's own tools/perf), {{ debian: linux-source-X.Y }}, {{ git: URL, ref: REF }} or {{ tarball: FILE }}")
+        })?;
+        if given != "git" {
+            if let Some(n) = f.get("ref") {
+                self.error(n, "`ref` goes with `git`");
+            }
+        }
+        match given {
+            "git" => self.git_tree(&f, what).map(PerfSource::Tree),
+            "tarball" => Some(PerfSource::Tree(TreeSource::Tarball {
+                path: self.file(f.get("tarball").expect("given"), "the source tarball")?,
+            })),
+            _ => {
+                let d = f.get("debian").expect("given");
+                let package = self.string(d, "debian")?;
+                if !package.starts_with("linux-source-") || package.contains(char::is_whitespace) {
+                    self.error(
+                        d,
+                        format!("debian: {package:?} is not a Debian kernel source package (linux-source-X.Y)"),
+                    );
+                    return None;
+                }
+                Some(PerfSource::Debian { package })
+            }
+        }
     }
 
     fn kernel_source(&mut self, node: &Node, kernel: &Fields, what: &str) -> Option<KernelSource> {
         let built_only = |cx: &mut Self| {
             for key in ["config", "patches", "build_on", "perf"] {
-                if let Some(n) = kernel.get(key) {
+                let own_perf = key == "perf" && kernel.get(key).is_some_and(|n| !matches!(n.kind, Kind::Scalar(..)));
+                if let Some(n) = kernel.get(key).filter(|_| !own_perf) {
                     cx.error(
                         n,
                         format!("`{key}` applies only to kernels built from `git` or `tarball` sources"),
@@ -141,12 +179,13 @@ impl<'a> Cx<'a> {
         };
         let perf = match kernel.get("perf") {
             None => Some(false),
+            Some(n) if !matches!(n.kind, Kind::Scalar(..)) => Some(false),
             Some(n) => match self.string(n, "perf")?.as_str() {
                 "tree" => Some(true),
                 other => {
                     self.error(
                         n,
-                        format!("perf: `{other}`: the one value is `tree` (perf built from this kernel's tools/perf); without it, the machine's own perf runs"),
+                        format!("perf: `{other}`: expected `tree` (perf built from this kernel's tools/perf), or a source of its own ({{ debian: linux-source-X.Y }}, {{ git: URL, ref: REF }}, {{ tarball: FILE }}); without it, the machine's own perf runs"),
                     );
                     None
                 }
@@ -196,4 +235,19 @@ impl<'a> Cx<'a> {
         };
         Some(ConfigSpec { base: base?, set: set? })
     }
+}
+
+/// The scenario's `perf:` for every kernel without a perf of its own (`perf: tree` or a
+/// source mapping).
+pub(super) fn with_default_perf(kernels: Vec<Kernel>, perf: Option<PerfSource>) -> Vec<Kernel> {
+    kernels
+        .into_iter()
+        .map(|mut k| {
+            let tree = matches!(&k.source, KernelSource::Build(b) if b.perf);
+            if k.perf.is_none() && !tree {
+                k.perf = perf.clone();
+            }
+            k
+        })
+        .collect()
 }

@@ -437,7 +437,53 @@ f.yaml:8:73: `perf` applies only to kernels built from `git` or `tarball` source
     );
     check(
         &here.replace("build_on: controller", "perf: debian"),
-        "f.yaml:7:92: perf: `debian`: the one value is `tree` (perf built from this kernel's tools/perf); without it, the machine's own perf runs",
+        "f.yaml:7:92: perf: `debian`: expected `tree` (perf built from this kernel's tools/perf), or a source of its own ({ debian: linux-source-X.Y }, { git: URL, ref: REF }, { tarball: FILE }); without it, the machine's own perf runs",
+    );
+}
+
+/// A perf of its own source, for any kernel: the kernel's own, else the scenario's; `perf:
+/// tree` keeps the tree's.
+#[test]
+fn a_perf_of_its_own_source_for_any_kernel() {
+    let text = |top: &str, a: &str| {
+        format!(
+            r#"name: x
+hosts:
+  sut: {{ role: sut, transport: {{ kind: lab }} }}
+kernels:
+  - {{ name: a, source: {{ deb: linux-image-amd64 }}{a} }}
+  - {{ name: b, source: running }}
+  - {{ name: c, source: {{ git: /src/linux, ref: v6.12 }}, config: {{ base: defconfig }}, perf: tree }}
+{top}workloads: [ {{ name: w, kind: hackbench }} ]
+"#
+        )
+    };
+    let s = from_str(&text("perf: { debian: linux-source-7.2 }\n", ", perf: { git: /src/perf, ref: v7.2 }"), Path::new("/")).unwrap();
+    let perf: Vec<Option<String>> = s.kernels.iter().map(|k| k.perf.as_ref().map(|p| p.to_string())).collect();
+    assert_eq!(
+        perf,
+        [
+            Some("git /src/perf at v7.2".to_string()),
+            Some("Debian's linux-source-7.2".to_string()),
+            None
+        ]
+    );
+    let s = from_str(&text("", ""), Path::new("/")).unwrap();
+    assert!(s.kernels.iter().all(|k| k.perf.is_none()));
+    check(
+        &text("perf: { debian: linux-image-amd64 }\n", ", perf: { deb: x }"),
+        "
+f.yaml:5:58: perf: expected `tree` (a built kernel's own tools/perf), { debian: linux-source-X.Y }, { git: URL, ref: REF } or { tarball: FILE }
+f.yaml:5:60: unknown field `deb` in perf; did you mean `ref`? expected one of: git, ref, tarball, debian
+f.yaml:8:17: debian: \"linux-image-amd64\" is not a Debian kernel source package (linux-source-X.Y)
+",
+    );
+    check(
+        &text("perf: { tarball: p.tar.xz, ref: v1 }\n", ", perf: tree"),
+        "
+f.yaml:5:58: `perf` applies only to kernels built from `git` or `tarball` sources
+f.yaml:8:33: `ref` goes with `git`
+",
     );
 }
 
