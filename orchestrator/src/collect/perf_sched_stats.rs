@@ -119,10 +119,11 @@ pub fn parse(text: &str) -> Result<Report, ParseError> {
     })
 }
 
-/// Separators, column headers and category rulers inside a section.
+/// Separators, column headers and rulers with a title (`--- <Category busy> ---`,
+/// `--- <Wakeup Info> ---`) inside a section.
 fn skipped(line: &str) -> bool {
     let t = line.trim();
-    t.is_empty() || t.starts_with("DESC") || t.chars().all(|c| c == '-') || (t.starts_with('-') && t.contains("<Category"))
+    t.is_empty() || t.starts_with("DESC") || (t.starts_with("---") && t.ends_with("---"))
 }
 
 /// `<ALL CPUS SUMMARY>`, `N`, `<ALL CPUS SUMMARY> | DOMAIN: D`, `N | DOMAIN: D | DOMAIN_CPUS: L`.
@@ -185,10 +186,28 @@ fn check(elapsed: &[u64], sections: &[Section]) -> Result<(), ParseError> {
     if !sections.iter().any(|s| s.cpu.is_none() && s.domain.is_none()) {
         return Err(perr(TOOL, "no `CPU: <ALL CPUS SUMMARY>` section"));
     }
+    let names = |s: &Section| s.fields.iter().map(|f| f.name.clone()).collect::<Vec<String>>();
     for s in sections {
         let name = section_name(s);
         if s.fields.is_empty() {
             return Err(perr(TOOL, format!("section `{name}` has no fields (the report is cut short)")));
+        }
+        // A CPU's sections have the fields of the summary's of the same kind.
+        let model = sections
+            .iter()
+            .find(|m| m.cpu.is_none() && m.domain.is_some() == s.domain.is_some())
+            .expect("the summary's own section is there");
+        if s.domain.is_none() && names(s) != names(model)
+            || s.domain.is_some() && s.fields.len() != model.fields.len()
+        {
+            return Err(perr(
+                TOOL,
+                format!(
+                    "section `{name}` has {} fields where the summary's has {} (the report is cut short or mixed)",
+                    s.fields.len(),
+                    model.fields.len()
+                ),
+            ));
         }
         if let Some(f) = s.fields.iter().find(|f| f.values.len() != sides) {
             return Err(perr(

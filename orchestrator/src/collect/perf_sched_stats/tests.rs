@@ -1,9 +1,135 @@
 use super::*;
 
+fn fixture(name: &str) -> String {
+    let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn value(s: &Section, name: &str) -> f64 {
+    s.fields.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{name} in {s:?}")).values[0]
+}
+
+/// perf 7.2.13 on Debian's 6.12 (schedstat v16) in a 2-CPU lab guest: the summary, one
+/// domain level, and each CPU with its domain.
+#[test]
+fn a_report_of_schedstat_v16_is_read_section_by_section() {
+    let r = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
+    assert_eq!(r.elapsed_jiffies, [900]);
+    let heads: Vec<String> = r.sections.iter().map(section_name).collect();
+    assert_eq!(
+        heads,
+        ["<ALL CPUS SUMMARY>", "<ALL CPUS SUMMARY> | DOMAIN: 0", "0", "0 | DOMAIN: 0", "1", "1 | DOMAIN: 0"]
+    );
+    assert_eq!(r.sections[3].domain_cpus.as_deref(), Some("0-1"));
+    let summary = &r.sections[0];
+    assert_eq!(summary.fields.len(), 9);
+    assert_eq!(value(summary, "sched_count"), 4299.0);
+    assert_eq!(value(summary, "run_delay"), 83620589012.0);
+    let domain = &r.sections[1];
+    // busy first in v16; the derived figures are marked; the wakeup counters close it.
+    assert_eq!(domain.fields[0].name, "busy_lb_count");
+    let derived: Vec<&str> = domain.fields.iter().filter(|f| f.derived).map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        derived,
+        [
+            "busy_lb_success_count",
+            "busy_lb_avg_pulled",
+            "idle_lb_success_count",
+            "idle_lb_avg_pulled",
+            "newidle_lb_success_count",
+            "newidle_lb_avg_count"
+        ]
+    );
+    assert_eq!(domain.fields.last().unwrap().name, "ttwu_move_balance");
+    assert_eq!(value(domain, "busy_lb_avg_pulled"), 2.33);
+    // perf's summary is the mean over CPUs, rounded down, for every counter.
+    for (i, f) in r.sections[0].fields.iter().enumerate() {
+        let sum = r.sections[2].fields[i].values[0] + r.sections[4].fields[i].values[0];
+        assert_eq!(f.values[0], (sum / 2.0).floor(), "{}", f.name);
+    }
+    for (i, f) in r.sections[1].fields.iter().enumerate().filter(|(_, f)| !f.derived) {
+        let sum = r.sections[3].fields[i].values[0] + r.sections[5].fields[i].values[0];
+        assert_eq!(f.values[0], (sum / 2.0).floor(), "{}", f.name);
+    }
+}
+
+/// Debian's 6.1 (schedstat v15): idle before busy, one imbalance counter.
+#[test]
+fn a_report_of_schedstat_v15_keeps_its_order() {
+    let r = parse(&fixture("perf-7.2-sched-stats-report.6.1.txt")).unwrap();
+    let domain = r.summary().nth(1).unwrap();
+    assert_eq!(domain.domain.as_deref(), Some("0"));
+    assert_eq!(domain.fields[0].name, "idle_lb_count");
+    assert!(domain.fields.iter().any(|f| f.name == "busy_lb_imbalance"));
+    assert!(!domain.fields.iter().any(|f| f.name == "busy_lb_imbalance_load"));
+    assert_eq!(value(r.summary().next().unwrap(), "sched_count"), 26702.0);
+}
+
+/// `perf sched stats diff`: two values per field (the widest run together after the comma).
+#[test]
+fn a_diff_has_two_values_per_field_and_gives_no_job_metrics() {
+    for v in ["6.12", "6.1"] {
+        let r = parse(&fixture(&format!("perf-7.2-sched-stats-diff.{v}.txt"))).unwrap();
+        assert_eq!(r.sides(), 2, "{v}");
+        assert!(r.sections.iter().all(|s| s.cpu.is_none()), "a diff shows the summary");
+        let e = metrics(&r).unwrap_err();
+        assert!(e.to_string().contains("`perf sched stats diff` output"), "{e}");
+    }
+    let r = parse(&fixture("perf-7.2-sched-stats-diff.6.12.txt")).unwrap();
+    assert_eq!(r.elapsed_jiffies, [900, 290]);
+    let s = r.summary().next().unwrap();
+    let rd = s.fields.iter().find(|f| f.name == "run_delay").unwrap();
+    assert_eq!(rd.values, [83620589012.0, 10194913138.0]);
+    // The first recording of the diff is the report's.
+    let report = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
+    let a: Vec<f64> = report.summary().flat_map(|s| s.fields.iter().map(|f| f.values[0])).collect();
+    let b: Vec<f64> = r.summary().flat_map(|s| s.fields.iter().map(|f| f.values[0])).collect();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn metrics_are_the_summary_per_domain_level() {
+    let r = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
+    let m = metrics(&r).unwrap();
+    let get = |n: &str| m.iter().find(|x| x.name == n).unwrap_or_else(|| panic!("{n}"));
+    assert_eq!(get("sched_stats_sched_count").value, 4299.0);
+    assert_eq!(get("sched_stats_run_delay").unit, "ns");
+    assert_eq!(get("sched_stats_domain0_busy_lb_count").value, 59.0);
+    assert_eq!(get("sched_stats_domain0_busy_lb_avg_pulled").kind, MetricKind::Mean);
+    assert_eq!(get("sched_stats_domain0_ttwu_wake_remote").kind, MetricKind::Count);
+    // The summary only: 9 CPU counters and one domain level's fields.
+    let domain = r.summary().nth(1).unwrap().fields.len();
+    assert_eq!(m.len(), 9 + domain);
+    assert_eq!(metric_name(Some("MC"), "alb_count"), "sched_stats_mc_alb_count");
+}
+
 #[test]
 fn text_that_is_not_a_report_is_refused_not_read_as_zeros() {
     let e = parse("Performance counter stats for 'true':\n\n  1 context-switches\n").unwrap_err();
     assert!(e.to_string().contains("no `Time elapsed (in jiffies)` line"), "{e}");
     let e = parse("Time elapsed (in jiffies)       :         120\n").unwrap_err();
     assert!(e.to_string().contains("no `CPU: <ALL CPUS SUMMARY>` section"), "{e}");
+}
+
+#[test]
+fn a_report_cut_short_or_garbled_is_an_error_naming_the_line() {
+    let text = fixture("perf-7.2-sched-stats-report.6.12.txt");
+    // Cut right after a section's header: that section has no fields.
+    let cut: String = text.lines().take(93).map(|l| format!("{l}\n")).collect();
+    assert!(cut.ends_with("CPU: 0 | DOMAIN: 0 | DOMAIN_CPUS: 0-1\n"), "{cut}");
+    let e = parse(&cut).unwrap_err();
+    assert!(e.to_string().contains("section `0 | DOMAIN: 0` has no fields"), "{e}");
+    // Cut inside the last section: fewer fields than the summary's.
+    let cut: String = text.lines().take(200).map(|l| format!("{l}\n")).collect();
+    let e = parse(&cut).unwrap_err();
+    assert!(e.to_string().contains("section `1 | DOMAIN: 0` has 33 fields where the summary's has 42"), "{e}");
+    let garbled = text.replacen("sched_count                                                      :        4299", "sched_count                                                      :        42x9", 1);
+    let e = parse(&garbled).unwrap_err();
+    assert!(e.to_string().contains("line 17: `42x9` is not a count"), "{e}");
+    let verbose = text.replacen("yld_count      ", "sched_yield() count", 1);
+    let e = parse(&verbose).unwrap_err();
+    assert!(e.to_string().contains("without --verbose"), "{e}");
+    let mixed = text.replacen("         900\n", "         900,  12\n", 1);
+    let e = parse(&mixed).unwrap_err();
+    assert!(e.to_string().contains("1 value(s) where the elapsed time has 2"), "{e}");
 }
