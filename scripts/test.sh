@@ -46,11 +46,11 @@ meanwhile=(hammerdb kernel_build kconfig_real ssh two_hosts netperf setup_packag
 lanes_log=$(mktemp /tmp/kreg-test-beside.XXXXXX)
 echo "tests in the background lane: ${beside[*]} (their output follows when they end)" >&2
 args=(); for t in "${beside[@]}"; do args+=(--test "$t"); done
-setsid cargo test -p kreg "${args[@]}" -- --test-threads=2 >"$lanes_log" 2>&1 &
+setsid cargo test --workspace "${args[@]}" -- --test-threads=2 >"$lanes_log" 2>&1 &
 beside_pid=$!
 trap 'kill -TERM -- "-$machine_pid" "-$beside_pid" 2>/dev/null || true' EXIT
 args=(); for t in "${meanwhile[@]}"; do args+=(--test "$t"); done
-cargo test -p kreg "${args[@]}" -- --test-threads=2
+cargo test --workspace "${args[@]}" -- --test-threads=2
 beside_rc=0
 wait "$beside_pid" || beside_rc=$?
 cat "$lanes_log"
@@ -63,11 +63,11 @@ fi
 # real-kernel and runs by scripts/test-kernel.sh; `cargo test` alone leaves it out too.
 featured=(kernel_real)
 args=()
-for f in orchestrator/tests/*.rs; do
+for f in orchestrator/tests/*.rs agent/tests/*.rs; do
   t=$(basename "$f" .rs)
   case " ${beside[*]} ${meanwhile[*]} ${featured[*]} " in *" $t "*) continue ;; esac
   args+=(--test "$t")
 done
-cargo test -p kreg --lib --bins "${args[@]}" -- --test-threads=2
-cargo test -p kreg-agent -- --test-threads=2
+# (--workspace everywhere: one set of features, so that no lane compiles anything again.)
+cargo test --workspace --lib --bins "${args[@]}" -- --test-threads=2
 cargo test --workspace --doc

@@ -279,15 +279,33 @@ fn perf_sched_stats_report_and_diff() {
     let first = |after: &str, field: &str| -> f64 {
         let start = text.find(after).unwrap();
         let line = text[start..].lines().find(|l| l.starts_with(field)).unwrap();
-        line.split(':').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+        line.split(':')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
     };
-    assert_eq!(value(&json, "sched_stats_ttwu_count"), first("CPU: <ALL CPUS SUMMARY>\n", "ttwu_count "));
+    assert_eq!(
+        value(&json, "sched_stats_ttwu_count"),
+        first("CPU: <ALL CPUS SUMMARY>\n", "ttwu_count ")
+    );
     assert_eq!(
         value(&json, "sched_stats_domain0_idle_lb_count"),
         first("CPU: <ALL CPUS SUMMARY> | DOMAIN: 0\n", "idle_lb_count ")
     );
-    let per_cpu = json.as_array().unwrap().iter().filter(|m| m["name"].as_str().unwrap().contains("cpu1")).count();
+    let per_cpu = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"].as_str().unwrap().contains("cpu1"))
+        .count();
     assert_eq!(per_cpu, 0, "the summary only");
     let (ok, _, err) = kreg_parse("perf-sched-stats", &dir.join("perf-7.2-sched-stats-diff.6.1.txt"));
-    assert!(!ok && err.contains("`perf sched stats diff` output (two recordings)"), "{err}");
+    assert!(
+        !ok && err.contains("`perf sched stats diff` output (two recordings)"),
+        "{err}"
+    );
 }

@@ -418,9 +418,9 @@ fn a_package_of_the_non_free_component_comes_through_kregs_own_sources() {
     let netperf: Pkg = ("netperf", "2.7.0-0.1", "", "");
     apt.suite_of("testrel", &[("main", STABLE), ("non-free", &[netperf])], false);
     let sources_before = std::fs::read_to_string(apt.path("sources.list")).unwrap();
-    let (ok, out, err) = apt.setup(&format!(
-        "before=$(kreg_dpkg_snapshot)\nKREG_COMPONENT=non-free kreg_group 'netperf' kregt-no-such-command:netperf\nkreg_check_nothing_lost \"$before\""
-    ));
+    let (ok, out, err) = apt.setup(
+        "before=$(kreg_dpkg_snapshot)\nKREG_COMPONENT=non-free kreg_group 'netperf' kregt-no-such-command:netperf\nkreg_check_nothing_lost \"$before\"",
+    );
     assert!(ok, "{out}\n{err}");
     assert_eq!(apt.dpkg_l(), ["netperf 2.7.0-0.1"], "{out}\n{err}");
     assert!(out.contains("kreg: netperf: from testrel non-free (file:"), "{out}");

@@ -133,7 +133,10 @@ fn section_header(rest: &str) -> Result<Section, String> {
     let cpu = if who == "<ALL CPUS SUMMARY>" {
         None
     } else {
-        Some(who.parse::<u32>().map_err(|_| format!("`{who}` is neither a CPU number nor <ALL CPUS SUMMARY>"))?)
+        Some(
+            who.parse::<u32>()
+                .map_err(|_| format!("`{who}` is neither a CPU number nor <ALL CPUS SUMMARY>"))?,
+        )
     };
     let mut domain = None;
     let mut domain_cpus = None;
@@ -190,15 +193,17 @@ fn check(elapsed: &[u64], sections: &[Section]) -> Result<(), ParseError> {
     for s in sections {
         let name = section_name(s);
         if s.fields.is_empty() {
-            return Err(perr(TOOL, format!("section `{name}` has no fields (the report is cut short)")));
+            return Err(perr(
+                TOOL,
+                format!("section `{name}` has no fields (the report is cut short)"),
+            ));
         }
         // A CPU's sections have the fields of the summary's of the same kind.
         let model = sections
             .iter()
             .find(|m| m.cpu.is_none() && m.domain.is_some() == s.domain.is_some())
             .expect("the summary's own section is there");
-        if s.domain.is_none() && names(s) != names(model)
-            || s.domain.is_some() && s.fields.len() != model.fields.len()
+        if s.domain.is_none() && names(s) != names(model) || s.domain.is_some() && s.fields.len() != model.fields.len()
         {
             return Err(perr(
                 TOOL,
@@ -225,7 +230,10 @@ fn check(elapsed: &[u64], sections: &[Section]) -> Result<(), ParseError> {
 
 /// A section as perf heads it, without the `CPU: `.
 pub fn section_name(s: &Section) -> String {
-    let who = s.cpu.map(|c| c.to_string()).unwrap_or_else(|| "<ALL CPUS SUMMARY>".into());
+    let who = s
+        .cpu
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "<ALL CPUS SUMMARY>".into());
     match &s.domain {
         Some(d) => format!("{who} | DOMAIN: {d}"),
         None => who,
@@ -265,7 +273,13 @@ pub fn metrics(report: &Report) -> Result<Vec<Metric>, ParseError> {
                 "rq_cpu_time" | "run_delay" => "ns",
                 _ => "",
             };
-            out.push(Metric::new(metric_name(s.domain.as_deref(), &f.name), f.values[0], unit, false, kind));
+            out.push(Metric::new(
+                metric_name(s.domain.as_deref(), &f.name),
+                f.values[0],
+                unit,
+                false,
+                kind,
+            ));
         }
     }
     Ok(out)

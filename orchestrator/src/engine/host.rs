@@ -169,7 +169,9 @@ impl Conn {
             // A perf of its own source, built on the controller whatever the kernel.
             let perf = match &perf_source {
                 Some(src) => {
-                    let jobs = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(2);
+                    let jobs = std::thread::available_parallelism()
+                        .map(|n| n.get() as u32)
+                        .unwrap_or(2);
                     Some(kernel::perf::build_source(src, &cache, jobs, &mut log)?)
                 }
                 None => None,

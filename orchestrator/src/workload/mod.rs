@@ -243,7 +243,9 @@ pub fn parse_output(kind: &str, text: &str) -> Result<Vec<Metric>, ParseError> {
         "hammerdb" => hammerdb::parse(text),
         "perf-bench" => perf_bench::parse(text),
         // A collector's report, read by hand like a workload's output.
-        "perf-sched-stats" => crate::collect::perf_sched_stats::parse(text).and_then(|r| crate::collect::perf_sched_stats::metrics(&r)),
+        "perf-sched-stats" => {
+            crate::collect::perf_sched_stats::parse(text).and_then(|r| crate::collect::perf_sched_stats::metrics(&r))
+        }
         other => Err(perr(
             other,
             format!("unknown kind; expected one of: {}", PARSE_KINDS.join(", ")),

@@ -6,7 +6,11 @@ fn fixture(name: &str) -> String {
 }
 
 fn value(s: &Section, name: &str) -> f64 {
-    s.fields.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{name} in {s:?}")).values[0]
+    s.fields
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("{name} in {s:?}"))
+        .values[0]
 }
 
 /// perf 7.2.13 on Debian's 6.12 (schedstat v16) in a 2-CPU lab guest: the summary, one
@@ -18,7 +22,14 @@ fn a_report_of_schedstat_v16_is_read_section_by_section() {
     let heads: Vec<String> = r.sections.iter().map(section_name).collect();
     assert_eq!(
         heads,
-        ["<ALL CPUS SUMMARY>", "<ALL CPUS SUMMARY> | DOMAIN: 0", "0", "0 | DOMAIN: 0", "1", "1 | DOMAIN: 0"]
+        [
+            "<ALL CPUS SUMMARY>",
+            "<ALL CPUS SUMMARY> | DOMAIN: 0",
+            "0",
+            "0 | DOMAIN: 0",
+            "1",
+            "1 | DOMAIN: 0"
+        ]
     );
     assert_eq!(r.sections[3].domain_cpus.as_deref(), Some("0-1"));
     let summary = &r.sections[0];
@@ -28,7 +39,12 @@ fn a_report_of_schedstat_v16_is_read_section_by_section() {
     let domain = &r.sections[1];
     // busy first in v16; the derived figures are marked; the wakeup counters close it.
     assert_eq!(domain.fields[0].name, "busy_lb_count");
-    let derived: Vec<&str> = domain.fields.iter().filter(|f| f.derived).map(|f| f.name.as_str()).collect();
+    let derived: Vec<&str> = domain
+        .fields
+        .iter()
+        .filter(|f| f.derived)
+        .map(|f| f.name.as_str())
+        .collect();
     assert_eq!(
         derived,
         [
@@ -82,7 +98,10 @@ fn a_diff_has_two_values_per_field_and_gives_no_job_metrics() {
     assert_eq!(rd.values, [83620589012.0, 10194913138.0]);
     // The first recording of the diff is the report's.
     let report = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
-    let a: Vec<f64> = report.summary().flat_map(|s| s.fields.iter().map(|f| f.values[0])).collect();
+    let a: Vec<f64> = report
+        .summary()
+        .flat_map(|s| s.fields.iter().map(|f| f.values[0]))
+        .collect();
     let b: Vec<f64> = r.summary().flat_map(|s| s.fields.iter().map(|f| f.values[0])).collect();
     assert_eq!(a, b);
 }
@@ -122,8 +141,16 @@ fn a_report_cut_short_or_garbled_is_an_error_naming_the_line() {
     // Cut inside the last section: fewer fields than the summary's.
     let cut: String = text.lines().take(200).map(|l| format!("{l}\n")).collect();
     let e = parse(&cut).unwrap_err();
-    assert!(e.to_string().contains("section `1 | DOMAIN: 0` has 33 fields where the summary's has 42"), "{e}");
-    let garbled = text.replacen("sched_count                                                      :        4299", "sched_count                                                      :        42x9", 1);
+    assert!(
+        e.to_string()
+            .contains("section `1 | DOMAIN: 0` has 33 fields where the summary's has 42"),
+        "{e}"
+    );
+    let garbled = text.replacen(
+        "sched_count                                                      :        4299",
+        "sched_count                                                      :        42x9",
+        1,
+    );
     let e = parse(&garbled).unwrap_err();
     assert!(e.to_string().contains("line 17: `42x9` is not a count"), "{e}");
     let verbose = text.replacen("yld_count      ", "sched_yield() count", 1);

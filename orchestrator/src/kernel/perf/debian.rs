@@ -16,7 +16,11 @@ fn apt_dir(cache: &Path) -> PathBuf {
 
 /// The tarball of `package` (fetched and unpacked when not in the cache), and the name of
 /// the .deb it came from (its version is in it).
-pub fn source_tarball(package: &str, cache: &Path, log: &mut dyn FnMut(&str)) -> Result<(PathBuf, String), KernelError> {
+pub fn source_tarball(
+    package: &str,
+    cache: &Path,
+    log: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, String), KernelError> {
     let _lock = CacheLock::take(cache)?;
     let debs = cache.join("debs");
     std::fs::create_dir_all(&debs).map_err(|e| msg(format!("cannot create {}: {e}", debs.display())))?;
@@ -24,11 +28,7 @@ pub fn source_tarball(package: &str, cache: &Path, log: &mut dyn FnMut(&str)) ->
         Some(d) => d,
         None => download(package, cache, &debs, log)?,
     };
-    let name = deb
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default()
-        .to_string();
+    let name = deb.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
     let tree = cache.join("sources").join(name.trim_end_matches(".deb"));
     if !tree.join(".unpacked").exists() {
         log(&format!("unpacking {name}"));
@@ -47,7 +47,11 @@ pub fn source_tarball(package: &str, cache: &Path, log: &mut dyn FnMut(&str)) ->
                     .is_some_and(|n| n.starts_with("linux-source-") && n.contains(".tar"))
             })
         })
-        .ok_or_else(|| msg(format!("{name} has no usr/src/linux-source-*.tar.* in it: not a kernel source package")))?;
+        .ok_or_else(|| {
+            msg(format!(
+                "{name} has no usr/src/linux-source-*.tar.* in it: not a kernel source package"
+            ))
+        })?;
     Ok((tarball, name))
 }
 
@@ -89,18 +93,28 @@ fn download(package: &str, cache: &Path, debs: &Path, log: &mut dyn FnMut(&str))
     };
     let mut update = Command::new("apt-get");
     private(&mut update);
-    run(update.arg("update"), "apt-get update (kreg's sources for Debian unstable)")?;
+    run(
+        update.arg("update"),
+        "apt-get update (kreg's sources for Debian unstable)",
+    )?;
     let mut dl = Command::new("apt-get");
     private(&mut dl);
-    run(dl.args(["download", package]).current_dir(debs), &format!("apt-get download {package} from Debian unstable"))
-        .map_err(|e| msg(format!("{e}\n(this machine's own sources: {said})")))?;
+    run(
+        dl.args(["download", package]).current_dir(debs),
+        &format!("apt-get download {package} from Debian unstable"),
+    )
+    .map_err(|e| msg(format!("{e}\n(this machine's own sources: {said})")))?;
     find_deb(debs, package).ok_or_else(|| msg(format!("apt-get download {package} left no .deb in {}", debs.display())))
 }
 
 /// The Debian mirror the machine's apt sources use for a release's main component.
 fn debian_mirror() -> Result<String, KernelError> {
     let out = Command::new("apt-get")
-        .args(["indextargets", "--format", "$(REPO_URI) $(RELEASE) $(COMPONENT) $(IDENTIFIER)"])
+        .args([
+            "indextargets",
+            "--format",
+            "$(REPO_URI) $(RELEASE) $(COMPONENT) $(IDENTIFIER)",
+        ])
         .output()
         .map_err(|e| msg(format!("cannot run apt-get indextargets: {e}")))?;
     let text = String::from_utf8_lossy(&out.stdout);

@@ -89,7 +89,14 @@ pub fn build_source(
         PerfSource::Tree(TreeSource::Git { url, git_ref }) => {
             let (mirror, commit, _) = git_tree(url, git_ref, cache)?;
             let id = format!("git {commit}");
-            (TreeSource::Git { url: url.clone(), git_ref: git_ref.clone() }, Some((mirror, commit)), id)
+            (
+                TreeSource::Git {
+                    url: url.clone(),
+                    git_ref: git_ref.clone(),
+                },
+                Some((mirror, commit)),
+                id,
+            )
         }
         PerfSource::Tree(TreeSource::Tarball { path }) => {
             let id = format!("tarball {}", sha256_file(path)?);

@@ -458,8 +458,19 @@ kernels:
 "#
         )
     };
-    let s = from_str(&text("perf: { debian: linux-source-7.2 }\n", ", perf: { git: /src/perf, ref: v7.2 }"), Path::new("/")).unwrap();
-    let perf: Vec<Option<String>> = s.kernels.iter().map(|k| k.perf.as_ref().map(|p| p.to_string())).collect();
+    let s = from_str(
+        &text(
+            "perf: { debian: linux-source-7.2 }\n",
+            ", perf: { git: /src/perf, ref: v7.2 }",
+        ),
+        Path::new("/"),
+    )
+    .unwrap();
+    let perf: Vec<Option<String>> = s
+        .kernels
+        .iter()
+        .map(|k| k.perf.as_ref().map(|p| p.to_string()))
+        .collect();
     assert_eq!(
         perf,
         [
