@@ -72,14 +72,7 @@ impl<'a> Cx<'a> {
         let hosts = self
             .required(&f, "hosts", "the scenario")
             .and_then(|n| self.hosts(n, default_boot));
-        let perf = match f.get("perf") {
-            Some(n) => self.perf_source(n, "perf").map(Some),
-            None => Some(None),
-        };
-        let kernels = self
-            .required(&f, "kernels", "the scenario")
-            .and_then(|n| self.kernels(n))
-            .map(|ks| with_default_perf(ks, perf.clone().flatten()));
+        let kernels = self.kernels_with_perf(&f);
         let baseline_node = f.get("baseline");
         let baseline = baseline_node.and_then(|n| self.name(n, "baseline"));
         let variants = match f.get("variants") {
@@ -119,7 +112,7 @@ impl<'a> Cx<'a> {
         let (workloads, workloads_ok) = workloads;
         let resolved = self.resolve_workloads(workloads, &hosts, &host_names);
         self.check_hosts(&f, &hosts, &kernels, &tools, &host_names);
-        let (hosts, kernels, baseline, _) = (hosts?, kernels?, baseline?, perf?);
+        let (hosts, kernels, baseline) = (hosts?, kernels?, baseline?);
         if !workloads_ok {
             return None;
         }
@@ -427,7 +420,6 @@ struct PendingWorkload {
 mod cgroup;
 mod hosts;
 mod kernel;
-use kernel::with_default_perf;
 mod refs;
 pub(crate) mod ssh;
 mod tools;

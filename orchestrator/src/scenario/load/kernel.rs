@@ -18,6 +18,18 @@ impl<'a> Cx<'a> {
         ok.then(|| out.into_iter().map(|(_, k)| k).collect())
     }
 
+    /// The kernels, each with its perf: its own, else the scenario's `perf:`.
+    pub(super) fn kernels_with_perf(&mut self, f: &Fields) -> Option<Vec<Kernel>> {
+        let perf = match f.get("perf") {
+            Some(n) => self.perf_source(n, "perf").map(Some),
+            None => Some(None),
+        };
+        let kernels = self
+            .required(f, "kernels", "the scenario")
+            .and_then(|n| self.kernels(n));
+        Some(with_default_perf(kernels?, perf?))
+    }
+
     pub(super) fn kernel(&mut self, node: &Node) -> Option<Kernel> {
         let f = self.map(
             node,
@@ -239,7 +251,7 @@ impl<'a> Cx<'a> {
 
 /// The scenario's `perf:` for every kernel without a perf of its own (`perf: tree` or a
 /// source mapping).
-pub(super) fn with_default_perf(kernels: Vec<Kernel>, perf: Option<PerfSource>) -> Vec<Kernel> {
+fn with_default_perf(kernels: Vec<Kernel>, perf: Option<PerfSource>) -> Vec<Kernel> {
     kernels
         .into_iter()
         .map(|mut k| {
