@@ -467,7 +467,7 @@ fn command_metrics() {
 
 #[test]
 fn unknown_kind_lists_the_known_ones() {
-    check("netperf2", "", "error: netperf2: unknown kind; expected one of: hackbench, schbench, schbench-json, sysbench, netperf, hammerdb, perf-bench");
+    check("netperf2", "", "error: netperf2: unknown kind; expected one of: hackbench, schbench, schbench-json, sysbench, netperf, hammerdb, perf-bench, perf-sched-stats");
 }
 
 #[test]
