@@ -346,6 +346,9 @@ kreg_need_tests() {
     '/usr/lib/tcltk/*/thread2*/pkgIndex.tcl:tcl-thread' '/usr/lib/tcltk/*/mysqltcl*/pkgIndex.tcl:mysqltcl' \
     /usr/lib/tcltk/sqlite3/pkgIndex.tcl:libsqlite3-tcl
   kreg_group "perf and the tests' helpers" perf:linux-perf python3:python3 kexec:kexec-tools
+  kreg_group "building perf 7.2 for perf sched stats (its libraries' headers)" \
+    /usr/include/traceevent/event-parse.h:libtraceevent-dev /usr/include/libelf.h:libelf-dev \
+    /usr/include/elfutils/libdw.h:libdw-dev pkg-config:pkgconf xz:xz-utils
   kreg_group "the dashboard's browser tests (Chromium and its WebDriver)" chromium:chromium chromedriver:chromium-driver
 }
 

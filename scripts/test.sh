@@ -42,7 +42,7 @@ cargo test --workspace --no-run
 # calibrated figures (one CPU against two, quotas, A/A boots), the dashboard's latencies, the
 # unit tests. Every test target runs exactly once: the last lane is "all the others".
 beside=(machine)
-meanwhile=(hammerdb kernel_build kconfig_real ssh two_hosts netperf setup_packages parse_cli)
+meanwhile=(hammerdb kernel_build lab_sched_stats kconfig_real ssh two_hosts netperf setup_packages parse_cli)
 lanes_log=$(mktemp /tmp/kreg-test-beside.XXXXXX)
 echo "tests in the background lane: ${beside[*]} (their output follows when they end)" >&2
 args=(); for t in "${beside[@]}"; do args+=(--test "$t"); done

@@ -17,6 +17,9 @@ pub struct Collect {
     pub perf_stat: bool,
     /// Each of the workload's tasks' /proc/PID/schedstat figures at its exit.
     pub task_schedstat: bool,
+    /// `perf sched stats record` system-wide over the measured phase on the SUT: its file
+    /// kept, its report's all-CPUs summary as metrics ([`perf_sched_stats`]).
+    pub perf_sched_stats: bool,
 }
 
 impl Collect {
@@ -26,6 +29,7 @@ impl Collect {
             interrupts: self.interrupts || other.interrupts,
             perf_stat: self.perf_stat || other.perf_stat,
             task_schedstat: self.task_schedstat || other.task_schedstat,
+            perf_sched_stats: self.perf_sched_stats || other.perf_sched_stats,
         }
     }
 
@@ -40,9 +44,12 @@ impl Collect {
         if self.task_schedstat {
             out.push("task_schedstat");
         }
+        if self.perf_sched_stats {
+            out.push("perf_sched_stats");
+        }
         out
     }
 }
 
 /// Every collector a scenario may name.
-pub const NAMES: &[&str] = &["interrupts", "perf_stat", "task_schedstat"];
+pub const NAMES: &[&str] = &["interrupts", "perf_stat", "task_schedstat", "perf_sched_stats"];

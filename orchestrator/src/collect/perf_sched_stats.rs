@@ -285,5 +285,86 @@ pub fn metrics(report: &Report) -> Result<Vec<Metric>, ParseError> {
     Ok(out)
 }
 
+/// One counter both kreg's /proc/schedstat delta and perf's report have, on one CPU (and
+/// one of its domains).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compared {
+    pub cpu: u32,
+    /// The domain's level (`None`: the CPU's own counters).
+    pub domain: Option<u32>,
+    /// perf's name (`sched_count`, `busy_lb_count`).
+    pub field: String,
+    pub kreg: u64,
+    pub perf: u64,
+}
+
+impl Compared {
+    /// perf's recording lies inside kreg's snapshots: a counter can only have grown as
+    /// much or more over kreg's window.
+    pub fn agrees(&self) -> bool {
+        self.perf <= self.kreg
+    }
+}
+
+/// kreg's name of a perf field: `busy_lb_count` → `busy.lb_count`; the others as they are.
+fn kreg_field(perf: &str) -> String {
+    for t in ["busy", "idle", "newidle"] {
+        if let Some(rest) = perf.strip_prefix(t).and_then(|r| r.strip_prefix('_')) {
+            if rest.starts_with("lb_") {
+                return format!("{t}.{rest}");
+            }
+        }
+    }
+    perf.to_string()
+}
+
+/// Every counter of every CPU and domain that both have (perf's derived figures are not
+/// counters); an error when the two do not describe the same CPUs and domains.
+pub fn cross_check(report: &Report, kreg: &crate::schedstat::Diff) -> Result<Vec<Compared>, String> {
+    if report.sides() != 1 {
+        return Err("a diff is not the report of one recording".into());
+    }
+    let domain_names = crate::schedstat::domain_fields(kreg.version);
+    let mut out = Vec::new();
+    for s in report.sections.iter().filter(|s| s.cpu.is_some()) {
+        let cpu = s.cpu.expect("filtered");
+        let mine = kreg
+            .cpus
+            .iter()
+            .find(|c| c.cpu == cpu)
+            .ok_or_else(|| format!("perf reports CPU {cpu}, kreg's snapshots have no such CPU"))?;
+        let (names, values, domain): (Vec<String>, Vec<u64>, Option<u32>) = match &s.domain {
+            None => (
+                crate::schedstat::CPU_FIELDS.iter().map(|f| f.to_string()).collect(),
+                mine.values.to_vec(),
+                None,
+            ),
+            Some(d) => {
+                let found = mine
+                    .domains
+                    .iter()
+                    .find(|x| x.index.to_string() == *d || x.name.as_deref() == Some(d.as_str()))
+                    .ok_or_else(|| {
+                        format!("perf reports domain {d} of CPU {cpu}, kreg's snapshots have no such domain")
+                    })?;
+                (domain_names.clone(), found.values.clone(), Some(found.index))
+            }
+        };
+        for f in s.fields.iter().filter(|f| !f.derived) {
+            let Some(i) = names.iter().position(|n| *n == kreg_field(&f.name)) else {
+                continue;
+            };
+            out.push(Compared {
+                cpu,
+                domain,
+                field: f.name.clone(),
+                kreg: values[i],
+                perf: f.values[0] as u64,
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests;

@@ -262,6 +262,17 @@ impl Driver<'_> {
             Ok(None) => {}
             Err(f) => return Ok(Err(f)),
         }
+        let wants_sched_stats = self.scenario.collect.perf_sched_stats
+            || self.scenario.workloads.iter().any(|w| w.collect.perf_sched_stats);
+        if wants_sched_stats {
+            if let Err(detail) = super::sched_stats::supported(&client).await {
+                return Ok(Err(Failure::Tool {
+                    tool: "perf".into(),
+                    host: self.sut.clone(),
+                    detail,
+                }));
+            }
+        }
         let tuners = match self.tune_hosts(&id).await {
             Ok(t) => t,
             Err(f) => return Ok(Err(f)),

@@ -139,6 +139,7 @@ pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults:
 /// What the SUT's counters read at one end of the measured phase (`when`: before or
 /// after): /proc/schedstat when the kernel has it, /proc/interrupts when collected.
 async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) -> Result<(), JobFailure> {
+    let ended = end_sched_stats(ctx, when, raw).await?;
     if ctx.schedstat {
         if let Some(s) = schedstat(ctx.sut).await {
             raw.push((format!("schedstat_{when}"), s));
@@ -165,7 +166,41 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
             perf_stop(ctx, raw).await?;
         }
     }
+    if ctx.collect.perf_sched_stats && when == "before" {
+        let path = super::sched_stats::data_path(&ctx.tag);
+        let rec = super::sched_stats::start(ctx.sut, &path)
+            .await
+            .map_err(|e| fail(e, raw))?;
+        *ctx.sched_stats.lock().expect("not poisoned") = Some(rec);
+    }
+    if let Some((rec, said)) = ended {
+        let done = super::sched_stats::fetch(ctx.sut, &rec, said)
+            .await
+            .map_err(|e| fail(e, raw))?;
+        raw.push(("perf_sched_stats_report".into(), done.report));
+        raw.push(("perf_sched_stats_data.xz.base64".into(), done.data_xz_base64));
+        raw.push(("perf_sched_stats_record".into(), done.record_stderr));
+    }
     Ok(())
+}
+
+/// perf's recording lies inside kreg's own /proc/schedstat snapshots: it starts after the
+/// first and ends before the last, so that every counter it saw grow, kreg saw grow as much
+/// or more.
+async fn end_sched_stats(
+    ctx: &Ctx<'_>,
+    when: &str,
+    raw: &[(String, String)],
+) -> Result<Option<(super::sched_stats::Recording, String)>, JobFailure> {
+    if !ctx.collect.perf_sched_stats || when != "after" {
+        return Ok(None);
+    }
+    let rec = ctx.sched_stats.lock().expect("not poisoned").take();
+    let Some(rec) = rec else {
+        return Err(fail("perf sched stats record was not started", raw));
+    };
+    let said = super::sched_stats::end(ctx.sut, &rec).await.map_err(|e| fail(e, raw))?;
+    Ok(Some((rec, said)))
 }
 
 /// Starts `perf stat -a` on the SUT and waits until its counters are open.
@@ -222,6 +257,11 @@ async fn perf_cleanup(ctx: &Ctx<'_>) {
     if let Some(id) = left {
         let _ = ctx.sut.stop(id, 5).await;
     }
+    let left = ctx.sched_stats.lock().expect("not poisoned").take();
+    if let Some(rec) = left {
+        let _ = ctx.sut.stop(rec.id, 5).await;
+        let _ = ctx.sut.exec(super::command(["rm", "-f", rec.path.as_str()], 30)).await;
+    }
 }
 
 /// The collectors' metrics, from the snapshots in `raw` (their tables added to it).
@@ -243,6 +283,18 @@ fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metri
         let (table, metrics) = crate::collect::perf_stat::summarize(&totals);
         raw.push(("perf_stat_totals".into(), table));
         out.extend(metrics);
+    }
+    if ctx.collect.perf_sched_stats {
+        let text = raw
+            .iter()
+            .find(|(k, _)| k == "perf_sched_stats_report")
+            .map(|(_, v)| v.clone());
+        let Some(text) = text else {
+            return Err(fail("the perf sched stats report is missing", raw));
+        };
+        let parsed =
+            crate::collect::perf_sched_stats::parse(&text).and_then(|r| crate::collect::perf_sched_stats::metrics(&r));
+        out.extend(parsed.map_err(|e| fail(e.to_string(), raw))?);
     }
     if ctx.collect.interrupts {
         let get = |kind: &str| raw.iter().find(|(k, _)| k == kind).map(|(_, v)| v.as_str());
@@ -287,6 +339,10 @@ pub struct Ctx<'a> {
     pub cgroup: Option<&'a super::cgroup::Placed>,
     /// The `perf stat` running on the SUT over the measured phase (its spawn id).
     pub perf: std::sync::Mutex<Option<u64>>,
+    /// The `perf sched stats record` running on the SUT over the measured phase.
+    pub sched_stats: std::sync::Mutex<Option<super::sched_stats::Recording>>,
+    /// A name of the job's own for files on the SUT (run and job ordinal).
+    pub tag: String,
     /// Collectors' metrics taken with the workload's own result (per-task schedstat).
     pub measured: std::sync::Mutex<Vec<Metric>>,
 }

@@ -15,6 +15,7 @@ pub use server::build_schema;
 mod http;
 mod job;
 pub mod reach;
+mod sched_stats;
 mod server;
 mod tools;
 pub mod tune;

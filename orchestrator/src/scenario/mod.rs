@@ -80,7 +80,8 @@ impl Scenario {
     /// Whether host `host` runs perf: the SUT with a perf collector, or a host with a
     /// `perf-bench` workload.
     pub fn needs_perf_on(&self, host: &str) -> bool {
-        let collector = self.collect.perf_stat || self.workloads.iter().any(|w| w.collect.perf_stat);
+        let collect = self.workloads.iter().fold(self.collect, |c, w| c.or(w.collect));
+        let collector = collect.perf_stat || collect.perf_sched_stats;
         (collector && host == self.sut().name)
             || self
                 .workloads

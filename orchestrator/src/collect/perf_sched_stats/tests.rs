@@ -160,3 +160,44 @@ fn a_report_cut_short_or_garbled_is_an_error_naming_the_line() {
     let e = parse(&mixed).unwrap_err();
     assert!(e.to_string().contains("1 value(s) where the elapsed time has 2"), "{e}");
 }
+
+/// The same lab job's /proc/schedstat, read by kreg before and after the whole job (two
+/// recordings, a report and a diff): perf's first recording lies inside, so every counter
+/// both have grew as much or more for kreg, CPU by CPU and domain by domain.
+#[test]
+fn perf_s_counters_fit_inside_kreg_s_own_snapshots() {
+    for (v, version) in [("6.12", 16), ("6.1", 15)] {
+        let read = |w: &str| {
+            crate::schedstat::parse(&fixture(&format!("perf-7.2-sched-stats-schedstat-{w}.{v}.txt"))).unwrap()
+        };
+        let diff = crate::schedstat::diff(&read("before"), &read("after")).unwrap();
+        assert_eq!(diff.version, version);
+        let report = parse(&fixture(&format!("perf-7.2-sched-stats-report.{v}.txt"))).unwrap();
+        let both = cross_check(&report, &diff).unwrap();
+        // Two CPUs: 9 counters each and the domain's 36 (v15 and v16 have one imbalance).
+        assert_eq!(both.len(), 2 * (9 + 36), "{v}");
+        assert!(
+            both.iter().all(Compared::agrees),
+            "{v}: {:?}",
+            both.iter().filter(|c| !c.agrees()).collect::<Vec<_>>()
+        );
+        let lb = both.iter().find(|c| c.cpu == 1 && c.field == "busy_lb_count").unwrap();
+        assert_eq!(lb.domain, Some(0));
+        assert!(lb.perf > 0, "{lb:?}");
+        // A perf figure larger than kreg's is a disagreement, and CPUs must match.
+        let mut more = report.clone();
+        more.sections[2].fields[2].values[0] = 1e12;
+        assert!(cross_check(&more, &diff)
+            .unwrap()
+            .iter()
+            .any(|c| !c.agrees() && c.field == "sched_count"));
+        let mut other = report.clone();
+        other.sections[4].cpu = Some(7);
+        assert_eq!(
+            cross_check(&other, &diff).unwrap_err(),
+            "perf reports CPU 7, kreg's snapshots have no such CPU"
+        );
+    }
+    assert_eq!(kreg_field("newidle_lb_hot_gained"), "newidle.lb_hot_gained");
+    assert_eq!(kreg_field("ttwu_move_affine"), "ttwu_move_affine");
+}

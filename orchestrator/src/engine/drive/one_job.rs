@@ -135,6 +135,8 @@ impl Driver<'_> {
             collect: self.scenario.collect.or(workload.collect),
             cgroup,
             perf: Default::default(),
+            sched_stats: Default::default(),
+            tag: format!("{}-{}", self.run.id, j.ordinal),
             measured: Default::default(),
         };
         let result = self.run_with_retries(&ctx, booted, variant, workload, j).await?;

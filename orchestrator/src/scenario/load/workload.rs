@@ -57,6 +57,7 @@ impl<'a> Cx<'a> {
                 "interrupts" => out.interrupts = true,
                 "perf_stat" => out.perf_stat = true,
                 "task_schedstat" => out.task_schedstat = true,
+                "perf_sched_stats" => out.perf_sched_stats = true,
                 other => {
                     let hint = crate::yaml::cx::closest(other, crate::collect::NAMES)
                         .map(|c| format!("did you mean `{c}`? "))
