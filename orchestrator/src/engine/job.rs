@@ -211,29 +211,26 @@ async fn perf_start(ctx: &Ctx<'_>, raw: &mut [(String, String)]) -> Result<(), J
         timeout_secs: 0,
         ..Default::default()
     };
-    let p = ctx
-        .sut
-        .spawn(req)
-        .await
-        .map_err(|e| agent_fail("starting perf stat", &e, raw))?;
-    *ctx.perf.lock().expect("not poisoned") = Some(p.id);
-    let waited = until(Duration::from_secs(30), Duration::from_millis(50), async || {
-        match ctx.sut.poll(p.id).await {
-            Ok(st) if perf_stat::counting(&st.stderr) => Look::Ready(()),
-            Ok(st) if !st.running => Look::Failed(format!(
-                "perf stat exited ({:?}) before counting: {}",
-                st.exit_code.or(st.signal),
-                crate::failure::tail(&st.stderr, 5)
-            )),
-            Ok(_) => Look::NotYet(String::new()),
-            Err(e) => Look::Failed(e.to_string()),
+    let ready = |st: &kreg_agent::wire::ProcessState| perf_stat::counting(&st.stderr);
+    match super::spawn_until_ready(
+        ctx.sut,
+        req,
+        (
+            "perf stat",
+            "before counting",
+            30,
+            "perf stat printed no count within 30 s",
+        ),
+        ready,
+    )
+    .await
+    {
+        Ok(id) => {
+            *ctx.perf.lock().expect("not poisoned") = Some(id);
+            Ok(())
         }
-    })
-    .await;
-    match waited {
-        Ok(()) => Ok(()),
-        Err(Waited::Failed(why)) => Err(fail(why, raw)),
-        Err(Waited::TimedOut { .. }) => Err(fail("perf stat printed no count within 30 s", raw)),
+        Err(super::NotReady::Agent(e)) => Err(agent_fail("starting perf stat", &e, raw)),
+        Err(super::NotReady::Said(why)) => Err(fail(why, raw)),
     }
 }
 

@@ -104,6 +104,50 @@ fn command<S: Into<String>>(argv: impl IntoIterator<Item = S>, timeout_secs: u64
     }
 }
 
+/// Why a spawned collector did not become ready.
+enum NotReady {
+    /// The agent could not start or poll it.
+    Agent(kreg_agent::client::ClientError),
+    /// It exited first, or took too long (it is stopped then): the reason, said.
+    Said(String),
+}
+
+/// Spawns `req` on `client` and polls it until `ready` holds of its state (a collector
+/// that has opened its counters); returns its spawn id. `what` names it, `until_what`
+/// says what it had not done when it exited ("before counting"), `late` what it had not
+/// done when `secs` went by.
+async fn spawn_until_ready(
+    client: &kreg_agent::client::AgentClient,
+    req: kreg_agent::wire::ExecRequest,
+    (what, until_what, secs, late): (&str, &str, u64, &str),
+    ready: impl Fn(&kreg_agent::wire::ProcessState) -> bool,
+) -> Result<u64, NotReady> {
+    use crate::poll::{until, Look, Waited};
+    let p = client.spawn(req).await.map_err(NotReady::Agent)?;
+    let waited = until(
+        std::time::Duration::from_secs(secs),
+        std::time::Duration::from_millis(50),
+        async || match client.poll(p.id).await {
+            Ok(st) if ready(&st) => Look::Ready(()),
+            Ok(st) if !st.running => Look::Failed(format!(
+                "{what} exited ({:?}) {until_what}: {}",
+                st.exit_code.or(st.signal),
+                crate::failure::tail(&st.stderr, 5)
+            )),
+            Ok(_) => Look::NotYet(String::new()),
+            Err(e) => Look::Failed(e.to_string()),
+        },
+    )
+    .await;
+    let why = match waited {
+        Ok(()) => return Ok(p.id),
+        Err(Waited::Failed(why)) => why,
+        Err(Waited::TimedOut { .. }) => late.to_string(),
+    };
+    let _ = client.stop(p.id, 5).await;
+    Err(NotReady::Said(why))
+}
+
 /// Runs `r` on `client`; its stdout, or why it failed (`what` names it).
 async fn must(
     client: &kreg_agent::client::AgentClient,

@@ -11,8 +11,6 @@
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::ExecRequest;
 
-use crate::poll::{until, Look, Waited};
-
 /// What the recording's command prints once perf has taken its first snapshot.
 pub const READY: &str = "kreg: perf sched stats record has its first snapshot";
 
@@ -54,35 +52,20 @@ pub async fn start(sut: &AgentClient, path: &str) -> Result<Recording, String> {
         timeout_secs: 0,
         ..Default::default()
     };
-    let p = sut
-        .spawn(req)
-        .await
-        .map_err(|e| format!("starting perf sched stats record: {e}"))?;
-    let waited = until(
-        std::time::Duration::from_secs(30),
-        std::time::Duration::from_millis(50),
-        async || match sut.poll(p.id).await {
-            Ok(st) if st.stdout.contains(READY) => Look::Ready(()),
-            Ok(st) if !st.running => Look::Failed(format!(
-                "perf sched stats record exited ({:?}) before its first snapshot: {}",
-                st.exit_code.or(st.signal),
-                crate::failure::tail(&st.stderr, 5)
-            )),
-            Ok(_) => Look::NotYet(String::new()),
-            Err(e) => Look::Failed(e.to_string()),
-        },
-    )
-    .await;
-    match waited {
-        Ok(()) => Ok(Recording {
-            id: p.id,
+    let ready = |st: &kreg_agent::wire::ProcessState| st.stdout.contains(READY);
+    let what = (
+        "perf sched stats record",
+        "before its first snapshot",
+        30,
+        "perf sched stats record took no first snapshot within 30 s",
+    );
+    match super::spawn_until_ready(sut, req, what, ready).await {
+        Ok(id) => Ok(Recording {
+            id,
             path: path.to_string(),
         }),
-        Err(Waited::Failed(why)) => Err(why),
-        Err(Waited::TimedOut { .. }) => {
-            let _ = sut.stop(p.id, 5).await;
-            Err("perf sched stats record took no first snapshot within 30 s".into())
-        }
+        Err(super::NotReady::Agent(e)) => Err(format!("starting perf sched stats record: {e}")),
+        Err(super::NotReady::Said(why)) => Err(why),
     }
 }
 
