@@ -227,6 +227,16 @@ pub fn render(s: &Scenario, jobs: &[Job]) -> String {
 }
 
 pub fn render_with(s: &Scenario, jobs: &[Job], detail: Detail) -> String {
+    render_full(s, jobs, detail, &[])
+}
+
+/// The plan, with the perf each kernel's jobs run on the SUT (`kernel::perf::support`).
+pub fn render_full(
+    s: &Scenario,
+    jobs: &[Job],
+    detail: Detail,
+    perfs: &[crate::kernel::perf::support::PerfOf],
+) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(
@@ -294,6 +304,9 @@ pub fn render_with(s: &Scenario, jobs: &[Job], detail: Detail) -> String {
                     .map(|p| format!("; perf built from {p} (on the controller) runs on the SUT"))
                     .unwrap_or_default()
             );
+            if let Some(p) = perfs.iter().find(|p| p.kernel == k.name) {
+                out.push_str(&perf_line(s, p));
+            }
         }
         let _ = writeln!(
             out,
@@ -304,27 +317,47 @@ pub fn render_with(s: &Scenario, jobs: &[Job], detail: Detail) -> String {
     out
 }
 
+/// Which perf a kernel's jobs run on the SUT, and, for the collector that needs it,
+/// whether it has `perf sched stats`.
+fn perf_line(s: &Scenario, p: &crate::kernel::perf::support::PerfOf) -> String {
+    let wanted = s.collect.perf_sched_stats || s.workloads.iter().any(|w| w.collect.perf_sched_stats);
+    let support = if wanted {
+        format!("; {}", p.sched_stats_text())
+    } else {
+        String::new()
+    };
+    format!("  perf on {}: {}{support}\n", s.sut().name, p.perf)
+}
+
+/// What is collected around a workload's measured phase.
+fn collectors(s: &Scenario, w: &crate::scenario::Workload) -> Vec<String> {
+    let mut out = vec!["/proc/schedstat".to_string()];
+    let collect = s.collect.or(w.collect);
+    if collect.interrupts {
+        out.push("/proc/interrupts".into());
+    }
+    if collect.perf_stat {
+        out.push(format!(
+            "`{}` on {}",
+            crate::workload::shell_words(&crate::collect::perf_stat::argv()),
+            s.sut().name
+        ));
+    }
+    if collect.task_schedstat {
+        out.push("each task's schedstat at its exit".into());
+    }
+    if collect.perf_sched_stats {
+        out.push(format!("`perf sched stats record` on {}, system-wide", s.sut().name));
+    }
+    out
+}
+
 /// A variant's job of a workload: where, under which policy, on which CPUs, in which
 /// cgroup, with which collectors, and the command lines (passwords as `***`).
 fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Workload, detail: Detail) -> String {
     use crate::workload::Plan;
     let cpus = v.cpus.as_deref().map_or("all".to_string(), crate::tuning::cpu_list);
-    let mut collectors = vec!["/proc/schedstat"];
-    let collect = s.collect.or(w.collect);
-    if collect.interrupts {
-        collectors.push("/proc/interrupts");
-    }
-    let perf = format!(
-        "`{}` on {}",
-        crate::workload::shell_words(&crate::collect::perf_stat::argv()),
-        s.sut().name
-    );
-    if collect.perf_stat {
-        collectors.push(&perf);
-    }
-    if collect.task_schedstat {
-        collectors.push("each task's schedstat at its exit");
-    }
+    let collectors = collectors(s, w);
     let mut head = match w.kind.server_host() {
         None => format!(
             "  variant {} × workload {}: on {}, policy {}, CPUs {cpus}",

@@ -1,6 +1,6 @@
 //! Before a run is created: every machine host is reached and authenticated (protocol,
-//! token), and the sched features the variants name are checked against the running
-//! kernel. A run that cannot start is never recorded. Lab hosts start with the run.
+//! token), the sched features the variants name are checked against the running
+//! kernel, and a perf known to lack `perf sched stats` is refused for that collector. A run that cannot start is never recorded. Lab hosts start with the run.
 
 use std::time::Duration;
 
@@ -39,6 +39,11 @@ pub fn unknown_features(s: &Scenario, features_file: &str) -> Vec<(String, Strin
 /// first); checks the variants' features on the SUT's running kernel.
 pub async fn check(s: &Scenario, cfg: &Config) -> Findings {
     let mut found = Findings::default();
+    // A perf known to lack `perf sched stats`, asked for that collector.
+    let perfs = crate::kernel::perf::support::perfs(s, || {
+        crate::kernel::perf::support::controller_perf(crate::lab::initramfs::PERF.0)
+    });
+    found.problems.extend(crate::kernel::perf::support::refusals(s, &perfs));
     let sut = s.sut().name.clone();
     // Features can be checked for certain only when every kernel is the running one.
     let only_running = s.kernels.iter().all(|k| matches!(k.source, KernelSource::Running));

@@ -3,8 +3,10 @@
 //! /proc/schedstat v16, 6.1 with v15), recording system-wide around every job. Each job
 //! keeps perf's file and report and gets the report's summary as metrics; perf's counters,
 //! CPU by CPU and domain by domain, never exceed what kreg's own snapshots (taken just
-//! outside perf's recording) saw. The host's perf (Debian's 6.1, no `sched stats`) asked
-//! for the collector fails the kernel's jobs before they run, saying why.
+//! outside perf's recording) saw; `kreg report` diffs the kernels field by field with
+//! spreads. The host's perf (Debian's 6.1, no `sched stats`) asked for the collector is
+//! refused before the run, saying why. A run killed with the schedstat switch on resumes
+//! with every setting put back.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -54,6 +56,21 @@ async fn perf_sched_stats_around_every_job_agrees_with_kreg_s_own_snapshots() {
     assert_ok(&out, "kreg plan");
     let plan = String::from_utf8_lossy(&out.stdout);
     assert!(plan.contains("perf built from Debian's linux-source-7.2"), "{plan}");
+    for k in ["k612", "k61"] {
+        let line = plan
+            .lines()
+            .skip_while(|l| {
+                !l.starts_with(&format!("boot kernel {k}:")) && !l.starts_with(&format!("boot kernel {k} ("))
+            })
+            .nth(1)
+            .unwrap_or_default();
+        assert_eq!(
+            line,
+            "  perf on sut: perf built from Debian's linux-source-7.2 (on the controller); has `perf sched stats`",
+            "{plan}"
+        );
+    }
+    assert!(plan.contains("`perf sched stats record` on sut, system-wide"), "{plan}");
 
     let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
     assert_ok(&out, "kreg run");
@@ -130,8 +147,51 @@ async fn perf_sched_stats_around_every_job_agrees_with_kreg_s_own_snapshots() {
     assert_eq!(schedstats.len(), 2, "one per boot: {settings:?}");
     assert!(schedstats.iter().all(|s| s.2.is_some()), "restored: {settings:?}");
 
-    // The host's perf (Debian's 6.1) has no `perf sched stats`: the kernel's jobs fail
-    // before they run, saying why.
+    // `kreg report`: per field of perf's summary, both kernels' means over their two jobs
+    // with their spreads, the change with its interval; the cross-check of every job.
+    let out = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
+    assert_ok(&out, "kreg report");
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    assert!(text.contains("hb: k61/default against k612/default"), "{text}");
+    assert!(
+        text.contains("k612/default (2 jobs)") && text.contains("k61/default (2 jobs)"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("| cpu ") && l.contains(" sched_count "))
+        .unwrap_or_else(|| panic!("no sched_count line: {text}"));
+    let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+    assert!(cells[4].starts_with('±') && cells[6].starts_with('±'), "{line}");
+    assert!(
+        cells[8].starts_with('[') && cells[8].ends_with(']'),
+        "an interval: {line}"
+    );
+    assert!(["moved", "noise"].contains(&cells[9]), "{line}");
+    assert!(
+        text.contains(&format!(
+            "cross-check: perf's counters and kreg's /proc/schedstat delta agree on all {compared} counters of 4 job(s)"
+        )),
+        "{text}"
+    );
+    // Not among the workload's verdicts.
+    assert!(!text.contains("| sched_stats_"), "{text}");
+    let out = kreg(&db, &dir.0)
+        .args(["report", "1", "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fields = doc["sched_stats"]["pairs"][0]["fields"].as_array().unwrap();
+    let sc = fields
+        .iter()
+        .find(|f| f["field"] == "sched_count" && f["level"] == "cpu")
+        .unwrap();
+    assert_eq!((sc["base"]["n"].as_u64(), sc["new"]["n"].as_u64()), (Some(2), Some(2)));
+    assert!(sc["p"].as_f64().is_some() && sc["ci"].is_array(), "{sc}");
+
+    // The host's perf (Debian's 6.1) has no `perf sched stats`: `kreg plan` says so, and
+    // `kreg run` refuses before recording anything.
     let old = dir.0.join("old.yaml");
     std::fs::write(
         &old,
@@ -141,16 +201,108 @@ async fn perf_sched_stats_around_every_job_agrees_with_kreg_s_own_snapshots() {
             .replace("iterations: 2", "iterations: 1"),
     )
     .unwrap();
+    let out = kreg(&db, &dir.0).arg("plan").arg(&old).output().unwrap();
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        plan.contains("  perf on sut: the controller's /usr/bin/perf (perf version 6.1.")
+            && plan.contains("has no `perf sched stats` (perf 6.19 or later)"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("refused: kernel k612: the collector perf_sched_stats needs"),
+        "{plan}"
+    );
     let out = kreg(&db, &dir.0).arg("run").arg(&old).output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    let why: String = sqlx::query_scalar("SELECT error FROM jobs WHERE run_id = 2")
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("kernel k612: the collector perf_sched_stats needs `perf sched stats` (perf 6.19 or later)"),
+        "{err}"
+    );
+    assert!(err.contains("no run recorded"), "{err}");
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    assert!(why.contains("needs `perf sched stats` (perf 6.19 or later)"), "{why}");
-    let started: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE run_id = 2 AND started_at IS NOT NULL")
+    assert_eq!(runs, 1, "refused before the run");
+
+    killed_and_resumed(&db, &dir).await;
+}
+
+/// The controller killed in the middle of a run while the schedstat switch is on: the
+/// setting is left noted as not put back; `kreg resume` finds it gone with the lab VM,
+/// drives the rest, and puts back what its own boot changed.
+async fn killed_and_resumed(db: &common::TestDb, dir: &Scratch) {
+    let file = dir.0.join("kill.yaml");
+    std::fs::write(
+        &file,
+        SCENARIO
+            .replace("  - { name: k61, source: { deb: linux-image-amd64 } }\n", "")
+            .replace("iterations: 2", "iterations: 3"),
+    )
+    .unwrap();
+    let mut child = kreg(db, &dir.0)
+        .arg("run")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the first job is done and the next one running, the switch on.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    loop {
+        let (done, running, on): (i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM jobs WHERE run_id = 2 AND state = 'done'),
+                    (SELECT count(*) FROM jobs WHERE run_id = 2 AND state = 'running'),
+                    (SELECT count(*) FROM host_settings WHERE run_id = 2 AND setting = 'kernel.sched_schedstats' AND restored_at IS NULL)",
+        )
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    assert_eq!(started, 0, "refused before the job ran");
+        if done >= 1 && running == 1 && on == 1 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it could be killed"
+        );
+        assert!(std::time::Instant::now() < deadline, "no second job within 10 minutes");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM host_settings WHERE run_id = 2 AND restored_at IS NULL")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 1, "the killed controller could not put the switch back");
+
+    let out = kreg(db, &dir.0).args(["resume", "2"]).output().unwrap();
+    assert_ok(&out, "kreg resume");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("left by the interrupted attempt: sut: kernel.sched_schedstats gone with the lab VM"),
+        "{err}"
+    );
+    let (done, with_data): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE j.state = 'done'),
+                count(*) FILTER (WHERE EXISTS (SELECT 1 FROM raw_outputs o WHERE o.job_id = j.id AND o.kind = 'perf_sched_stats_data.xz.base64'))
+         FROM jobs j WHERE j.run_id = 2",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((done, with_data), (3, 3), "every job done once, with its recording");
+    // Both boots' switches noted and put back (the first with its VM, the second by kreg).
+    let settings: Vec<(String, Option<chrono::DateTime<chrono::Utc>>)> = sqlx::query_as(
+        "SELECT before, restored_at FROM host_settings WHERE run_id = 2 AND setting = 'kernel.sched_schedstats'",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(settings.len(), 2, "{settings:?}");
+    assert!(
+        settings.iter().all(|(before, at)| before == "0" && at.is_some()),
+        "{settings:?}"
+    );
 }

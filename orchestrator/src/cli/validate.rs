@@ -44,6 +44,11 @@ pub fn plan(file: &Path, skip_files: bool, detail: plan::Detail) -> Result<ExitC
         Ok((_, s)) => s,
         Err(_) => load(file)?.1,
     };
-    print!("{}", plan::render_with(&s, &plan::expand(&s), detail));
+    use kreg::kernel::perf::support;
+    let perfs = support::perfs(&s, || support::controller_perf(kreg::lab::initramfs::PERF.0));
+    print!("{}", plan::render_full(&s, &plan::expand(&s), detail, &perfs));
+    for why in support::refusals(&s, &perfs) {
+        println!("refused: {why}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -251,6 +251,11 @@ pub fn metric_name(domain: Option<&str>, field: &str) -> String {
     }
 }
 
+/// Whether a stored metric is one of [`metrics`]'.
+pub fn is_metric(name: &str) -> bool {
+    name.starts_with("sched_stats_")
+}
+
 /// The summary's figures of one recording as metrics: counts per CPU (perf's mean over
 /// CPUs), the derived means as means. A diff (two recordings) is refused: its figures
 /// belong to two jobs.

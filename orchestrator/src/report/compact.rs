@@ -285,6 +285,9 @@ pub(super) fn render_text(rep: &Report) -> String {
             out.push_str(&format!("  {w}\n"));
         }
     }
+    if let Some(sec) = rep.sched_stats {
+        out.push_str(&super::sched_stats::render_text(sec, rep.boxes));
+    }
     if !rep.failed.is_empty() {
         out.push_str("\nfailed jobs:\n");
         for c in &rep.failed {
@@ -366,6 +369,9 @@ pub(super) fn render_markdown(rep: &Report) -> String {
                 out.push_str(&format!("- {}\n", md_escape(&w)));
             }
         }
+    }
+    if let Some(sec) = rep.sched_stats {
+        out.push_str(&super::sched_stats::render_markdown(sec));
     }
     if !rep.failed.is_empty() {
         out.push_str("\n### Failed jobs\n\n");

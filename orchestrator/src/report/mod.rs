@@ -6,6 +6,7 @@
 mod compact;
 mod notes;
 mod render;
+pub mod sched_stats;
 mod table;
 
 pub use notes::{definition_changes, environment_changes, failed_cells, unlike, FailedCell, JobSummary, Unlike};
@@ -33,6 +34,8 @@ pub struct Report<'a> {
     pub failed: Vec<FailedCell>,
     /// Box-drawing characters in text tables (for a terminal); plain ASCII otherwise.
     pub boxes: bool,
+    /// The `perf sched stats` section, when jobs recorded it.
+    pub sched_stats: Option<&'a sched_stats::SchedStats>,
 }
 
 impl Report<'_> {

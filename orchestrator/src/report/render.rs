@@ -115,6 +115,9 @@ pub(super) fn render_csv(rep: &Report) -> String {
             out.push('\n');
         }
     }
+    if let Some(sec) = rep.sched_stats {
+        out.push_str(&sched_stats_csv(sec));
+    }
     for c in &rep.failed {
         let mut fields = vec![String::new(); CSV_HEADER.len()];
         let at = |name: &str| CSV_HEADER.iter().position(|h| *h == name).expect("a CSV column");
@@ -131,6 +134,47 @@ pub(super) fn render_csv(rep: &Report) -> String {
         ));
         out.push_str(&fields.join(","));
         out.push('\n');
+    }
+    out
+}
+
+/// The `perf sched stats` fields, one line each: the compared side's figures, the change
+/// against the base side, `moved` or `noise` as the verdict.
+fn sched_stats_csv(sec: &super::sched_stats::SchedStats) -> String {
+    let at = |name: &str| CSV_HEADER.iter().position(|h| *h == name).expect("a CSV column");
+    let mut out = String::new();
+    for p in &sec.pairs {
+        for f in &p.fields {
+            let mut c = vec![String::new(); CSV_HEADER.len()];
+            c[at("workload")] = csv_field(&p.workload);
+            c[at("metric")] = csv_field(&super::sched_stats::metric_of(f));
+            c[at("kind")] = "sched_stats".into();
+            c[at("kernel")] = csv_field(&p.new.0);
+            c[at("variant")] = csv_field(&p.new.1);
+            c[at("n")] = f.new.n.to_string();
+            c[at("mean")] = f.new.mean.to_string();
+            c[at("stddev")] = f.new.stddev.to_string();
+            c[at("cov_pct")] = f.new.pct().to_string();
+            c[at("n_base")] = f.base.n.to_string();
+            c[at("n_new")] = f.new.n.to_string();
+            c[at("change")] = num(f.change);
+            c[at("ci_low")] = num(f.ci.map(|x| x.0));
+            c[at("ci_high")] = num(f.ci.map(|x| x.1));
+            c[at("ci_level")] = (1.0 - sec.alpha).to_string();
+            c[at("test")] = if f.p.is_some() { "welch".into() } else { String::new() };
+            c[at("p")] = num(f.p);
+            c[at("p_adjusted")] = num(f.p_adjusted);
+            c[at("alpha")] = sec.alpha.to_string();
+            c[at("verdict")] = csv_field(f.call());
+            c[at("reason")] = csv_field(&format!(
+                "perf sched stats against {} (mean {} ± {:.1}%)",
+                p.base_label(),
+                f.base.mean,
+                f.base.pct()
+            ));
+            out.push_str(&c.join(","));
+            out.push('\n');
+        }
     }
     out
 }
@@ -166,6 +210,7 @@ pub(super) fn render_json(rep: &Report) -> String {
                       "looks": if rep.scenario.looks().is_fixed() { serde_json::Value::Null } else { serde_json::json!(rep.scenario.looks().at) },
                       "multiple_comparisons": "benjamini-hochberg", "comparisons": super::comparisons(tables) },
         "rows": rows,
+        "sched_stats": rep.sched_stats,
     });
     serde_json::to_string_pretty(&doc).expect("serialisable")
 }

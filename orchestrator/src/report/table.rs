@@ -294,7 +294,10 @@ fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
     let mut out = Vec::new();
     for w in &s.workloads {
         let mut metrics: Vec<&Sample> = Vec::new();
-        for x in samples.iter().filter(|x| x.workload == w.name) {
+        // perf sched stats' figures are compared field by field in their own section
+        // (`sched_stats`), not judged among the workload's metrics.
+        let own = |x: &&Sample| x.workload == w.name && !crate::collect::perf_sched_stats::is_metric(&x.metric);
+        for x in samples.iter().filter(own) {
             if !metrics.iter().any(|m| m.metric == x.metric) {
                 metrics.push(x);
             }

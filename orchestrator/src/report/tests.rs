@@ -37,6 +37,7 @@ fn report<'a>(
         warnings: Vec::new(),
         failed: Vec::new(),
         boxes: false,
+        sched_stats: None,
     }
 }
 

@@ -4,8 +4,10 @@
 mod builds;
 pub mod cluster;
 pub mod pages;
+mod schedstat;
 
 pub use builds::{builds, link_build, record_build, BuildRow};
+pub use schedstat::{sched_stats_reports, schedstat_pairs, SchedStatsReport, SchedstatPair};
 
 use crate::results::{BootSeen, BuildUsed, SettingChange, ToolVersion};
 pub use crate::results::{KernelProvenance, Sample};
@@ -406,30 +408,6 @@ pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Res
             .fetch_optional(db)
             .await?,
     )
-}
-
-/// /proc/schedstat as it was before and after a done job.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct SchedstatPair {
-    pub kernel: String,
-    pub variant: String,
-    pub workload: String,
-    pub before: String,
-    pub after: String,
-}
-
-/// /proc/schedstat before and after each done job of a run.
-pub async fn schedstat_pairs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<SchedstatPair>> {
-    Ok(sqlx::query_as(
-        "SELECT j.kernel, j.variant, j.workload, b.content AS before, a.content AS after
-         FROM jobs j
-         JOIN raw_outputs b ON b.job_id = j.id AND b.kind = 'schedstat_before'
-         JOIN raw_outputs a ON a.job_id = j.id AND a.kind = 'schedstat_after'
-         WHERE j.run_id = $1 AND j.state = 'done' ORDER BY j.ordinal",
-    )
-    .bind(run_id)
-    .fetch_all(db)
-    .await?)
 }
 
 /// Notes a setting kreg changed on a host (its value before), before the change is made.

@@ -85,6 +85,7 @@ pub struct Loaded {
     pub prov: Vec<KernelProvenance>,
     pub warnings: Vec<String>,
     pub failed: Vec<FailedCell>,
+    pub sched_stats: Option<report::sched_stats::SchedStats>,
 }
 
 impl Loaded {
@@ -99,6 +100,7 @@ impl Loaded {
             warnings: self.warnings.clone(),
             failed: self.failed.clone(),
             boxes,
+            sched_stats: self.sched_stats.as_ref(),
         }
     }
 }
@@ -144,6 +146,8 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         .await
         .map_err(|e| ViewError::Other(anyhow::anyhow!("judging the report: {e}")))?;
     let prov = store::provenance(db, run_id, &s.sut().name).await?;
+    let jobs = sched_stats_jobs(db, run_id).await?;
+    let sched_stats = report::sched_stats::section(&s, &jobs, &baseline, settings.alpha);
     Ok(Loaded {
         run_id,
         baseline,
@@ -153,7 +157,36 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         warnings: Vec::new(),
         failed: failed_of(db, run_id).await?,
         scenario: s,
+        sched_stats,
     })
+}
+
+/// The `perf sched stats` recordings of a run's done jobs, parsed, each with kreg's own
+/// /proc/schedstat delta of the job when it has both snapshots.
+pub async fn sched_stats_jobs(db: &PgPool, run_id: i64) -> Result<Vec<report::sched_stats::Job>> {
+    let rows = store::sched_stats_reports(db, run_id).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let label = format!("{}/{} {} iteration {}", r.kernel, r.variant, r.workload, r.iteration);
+        let report = crate::collect::perf_sched_stats::parse(&r.report)
+            .map_err(|e| ViewError::Other(anyhow::anyhow!("job {} ({label}): its stored report: {e}", r.job_id)))?;
+        let schedstat = match (&r.before, &r.after) {
+            (Some(b), Some(a)) => {
+                let snap = |t: &str| crate::schedstat::parse(t).map_err(|e| e.to_string());
+                snap(b).and_then(|b| crate::schedstat::diff(&b, &snap(a)?)).ok()
+            }
+            _ => None,
+        };
+        out.push(report::sched_stats::Job {
+            kernel: r.kernel,
+            variant: r.variant,
+            workload: r.workload,
+            label,
+            report,
+            schedstat,
+        });
+    }
+    Ok(out)
 }
 
 /// The cells of a run whose jobs failed.
@@ -218,6 +251,7 @@ pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded>
         baseline: Baseline::Run(run_a),
         tables,
         settings,
+        sched_stats: None,
         prov,
         warnings,
         failed: failed_of(db, run_b).await?,

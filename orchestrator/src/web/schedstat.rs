@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::html::{self, esc, Live};
 use super::params::Params;
 use super::{id_of, json, ApiResult, AppState, PageResult};
+use crate::report::sched_stats::{self as perf_section, SchedStats};
 use crate::schedstat::{self, Diff, CPU_FIELDS};
 use crate::view::{self, ViewError};
 
@@ -37,6 +38,9 @@ pub struct SchedstatView {
     pub run: i64,
     pub fields: Vec<String>,
     pub sides: Vec<Side>,
+    /// `perf sched stats` per compared pair (against the run's default baseline), when
+    /// jobs recorded it.
+    pub perf_sched_stats: Option<SchedStats>,
 }
 
 fn side(name: String, diffs: &[Diff]) -> Option<Side> {
@@ -88,7 +92,14 @@ fn side(name: String, diffs: &[Diff]) -> Option<Side> {
 
 async fn schedstat_view(st: &AppState, id: &str) -> view::Result<SchedstatView> {
     let run = id_of("run", id)?;
-    crate::store::run(&st.db, run).await?;
+    let (_, scenario) = view::scenario(&st.db, run).await?;
+    let jobs = view::sched_stats_jobs(&st.db, run).await?;
+    let perf_sched_stats = perf_section::section(
+        &scenario,
+        &jobs,
+        &crate::report::default_baseline(&scenario),
+        crate::stats::Settings::default().alpha,
+    );
     let pairs = crate::store::schedstat_pairs(&st.db, run).await?;
     let mut groups: Vec<(String, Vec<Diff>)> = Vec::new();
     for p in &pairs {
@@ -105,6 +116,7 @@ async fn schedstat_view(st: &AppState, id: &str) -> view::Result<SchedstatView> 
         run,
         fields: CPU_FIELDS.iter().map(|s| s.to_string()).collect(),
         sides: groups.into_iter().filter_map(|(n, d)| side(n, &d)).collect(),
+        perf_sched_stats,
     })
 }
 
@@ -145,7 +157,9 @@ pub async fn page(
         html::link(&format!("/runs/{run}/schedstat?detail=domain"), "per domain"),
         html::link(&format!("/api/v1/runs/{run}/schedstat"), "JSON"),
     );
+    let perf = v.perf_sched_stats.as_ref().map(perf_sched_stats).unwrap_or_default();
     if v.sides.is_empty() {
+        body.push_str(&perf);
         body.push_str("<p>No done job of this run has schedstat snapshots (no /proc/schedstat on the SUT, or no job done yet).</p>");
         return Ok(Html(html::layout(
             &format!("Scheduler statistics, run {run}"),
@@ -181,6 +195,7 @@ pub async fn page(
         esc(&base.name),
         html::table("schedstat", &head_ref, &rows)
     );
+    body.push_str(&perf);
     match detail.as_deref() {
         Some("cpu") => body.push_str(&per_cpu(&v)),
         Some("domain") => body.push_str(&per_domain(&v)),
@@ -231,6 +246,50 @@ fn per_domain(v: &SchedstatView) -> String {
                 html::table("schedstat", &["field", "mean per job"], &rows)
             );
         }
+    }
+    out
+}
+
+/// What `perf sched stats` recorded, per compared pair: both means with their spreads and
+/// the change with its interval per field, the fields that moved beyond noise marked.
+fn perf_sched_stats(sec: &SchedStats) -> String {
+    let mut out = format!(
+        "<h2 id=\"perf-sched-stats\">perf sched stats</h2><p class=\"method\">{}</p>",
+        esc(&sec.method())
+    );
+    for p in &sec.pairs {
+        let head = perf_section::headers(p);
+        let head: Vec<&str> = head.iter().map(|s| s.as_str()).collect();
+        let rows: Vec<Vec<String>> = p
+            .fields
+            .iter()
+            .map(|f| {
+                let mut cells: Vec<String> = perf_section::cells(f).iter().map(|c| esc(c)).collect();
+                if f.moved {
+                    for c in &mut cells[6..] {
+                        *c = format!("<strong>{c}</strong>");
+                    }
+                }
+                cells
+            })
+            .collect();
+        let zero = if p.zero > 0 {
+            format!(" <small>({} fields zero in every job, not listed)</small>", p.zero)
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            out,
+            "<h3>{}: {} against {}{zero}</h3>{}",
+            esc(&p.workload),
+            esc(&p.new_label()),
+            esc(&p.base_label()),
+            html::table("schedstat perfstats", &head, &rows)
+        );
+    }
+    for l in sec.cross_lines() {
+        let class = if l.starts_with("WARNING") { "warning" } else { "note" };
+        let _ = write!(out, "<p class=\"{class}\">{}</p>", esc(&l));
     }
     out
 }

@@ -14,6 +14,7 @@ use super::{msg, KernelError};
 use crate::scenario::{BuildSpec, PerfSource, TreeSource};
 
 mod debian;
+pub mod support;
 
 /// What `make` is told: no Python or Perl scripting (their headers are rarely installed
 /// and the collectors need neither), no documentation, and warnings left as warnings (an
