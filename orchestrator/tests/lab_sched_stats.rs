@@ -280,6 +280,9 @@ async fn killed_and_resumed(db: &common::TestDb, dir: &Scratch) {
     let out = kreg(db, &dir.0).args(["resume", "2"]).output().unwrap();
     assert_ok(&out, "kreg resume");
     let err = String::from_utf8_lossy(&out.stderr);
+    for l in err.lines().filter(|l| l.contains("left by")) {
+        eprintln!("resumed after the kill: {l}");
+    }
     assert!(
         err.contains("left by the interrupted attempt: sut: kernel.sched_schedstats gone with the lab VM"),
         "{err}"
