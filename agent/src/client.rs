@@ -86,8 +86,10 @@ impl std::fmt::Debug for AgentClient {
 
 impl AgentClient {
     pub fn new(base_url: &str, token: &str) -> AgentClient {
+        // Never through a proxy from the environment: it would get the token.
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .no_proxy()
             .build()
             .expect("reqwest client");
         Self::with_http(base_url, token, http)
@@ -99,6 +101,7 @@ impl AgentClient {
         let tls = crate::tls::pinned_client(fingerprint)?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .no_proxy()
             .use_preconfigured_tls(tls)
             .build()
             .map_err(|e| format!("TLS client: {e}"))?;

@@ -72,9 +72,7 @@ async fn real_main(args: Args) -> Result<(), String> {
         return Ok(());
     }
     let token_file = args.token_file.clone().expect("required by clap");
-    let text = std::fs::read_to_string(&token_file)
-        .map_err(|e| format!("cannot read token file {}: {e}", token_file.display()))?;
-    let token = Token::from_file_text(&text).map_err(|e| format!("{}: {e}", token_file.display()))?;
+    let token = Token::read_file(&token_file)?;
     let tls = match args.tls {
         true => Some(kreg_agent::tls::acceptor(&args.data_dir)?),
         false => None,

@@ -601,6 +601,41 @@ impl<T> Envelope<T> {
     }
 }
 
+/// The most a secret file's first line may hold.
+pub const SECRET_LINE_MAX: usize = 4096;
+
+/// The first line of a secret file (a token, a passphrase), without its line end: a
+/// regular file only (not a device, a FIFO or a folder: opened without blocking and
+/// checked), and no more than [`SECRET_LINE_MAX`] bytes read. `what` names it in errors.
+pub fn read_secret(path: &std::path::Path, what: &str) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let at = |e: String| format!("cannot read {what} {}: {e}", path.display());
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| at(e.to_string()))?;
+    let meta = f.metadata().map_err(|e| at(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(at("not a regular file".into()));
+    }
+    let mut buf = Vec::new();
+    f.take(SECRET_LINE_MAX as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| at(e.to_string()))?;
+    let end = buf.iter().position(|b| *b == b'\n');
+    let line = match end {
+        Some(n) => &buf[..n],
+        None if buf.len() > SECRET_LINE_MAX => {
+            return Err(at(format!("its first line is longer than {SECRET_LINE_MAX} bytes")));
+        }
+        None => &buf[..],
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    String::from_utf8(line.to_vec()).map_err(|_| at("its first line is not UTF-8".into()))
+}
+
 /// The bearer token both sides read from a token file. Its `Debug` never shows the value.
 #[derive(Clone)]
 pub struct Token(String);
@@ -622,11 +657,11 @@ impl Token {
         Ok(Token(t.to_string()))
     }
 
-    /// Reads a token file (see [`Token::from_file_text`]); errors name the file.
+    /// Reads a token file (see [`Token::from_file_text`] and [`read_secret`]); errors
+    /// name the file.
     pub fn read_file(path: &std::path::Path) -> Result<Token, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
-        Token::from_file_text(&text).map_err(|e| format!("token file {}: {e}", path.display()))
+        let line = read_secret(path, "token file")?;
+        Token::from_file_text(&line).map_err(|e| format!("token file {}: {e}", path.display()))
     }
 
     pub fn expose(&self) -> &str {

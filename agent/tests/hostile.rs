@@ -475,3 +475,45 @@ async fn module_archives_with_links_and_option_like_releases_are_refused_leaving
         other => panic!("{other:?}"),
     }
 }
+
+/// The agent started on a token file that is no file of secrets: a device, a FIFO nobody
+/// writes, one line of a megabyte. Each ends it at once (no read of a gigabyte, no hang)
+/// with the reason.
+#[tokio::test]
+async fn token_files_that_are_no_secret_files_are_refused_at_once() {
+    let dir = std::env::temp_dir().join(format!("kreg-agent-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let long = dir.join("long");
+    std::fs::write(&long, "x".repeat(1 << 20)).unwrap();
+    for (file, why) in [
+        (std::path::PathBuf::from("/dev/zero"), "not a regular file"),
+        (fifo.clone(), "not a regular file"),
+        (dir.clone(), "not a regular file"),
+        (long.clone(), "its first line is longer than 4096 bytes"),
+    ] {
+        let started = Instant::now();
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_kreg-agent"));
+        cmd.args(["--listen", "127.0.0.1:0", "--token-file"])
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .kill_on_drop(true);
+        let out = tokio::time::timeout(Duration::from_secs(20), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("{}: the agent hung", file.display()))
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{}: {err}", file.display());
+        assert!(
+            err.contains(why) && err.contains("token file"),
+            "{}: {err}",
+            file.display()
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", file.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

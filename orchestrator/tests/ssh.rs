@@ -194,6 +194,12 @@ async fn a_run_over_ssh_installs_the_agent_then_reuses_and_upgrades_it() {
     let data = Scratch::new("ssh-run-data");
     let file = data.0.join("s.yaml");
     std::fs::write(&file, scenario(&m, "over-ssh", 2, "0")).unwrap();
+    // A stale temporary token of an earlier install, readable by everyone: the token
+    // written now is a file of its own, private whatever was there.
+    use std::os::unix::fs::PermissionsExt;
+    let stale = m.path("/etc/kreg/agent.token.new");
+    std::fs::write(&stale, "stale\n").unwrap();
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o644)).unwrap();
 
     let out = common::kreg(&db, &data.0).arg("run").arg(&file).output().unwrap();
     common::assert_ok(&out, "first run over ssh");
@@ -211,7 +217,6 @@ async fn a_run_over_ssh_installs_the_agent_then_reuses_and_upgrades_it() {
     let local_sha = ssh::install::sha256_of(&agent_bin()).unwrap();
     assert_eq!(ssh::install::sha256_of(&remote_bin).unwrap(), local_sha);
     let token_path = m.path("/etc/kreg/agent.token");
-    use std::os::unix::fs::PermissionsExt;
     assert_eq!(
         std::fs::metadata(&token_path).unwrap().permissions().mode() & 0o777,
         0o600
@@ -532,4 +537,31 @@ async fn agent_install_prints_an_https_entry_that_runs_and_status_shows_the_agen
     let out = status.output().unwrap();
     common::assert_ok(&out, "status of a bare machine");
     assert!(String::from_utf8_lossy(&out.stdout).contains("not installed"));
+    // A host key refused (another machine's known_hosts), or a passphrase file that is no
+    // file: the machine could not be asked, and the exit status says so.
+    for (flag, value) in [
+        ("--known-hosts", m.known_hosts.clone()),
+        ("--passphrase-file", std::path::PathBuf::from("/dev/zero")),
+    ] {
+        let mut status = common::kreg(&db, &data.0);
+        status
+            .args(["agent", "status", &format!("root@{}", bare.addr), "--identity"])
+            .arg(&bare.identity);
+        if flag == "--known-hosts" {
+            status.arg(flag).arg(&value);
+        } else {
+            status.arg("--known-hosts").arg(&bare.known_hosts).arg(flag).arg(&value);
+        }
+        let out = status.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success(), "{flag}: {table}{err}");
+        assert!(err.contains("1 of 1 host(s) not reached"), "{flag}: {err}");
+        let why = if flag == "--known-hosts" {
+            "host key"
+        } else {
+            "not a regular file"
+        };
+        assert!(table.contains(why) || err.contains(why), "{flag}: {table}{err}");
+    }
 }

@@ -166,6 +166,10 @@ struct Row {
     release: String,
     boot_id: String,
     up: String,
+    /// Whether the host was asked and answered: its agent running, or none installed (a
+    /// lab VM, started by each run, counts as such). Not: refused host keys or logins,
+    /// unreadable secrets, unreachable hosts, an installed agent not answering.
+    ok: bool,
 }
 
 fn secs(s: f64) -> String {
@@ -188,6 +192,7 @@ impl Row {
             release: "-".into(),
             boot_id: "-".into(),
             up: "-".into(),
+            ok: false,
         }
     }
 
@@ -201,6 +206,7 @@ impl Row {
             release: id.kernel_release.clone(),
             boot_id: id.boot_id.clone(),
             up: secs(id.uptime_secs),
+            ok: true,
         }
     }
 }
@@ -251,7 +257,9 @@ async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>
         }
     };
     let Some(sha) = &p.sha256 else {
+        // An answer about the machine, not a failure to ask it.
         row.agent = "not installed".into();
+        row.ok = true;
         return row;
     };
     let ours = install::sha256_of(&cfg.agent_bin).ok();
@@ -283,7 +291,10 @@ async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>
     };
     let scheme = if tls { "HTTPS" } else { "HTTP" };
     row.agent = match client.version().await {
-        Ok(v) => format!("{build}, running, {scheme} on port {port} (protocol {})", v.protocol),
+        Ok(v) => {
+            row.ok = true;
+            format!("{build}, running, {scheme} on port {port} (protocol {})", v.protocol)
+        }
         Err(_) => format!("{build}, NOT answering on port {port}"),
     };
     match client.identity().await {
@@ -349,7 +360,10 @@ async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenar
                     };
                     rows.push(row);
                 }
-                Transport::Lab { .. } => rows.push(Row::failed(&h.name, "lab", "a lab VM: started by each run".into())),
+                Transport::Lab { .. } => rows.push(Row {
+                    ok: true,
+                    ..Row::failed(&h.name, "lab", "a lab VM: started by each run".into())
+                }),
             }
         }
     }
@@ -367,9 +381,19 @@ async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenar
         "boot id",
         "machine up",
     ]);
+    let failed: Vec<String> = rows.iter().filter(|r| !r.ok).map(|r| r.host.clone()).collect();
+    let total = rows.len();
     for r in rows {
         table.add_row(vec![r.host, r.reached, r.agent, r.agent_up, r.release, r.boot_id, r.up]);
     }
     println!("{table}");
-    Ok(ExitCode::SUCCESS)
+    if failed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "kreg: {} of {total} host(s) not reached, or with an agent not answering: {}",
+        failed.len(),
+        failed.join(", ")
+    );
+    Ok(ExitCode::FAILURE)
 }

@@ -347,7 +347,11 @@ async fn log_tail(session: &Session) -> String {
 /// Stops a running agent of kreg's, puts the uploaded binary (when `replace`) and the
 /// token in place and starts the agent as `setup` says.
 async fn start(session: &Session, p: &Probe, token: &str, setup: &Setup, replace: bool) -> Result<(), String> {
-    let token_script = r#"umask 077 && mkdir -p "${1%/*}" && cat > "$1.new" && mv -f "$1.new" "$1""#;
+    // A fresh file (mktemp: O_EXCL, mode 0600), never one left behind, made private again
+    // before it is moved in, and its mode checked after.
+    let token_script = r#"umask 077 && mkdir -p "${1%/*}" && t=$(mktemp "$1.XXXXXXXX") || exit 1
+if cat > "$t" && chmod 600 "$t" && mv -f "$t" "$1" && [ "$(stat -c %a "$1")" = 600 ]; then exit 0; fi
+rm -f "$t"; echo "the token file $1 could not be made private" >&2; exit 1"#;
     sh(
         session,
         token_script,

@@ -184,12 +184,7 @@ fn load_identity(spec: &SshSpec, target: &str) -> Result<(PathBuf, russh::keys::
         cause,
     };
     let passphrase = match &spec.passphrase_file {
-        Some(f) => Some(
-            std::fs::read_to_string(f)
-                .map_err(|e| err(format!("cannot read passphrase_file {}: {e}", f.display())))?
-                .trim_end_matches(['\n', '\r'])
-                .to_string(),
-        ),
+        Some(f) => Some(kreg_agent::wire::read_secret(f, "passphrase_file").map_err(err)?),
         None => None,
     };
     match russh::keys::load_secret_key(&path, passphrase.as_deref()) {

@@ -6,16 +6,47 @@ use super::{Cx, Fields};
 use crate::yaml::{Kind, Node};
 
 /// Whether an http url names this machine (its loopback).
-fn is_loopback_url(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if let Some(v6) = host.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        host.split(':').next().unwrap_or("")
+/// An agent's URL, read as the HTTP client reads it: scheme http or https, a host, a port,
+/// a path, and nothing else. A backslash (which the client takes for a slash), userinfo
+/// (`user@`), a query, a fragment, whitespace or a control character is refused, so that the
+/// host kreg checks is the host the token goes to.
+pub(crate) fn agent_url(u: &str) -> Result<reqwest::Url, String> {
+    if let Some(c) = u.chars().find(|c| *c == '\\' || c.is_whitespace() || c.is_control()) {
+        return Err(format!("url: {u:?} holds {c:?}: give scheme://host:port/path only"));
+    }
+    let url = reqwest::Url::parse(u).map_err(|e| format!("url: {u:?} is not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("url: {u:?} must start with http:// or https://"));
+    }
+    let authority = u
+        .split_once("://")
+        .map_or("", |(_, r)| r)
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or("");
+    if authority.contains('@') || !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "url: {u:?} holds a user name or password (user@host): the agent takes its token from token_file only"
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "url: {u:?} has a query or fragment: give scheme://host:port/path only"
+        ));
+    }
+    if url.host().is_none() {
+        return Err(format!("url: {u:?} names no host"));
+    }
+    Ok(url)
+}
+
+/// Whether the client would connect to this machine itself.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(h) = url.host_str() else {
+        return false;
     };
-    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    let h = h.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The keys only an ssh transport takes.
@@ -190,8 +221,8 @@ impl<'a> Cx<'a> {
     fn http_transport(&mut self, f: &Fields, what: &str, default_boot: BootVia) -> Option<Transport> {
         let url = self.required(f, "url", what).and_then(|n| {
             let u = self.string(n, "url")?;
-            if !(u.starts_with("http://") || u.starts_with("https://")) {
-                self.error(n, format!("url: {u:?} must start with http:// or https://"));
+            if let Err(e) = agent_url(&u) {
+                self.error(n, e);
                 return None;
             }
             Some((u, n))
@@ -243,7 +274,8 @@ impl<'a> Cx<'a> {
     /// unless the user says `insecure: true`: a token never crosses a network in clear text
     /// by accident.
     fn check_clear_text(&mut self, url: &str, n: &Node, f: &Fields, pinned: bool, insecure: bool) -> bool {
-        let https = url.starts_with("https://");
+        let parsed = agent_url(url).expect("checked when read");
+        let https = parsed.scheme() == "https";
         if https && !pinned {
             self.error(
                 n,
@@ -264,7 +296,7 @@ impl<'a> Cx<'a> {
             self.error(at, "insecure: an https url is not insecure; remove it");
             return false;
         }
-        if !https && !insecure && !is_loopback_url(url) {
+        if !https && !insecure && !is_loopback(&parsed) {
             self.error(
                 n,
                 format!(

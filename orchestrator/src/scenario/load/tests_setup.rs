@@ -127,6 +127,53 @@ fn a_token_crosses_a_network_in_clear_text_only_when_the_user_says_so() {
 }
 
 #[test]
+fn the_host_kreg_checks_is_the_host_the_token_goes_to() {
+    let with = |url: &str| {
+        format!(
+            "name: x\nhosts:\n  s: {{ role: sut, transport: {{ kind: http, token_file: t, url: '{url}' }} }}\nkernels: [ {{ name: k, source: running }} ]\nworkloads: [ {{ name: w, kind: hackbench }} ]\n"
+        )
+    };
+    // The HTTP client reads a backslash as a slash: this URL's host is the remote one.
+    let tricked = reqwest::Url::parse("http://10.0.0.5:7878\\@127.0.0.1").unwrap();
+    assert_eq!(tricked.host_str(), Some("10.0.0.5"));
+    for url in [
+        "http://10.0.0.5:7878\\@127.0.0.1",
+        "http://10.0.0.5:7878\\@127.0.0.1:7878",
+    ] {
+        check(
+            &with(url),
+            &format!("f.yaml:3:64: url: {url:?} holds '\\\\': give scheme://host:port/path only"),
+        );
+    }
+    for url in [
+        "http://10.0.0.5:7878@127.0.0.1",
+        "http://kreg:secret@127.0.0.1:7878",
+        "http://@127.0.0.1:1",
+    ] {
+        check(
+            &with(url),
+            &format!("f.yaml:3:64: url: {url:?} holds a user name or password (user@host): the agent takes its token from token_file only"),
+        );
+    }
+    check(
+        &with("http://127.0.0.1:7878/?next=http://10.0.0.5"),
+        "f.yaml:3:64: url: \"http://127.0.0.1:7878/?next=http://10.0.0.5\" has a query or fragment: give scheme://host:port/path only",
+    );
+    check(
+        &with("http://127.0.0.1:7878/ x"),
+        "f.yaml:3:64: url: \"http://127.0.0.1:7878/ x\" holds ' ': give scheme://host:port/path only",
+    );
+    // Other spellings of loopback are loopback to the client too.
+    for ok in [
+        "http://127.1:7878",
+        "http://0x7f000001:7878/agent",
+        "http://LOCALHOST:1",
+    ] {
+        check(&with(ok), "ok");
+    }
+}
+
+#[test]
 fn tuning_of_hosts_and_variants() {
     let text = GOOD
         .replace(

@@ -1,0 +1,76 @@
+//! The README's security promises, tried as a hostile environment would: a proxy in the
+//! environment never sees an agent request (nor its token).
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+mod common;
+use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
+
+/// A listener that counts the connections it gets and keeps what they sent first.
+struct Trap {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Trap {
+    fn start() -> Trap {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (h, s) = (hits.clone(), seen.clone());
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                h.fetch_add(1, Ordering::SeqCst);
+                let mut c = c;
+                let _ = c.set_read_timeout(Some(std::time::Duration::from_millis(500)));
+                let mut buf = vec![0u8; 4096];
+                let n = c.read(&mut buf).unwrap_or(0);
+                s.lock().unwrap().push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            }
+        });
+        Trap { port, hits, seen }
+    }
+}
+
+#[tokio::test]
+async fn agent_requests_never_go_through_a_proxy() {
+    let db = fresh_db("no_proxy").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("no-proxy");
+    let trap = Trap::start();
+    let file = dir.0.join("s.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: no-proxy\n{}kernels: [ {{ name: current, source: running }} ]\nworkloads:\n  - {{ name: probe, kind: command, argv: [echo, 'value: 1'], metrics: {{ value: {{ regex: 'value: ([0-9.]+)', unit: '', higher_is_better: true }} }} }}\n",
+            agent.hosts_yaml()
+        ),
+    )
+    .unwrap();
+    let proxy = format!("http://127.0.0.1:{}", trap.port);
+    let mut cmd = kreg(&db, &dir.0);
+    for var in [
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ] {
+        cmd.env(var, &proxy);
+    }
+    cmd.env_remove("no_proxy").env_remove("NO_PROXY");
+    let out = cmd.arg("run").arg(&file).output().unwrap();
+    assert_ok(&out, "kreg run with a proxy in the environment");
+    assert_eq!(
+        trap.hits.load(Ordering::SeqCst),
+        0,
+        "the proxy got: {:?}",
+        trap.seen.lock().unwrap()
+    );
+}
