@@ -21,6 +21,7 @@ pub mod schedstat;
 pub mod ssh;
 pub mod stats;
 pub mod store;
+pub mod text;
 pub mod tuning;
 pub mod view;
 pub mod web;

@@ -74,3 +74,53 @@ async fn agent_requests_never_go_through_a_proxy() {
         trap.seen.lock().unwrap()
     );
 }
+
+/// A workload whose stderr holds escape sequences (clear the screen, retitle the
+/// terminal, ring the bell) fails: what `kreg run`, `kreg status` and `kreg report` show
+/// of it holds the sequences written out, never raw.
+#[tokio::test]
+async fn escape_sequences_from_a_host_never_reach_the_terminal_raw() {
+    let db = fresh_db("escapes").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("escapes");
+    let file = dir.0.join("s.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: escapes\n{}kernels: [ {{ name: current, source: running }} ]\nworkloads:\n  - name: loud\n    kind: command\n    argv: [sh, -c, 'printf \"\\033[2J\\033]0;owned\\007\\233 boom\\n\" >&2; exit 3']\n    metrics: {{ value: {{ regex: 'value: ([0-9.]+)', unit: '', higher_is_better: true }} }}\n",
+            agent.hosts_yaml()
+        ),
+    )
+    .unwrap();
+    let run = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    assert!(!run.status.success());
+    let status = kreg(&db, &dir.0).args(["status", "1"]).output().unwrap();
+    let report = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
+    let md = kreg(&db, &dir.0)
+        .args(["report", "1", "--format", "markdown"])
+        .output()
+        .unwrap();
+    for (what, bytes) in [
+        ("kreg run's stdout", &run.stdout),
+        ("kreg run's stderr", &run.stderr),
+        ("kreg status", &status.stdout),
+        ("kreg report", &report.stdout),
+        ("kreg report --format markdown", &md.stdout),
+    ] {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{9b}'),
+            "{what}: {text:?}"
+        );
+    }
+    let all = format!(
+        "{}{}{}",
+        String::from_utf8_lossy(&run.stderr),
+        String::from_utf8_lossy(&status.stdout),
+        String::from_utf8_lossy(&report.stdout)
+    );
+    assert!(
+        all.contains("\\x1b[2J\\x1b]0;owned\\x07"),
+        "the sequence is shown, escaped: {all}"
+    );
+}

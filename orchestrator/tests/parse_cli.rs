@@ -309,3 +309,73 @@ fn perf_sched_stats_report_and_diff() {
         "{err}"
     );
 }
+
+/// An output of 128k percentile lines (about 5 MB, under the agent's output cap) is read
+/// in one pass: `kreg parse` gets 20 s of CPU for it (a pairwise check of names took about
+/// 60 s). Percentile labels a tool would never print are refused, named and clipped.
+#[test]
+fn a_huge_output_is_read_in_one_pass_and_labels_are_checked() {
+    use std::os::unix::process::CommandExt;
+    let dir = common::Scratch::new("parse-huge");
+    let file = dir.0.join("huge.txt");
+    let mut text = String::from("Wakeup Latencies percentiles (usec) runtime 3 (s) (68 total samples)\n");
+    let n = 128 * 1024;
+    for i in 0..n {
+        text.push_str(&format!(
+            "\t  {:.6}th: {}         (1 samples)\n",
+            0.0005 + i as f64 * 0.0007,
+            i
+        ));
+    }
+    text.push_str("\t  min=1, max=2\naverage rps: 1.00\n");
+    assert!(text.len() > 4 << 20, "{}", text.len());
+    std::fs::write(&file, &text).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kreg"));
+    cmd.arg("parse").arg("schbench").arg(&file);
+    // SAFETY: setrlimit between fork and exec, on a struct on the stack.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 20,
+                rlim_max: 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_CPU, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json.as_array().map(|a| a.len()),
+        Some(n + 3),
+        "every percentile, min, max, rps"
+    );
+
+    for (label, why) in [
+        ("150.0", "\"150.0\" is no percentile"),
+        ("0", "\"0\" is no percentile"),
+        ("<b>9</b>", "is no percentile"),
+        (&"9".repeat(2 << 20)[..], "… (2097152 bytes)\" is no percentile"),
+    ] {
+        let bad = format!(
+            "Wakeup Latencies percentiles (usec) runtime 3 (s) (68 total samples)\n\t  {label}th: 97         (21 samples)\n\t  min=30, max=8700\n"
+        );
+        std::fs::write(&file, bad).unwrap();
+        let (ok, _, err) = kreg_parse("schbench", &file);
+        assert!(!ok, "{label:.20}");
+        assert!(err.contains("schbench: line 2: ") && err.contains(why), "{err:.400}");
+        assert!(
+            err.len() < 1000,
+            "the error echoes the label clipped: {} bytes",
+            err.len()
+        );
+    }
+}

@@ -343,3 +343,29 @@ fn two_thousand_mutated_scenarios_exit_0_or_1_with_positions() {
     eprintln!("2000 mutated scenarios: {ok} valid, {refused} refused");
     assert!(ok > 0 && refused > 1000, "{ok} valid, {refused} refused");
 }
+
+/// Messages that hold newlines (a regex library's multi-line error; a key quoted with
+/// `\n` in it) stay on their `FILE:LINE:COL:` line: every line of the answer is one.
+#[test]
+fn every_message_stays_on_its_line() {
+    let dir = common::Scratch::new("v-oneline");
+    let file = dir.0.join("multi.yaml");
+    let text = LAB.replace(
+        "  - { name: hb, kind: hackbench, groups: 1, loops: 100, pipe: true, timeout: 5m }",
+        "  - name: probe\n    kind: command\n    argv: [true]\n    metrics: { value: { regex: 'value: ([0-9.]+', unit: '', higher_is_better: true } }\n    \"two\\nlines\\x1b[2J\": 1",
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = validate(&[&file], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let prefix = format!("{}:", file.display());
+    assert!(said.lines().count() >= 2, "{said}");
+    for line in said.lines() {
+        assert!(
+            line.starts_with(&prefix),
+            "a line without its position: {line:?} in\n{said}"
+        );
+    }
+    assert!(said.contains("regex") && said.contains("two\\nlines\\x1b[2J"), "{said}");
+    assert!(!said.contains('\u{1b}'), "{said:?}");
+}

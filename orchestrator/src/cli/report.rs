@@ -19,7 +19,14 @@ fn boxes(asked: bool) -> bool {
     asked || std::io::stdout().is_terminal()
 }
 
-fn print(text: &str) {
+/// The rendered report on stdout. What hosts and tools said (a failed job's stderr, a
+/// warning) may hold escape sequences: shown escaped, never sent to the terminal raw. JSON
+/// escapes them itself.
+fn print(text: &str, format: Format) {
+    let text = match format {
+        Format::Json => std::borrow::Cow::Borrowed(text),
+        _ => kreg::text::printable(text),
+    };
     print!("{text}");
     if !text.ends_with('\n') {
         println!();
@@ -29,14 +36,14 @@ fn print(text: &str) {
 /// A run's report with the default baseline and settings (what `kreg run` prints at its end).
 pub async fn print_report(db: &PgPool, run_id: i64, (format, boxes_asked): Style) -> Result<()> {
     let loaded = view::load_report(db, run_id, None, &kreg::stats::Settings::default()).await?;
-    print(&loaded.report(boxes(boxes_asked)).render(format.into()));
+    print(&loaded.report(boxes(boxes_asked)).render(format.into()), format);
     Ok(())
 }
 
 /// `kreg compare A B`: B's rows against A's where the two runs define things alike.
 pub async fn compare(db: &PgPool, run_a: i64, run_b: i64, (format, boxes_asked): Style) -> Result<ExitCode> {
     let loaded = view::load_compare(db, run_a, run_b).await?;
-    print(&loaded.report(boxes(boxes_asked)).render(format.into()));
+    print(&loaded.report(boxes(boxes_asked)).render(format.into()), format);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -52,6 +59,6 @@ pub async fn report(
     let settings = kreg::stats::Settings::checked(alpha, min_effect).map_err(anyhow::Error::msg)?;
     let db = super::db::connect(cfg).await?;
     let loaded = view::load_report(&db, run, baseline, &settings).await?;
-    print(&loaded.report(boxes(boxes_asked)).render(format.into()));
+    print(&loaded.report(boxes(boxes_asked)).render(format.into()), format);
     Ok(ExitCode::SUCCESS)
 }

@@ -31,7 +31,9 @@ struct Progress {
 }
 
 impl Progress {
+    /// A progress line, its control characters escaped (a workload's stderr may hold any).
     fn say(&self, line: String) {
+        let line = kreg::text::printable(&line).into_owned();
         if self.tty {
             self.bar.println(line)
         } else {
@@ -74,6 +76,7 @@ impl Progress {
                 ));
             }
             Event::BuildOutput { kernel, line } => {
+                let line = kreg::text::one_line(&line);
                 if self.tty {
                     self.bar.set_message(format!("building {kernel}: {line}"));
                 } else {
@@ -189,7 +192,7 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
             bar.finish_and_clear();
             store::interrupt_run(db, run_id).await?;
             for line in engine::restore_settings(db, run_id, cfg).await? {
-                eprintln!("{line}");
+                eprintln!("{}", kreg::text::printable(&line));
             }
             eprintln!(
                 "run {run_id}: interrupted by {signal}; the job in progress was stopped and nothing of it stored. Continue with `kreg resume {run_id}`"
@@ -225,14 +228,14 @@ pub async fn start(file: &Path, cfg: &Config) -> Result<ExitCode> {
     // Every host reached and authenticated before anything is recorded.
     let found = kreg::preflight::check(&s, cfg).await;
     for n in &found.notes {
-        eprintln!("kreg: {n}");
+        eprintln!("kreg: {}", kreg::text::printable(n));
     }
     for w in &found.warnings {
-        eprintln!("kreg: warning: {w}");
+        eprintln!("kreg: warning: {}", kreg::text::printable(w));
     }
     if !found.problems.is_empty() {
         for p in &found.problems {
-            eprintln!("kreg: {p}");
+            eprintln!("kreg: {}", kreg::text::printable(p));
         }
         bail!(
             "{} cannot start: {} problem(s), no run recorded",

@@ -34,7 +34,7 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
             let err = j
                 .error
                 .as_deref()
-                .map(|e| format!("  {}", e.lines().next().unwrap_or("")))
+                .map(|e| format!("  {}", kreg::text::one_line(e.lines().next().unwrap_or(""))))
                 .unwrap_or_default();
             println!(
                 "  #{:<4} {:<8} kernel={} variant={} workload={} iteration={} attempts={}{err}",

@@ -97,20 +97,44 @@ pub(crate) fn pct_name(label: &str) -> String {
     format!("p{trimmed}")
 }
 
+/// A percentile's label as a tool printed it (`99`, `99.9000`), checked before it names a
+/// metric: digits with at most one decimal point, at most 12 characters, above 0 and at
+/// most 100. `what` says where it was (`line 7`, a JSON key).
+pub(crate) fn pct_label(tool: &str, what: &str, label: &str) -> Result<String, ParseError> {
+    let t = label.trim();
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    let shape = t.len() <= 12
+        && match t.split_once('.') {
+            Some((whole, frac)) => digits(whole) && digits(frac),
+            None => digits(t),
+        };
+    let value: f64 = if shape { t.parse().unwrap_or(f64::NAN) } else { f64::NAN };
+    if !(value > 0.0 && value <= 100.0) {
+        return Err(perr(
+            tool,
+            format!("{what}: {:?} is no percentile (a number above 0, at most 100)", clip(t)),
+        ));
+    }
+    Ok(pct_name(t))
+}
+
 /// The one rule for every parser: a metric is reported once. The same name twice means
 /// the output holds more than one run (or a garbled copy), and no run is picked silently.
+/// One pass, whatever the count: the first name seen twice is the one named.
 pub(crate) fn unique(tool: &str, metrics: Vec<Metric>) -> Result<Vec<Metric>, ParseError> {
-    for (i, m) in metrics.iter().enumerate() {
-        let times = metrics.iter().filter(|o| o.name == m.name).count();
-        if times > 1 && metrics[..i].iter().all(|o| o.name != m.name) {
-            return Err(perr(
-                tool,
-                format!(
-                    "`{}` is reported {times} times: the output holds more than one run; give one run per file",
-                    m.name
-                ),
-            ));
-        }
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(metrics.len());
+    for m in &metrics {
+        *seen.entry(m.name.as_str()).or_default() += 1;
+    }
+    if let Some(m) = metrics.iter().find(|m| seen[m.name.as_str()] > 1) {
+        return Err(perr(
+            tool,
+            format!(
+                "`{}` is reported {} times: the output holds more than one run; give one run per file",
+                clip(&m.name),
+                seen[m.name.as_str()]
+            ),
+        ));
     }
     Ok(metrics)
 }

@@ -7,7 +7,7 @@
 
 use super::common::{bool_flags, is_cpu_list, num_flags, push_flags, Flags, NumFlag};
 use super::SingleHost;
-use crate::parse::{clip, number, pct_name, perr, plausible, unique, Metric, MetricKind, ParseError};
+use crate::parse::{clip, number, pct_label, perr, plausible, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 
 const NUM: &[NumFlag] = &[
@@ -182,7 +182,11 @@ pub fn parse_text(text: &str) -> Result<Vec<Metric>, ParseError> {
             if let Some((label, rest)) = l.split_once("th:") {
                 let value = rest.split_whitespace().next().unwrap_or("");
                 let v = number(TOOL, i + 1, &format!("the {label}th percentile"), value)?;
-                let name = format!("{}_{}", section.stem, pct_name(label));
+                let name = format!(
+                    "{}_{}",
+                    section.stem,
+                    pct_label(TOOL, &format!("line {}", i + 1), label)?
+                );
                 block.push(Metric::new(
                     name,
                     v,
@@ -253,7 +257,7 @@ pub fn parse_json(text: &str) -> Result<Vec<Metric>, ParseError> {
                 continue;
             };
             let suffix = if let Some(p) = rest.strip_prefix("pct") {
-                pct_name(p)
+                pct_label("schbench-json", &format!("`{}`", clip(key)), p)?
             } else if rest == "min" || rest == "max" {
                 rest.to_string()
             } else {

@@ -128,7 +128,7 @@ fn line_metric(in_latency: bool, key: &str, rest: &str, no: usize) -> Result<Opt
         (true, "avg") => ms("lat_avg_ms".into(), Mean),
         (true, "min" | "max") => ms(format!("lat_{key}_ms"), Latency),
         (true, k) if k.ends_with("th percentile") => {
-            let p = crate::parse::pct_name(k.trim_end_matches("th percentile"));
+            let p = crate::parse::pct_label(TOOL, &format!("line {no}"), k.trim_end_matches("th percentile"))?;
             ms(format!("lat_{p}_ms"), Latency)
         }
         _ => Ok(None),

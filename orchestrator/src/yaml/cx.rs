@@ -16,7 +16,14 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// `FILE:LINE:COL: message`, the form editors and compilers use.
     pub fn render(&self, file: &str) -> String {
-        format!("{file}:{}:{}: {}", self.line, self.col, self.message)
+        // One line whatever the message holds (a library's error, a value with newlines).
+        format!(
+            "{}:{}:{}: {}",
+            crate::text::one_line(file),
+            self.line,
+            self.col,
+            crate::text::one_line(&self.message)
+        )
     }
 }
 
