@@ -12,7 +12,8 @@
 //! entry (a wrong kernel); and the stand-in build with `rdinit=/no/such/init panic=0`,
 //! which cannot mount its root and then waits forever (a hang, ended by the reset command).
 //! The kexec run keeps one kreg kernel (`keep_kernels: 1`): the grub run's other kernel is
-//! removed from the machine before it installs its first.
+//! removed from the machine before it installs its first. Last, a run killed inside a
+//! sched-feature variant is resumed on the same boot, and the feature ends as it was.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -422,4 +423,103 @@ workloads:
         .await
         .unwrap();
     assert_eq!(done, 2, "{text}");
+
+    // A controller killed inside a sched-feature variant, on a kernel that outlives it: the
+    // feature was noted (as the kernel booted with it) before it changed, and `kreg resume`
+    // on the same boot puts it back before it reads the kernel's defaults, so that the
+    // feature ends as it was, not as the killed run left it.
+    let ssh = |cmd: &str| {
+        let out = Command::new("ssh")
+            .args(["-i"])
+            .arg(&identity)
+            .arg("-o")
+            .arg(format!("UserKnownHostsFile={}", known.display()))
+            .args([
+                "-o",
+                "BatchMode=yes",
+                "-p",
+                &machine.ssh_port.to_string(),
+                "root@127.0.0.1",
+                cmd,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let features = || ssh("cat /sys/kernel/debug/sched/features");
+    let booted_with = features();
+    let on = booted_with.split_whitespace().any(|t| t == "TTWU_QUEUE");
+    assert!(on || booted_with.contains("NO_TTWU_QUEUE"), "{booted_with}");
+    let (was, flip) = if on {
+        ("TTWU_QUEUE", "NO_TTWU_QUEUE")
+    } else {
+        ("NO_TTWU_QUEUE", "TTWU_QUEUE")
+    };
+    let ssh_hosts = std::fs::read_to_string(&ssh_yaml).unwrap();
+    let hosts = &ssh_hosts[ssh_hosts.find("hosts:").unwrap()..ssh_hosts.find("kernels:").unwrap()];
+    let kill_yaml = dir.0.join("kill.yaml");
+    std::fs::write(
+        &kill_yaml,
+        format!(
+            "name: machine-features\n{hosts}kernels: [ {{ name: own, source: running }} ]\nvariants: [ {{ name: flipped, features: [{flip}] }} ]\nworkloads:\n  - {{ name: slow, kind: command, argv: [sh, -c, 'sleep 8; echo value: 1'], metrics: {{ value: {{ regex: 'value: ([0-9.]+)', unit: '', higher_is_better: true }} }} }}\niterations: 2\n"
+        ),
+    )
+    .unwrap();
+    let kreg_cmd = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_kreg"));
+        c.env("DATABASE_URL", &db.url)
+            .env("KREG_DATA_DIR", &dir.0)
+            .env("KREG_CACHE_DIR", cache_dir());
+        c
+    };
+    let mut child = kreg_cmd()
+        .arg("run")
+        .arg(&kill_yaml)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::kill_when(
+        &db,
+        &mut child,
+        "SELECT count(*) FROM jobs WHERE run_id = 4 AND state = 'running'",
+        1,
+        "the first job of the feature variant",
+    )
+    .await;
+    assert!(
+        features().split_whitespace().any(|t| t == flip),
+        "the killed run left {flip} set"
+    );
+    let noted: Vec<(String, String, Option<chrono::DateTime<chrono::Utc>>)> = sqlx::query_as(
+        "SELECT setting, before, restored_at FROM host_settings WHERE run_id = 4 AND setting LIKE 'sched feature %'",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(noted.len(), 1, "{noted:?}");
+    assert_eq!(
+        (noted[0].0.as_str(), noted[0].1.as_str()),
+        ("sched feature TTWU_QUEUE", was)
+    );
+    assert!(noted[0].2.is_none(), "not put back yet: {noted:?}");
+    let out = kreg_cmd().args(["resume", "4"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "left by the interrupted attempt: sut: sched feature TTWU_QUEUE put back to {was}"
+        )),
+        "{said}"
+    );
+    assert_eq!(features(), booted_with, "every feature as the kernel booted with it");
+    let (done, open): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM jobs WHERE run_id = 4 AND state = 'done'),
+                (SELECT count(*) FROM host_settings WHERE run_id = 4 AND restored_at IS NULL)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((done, open), (2, 0), "{said}");
 }

@@ -322,15 +322,29 @@ impl Driver<'_> {
             .scenario
             .variant(&jobs[0].variant)
             .expect("jobs come from the scenario");
+        // Each feature noted (as the kernel booted with it) before it changes: a controller
+        // killed in the variant leaves what to put back.
+        for (setting, before, after) in job::feature_settings(variant, &booted.defaults) {
+            store::record_setting(
+                self.db,
+                self.run.id,
+                &self.sut,
+                &booted.id.boot_id,
+                &setting,
+                &before,
+                &after,
+            )
+            .await?;
+        }
         if let Err(reason) = job::apply_features(&booted.client, variant, &booted.defaults).await {
             self.fail_jobs(jobs, &Failure::Variant(reason.to_string()).to_string())
                 .await?;
-            let _ = job::restore_features(&booted.client, variant, &booted.defaults).await;
+            self.put_features_back(booted, variant).await?;
             return Ok(());
         }
         if let Err(failure) = self.tune_for(booted, variant).await {
             self.fail_jobs(jobs, &failure.to_string()).await?;
-            let _ = job::restore_features(&booted.client, variant, &booted.defaults).await;
+            self.put_features_back(booted, variant).await?;
             return Ok(());
         }
         for wjobs in runs_of(jobs, |j| &j.workload) {
@@ -354,8 +368,21 @@ impl Driver<'_> {
                 Err(failure) => self.fail_jobs(wjobs, &failure.to_string()).await?,
             }
         }
-        if let Err(reason) = job::restore_features(&booted.client, variant, &booted.defaults).await {
-            tracing::warn!(variant = %variant.name, %reason, "could not restore sched features");
+        self.put_features_back(booted, variant).await
+    }
+
+    /// A variant's sched features back as the kernel booted with them, each noted as put
+    /// back; one that cannot be is said, and stays noted for `kreg resume`.
+    async fn put_features_back(&mut self, booted: &Booted, variant: &Variant) -> Result<(), EngineError> {
+        for (setting, before, _) in job::feature_settings(variant, &booted.defaults) {
+            match job::write_feature(&booted.client, &before).await {
+                Ok(()) => {
+                    store::setting_restored(self.db, self.run.id, &self.sut, &booted.id.boot_id, &setting).await?
+                }
+                Err(e) => (self.on_event)(Event::Warning {
+                    message: format!("{}: could not put {setting} back to {before}: {e}", self.sut),
+                }),
+            }
         }
         Ok(())
     }

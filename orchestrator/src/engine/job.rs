@@ -122,18 +122,36 @@ pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &
     Ok(())
 }
 
-/// Puts each feature a variant touched back to the state the kernel booted with.
-pub async fn restore_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), HostError> {
-    for f in &variant.features {
-        let base = f.strip_prefix("NO_").unwrap_or(f);
-        let value = if defaults.split_whitespace().any(|t| t == base) {
-            base.to_string()
-        } else {
-            format!("NO_{base}")
-        };
-        write_knob(client, FEATURES, &value).await?;
+/// How a sched feature a variant changes is noted among the host's settings (its value
+/// before is the state the kernel booted with): `sched feature TTWU_QUEUE`.
+pub const FEATURE_SETTING: &str = "sched feature ";
+
+/// A feature's state as the kernel booted with it: `X` or `NO_X`, for `f` either.
+pub fn boot_state(defaults: &str, f: &str) -> String {
+    let base = f.strip_prefix("NO_").unwrap_or(f);
+    if defaults.split_whitespace().any(|t| t == base) {
+        base.to_string()
+    } else {
+        format!("NO_{base}")
     }
-    Ok(())
+}
+
+/// The settings a variant's features are noted as: (setting, the state the kernel booted
+/// with, the variant's).
+pub fn feature_settings(variant: &Variant, defaults: &str) -> Vec<(String, String, String)> {
+    variant
+        .features
+        .iter()
+        .map(|f| {
+            let base = f.strip_prefix("NO_").unwrap_or(f);
+            (format!("{FEATURE_SETTING}{base}"), boot_state(defaults, f), f.clone())
+        })
+        .collect()
+}
+
+/// Writes one feature's state (`X` or `NO_X`) back.
+pub async fn write_feature(client: &AgentClient, state: &str) -> Result<(), HostError> {
+    write_knob(client, FEATURES, state).await.map(|_| ())
 }
 
 /// What the SUT's counters read at one end of the measured phase (`when`: before or

@@ -228,6 +228,10 @@ pub async fn restore_settings(db: &PgPool, run_id: i64, cfg: &Config) -> Result<
                             .await
                             .map(|_| format!("put back to {before}"))
                             .map_err(|e| e.to_string()),
+                        Ok(_) if setting.starts_with(job::FEATURE_SETTING) => job::write_feature(&a.client, &before)
+                            .await
+                            .map(|_| format!("put back to {before}"))
+                            .map_err(|e| e.to_string()),
                         // A tuned knob, by its path.
                         Ok(_) if setting.starts_with('/') => tune::put_back(&a.client, &setting, &before)
                             .await

@@ -2,11 +2,19 @@
 
 use super::Report;
 
+/// A text cell: quoted when it holds a separator, a quote or a line end; a cell a
+/// spreadsheet would run as a formula (`=`, `+`, `-`, `@`, a tab or a carriage return
+/// first) gets a `'` first, so that it stays text.
 fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
+    let s = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}")
     } else {
         s.to_string()
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
     }
 }
 
@@ -213,4 +221,22 @@ pub(super) fn render_json(rep: &Report) -> String {
         "sched_stats": rep.sched_stats,
     });
     serde_json::to_string_pretty(&doc).expect("serialisable")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_field;
+
+    #[test]
+    fn text_cells_never_run_as_formulas() {
+        assert_eq!(
+            csv_field("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\""
+        );
+        assert_eq!(csv_field("+1"), "'+1");
+        assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(csv_field("-cmd"), "'-cmd");
+        assert_eq!(csv_field("ops/s"), "ops/s");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+    }
 }
