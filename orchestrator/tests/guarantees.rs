@@ -124,3 +124,58 @@ async fn escape_sequences_from_a_host_never_reach_the_terminal_raw() {
         "the sequence is shown, escaped: {all}"
     );
 }
+
+/// kreg's own cluster for a data dir under a private folder (a home of mode 0700): the
+/// folder stays private. As root (PostgreSQL runs as `postgres`), the cluster lives under
+/// /var/lib/kreg/postgres instead, where that user may reach it; `kreg db url` says where.
+#[tokio::test]
+async fn a_private_cluster_leaves_private_folders_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Scratch::new("private-home");
+    let home = dir.0.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let data = home.join(".local/share/kreg");
+    let kreg_db = |what: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kreg"))
+            .env_remove("DATABASE_URL")
+            .env("KREG_DATA_DIR", &data)
+            .args(["db", what])
+            .output()
+            .unwrap()
+    };
+    let out = kreg_db("url");
+    assert_ok(&out, "kreg db url");
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(
+        std::fs::metadata(&home).unwrap().permissions().mode() & 0o7777,
+        0o700,
+        "the home folder was opened"
+    );
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let host = url.split("host=").nth(1).unwrap().to_string();
+    if root {
+        assert!(host.starts_with("/var/lib/kreg/postgres/"), "{url}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains(&format!("creating a private PostgreSQL cluster in {host}")),
+            "{said}"
+        );
+    } else {
+        assert!(host.starts_with(&data.display().to_string()), "{url}");
+    }
+    use sqlx::ConnectOptions;
+    let mut conn = <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&url)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let one: i32 = sqlx::query_scalar("SELECT 1").fetch_one(&mut conn).await.unwrap();
+    assert_eq!(one, 1);
+    drop(conn);
+    assert_ok(&kreg_db("stop"), "kreg db stop");
+    if root {
+        std::fs::remove_dir_all(&host).unwrap();
+    }
+}

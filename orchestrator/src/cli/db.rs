@@ -23,11 +23,11 @@ pub enum DbCmd {
 pub async fn dispatch(cmd: DbCmd, cfg: &Config) -> Result<ExitCode> {
     match cmd {
         DbCmd::Url => {
-            let dir = cfg.data_dir.join("postgres");
             store::cluster::ensure(&cfg.data_dir)
                 .await
                 .context("starting kreg's private PostgreSQL")?;
-            println!("postgres://kreg@localhost/kreg?host={}", dir.canonicalize()?.display());
+            let dir = store::cluster::cluster_dir(&cfg.data_dir.canonicalize()?)?;
+            println!("postgres://kreg@localhost/kreg?host={}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
         DbCmd::Stop => {

@@ -1,7 +1,8 @@
 //! kreg's private PostgreSQL cluster, used when no `DATABASE_URL` is given: created once under
 //! the data dir with the system's `initdb`, started with `pg_ctl`, listening on a Unix socket
 //! only, and reused afterwards. PostgreSQL refuses to run as root, so as root the cluster
-//! belongs to the `postgres` user.
+//! belongs to the `postgres` user, and lives where that user may reach it without a folder
+//! of root's being opened (see [`cluster_dir`]).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -129,23 +130,42 @@ impl Lock {
     }
 }
 
-/// Makes every ancestor of `dir` searchable by others (x only, never r), so that the
-/// `postgres` user can reach a cluster kept under root's home. Says what it changed.
-fn ensure_searchable(dir: &Path) -> Result<(), ClusterError> {
-    for anc in dir.ancestors().skip(1) {
-        if anc == Path::new("/") || anc.as_os_str().is_empty() {
-            continue;
-        }
-        let meta = std::fs::metadata(anc).map_err(|e| io("cannot stat", anc, e))?;
-        let mode = meta.permissions().mode();
-        if mode & 0o001 == 0 {
-            eprintln!(
-                "kreg: granting search permission (o+x) on {} so that the postgres user can reach its cluster",
-                anc.display()
-            );
-            std::fs::set_permissions(anc, std::fs::Permissions::from_mode((mode | 0o001) & 0o7777))
-                .map_err(|e| io("cannot chmod", anc, e))?;
-        }
+/// Where root's clusters live when the data dir is not reachable by the `postgres` user.
+const ROOT_CLUSTERS: &str = "/var/lib/kreg/postgres";
+
+/// Whether every folder above `dir` lets others through (x), so that the `postgres` user
+/// reaches it.
+fn reachable(dir: &Path) -> bool {
+    dir.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .all(|a| std::fs::metadata(a).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// The cluster's folder for `data_dir` (canonical): `data_dir/postgres` when its owner may
+/// reach it (not root, or every folder above it lets others through, or a cluster already
+/// there); as root otherwise under `/var/lib/kreg/postgres/<hash of data_dir>`, owned by
+/// `postgres`: the folders of root's home are never opened to others.
+pub fn cluster_dir(data_dir: &Path) -> Result<PathBuf, ClusterError> {
+    let own = data_dir.join("postgres");
+    if postgres_owner()?.is_none() || own.join("PG_VERSION").exists() || reachable(&own) {
+        return Ok(own);
+    }
+    use sha2::Digest;
+    let key = hex::encode(&sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes())[..8]);
+    Ok(Path::new(ROOT_CLUSTERS).join(key))
+}
+
+/// The folders above a root cluster, made as root and left readable (0755): only the
+/// cluster's own folder is the postgres user's, private (0700).
+fn make_parents(dir: &Path) -> Result<(), ClusterError> {
+    let parent = dir.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(parent).map_err(|e| io("cannot create", parent, e))?;
+    if !reachable(dir) {
+        return Err(ClusterError::Io(format!(
+            "the postgres user cannot reach {}: a folder above it does not let others through (x)",
+            dir.display()
+        )));
     }
     Ok(())
 }
@@ -175,14 +195,21 @@ fn ensure_running(data_dir: &Path) -> Result<PathBuf, ClusterError> {
     std::fs::create_dir_all(data_dir).map_err(|e| io("cannot create", data_dir, e))?;
     let data_dir = data_dir.canonicalize().map_err(|e| io("cannot resolve", data_dir, e))?;
     let _lock = Lock::take(&data_dir.join("postgres.lock"))?;
-    let dir = data_dir.join("postgres");
+    let dir = cluster_dir(&data_dir)?;
     let bin = bin_dir()?;
     let owner = postgres_owner()?;
     if owner.is_some() {
-        ensure_searchable(&dir)?;
+        make_parents(&dir)?;
     }
     if !dir.join("PG_VERSION").exists() {
         eprintln!("kreg: creating a private PostgreSQL cluster in {}", dir.display());
+        if !dir.starts_with(&data_dir) {
+            eprintln!(
+                "kreg: (as root, the postgres user runs it; {} is not open to others, so the cluster of {} lives there)",
+                data_dir.display(),
+                data_dir.display()
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| io("cannot create", &dir, e))?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
@@ -222,7 +249,7 @@ fn ensure_running(data_dir: &Path) -> Result<PathBuf, ClusterError> {
 
 /// Stops the cluster (used by tests that create their own).
 pub fn stop(data_dir: &Path) -> Result<(), ClusterError> {
-    let dir = data_dir.join("postgres");
+    let dir = cluster_dir(data_dir)?;
     let bin = bin_dir()?;
     let owner = postgres_owner()?;
     let mut stop = tool(&bin, "pg_ctl", &owner);
