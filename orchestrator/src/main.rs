@@ -114,6 +114,14 @@ enum Cmd {
         /// Address and port to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: std::net::SocketAddr,
+        /// Also answer requests that name this host (a DNS name or address of this
+        /// machine); loopback names and the --listen address always. Repeatable.
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_host: Vec<String>,
+        /// Seconds a client has to send a request's headers (also how long an idle
+        /// connection stays open).
+        #[arg(long, default_value_t = 15, value_name = "SECS")]
+        header_timeout: u64,
     },
     /// Benchmarks that print figures.
     Bench {
@@ -208,7 +216,11 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Kernels => cli::kernels::kernels(&cli::db::connect(cfg).await?).await,
         Cmd::Parse { kind, file } => cli::parse::parse(&kind, &file),
         Cmd::Stats(args) => cli::stats::stats(&args),
-        Cmd::Serve { listen } => cli::serve::serve(cfg, listen).await,
+        Cmd::Serve {
+            listen,
+            allow_host,
+            header_timeout,
+        } => cli::serve::serve(cfg, listen, &allow_host, header_timeout).await,
         Cmd::Bench { command } => cli::bench::dispatch(command, cfg).await,
         Cmd::Db { command } => cli::db::dispatch(command, cfg).await,
         Cmd::Lab { command } => cli::lab::dispatch(command, cfg).await,

@@ -161,3 +161,140 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
     let err = sqlx::query("DELETE FROM runs").execute(&ro).await.unwrap_err();
     assert!(err.to_string().contains("read-only transaction"), "{err}");
 }
+
+/// `kreg serve` with `args`; its base URL and, first, whatever it said before it (a warning).
+fn serve_with(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String, Vec<String>) {
+    use std::io::BufRead;
+    let mut child = kreg(db, dir)
+        .arg("serve")
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut said = Vec::new();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(rest) = line.strip_prefix("kreg: dashboard on ") {
+            let port = rest.trim_end_matches('/').rsplit(':').next().unwrap().to_string();
+            return (child, format!("http://127.0.0.1:{port}"), said);
+        }
+        said.push(line);
+    }
+}
+
+/// A page on another site (DNS rebinding: its own name pointed at 127.0.0.1) gets a 403;
+/// a control character in a path or query is a 400 before any handler; a huge value is
+/// not echoed whole; browsers are told not to sniff, frame or load from elsewhere;
+/// half-sent requests are closed after the header timeout and more connections than the
+/// cap leave the dashboard answering; a bind beyond loopback is said loudly.
+#[tokio::test]
+async fn other_sites_bad_bytes_and_held_connections_get_nothing() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let db = fresh_db("dash_guard").await;
+    let dir = Scratch::new("dash_guard");
+    let out = kreg(&db, &dir.0)
+        .args(["bench", "dashboard", "--samples", "40", "--repeat", "1"])
+        .output()
+        .unwrap();
+    assert_ok(&out, "bench dashboard");
+    let (mut child, base, said) = serve_with(&db, &dir.0, &["--listen", "127.0.0.1:0", "--header-timeout", "2"]);
+    assert!(said.is_empty(), "a loopback bind warns of nothing: {said:?}");
+    let port = base.rsplit(':').next().unwrap().to_string();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let get = |path: &str, host: Option<String>| {
+        let mut req = http.get(format!("{base}{path}"));
+        if let Some(h) = host {
+            req = req.header(reqwest::header::HOST, h);
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            let headers = res.headers().clone();
+            (status, headers, res.text().await.unwrap())
+        }
+    };
+    let (status, headers, body) = get("/runs/1", Some(format!("localhost:{port}"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["x-frame-options"], "DENY");
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'self'"),
+        "{csp}"
+    );
+    for host in [
+        format!("attacker.example:{port}"),
+        "127.0.0.1.nip.io".into(),
+        format!("0.0.0.0:{port}"),
+    ] {
+        let (status, _, body) = get("/api/v1/runs", Some(host.clone())).await;
+        assert_eq!(status, 403, "{host}: {body}");
+        assert!(!body.contains("bench-dashboard"), "{host}: {body}");
+        assert!(body.contains("--allow-host"), "{body}");
+    }
+    for path in ["/kernels/%00", "/runs/1/report?metric=m%001", "/jobs/1/raw/std%1bout"] {
+        let (status, _, body) = get(path, None).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(
+            !body.contains("byte sequence") && !body.contains("0x00"),
+            "{path}: {body}"
+        );
+    }
+    let huge = "x".repeat(60_000);
+    for path in [
+        format!("/runs/1/report?metric={huge}"),
+        format!("/{huge}"),
+        format!("/api/v1/kernels/{huge}"),
+    ] {
+        let (status, _, body) = get(&path, None).await;
+        assert!(status == 404 || status == 400, "{status}");
+        assert!(body.len() < 8_000, "echoed {} bytes", body.len());
+    }
+
+    // Half-sent: closed after the 2 s header timeout.
+    let mut s = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n").await.unwrap();
+    let mut buf = [0u8; 512];
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => continue,
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "a half-sent request was kept open");
+    // More idle connections than the cap (512): the oldest go, the dashboard answers.
+    let mut held = Vec::new();
+    for _ in 0..600 {
+        if let Ok(c) = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await {
+            held.push(c);
+        }
+    }
+    let (status, _, _) = get("/", None).await;
+    assert_eq!(status, 200, "answering with {} connections held", held.len());
+    drop(held);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // Beyond loopback: said loudly, with the names it answers to.
+    let (mut child, _, said) = serve_with(
+        &db,
+        &dir.0,
+        &["--listen", "0.0.0.0:0", "--allow-host", "perf-lab.example"],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        said.iter().any(
+            |l| l.starts_with("kreg: WARNING: the dashboard listens on 0.0.0.0:0, beyond this machine")
+                && l.contains("perf-lab.example")
+        ),
+        "{said:?}"
+    );
+}

@@ -107,10 +107,13 @@ pub async fn run(cfg: &Config, samples: usize, repeat: usize) -> Result<ExitCode
     let (run, stored) = seed(&db, samples).await?;
     let seeded = started.elapsed().as_secs_f64();
     let (changes, _) = tokio::sync::broadcast::channel(16);
-    let app = kreg::web::router(kreg::web::AppState {
-        db: kreg::web::read_only_pool(options),
-        changes,
-    });
+    let app = kreg::web::router(
+        kreg::web::AppState {
+            db: kreg::web::read_only_pool(options),
+            changes,
+        },
+        kreg::web::guard::Guard::loopback(),
+    );
     let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", socket.local_addr()?);
     tokio::spawn(async move { axum::serve(socket, app).await });

@@ -7,6 +7,7 @@
 //! page. Live pages follow server-sent events fed by PostgreSQL LISTEN/NOTIFY (`live`).
 
 mod compare;
+pub mod guard;
 mod history;
 mod html;
 mod job;
@@ -43,7 +44,7 @@ pub fn read_only_pool(options: PgConnectOptions) -> PgPool {
 }
 
 /// The dashboard's routes on a state (the listener for live pages is started by `serve`).
-pub fn router(state: AppState) -> Router {
+pub fn router(state: AppState, guard: guard::Guard) -> Router {
     Router::new()
         .route("/", get(runs::runs_page))
         .route("/runs/{id}", get(runs::run_page))
@@ -74,6 +75,10 @@ pub fn router(state: AppState) -> Router {
         .route("/assets/kreg.js", get(js))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(timing))
+        .layer(axum::middleware::from_fn_with_state(
+            std::sync::Arc::new(guard),
+            guard::guard,
+        ))
         .with_state(state)
 }
 
@@ -88,17 +93,30 @@ async fn timing(req: axum::extract::Request, next: axum::middleware::Next) -> Re
     res
 }
 
-/// Serves the dashboard on `listen` until the process ends.
-pub async fn serve(options: PgConnectOptions, listen: std::net::SocketAddr) -> anyhow::Result<()> {
+/// Serves the dashboard on `listen` until the process ends: the agent's accept loop (a
+/// header timeout that also closes idle and half-sent connections, and a connection cap),
+/// answering to the hosts `guard` allows.
+pub async fn serve(
+    options: PgConnectOptions,
+    listen: std::net::SocketAddr,
+    guard: guard::Guard,
+    header_timeout: std::time::Duration,
+) -> anyhow::Result<()> {
     let db = read_only_pool(options);
     let (changes, _) = tokio::sync::broadcast::channel(1024);
     tokio::spawn(live::listen(db.clone(), changes.clone()));
-    let app = router(AppState { db, changes });
+    let app = router(AppState { db, changes }, guard);
     let socket = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     eprintln!("kreg: dashboard on http://{}/", socket.local_addr()?);
-    axum::serve(socket, app).await?;
+    kreg_agent::server::listen::raise_nofile_limit();
+    let limits = kreg_agent::server::Limits {
+        max_connections: 512,
+        header_timeout,
+        ..Default::default()
+    };
+    kreg_agent::server::listen::serve(socket, app, limits, None, std::future::pending()).await?;
     Ok(())
 }
 
@@ -122,7 +140,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 async fn not_found(uri: axum::http::Uri) -> Response {
-    let e = ViewError::NotFound(format!("no page at {}", uri.path()));
+    let e = ViewError::NotFound(format!("no page at {}", crate::parse::clip(uri.path())));
     if uri.path().starts_with("/api/") {
         ApiError(e).into_response()
     } else {
@@ -135,6 +153,21 @@ fn status_of(e: &ViewError) -> StatusCode {
         ViewError::NotFound(_) => StatusCode::NOT_FOUND,
         ViewError::Invalid(_) => StatusCode::BAD_REQUEST,
         ViewError::Other(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// What an answer says of a failure: the reason of a 404 or 400 (a value in it clipped),
+/// and for a server error only that it happened (the log has the rest).
+fn said(e: &ViewError) -> String {
+    match e {
+        ViewError::Other(_) => "the server could not answer this request; its log says why".into(),
+        e => {
+            let text = e.to_string();
+            match text.char_indices().nth(300) {
+                None => text,
+                Some((at, _)) => format!("{}… (cut; {} bytes)", &text[..at], text.len()),
+            }
+        }
     }
 }
 
@@ -165,7 +198,7 @@ impl IntoResponse for PageError {
         };
         let body = format!(
             "<p class=\"error\">{}</p><p><a href=\"/\">All runs</a></p>",
-            html::esc(&format!("{:#}", self.0))
+            html::esc(&said(&self.0))
         );
         (
             status,
@@ -187,7 +220,7 @@ impl<E: Into<ViewError>> From<E> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         log_server_error(&self.0);
-        let body = serde_json::json!({ "error": format!("{:#}", self.0) });
+        let body = serde_json::json!({ "error": said(&self.0) });
         (status_of(&self.0), axum::Json(body)).into_response()
     }
 }
