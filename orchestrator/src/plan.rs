@@ -392,7 +392,7 @@ fn what_runs(s: &Scenario, v: &crate::scenario::Variant, w: &crate::scenario::Wo
         Plan::Single(single) => vec![format!("run: {}", join(single.argv()))],
         Plan::Sysbench(sb) => vec![
             format!("server on {}: {}", sb.server.on, join(sb.server.server_argv())),
-            format!("run: {}", join(sb.argv("***", "run"))),
+            format!("run: {}", join(sb.argv("PRIVATE-FILE", "run"))),
         ],
         Plan::Netperf(n) => vec![
             format!("server on {}: {}", n.server_on, join(n.server_argv())),

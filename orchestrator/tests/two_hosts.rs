@@ -51,7 +51,54 @@ iterations: 3
     );
     let file = dir.0.join("two.yaml");
     std::fs::write(&file, scenario).unwrap();
-    let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    // While it runs, no command line on the machine holds the password (every user of a
+    // host can read them all in /proc).
+    let mut child = kreg(&db, &dir.0)
+        .arg("run")
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out_reader = drain(Box::new(child.stdout.take().unwrap()));
+    let err_reader = drain(Box::new(child.stderr.take().unwrap()));
+    let (mut looks, mut seen) = (0u64, Vec::new());
+    let out = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break std::process::Output {
+                status,
+                stdout: out_reader.join().unwrap(),
+                stderr: err_reader.join().unwrap(),
+            };
+        }
+        looks += 1;
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+                if String::from_utf8_lossy(&cmd).contains("s3cret") {
+                    seen.push(String::from_utf8_lossy(&cmd).replace('\0', " "));
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert!(
+        seen.is_empty(),
+        "the password on a command line ({looks} looks): {seen:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("kreg-sysbench."))
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "sysbench's private folder left behind: {left:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "kreg run failed\n{stdout}\n{stderr}");

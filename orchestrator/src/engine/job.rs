@@ -442,8 +442,9 @@ async fn measure(
     let out = match workload.kind.plan() {
         Plan::Single(single) => single_host(ctx, variant, workload, single, raw).await?,
         Plan::Sysbench(sb) => {
-            let password = &ctx.session.expect("sysbench has a session").password;
-            let argv = sb.argv(password, "run");
+            let config = ctx.session.and_then(|s| s.sysbench_config());
+            let config = config.ok_or_else(|| fail("sysbench's session has no options file", raw))?;
+            let argv = sb.argv(&config, "run");
             let res = measured_exec(ctx, argv, None, None, workload.timeout_secs, raw).await?;
             (
                 sysbench::parse(&res.stdout).map_err(|e| fail(e.to_string(), raw))?,

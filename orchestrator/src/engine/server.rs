@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{ExecRequest, Policy};
+use kreg_agent::wire::{ExecRequest, FileSource, Policy};
 
 use super::error::HostError;
 use super::{command, must};
 use crate::failure::{tail, TAIL_LINES};
 use crate::poll::{until, Look, Waited};
 use crate::workload::db::{is_mariadb, DbKind};
-use crate::workload::{hammerdb, DbServer, Netperf, Plan, WorkloadKind};
+use crate::workload::{hammerdb, DbServer, Netperf, Plan, Sysbench, WorkloadKind};
 
 /// Where a server runs: the CPUs it may use, the leaf cgroups it goes into.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +33,16 @@ pub struct Session {
     pub cgroup: Option<super::cgroup::Placed>,
     /// The server program's own version line (`mariadbd --version`), stored with each job.
     pub version: Option<String>,
+    /// A private folder of the session's on the client's host (sysbench's options file
+    /// with the password), removed when the session stops.
+    pub private: Option<(AgentClient, String)>,
+}
+
+impl Session {
+    /// sysbench's options file on the client's host (see [`Session::private`]).
+    pub fn sysbench_config(&self) -> Option<String> {
+        self.private.as_ref().map(|(_, dir)| format!("{dir}/sysbench.conf"))
+    }
 }
 
 impl Session {
@@ -65,6 +75,7 @@ impl Session {
             what: what.to_string(),
             cgroup: None,
             version: None,
+            private: None,
         })
     }
 }
@@ -370,6 +381,9 @@ impl Session {
 
     /// Stops the server, then removes its cgroup.
     pub async fn stop(self) -> Result<(), HostError> {
+        if let Some((runner, dir)) = &self.private {
+            let _ = runner.exec(command(["rm", "-rf", dir.as_str()], 30)).await;
+        }
         let stopped = self.server.stop(self.id, 60).await.map(|_| ()).map_err(HostError::from);
         if let Some(cg) = &self.cgroup {
             cg.remove().await?;
@@ -400,6 +414,33 @@ pub async fn build_schema(runner: &AgentClient, on: &str, script: &str, password
     Ok(())
 }
 
+/// A folder of its own on `client`'s host (`/tmp/kreg-WHAT.XXXXXX`, mode 0700) holding
+/// `name` (mode 0600) with `text`; the folder's path.
+async fn private_file(
+    client: &AgentClient,
+    what: &str,
+    name: &str,
+    text: Result<String, String>,
+) -> Result<String, HostError> {
+    let text = text.map_err(HostError::Other)?;
+    let dir = must(
+        client,
+        command(["mktemp", "-d", &format!("/tmp/kreg-{what}.XXXXXX")], 10),
+        "mktemp",
+    )
+    .await?
+    .trim()
+    .to_string();
+    let up = client.upload(&format!("{what}-private"), text.into_bytes()).await?;
+    let placed = super::tools::place_mode(client, FileSource::Upload(up.name), &format!("{dir}/{name}"), 0o600).await;
+    let _ = client.exec(command(["rm", "-f", &up.path], 10)).await;
+    if let Err(e) = placed {
+        let _ = client.exec(command(["rm", "-rf", &dir], 10)).await;
+        return Err(e);
+    }
+    Ok(dir)
+}
+
 /// Opens the session a two-host workload needs (and readies its data: sysbench tables,
 /// the HammerDB schema). `None` for single-host kinds.
 pub async fn open(
@@ -413,16 +454,19 @@ pub async fn open(
 ) -> Result<Option<Session>, HostError> {
     let session = match kind.plan() {
         Plan::Sysbench(sb) => {
-            let s = start_db(server, runner, &sb.server, policy, at.clone()).await?;
+            let mut s = start_db(server, runner, &sb.server, policy, at.clone()).await?;
+            // The password in a file of root's on the client's host, never on its argv.
+            match private_file(runner, "sysbench", "sysbench.conf", Sysbench::config_text(&s.password)).await {
+                Ok(dir) => s.private = Some((runner.clone(), dir)),
+                Err(e) => {
+                    let _ = s.stop().await;
+                    return Err(e);
+                }
+            }
+            let config = s.sysbench_config().expect("just made");
             // Fresh tables for each session: cleanup (which tolerates none), then prepare.
-            let _ = runner.exec(command(sb.argv(&s.password, "cleanup"), 600)).await;
-            if let Err(e) = must(
-                runner,
-                command(sb.argv(&s.password, "prepare"), 3600),
-                "sysbench prepare",
-            )
-            .await
-            {
+            let _ = runner.exec(command(sb.argv(&config, "cleanup"), 600)).await;
+            if let Err(e) = must(runner, command(sb.argv(&config, "prepare"), 3600), "sysbench prepare").await {
                 let _ = s.stop().await;
                 return Err(e);
             }

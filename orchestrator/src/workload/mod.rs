@@ -153,7 +153,7 @@ impl WorkloadKind {
             Plan::Single(s) => join(s.argv()),
             Plan::Sysbench(sb) => format!(
                 "{} (server: {})",
-                join(sb.argv("***", "run")),
+                join(sb.argv("PRIVATE-FILE", "run")),
                 join(sb.server.server_argv())
             ),
             Plan::Netperf(n) => format!("{} (server: {})", join(n.client_argv()), join(n.server_argv())),

@@ -32,9 +32,19 @@ pub struct Sysbench {
 }
 
 impl Sysbench {
-    /// `sysbench TEST … PHASE` (prepare, run, cleanup). sysbench reads the password only
-    /// from its command line.
-    pub fn argv(&self, password: &str, phase: &str) -> Vec<String> {
+    /// The options file that carries the password (`name=value` lines, as sysbench reads
+    /// `--config-file`); a password with a line end cannot be written in it.
+    pub fn config_text(password: &str) -> Result<String, String> {
+        if password.contains(['\n', '\r']) {
+            return Err("a sysbench password may not hold a line end".into());
+        }
+        Ok(format!("mysql-password={password}\n"))
+    }
+
+    /// `sysbench TEST … PHASE` (prepare, run, cleanup). The password is never on the
+    /// command line (every user of the host sees that): it is in `config`, a file of
+    /// sysbench options ([`Sysbench::config_text`]) readable by root only.
+    pub fn argv(&self, config: &str, phase: &str) -> Vec<String> {
         let s = &self.server;
         let mut v = vec![
             "sysbench".to_string(),
@@ -43,7 +53,7 @@ impl Sysbench {
             format!("--mysql-host={}", s.address),
             format!("--mysql-port={}", s.port),
             format!("--mysql-user={}", s.user),
-            format!("--mysql-password={password}"),
+            format!("--config-file={config}"),
             format!("--mysql-db={}", s.database),
             format!("--tables={}", self.tables),
             format!("--table-size={}", self.table_size),
@@ -185,9 +195,11 @@ mod tests {
             percentile: 99,
             server: db(DbKind::Mariadb),
         };
-        let run = sb.argv("pw", "run").join(" ");
-        assert_eq!(run, "sysbench oltp_read_write --db-driver=mysql --mysql-host=192.0.2.1 --mysql-port=3307 --mysql-user=bench --mysql-password=pw --mysql-db=tpcc --tables=4 --table-size=1000 --threads=8 --time=30 --percentile=99 run");
-        let prep = sb.argv("pw", "prepare");
+        let run = sb.argv("/tmp/x/sysbench.conf", "run").join(" ");
+        assert_eq!(run, "sysbench oltp_read_write --db-driver=mysql --mysql-host=192.0.2.1 --mysql-port=3307 --mysql-user=bench --config-file=/tmp/x/sysbench.conf --mysql-db=tpcc --tables=4 --table-size=1000 --threads=8 --time=30 --percentile=99 run");
+        assert_eq!(Sysbench::config_text("s3cret").unwrap(), "mysql-password=s3cret\n");
+        assert!(Sysbench::config_text("a\nthreads=999").is_err());
+        let prep = sb.argv("/tmp/x/sysbench.conf", "prepare");
         assert_eq!(prep[prep.len() - 2..], ["--threads=4", "prepare"]);
     }
 }
