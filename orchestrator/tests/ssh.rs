@@ -275,7 +275,7 @@ async fn a_run_over_ssh_installs_the_agent_then_reuses_and_upgrades_it() {
         .unwrap();
     common::assert_ok(&out, "run with another agent build");
     let said = stderr(&out);
-    assert!(said.contains("upgraded from kreg-agent"), "{said}");
+    assert!(said.contains("upgraded from another build (sha256 "), "{said}");
     assert_eq!(
         ssh::install::sha256_of(&remote_bin).unwrap(),
         ssh::install::sha256_of(&newer).unwrap()
@@ -537,6 +537,30 @@ async fn agent_install_prints_an_https_entry_that_runs_and_status_shows_the_agen
     let out = status.output().unwrap();
     common::assert_ok(&out, "status of a bare machine");
     assert!(String::from_utf8_lossy(&out.stdout).contains("not installed"));
+    // A file at the agent's path that is not a build kreg knows: looked at (its SHA-256),
+    // never run.
+    use std::os::unix::fs::PermissionsExt;
+    let planted = bare.path("/usr/local/lib/kreg/kreg-agent");
+    std::fs::write(
+        &planted,
+        "#!/bin/sh\ntouch /usr/local/lib/kreg/it-ran\necho kreg-agent 9.9\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut status = common::kreg(&db, &data.0);
+    status
+        .args(["agent", "status", &format!("root@{}", bare.addr), "--identity"])
+        .arg(&bare.identity)
+        .arg("--known-hosts")
+        .arg(&bare.known_hosts);
+    let out = status.output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("another build"), "{table}");
+    assert!(
+        !bare.path("/usr/local/lib/kreg/it-ran").exists(),
+        "kreg ran an unknown binary: {table}"
+    );
+    std::fs::remove_file(&planted).unwrap();
     // A host key refused (another machine's known_hosts), or a passphrase file that is no
     // file: the machine could not be asked, and the exit status says so.
     for (flag, value) in [

@@ -238,7 +238,8 @@ async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>
             Duration::from_secs(20),
         )
         .await;
-    let probe = install::probe(&session).await;
+    let ours = install::sha256_of(&cfg.agent_bin).ok();
+    let probe = install::probe(&session, ours.as_deref().unwrap_or("")).await;
     let facts: Vec<String> = match facts {
         Ok(o) if o.success() => o.stdout_text().lines().map(str::to_string).collect(),
         _ => Vec::new(),
@@ -262,7 +263,6 @@ async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>
         row.ok = true;
         return row;
     };
-    let ours = install::sha256_of(&cfg.agent_bin).ok();
     let build = format!(
         "{} (sha256 {}{})",
         p.version.as_deref().unwrap_or("unknown"),

@@ -144,13 +144,17 @@ async fn sh(session: &Session, script: &str, args: &[&str], stdin: Option<&[u8]>
     Ok(out.stdout_text())
 }
 
+/// What is on the machine. The installed binary is run (for its version) only when its
+/// SHA-256 is `$3`, the build kreg knows: an unknown file at that path is never executed.
 const PROBE: &str = r#"uname -m
-if [ -f "$1" ]; then sha256sum "$1" | cut -d' ' -f1; "$1" --version 2>/dev/null | head -n1 || echo unknown; else echo none; echo none; fi
+if [ -f "$1" ]; then s=$(sha256sum "$1" | cut -d' ' -f1); echo "$s"; if [ -n "$3" ] && [ "$s" = "$3" ]; then "$1" --version 2>/dev/null | head -n1 || echo unknown; else echo unknown; fi; else echo none; echo none; fi
 if [ -d /run/systemd/system ]; then echo systemd; else echo plain; fi
 if [ -f "$2" ]; then head -n1 "$2"; else echo none; fi"#;
 
-pub async fn probe(session: &Session) -> Result<Probe, String> {
-    let out = sh(session, PROBE, &[REMOTE_BIN, ARGS_FILE], None).await?;
+/// What is installed on the machine; `known` is the SHA-256 of the agent build kreg would
+/// install (the only one whose `--version` it runs).
+pub async fn probe(session: &Session, known: &str) -> Result<Probe, String> {
+    let out = sh(session, PROBE, &[REMOTE_BIN, ARGS_FILE, known], None).await?;
     let lines: Vec<&str> = out.lines().map(str::trim).collect();
     let [arch, sha, version, init, args] = lines[..] else {
         return Err(format!(
@@ -194,7 +198,7 @@ pub async fn ensure(
     })?;
     let want = hex_sha256(&bin);
     let version = format!("kreg-agent {} (sha256 {})", env!("CARGO_PKG_VERSION"), &want[..12]);
-    let p = probe(session).await?;
+    let p = probe(session, &want).await?;
     if p.arch != local_arch() {
         return Err(format!(
             "ssh {}: the machine is {}, and this kreg's agent is built for {}; install a kreg-agent for {} by hand and use the http transport",
@@ -249,7 +253,8 @@ pub async fn ensure(
         (Some(sha), v) => Action::Upgraded {
             from: format!(
                 "{} (sha256 {})",
-                v.as_deref().unwrap_or("unknown"),
+                // Only a build kreg knows is run for its version.
+                v.as_deref().filter(|v| *v != "unknown").unwrap_or("another build"),
                 &sha[..12.min(sha.len())]
             ),
         },
@@ -278,7 +283,7 @@ impl std::fmt::Debug for Revive {
 /// Starts kreg's agent again when the machine has no systemd (which would restart it by
 /// itself) and still holds the build kreg installed. Whether it was started.
 pub async fn revive(session: &Session, how: &Revive) -> Result<bool, String> {
-    let p = probe(session).await?;
+    let p = probe(session, &how.sha256).await?;
     if p.systemd {
         return Ok(false);
     }
