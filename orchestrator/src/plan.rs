@@ -230,13 +230,8 @@ pub fn render_with(s: &Scenario, jobs: &[Job], detail: Detail) -> String {
     render_full(s, jobs, detail, &[])
 }
 
-/// The plan, with the perf each kernel's jobs run on the SUT (`kernel::perf::support`).
-pub fn render_full(
-    s: &Scenario,
-    jobs: &[Job],
-    detail: Detail,
-    perfs: &[crate::kernel::perf::support::PerfOf],
-) -> String {
+/// The plan's first line: the matrix and its size.
+fn headline(s: &Scenario, jobs: &[Job]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(
@@ -254,6 +249,18 @@ pub fn render_full(
             String::new()
         }
     );
+    out
+}
+
+/// The plan, with the perf each kernel's jobs run on the SUT (`kernel::perf::support`).
+pub fn render_full(
+    s: &Scenario,
+    jobs: &[Job],
+    detail: Detail,
+    perfs: &[crate::kernel::perf::support::PerfOf],
+) -> String {
+    use std::fmt::Write;
+    let mut out = headline(s, jobs);
     if s.adaptive() {
         let looks = s.looks();
         let unit = if s.by_boot() { "boots" } else { "runs" };

@@ -219,6 +219,24 @@ fn listen_port(args: Option<&str>) -> Option<u16> {
     words.next()?.rsplit_once(':')?.1.parse().ok()
 }
 
+/// The machine's release, boot id and uptime into `row`, when it says them.
+async fn machine_facts(session: &Session, row: &mut Row) {
+    let argv = [
+        "sh",
+        "-c",
+        "uname -r; cat /proc/sys/kernel/random/boot_id; cut -d' ' -f1 /proc/uptime",
+    ];
+    let facts: Vec<String> = match session.run(&argv, None, Duration::from_secs(20)).await {
+        Ok(o) if o.success() => o.stdout_text().lines().map(str::to_string).collect(),
+        _ => Vec::new(),
+    };
+    if let [release, boot, up] = &facts[..] {
+        row.release = release.clone();
+        row.boot_id = boot.clone();
+        row.up = secs(up.parse().unwrap_or(0.0));
+    }
+}
+
 /// A machine over SSH: what is installed, and what the agent says through a tunnel
 /// (with its token when kreg keeps one for it).
 async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>) -> Row {
@@ -227,29 +245,10 @@ async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>
         Ok(s) => s,
         Err(e) => return Row::failed(host, &reached, e.to_string()),
     };
-    let facts = session
-        .run(
-            &[
-                "sh",
-                "-c",
-                "uname -r; cat /proc/sys/kernel/random/boot_id; cut -d' ' -f1 /proc/uptime",
-            ],
-            None,
-            Duration::from_secs(20),
-        )
-        .await;
+    let mut row = Row::failed(host, &reached, String::new());
+    machine_facts(&session, &mut row).await;
     let ours = install::sha256_of(&cfg.agent_bin).ok();
     let probe = install::probe(&session, ours.as_deref().unwrap_or("")).await;
-    let facts: Vec<String> = match facts {
-        Ok(o) if o.success() => o.stdout_text().lines().map(str::to_string).collect(),
-        _ => Vec::new(),
-    };
-    let mut row = Row::failed(host, &reached, String::new());
-    if let [release, boot, up] = &facts[..] {
-        row.release = release.clone();
-        row.boot_id = boot.clone();
-        row.up = secs(up.parse().unwrap_or(0.0));
-    }
     let p = match probe {
         Ok(p) => p,
         Err(e) => {
