@@ -58,6 +58,38 @@ fn default_agent_bin() -> PathBuf {
     PathBuf::from("kreg-agent")
 }
 
+/// The password of a `scheme://user:password@host/…` URL, as written.
+fn url_password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next()?;
+    let userinfo = authority.rsplit_once('@')?.0;
+    userinfo.split_once(':').map(|(_, pw)| pw).filter(|pw| !pw.is_empty())
+}
+
+/// `%XX` escapes decoded (what a client connecting with the URL sends).
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = (b[i] == b'%' && i + 2 < b.len())
+            .then(|| std::str::from_utf8(&b[i + 1..i + 3]).ok())
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(v) => {
+                out.push(v);
+                i += 3;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 impl Config {
     pub fn from_env() -> Config {
         let data_dir = var("KREG_DATA_DIR")
@@ -69,7 +101,13 @@ impl Config {
             .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kreg")))
             .unwrap_or_else(|| home().join(".cache/kreg"));
         Config {
-            database_url: var("DATABASE_URL").map(Secret),
+            database_url: var("DATABASE_URL").map(|url| {
+                if let Some(pw) = url_password(&url) {
+                    crate::secrets::remember(pw);
+                    crate::secrets::remember(&percent_decoded(pw));
+                }
+                Secret(url)
+            }),
             data_dir,
             cache_dir,
             agent_bin: var("KREG_AGENT_BIN")
@@ -77,5 +115,19 @@ impl Config {
                 .unwrap_or_else(default_agent_bin),
             lab_accel: var("KREG_LAB_ACCEL").unwrap_or_else(|| "auto".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_password;
+
+    #[test]
+    fn a_database_urls_password_is_found_as_written() {
+        assert_eq!(url_password("postgres://kreg:s3cr%40t@db:5432/kreg"), Some("s3cr%40t"));
+        assert_eq!(url_password("postgres://kreg@localhost/kreg?host=/tmp/x"), None);
+        assert_eq!(url_password("postgres://u:@h/d"), None);
+        assert_eq!(url_password("postgres://h/d?password=x"), None);
+        assert_eq!(super::percent_decoded("s3cr%40t%2"), "s3cr@t%2");
     }
 }

@@ -18,6 +18,7 @@ pub mod results;
 pub mod scenario;
 pub mod scenario_file;
 pub mod schedstat;
+pub mod secrets;
 pub mod ssh;
 pub mod stats;
 pub mod store;

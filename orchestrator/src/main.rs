@@ -172,7 +172,8 @@ async fn main() -> ExitCode {
     match dispatch(cli.command, &cfg).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("kreg: error: {e:#}");
+            let text = format!("{e:#}");
+            eprintln!("kreg: error: {}", kreg::text::printable(&kreg::secrets::redact(&text)));
             ExitCode::FAILURE
         }
     }

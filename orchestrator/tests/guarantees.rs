@@ -179,3 +179,44 @@ async fn a_private_cluster_leaves_private_folders_private() {
         std::fs::remove_dir_all(&host).unwrap();
     }
 }
+
+/// A secret kreg holds (here the agent's token, read from the host's token file) printed by
+/// a workload, on stdout by a job that succeeds and on stderr by one that fails: masked in
+/// the stored outputs, the failure's reason, what `kreg run` prints and the report.
+#[tokio::test]
+async fn a_secret_a_workload_prints_is_masked_wherever_kreg_keeps_or_shows_it() {
+    let db = fresh_db("secrets").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("secrets");
+    let file = dir.0.join("s.yaml");
+    let token = agent.token_file.display().to_string();
+    std::fs::write(
+        &file,
+        format!(
+            "name: secrets\n{}kernels: [ {{ name: current, source: running }} ]\nworkloads:\n  - name: tells\n    kind: command\n    argv: [sh, -c, 'echo \"token: $(cat {token})\"; echo value: 1']\n    metrics: {{ value: {{ regex: 'value: ([0-9.]+)', unit: '', higher_is_better: true }} }}\n  - name: fails\n    kind: command\n    argv: [sh, -c, 'echo \"bad token $(cat {token})\" >&2; exit 3']\n    metrics: {{ value: {{ regex: 'value: ([0-9.]+)', unit: '', higher_is_better: true }} }}\n",
+            agent.hosts_yaml()
+        ),
+    )
+    .unwrap();
+    let run = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    assert!(!run.status.success(), "the failing job fails the run");
+    let report = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
+    let raw: Vec<String> = sqlx::query_scalar("SELECT content FROM raw_outputs ORDER BY id")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    let errors: Vec<String> = sqlx::query_scalar("SELECT error FROM jobs WHERE error IS NOT NULL")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    let stored = format!("{raw:?} {errors:?}");
+    assert!(stored.contains("token: [secret]"), "the output is kept, masked: {stored}");
+    assert!(errors.iter().any(|e| e.contains("bad token [secret]")), "{errors:?}");
+    for (what, text) in [
+        ("the database", stored),
+        ("kreg run", String::from_utf8_lossy(&run.stderr).into_owned() + &String::from_utf8_lossy(&run.stdout)),
+        ("kreg report", String::from_utf8_lossy(&report.stdout).into_owned()),
+    ] {
+        assert!(!text.contains(common::TOKEN), "{what} holds the token: {text}");
+    }
+}

@@ -26,7 +26,7 @@ fn spec(m: &SshMachine) -> SshSpec {
 }
 
 fn nothing_installed(m: &SshMachine) -> bool {
-    ["/usr/local/lib/kreg", "/etc/kreg", "/var/lib/kreg-agent"]
+    common::sshd::MOUNTED
         .iter()
         .all(|p| std::fs::read_dir(m.path(p)).unwrap().next().is_none())
 }
@@ -155,7 +155,7 @@ async fn host_keys_and_identities_are_checked_before_anything_is_sent() {
     let s = ssh::Session::connect(&enc).await.expect("the right passphrase");
     s.close().await;
     assert!(nothing_installed(&m));
-    assert!(!Path::new(&m.path("/etc/kreg/agent.token")).exists());
+    assert!(!Path::new(&m.path("/etc/kreg/ssh/agent.token")).exists());
 }
 
 /// A scenario whose one host is `m`, over ssh; a command workload of `iterations` jobs
@@ -197,7 +197,8 @@ async fn a_run_over_ssh_installs_the_agent_then_reuses_and_upgrades_it() {
     // A stale temporary token of an earlier install, readable by everyone: the token
     // written now is a file of its own, private whatever was there.
     use std::os::unix::fs::PermissionsExt;
-    let stale = m.path("/etc/kreg/agent.token.new");
+    let stale = m.path("/etc/kreg/ssh/agent.token.new");
+    std::fs::create_dir_all(m.path("/etc/kreg/ssh")).unwrap();
     std::fs::write(&stale, "stale\n").unwrap();
     std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o644)).unwrap();
 
@@ -213,10 +214,10 @@ async fn a_run_over_ssh_installs_the_agent_then_reuses_and_upgrades_it() {
         "{said}"
     );
     // The agent is the controller's, checked by SHA-256; its token is private.
-    let remote_bin = m.path("/usr/local/lib/kreg/kreg-agent");
+    let remote_bin = m.path("/usr/local/lib/kreg/ssh/kreg-agent");
     let local_sha = ssh::install::sha256_of(&agent_bin()).unwrap();
     assert_eq!(ssh::install::sha256_of(&remote_bin).unwrap(), local_sha);
-    let token_path = m.path("/etc/kreg/agent.token");
+    let token_path = m.path("/etc/kreg/ssh/agent.token");
     assert_eq!(
         std::fs::metadata(&token_path).unwrap().permissions().mode() & 0o777,
         0o600
@@ -234,7 +235,7 @@ async fn a_run_over_ssh_installs_the_agent_then_reuses_and_upgrades_it() {
     );
     // The agent listens on the machine's loopback only: not reachable from here.
     assert!(std::net::TcpStream::connect_timeout(
-        &format!("{}:7878", m.addr).parse().unwrap(),
+        &format!("{}:{}", m.addr, kreg::scenario::SSH_AGENT_PORT).parse().unwrap(),
         std::time::Duration::from_millis(500)
     )
     .is_err());
@@ -427,7 +428,7 @@ async fn sshd_killed_and_restarted_mid_run_loses_and_repeats_nothing_and_no_secr
 
     // No secret anywhere: kreg's output and logs, its data folder, the machine's agent
     // folder, the database.
-    let token = std::fs::read_to_string(m.path("/etc/kreg/agent.token"))
+    let token = std::fs::read_to_string(m.path("/etc/kreg/ssh/agent.token"))
         .unwrap()
         .trim()
         .to_string();
@@ -435,7 +436,7 @@ async fn sshd_killed_and_restarted_mid_run_loses_and_repeats_nothing_and_no_secr
     let mut everything = said.clone();
     everything.push_str(&std::fs::read_to_string(data.0.join("kreg.out")).unwrap());
     everything.push_str(&files_text(&data.0.join("runs")));
-    everything.push_str(&files_text(&m.path("/var/lib/kreg-agent")));
+    everything.push_str(&files_text(&m.path("/var/lib/kreg-agent-ssh")));
     everything.push_str(&database_text(&db).await);
     assert!(everything.len() > 1000, "there is something to search");
     for (what, secret) in [
@@ -527,6 +528,28 @@ async fn agent_install_prints_an_https_entry_that_runs_and_status_shows_the_agen
     assert!(table.contains(&release) && table.contains(&boot_id), "{table}");
     assert!(table.contains(&format!("http https://{}:7878", m.addr)), "{table}");
     assert!(!table.contains("no token"), "{table}");
+
+    // The ssh transport on the same machine runs its own agent beside this one: neither
+    // replaces the other's binary, token, port or process.
+    let service_pid = m.pid_in("/var/lib/kreg-agent").expect("the installed agent runs");
+    let service_token = std::fs::read_to_string(m.path("/etc/kreg/agent.token")).unwrap();
+    let ssh_file = data.0.join("ssh.yaml");
+    std::fs::write(&ssh_file, scenario(&m, "beside", 1, "0")).unwrap();
+    let out = common::kreg(&db, &data.0).arg("run").arg(&ssh_file).output().unwrap();
+    common::assert_ok(&out, "a run over the ssh transport beside the installed agent");
+    assert_eq!(m.pid_in("/var/lib/kreg-agent"), Some(service_pid), "the installed agent was replaced");
+    assert!(m.agent_pid().is_some_and(|p| p != service_pid), "the ssh transport's agent runs");
+    assert_eq!(std::fs::read_to_string(m.path("/etc/kreg/agent.token")).unwrap(), service_token);
+    assert_ne!(std::fs::read_to_string(m.path("/etc/kreg/ssh/agent.token")).unwrap(), service_token);
+    let out = common::kreg(&db, &data.0).arg("run").arg(&file).output().unwrap();
+    common::assert_ok(&out, "the installed agent still answers with its token");
+    let mut status = common::kreg(&db, &data.0);
+    status.args(["agent", "status", &target]);
+    ssh_args(&mut status);
+    let out = status.output().unwrap();
+    common::assert_ok(&out, "kreg agent status, both slots");
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(table.contains("service: ") && table.contains("ssh transport: "), "{table}");
     // A machine without an agent says so.
     let bare = SshMachine::new("bare", 5);
     let mut status = common::kreg(&db, &data.0);

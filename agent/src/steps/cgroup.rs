@@ -318,6 +318,39 @@ pub fn cgroup_of_task(pid: u32, tid: u32) -> Option<String> {
     text.lines().find_map(|l| l.strip_prefix("0::").map(str::to_string))
 }
 
+/// What one look at a process says about its cgroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    /// Gone (exited and reaped): nothing to note.
+    Gone,
+    /// In this cgroup (v2 path from the mount), for sure.
+    Settled(String),
+    /// Reads as the root cgroup and has never run. A child is visible in `/proc` and in its
+    /// parent's `children` before the kernel attaches it to its parent's cgroup
+    /// (`cgroup_post_fork` comes after; until then it belongs to the root's set), so such a
+    /// look proves nothing: the process is looked at again.
+    Forking,
+}
+
+/// Times the main thread of `pid` was scheduled in (the third field of
+/// `/proc/PID/schedstat`); `None` without the file (a kernel without `CONFIG_SCHED_INFO`).
+fn times_run(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    text.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// One look at `pid`. Whether it ran is read before its cgroup: a process that ran was
+/// attached to its cgroup before (a child is woken only after `cgroup_post_fork`), so the
+/// cgroup read next is its own. Any cgroup but the root is its own in any case.
+pub fn reading(pid: u32) -> Reading {
+    let ran = times_run(pid).is_some_and(|n| n > 0);
+    match cgroup_of(pid) {
+        None => Reading::Gone,
+        Some(cg) if cg == "/" && !ran => Reading::Forking,
+        Some(cg) => Reading::Settled(cg),
+    }
+}
+
 /// Deals a workload's child processes out over the leaves, round-robin, as they appear
 /// (their own children inherit their leaf); and notes, per cgroup, the distinct processes
 /// seen in it. Only the workload's direct children are looked for: one small read per
@@ -327,7 +360,10 @@ pub struct Spread {
     mount: PathBuf,
     placed: HashSet<u32>,
     next: usize,
-    seen: HashSet<(u32, String)>,
+    /// Each process's cgroup, from its first settled look.
+    seen: BTreeMap<u32, String>,
+    /// Processes only ever seen while being forked: looked at again on every tick.
+    forking: HashSet<u32>,
 }
 
 impl Spread {
@@ -345,36 +381,51 @@ impl Spread {
         let mount = mount().unwrap_or_else(|_| PathBuf::from("/sys/fs/cgroup"));
         let mut placed = HashSet::new();
         placed.insert(root);
+        let mut forking = HashSet::new();
+        // The root process joined the first leaf itself; it is looked at on the first tick.
+        forking.insert(root);
         Spread {
             leaves,
             mount,
             placed,
-            // The root process joined the first leaf itself.
             next: 1,
-            seen: HashSet::new(),
+            seen: BTreeMap::new(),
+            forking,
         }
     }
 
     /// One look: new children of `root` go to the next leaf, and the cgroup each new
-    /// process ends up in is noted once.
+    /// process ends up in is noted once it is sure.
     pub fn tick(&mut self, root: u32) {
-        if self.seen.is_empty() {
-            if let Some(cg) = cgroup_of(root) {
-                self.seen.insert((root, cg));
-            }
-        }
-        for pid in children(root) {
+        self.tick_with(&children(root), reading);
+    }
+
+    /// [`Spread::tick`] with the children and the look given.
+    fn tick_with(&mut self, children: &[u32], look: impl Fn(u32) -> Reading) {
+        for &pid in children {
             if !self.placed.insert(pid) {
                 continue;
             }
             if self.leaves.len() > 1 {
                 let leaf = &self.leaves[self.next % self.leaves.len()];
                 self.next += 1;
-                // A process that ended meanwhile cannot be moved; nothing to do about it.
+                // The kernel finishes a fork before it moves the process. A process that
+                // ended meanwhile cannot be moved; nothing to do about it.
                 let _ = std::fs::write(leaf.join("cgroup.procs"), pid.to_string());
             }
-            if let Some(cg) = cgroup_of(pid) {
-                self.seen.insert((pid, cg));
+            self.forking.insert(pid);
+        }
+        let pending: Vec<u32> = self.forking.iter().copied().collect();
+        for pid in pending {
+            match look(pid) {
+                Reading::Forking => {}
+                Reading::Gone => {
+                    self.forking.remove(&pid);
+                }
+                Reading::Settled(cg) => {
+                    self.forking.remove(&pid);
+                    self.seen.insert(pid, cg);
+                }
             }
         }
     }
@@ -382,7 +433,7 @@ impl Spread {
     /// Distinct processes seen per cgroup, as absolute paths under the mount.
     pub fn observed(&self) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
-        for (_, cg) in &self.seen {
+        for cg in self.seen.values() {
             let path = self.mount.join(cg.trim_start_matches('/'));
             *out.entry(path.display().to_string()).or_insert(0) += 1;
         }
@@ -423,6 +474,50 @@ mod tests {
         ] {
             assert!(controllers(&tree(&[bad])).is_err(), "{bad:?}");
         }
+    }
+
+    /// A child looked at while the kernel is still forking it reads as the root cgroup:
+    /// that look is not a placement, the next one is.
+    #[test]
+    fn a_process_seen_mid_fork_is_noted_where_it_lands() {
+        let leaf = "/kreg/run-1/job-1/l0".to_string();
+        let mut s = Spread::new(vec![PathBuf::from("/sys/fs/cgroup/kreg/run-1/job-1/l0")], 10);
+        let looks = std::cell::RefCell::new(vec![(10, Reading::Settled(leaf.clone())), (11, Reading::Forking)]);
+        let look = |pid: u32| {
+            looks
+                .borrow()
+                .iter()
+                .find(|(p, _)| *p == pid)
+                .map(|(_, r)| r.clone())
+                .unwrap_or(Reading::Gone)
+        };
+        s.tick_with(&[11], look);
+        assert_eq!(s.seen.len(), 1, "only the root is placed for sure: {:?}", s.seen);
+        assert!(s.forking.contains(&11));
+        looks.borrow_mut()[1].1 = Reading::Settled(leaf.clone());
+        looks.borrow_mut().push((12, Reading::Gone));
+        s.tick_with(&[11, 12], look);
+        let cgroups: Vec<&String> = s.seen.values().collect();
+        assert_eq!(cgroups, [&leaf, &leaf]);
+        assert!(s.forking.is_empty());
+        // A process that ran and reads as the root cgroup did escape, and says so.
+        looks.borrow_mut().push((13, Reading::Settled("/".into())));
+        s.tick_with(&[13], look);
+        let observed = s.observed();
+        assert_eq!(observed.len(), 2, "{observed:?}");
+        assert_eq!(observed.values().sum::<u32>(), 3, "{observed:?}");
+    }
+
+    /// The look itself, on this machine: a process that has run is settled wherever it is;
+    /// a pid that is not there is gone.
+    #[test]
+    fn a_running_process_is_settled_and_a_missing_one_gone() {
+        let me = std::process::id();
+        match reading(me) {
+            Reading::Settled(cg) => assert!(cg.starts_with('/'), "{cg}"),
+            other => panic!("this process read as {other:?}"),
+        }
+        assert_eq!(reading(u32::MAX - 1), Reading::Gone);
     }
 
     #[test]

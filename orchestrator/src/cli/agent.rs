@@ -10,6 +10,7 @@ use clap::Subcommand;
 
 use kreg::config::Config;
 use kreg::scenario::{SshSpec, Transport};
+use kreg::ssh::install::Slot;
 use kreg::ssh::{self, install, Session, Tunnel};
 use kreg_agent::client::AgentClient;
 
@@ -116,6 +117,7 @@ async fn install_cmd(
     let token_file = token_file.unwrap_or_else(|| cfg.data_dir.join("agents").join(format!("{}.token", spec.address)));
     let token = token_at(&token_file)?;
     let setup = install::Setup {
+        slot: Slot::SERVICE,
         listen: listen.to_string(),
         tls: !insecure,
     };
@@ -237,9 +239,9 @@ async fn machine_facts(session: &Session, row: &mut Row) {
     }
 }
 
-/// A machine over SSH: what is installed, and what the agent says through a tunnel
-/// (with its token when kreg keeps one for it).
-async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>) -> Row {
+/// A machine over SSH: what is installed in each of `slots` (with the token kreg keeps for
+/// it), and what each installed agent says through a tunnel.
+async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, slots: &[(Slot, Option<String>)]) -> Row {
     let reached = format!("ssh {}", spec.target());
     let session = match Session::connect(spec).await {
         Ok(s) => s,
@@ -247,20 +249,75 @@ async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>
     };
     let mut row = Row::failed(host, &reached, String::new());
     machine_facts(&session, &mut row).await;
-    let ours = install::sha256_of(&cfg.agent_bin).ok();
-    let probe = install::probe(&session, ours.as_deref().unwrap_or("")).await;
-    let p = match probe {
-        Ok(p) => p,
-        Err(e) => {
-            row.agent = e;
-            return row;
+    let mut session = Some(session);
+    let mut parts = Vec::new();
+    let mut ok = true;
+    for (slot, token) in slots {
+        // Each slot's tunnel takes a connection of its own.
+        let s = match session.take() {
+            Some(s) => s,
+            None => match Session::connect(spec).await {
+                Ok(s) => s,
+                Err(e) => {
+                    ok = false;
+                    parts.push((slot, e.to_string()));
+                    continue;
+                }
+            },
+        };
+        let st = slot_state(cfg, spec, s, slot, token.as_deref()).await;
+        ok &= st.ok;
+        if let Some(up) = st.agent_up {
+            row.agent_up = up;
         }
+        if st.installed || !st.ok {
+            parts.push((slot, st.text));
+        }
+    }
+    row.ok = ok;
+    row.agent = match &parts[..] {
+        [] => "not installed".into(),
+        [(_, text)] if slots.len() == 1 => text.clone(),
+        _ => parts
+            .iter()
+            .map(|(slot, text)| format!("{}: {text}", slot_label(slot)))
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    row
+}
+
+fn slot_label(slot: &Slot) -> &'static str {
+    if *slot == Slot::SSH {
+        "ssh transport"
+    } else {
+        "service"
+    }
+}
+
+/// What `kreg agent status` says of one slot.
+struct SlotState {
+    text: String,
+    installed: bool,
+    ok: bool,
+    agent_up: Option<String>,
+}
+
+async fn slot_state(cfg: &Config, spec: &SshSpec, session: Session, slot: &Slot, token: Option<&str>) -> SlotState {
+    let state = |text: String, installed: bool, ok: bool| SlotState {
+        text,
+        installed,
+        ok,
+        agent_up: None,
+    };
+    let ours = install::sha256_of(&cfg.agent_bin).ok();
+    let p = match install::probe(&session, slot, ours.as_deref().unwrap_or("")).await {
+        Ok(p) => p,
+        Err(e) => return state(e, false, false),
     };
     let Some(sha) = &p.sha256 else {
         // An answer about the machine, not a failure to ask it.
-        row.agent = "not installed".into();
-        row.ok = true;
-        return row;
+        return state("not installed".into(), false, true);
     };
     let build = format!(
         "{} (sha256 {}{})",
@@ -272,49 +329,42 @@ async fn ssh_row(cfg: &Config, host: &str, spec: &SshSpec, token: Option<String>
             ", another build"
         }
     );
-    let port = listen_port(p.args.as_deref()).unwrap_or(spec.agent_port);
+    let default_port = if *slot == Slot::SSH { spec.agent_port } else { 7878 };
+    let port = listen_port(p.args.as_deref()).unwrap_or(default_port);
     let tunnel = match Tunnel::start(spec, session, "127.0.0.1", port).await {
         Ok(t) => t,
-        Err(e) => {
-            row.agent = format!("{build}; {e}");
-            return row;
-        }
+        Err(e) => return state(format!("{build}; {e}"), true, false),
     };
     let tls = p
         .args
         .as_deref()
         .is_some_and(|a| a.split_whitespace().any(|w| w == "--tls"));
-    let Some(client) = tunnel_client(&tunnel, tls, &token.unwrap_or_default()).await else {
-        row.agent = format!("{build}; its TLS certificate could not be read");
-        return row;
+    let Some(client) = tunnel_client(&tunnel, slot, tls, token.unwrap_or_default()).await else {
+        return state(format!("{build}; its TLS certificate could not be read"), true, false);
     };
     let scheme = if tls { "HTTPS" } else { "HTTP" };
-    row.agent = match client.version().await {
-        Ok(v) => {
-            row.ok = true;
-            format!("{build}, running, {scheme} on port {port} (protocol {})", v.protocol)
-        }
-        Err(_) => format!("{build}, NOT answering on port {port}"),
+    let mut st = match client.version().await {
+        Ok(v) => state(
+            format!("{build}, running, {scheme} on port {port} (protocol {})", v.protocol),
+            true,
+            true,
+        ),
+        Err(_) => state(format!("{build}, NOT answering on port {port}"), true, false),
     };
-    match client.identity().await {
-        Ok(id) => row.agent_up = secs(id.agent_uptime_secs),
-        Err(_) => row.agent_up = "? (no token for it here)".into(),
-    }
-    row
+    st.agent_up = Some(match client.identity().await {
+        Ok(id) => secs(id.agent_uptime_secs),
+        Err(_) => "? (no token for it here)".into(),
+    });
+    st
 }
 
 /// A client of the agent through `tunnel`: under TLS pinned to the certificate the
 /// machine's agent reports (read over SSH).
-async fn tunnel_client(tunnel: &Tunnel, tls: bool, token: &str) -> Option<AgentClient> {
+async fn tunnel_client(tunnel: &Tunnel, slot: &Slot, tls: bool, token: &str) -> Option<AgentClient> {
     if !tls {
         return Some(AgentClient::new(&tunnel.url(), token));
     }
-    let argv = [
-        install::REMOTE_BIN,
-        "--tls-fingerprint",
-        "--data-dir",
-        install::REMOTE_DATA,
-    ];
+    let argv = [slot.bin, "--tls-fingerprint", "--data-dir", slot.data];
     let session = tunnel.session().await.ok()?;
     let out = session.run(&argv, None, Duration::from_secs(20)).await.ok()?;
     if !out.success() {
@@ -324,18 +374,25 @@ async fn tunnel_client(tunnel: &Tunnel, tls: bool, token: &str) -> Option<AgentC
     AgentClient::pinned(&tunnel.url().replacen("http://", "https://", 1), token, &fp).ok()
 }
 
-/// The token kreg keeps for a machine: the ssh transport's, else `kreg agent install`'s.
-fn known_token(cfg: &Config, spec: &SshSpec) -> Option<String> {
-    ssh::managed_token_if_any(&cfg.data_dir, spec)
-        .or_else(|| kreg::engine::read_token(&cfg.data_dir.join("agents").join(format!("{}.token", spec.address))).ok())
+/// Both slots of a machine, each with the token kreg keeps for it: the ssh transport's
+/// (its managed token), and `kreg agent install`'s.
+fn both_slots(cfg: &Config, spec: &SshSpec) -> [(Slot, Option<String>); 2] {
+    [
+        (Slot::SERVICE, service_token(cfg, spec)),
+        (Slot::SSH, ssh::managed_token_if_any(&cfg.data_dir, spec)),
+    ]
+}
+
+/// The token `kreg agent install` keeps for a machine.
+fn service_token(cfg: &Config, spec: &SshSpec) -> Option<String> {
+    kreg::engine::read_token(&cfg.data_dir.join("agents").join(format!("{}.token", spec.address))).ok()
 }
 
 async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenario: Option<&Path>) -> Result<ExitCode> {
     let mut rows = Vec::new();
     for t in targets {
         let spec = ssh_args.spec(t)?;
-        let token = known_token(cfg, &spec);
-        rows.push(ssh_row(cfg, t, &spec, token).await);
+        rows.push(ssh_row(cfg, t, &spec, &both_slots(cfg, &spec)).await);
     }
     if let Some(file) = scenario {
         let (_, s) = super::validate::load(file)?;
@@ -344,9 +401,9 @@ async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenar
                 Transport::Ssh(t) => {
                     let token = match &t.token_file {
                         Some(f) => kreg::engine::read_token(f).ok(),
-                        None => known_token(cfg, &t.ssh),
+                        None => ssh::managed_token_if_any(&cfg.data_dir, &t.ssh),
                     };
-                    rows.push(ssh_row(cfg, &h.name, &t.ssh, token).await);
+                    rows.push(ssh_row(cfg, &h.name, &t.ssh, &[(Slot::SSH, token)]).await);
                 }
                 Transport::Http(_) => {
                     let row = match kreg::engine::reach::agent(h, cfg).await {

@@ -33,7 +33,7 @@ struct Progress {
 impl Progress {
     /// A progress line, its control characters escaped (a workload's stderr may hold any).
     fn say(&self, line: String) {
-        let line = kreg::text::printable(&line).into_owned();
+        let line = kreg::text::printable(&kreg::secrets::redact(&line)).into_owned();
         if self.tty {
             self.bar.println(line)
         } else {

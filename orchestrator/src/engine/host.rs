@@ -44,7 +44,9 @@ pub struct LabConn {
 
 /// A host's token: the first line of its token file, as the agent reads it.
 pub fn read_token(token_file: &std::path::Path) -> Result<String, String> {
-    kreg_agent::wire::Token::read_file(token_file).map(|t| t.expose().to_string())
+    let token = kreg_agent::wire::Token::read_file(token_file)?;
+    crate::secrets::remember(token.expose());
+    Ok(token.expose().to_string())
 }
 
 impl Conn {
@@ -84,9 +86,12 @@ impl Conn {
         }
     }
 
-    /// Whether a lost connection to the host is opened again by itself (SSH).
+    /// Whether a host whose connection was lost mid-job may be asked again: an agent
+    /// over HTTP answers again once the network is back or its service restarted it, and
+    /// over SSH kreg opens the tunnel again. A lab VM that stopped answering is not waited
+    /// for (its console says why).
     pub fn reconnects(&self) -> bool {
-        matches!(self, Conn::Http(h) if h.over_ssh())
+        matches!(self, Conn::Http(_))
     }
 
     /// How the engine reaches the host, as the stored rows say.

@@ -63,10 +63,6 @@ impl HttpConn {
         &self.reached
     }
 
-    pub fn over_ssh(&self) -> bool {
-        self.ssh.is_some()
-    }
-
     /// The agent, unless the machine is lost to the run.
     pub fn client(&self) -> Option<&AgentClient> {
         self.down.is_none().then_some(&self.client)

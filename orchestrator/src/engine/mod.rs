@@ -306,7 +306,59 @@ pub fn scenario_of(run: &store::RunRow) -> Result<Scenario, EngineError> {
     })
 }
 
-/// Runs every job of `run_id` that is not done yet.
+/// How long a drive waits for a database that went away mid-run (a restarted server),
+/// and how many times in one drive.
+const DB_OUTAGE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+const DB_OUTAGES: u32 = 5;
+
+/// How long a drive waits for a run's lock: the server notices that a killed controller's
+/// connection is gone (and frees its lock) a moment after the controller died.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One driver per run: a session-level advisory lock, released if this process dies (or the
+/// database restarts: see [`drive`]).
+async fn lock_run(db: &PgPool, run_id: i64) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, EngineError> {
+    let mut lock = db.acquire().await.map_err(store::StoreError::from)?;
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(4242, $1::INT)")
+            .bind(run_id as i32)
+            .fetch_one(&mut *lock)
+            .await
+            .map_err(store::StoreError::from)?;
+        if got {
+            return Ok(lock);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(EngineError::Busy(run_id));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// A controller killed without warning (or a drive cut off from its database) left its
+/// settings changed: put back first (the drive applies them again from the machine's own
+/// values).
+async fn put_back_leftovers(
+    db: &PgPool,
+    run_id: i64,
+    cfg: &Config,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(), EngineError> {
+    if !store::unrestored_settings(db, run_id).await?.is_empty() {
+        for line in restore_settings(db, run_id, cfg).await? {
+            on_event(Event::Warning {
+                message: format!("left by the interrupted attempt: {line}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs every job of `run_id` that is not done yet. When the database goes away mid-run,
+/// the drive waits for it (up to [`DB_OUTAGE_WAIT`]), takes the run's lock again and goes
+/// on as a resume would: a job is stored in one transaction, so one whose storing was cut
+/// off is either done or runs again, never stored twice.
 pub async fn drive(
     db: &PgPool,
     run_id: i64,
@@ -315,17 +367,7 @@ pub async fn drive(
 ) -> Result<Outcome, EngineError> {
     let run = store::run(db, run_id).await?;
     let scenario = scenario_of(&run)?;
-
-    // One driver per run: a session-level advisory lock, released if this process dies.
-    let mut lock = db.acquire().await.map_err(store::StoreError::from)?;
-    let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(4242, $1::INT)")
-        .bind(run_id as i32)
-        .fetch_one(&mut *lock)
-        .await
-        .map_err(store::StoreError::from)?;
-    if !got {
-        return Err(EngineError::Busy(run_id));
-    }
+    let mut lock = Some(lock_run(db, run_id).await?);
     let jobs = store::jobs(db, run_id).await?;
     let left = jobs.iter().filter(|j| j.state.to_drive()).count();
     // An adaptive run stopped between a round and its look still has a look to take.
@@ -338,16 +380,33 @@ pub async fn drive(
         });
     }
     store::set_run_state(db, run_id, RunState::Running).await?;
-    // A controller killed without warning left its settings changed: put back first (the
-    // drive applies them again from the machine's own values).
-    if !store::unrestored_settings(db, run_id).await?.is_empty() {
-        for line in restore_settings(db, run_id, cfg).await? {
-            on_event(Event::Warning {
-                message: format!("left by the interrupted attempt: {line}"),
-            });
+    put_back_leftovers(db, run_id, cfg, on_event).await?;
+    let mut outages = 0;
+    let result = loop {
+        let result = drive_jobs(db, &run, &scenario, cfg, on_event).await;
+        let lost = match &result {
+            Err(EngineError::Store(e)) if e.is_connection_lost() && outages < DB_OUTAGES => e.to_string(),
+            _ => break result,
+        };
+        outages += 1;
+        on_event(Event::Warning {
+            message: format!(
+                "the database went away ({lost}); waiting up to {} s for it, then the run goes on where it stands",
+                DB_OUTAGE_WAIT.as_secs()
+            ),
+        });
+        lock = None;
+        if let Err(e) = store::wait_until_back(db, DB_OUTAGE_WAIT).await {
+            break Err(e.into());
         }
-    }
-    let result = drive_jobs(db, &run, &scenario, cfg, on_event).await;
+        lock = match lock_run(db, run_id).await {
+            Ok(l) => Some(l),
+            Err(e) => break Err(e),
+        };
+        if let Err(e) = put_back_leftovers(db, run_id, cfg, on_event).await {
+            break Err(e);
+        }
+    };
     if result.is_err() {
         // Whatever stopped the drive, the run does not stay `running`.
         let _ = store::set_run_state(db, run_id, RunState::Interrupted).await;

@@ -142,6 +142,7 @@ fn read_password(db: &DbServer) -> Result<String, HostError> {
     if pw.is_empty() {
         return Err(format!("password file {} is empty", db.password_file.display()).into());
     }
+    crate::secrets::remember(&pw);
     Ok(pw)
 }
 

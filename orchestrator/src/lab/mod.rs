@@ -291,5 +291,7 @@ pub fn random_token() -> Result<String, LabError> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
         .map_err(|e| LabError::Msg(format!("/dev/urandom: {e}")))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    let token: String = buf.iter().map(|b| format!("{b:02x}")).collect();
+    crate::secrets::remember(&token);
+    Ok(token)
 }

@@ -261,8 +261,9 @@ impl SshSpec {
     }
 }
 
-/// The agent's port on an ssh host's loopback unless `agent_port:` says otherwise.
-pub const SSH_AGENT_PORT: u16 = 7878;
+/// The agent's port on an ssh host's loopback unless `agent_port:` says otherwise: not
+/// 7878, where the agent of `kreg agent install` listens, so that both may run.
+pub const SSH_AGENT_PORT: u16 = 7879;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {

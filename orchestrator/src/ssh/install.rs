@@ -17,14 +17,57 @@ use sha2::{Digest, Sha256};
 
 use super::session::Session;
 
-/// Where the agent lives on a machine kreg installed it on.
-pub const REMOTE_BIN: &str = "/usr/local/lib/kreg/kreg-agent";
-/// Its token (mode 0600).
-pub const REMOTE_TOKEN: &str = "/etc/kreg/agent.token";
-/// Its data folder; without systemd also its log and pid file.
-pub const REMOTE_DATA: &str = "/var/lib/kreg-agent";
-pub const UNIT_NAME: &str = "kreg-agent.service";
-pub const UNIT_PATH: &str = "/etc/systemd/system/kreg-agent.service";
+/// Where one of kreg's agents lives on a machine. There are two slots, which never touch
+/// each other's files, unit or port: the ssh transport's agent (on the machine's loopback,
+/// reached through SSH) and the one `kreg agent install` sets up for http hosts (a service
+/// on the network). A machine may run both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// The binary.
+    pub bin: &'static str,
+    /// Its token (mode 0600).
+    pub token: &'static str,
+    /// Its data folder; without systemd also its log and pid file.
+    pub data: &'static str,
+    pub unit_name: &'static str,
+    pub unit_path: &'static str,
+    /// Where kreg notes the command line it started the agent with.
+    pub args_file: &'static str,
+}
+
+impl Slot {
+    /// The ssh transport's agent.
+    pub const SSH: Slot = Slot {
+        bin: "/usr/local/lib/kreg/ssh/kreg-agent",
+        token: "/etc/kreg/ssh/agent.token",
+        data: "/var/lib/kreg-agent-ssh",
+        unit_name: "kreg-agent-ssh.service",
+        unit_path: "/etc/systemd/system/kreg-agent-ssh.service",
+        args_file: "/etc/kreg/ssh/agent.args",
+    };
+    /// The agent `kreg agent install` sets up.
+    pub const SERVICE: Slot = Slot {
+        bin: "/usr/local/lib/kreg/kreg-agent",
+        token: "/etc/kreg/agent.token",
+        data: "/var/lib/kreg-agent",
+        unit_name: "kreg-agent.service",
+        unit_path: "/etc/systemd/system/kreg-agent.service",
+        args_file: "/etc/kreg/agent.args",
+    };
+
+    /// What the slot is for, in a sentence.
+    pub fn purpose(&self) -> &'static str {
+        if *self == Slot::SSH {
+            "the ssh transport's agent"
+        } else {
+            "the agent of `kreg agent install`"
+        }
+    }
+
+    fn upload_path(&self) -> String {
+        format!("{}.upload", self.bin)
+    }
+}
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a started agent has to answer.
@@ -39,24 +82,24 @@ pub struct Probe {
     /// What that binary says of its version.
     pub version: Option<String>,
     pub systemd: bool,
-    /// The command line kreg last started the agent with (from ARGS_FILE).
+    /// The command line kreg last started the agent with (from the slot's `args_file`).
     pub args: Option<String>,
 }
 
-/// Where kreg notes the command line it started the agent with.
-pub const ARGS_FILE: &str = "/etc/kreg/agent.args";
-
-/// How the agent is to run: where it listens, and whether it serves TLS.
+/// How the agent is to run: in which slot, where it listens, and whether it serves TLS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setup {
+    pub slot: Slot,
     pub listen: String,
     pub tls: bool,
 }
 
 impl Setup {
-    /// On the machine's loopback, reached through SSH (which encrypts already).
+    /// The ssh transport's: on the machine's loopback, reached through SSH (which encrypts
+    /// already).
     pub fn loopback(port: u16) -> Setup {
         Setup {
+            slot: Slot::SSH,
             listen: format!("127.0.0.1:{port}"),
             tls: false,
         }
@@ -64,13 +107,13 @@ impl Setup {
 
     pub fn argv(&self) -> Vec<String> {
         let mut v: Vec<String> = [
-            REMOTE_BIN,
+            self.slot.bin,
             "--listen",
             &self.listen,
             "--token-file",
-            REMOTE_TOKEN,
+            self.slot.token,
             "--data-dir",
-            REMOTE_DATA,
+            self.slot.data,
         ]
         .iter()
         .map(|s| s.to_string())
@@ -99,6 +142,8 @@ pub enum Action {
 pub struct Outcome {
     pub action: Action,
     pub systemd: bool,
+    /// The slot's unit.
+    pub unit: &'static str,
     pub version: String,
     /// The agent's certificate, when it serves TLS.
     pub tls_fingerprint: Option<String>,
@@ -107,7 +152,7 @@ pub struct Outcome {
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let how = if self.systemd {
-            format!("systemd unit {UNIT_NAME}, enabled")
+            format!("systemd unit {}, enabled", self.unit)
         } else {
             "no systemd: started detached; after a reboot kreg starts it again when it reconnects".into()
         };
@@ -151,10 +196,10 @@ if [ -f "$1" ]; then s=$(sha256sum "$1" | cut -d' ' -f1); echo "$s"; if [ -n "$3
 if [ -d /run/systemd/system ]; then echo systemd; else echo plain; fi
 if [ -f "$2" ]; then head -n1 "$2"; else echo none; fi"#;
 
-/// What is installed on the machine; `known` is the SHA-256 of the agent build kreg would
-/// install (the only one whose `--version` it runs).
-pub async fn probe(session: &Session, known: &str) -> Result<Probe, String> {
-    let out = sh(session, PROBE, &[REMOTE_BIN, ARGS_FILE, known], None).await?;
+/// What is installed in `slot` on the machine; `known` is the SHA-256 of the agent build
+/// kreg would install (the only one whose `--version` it runs).
+pub async fn probe(session: &Session, slot: &Slot, known: &str) -> Result<Probe, String> {
+    let out = sh(session, PROBE, &[slot.bin, slot.args_file, known], None).await?;
     let lines: Vec<&str> = out.lines().map(str::trim).collect();
     let [arch, sha, version, init, args] = lines[..] else {
         return Err(format!(
@@ -198,7 +243,8 @@ pub async fn ensure(
     })?;
     let want = hex_sha256(&bin);
     let version = format!("kreg-agent {} (sha256 {})", env!("CARGO_PKG_VERSION"), &want[..12]);
-    let p = probe(session, &want).await?;
+    let slot = &setup.slot;
+    let p = probe(session, slot, &want).await?;
     if p.arch != local_arch() {
         return Err(format!(
             "ssh {}: the machine is {}, and this kreg's agent is built for {}; install a kreg-agent for {} by hand and use the http transport",
@@ -210,20 +256,20 @@ pub async fn ensure(
     }
     let same_build = p.sha256.as_deref() == Some(want.as_str());
     if !same_build {
-        upload(session, &bin, &want).await?;
+        upload(session, slot, &bin, &want).await?;
     }
     // Under TLS, the certificate (made now when missing) is read before the agent starts.
     let fingerprint = match setup.tls {
         true => {
             let from = if same_build {
-                REMOTE_BIN.to_string()
+                slot.bin.to_string()
             } else {
-                upload_path()
+                slot.upload_path()
             };
             let out = sh(
                 session,
                 r#""$1" --tls-fingerprint --data-dir "$2""#,
-                &[&from, REMOTE_DATA],
+                &[&from, slot.data],
                 None,
             )
             .await?;
@@ -238,6 +284,7 @@ pub async fn ensure(
     let outcome = |action| Outcome {
         action,
         systemd: p.systemd,
+        unit: slot.unit_name,
         version: version.clone(),
         tls_fingerprint: fingerprint.clone(),
     };
@@ -246,7 +293,7 @@ pub async fn ensure(
         return Ok((outcome(Action::Reused), client));
     }
     start(session, &p, token, setup, !same_build).await?;
-    wait_up(session, &client).await?;
+    wait_up(session, slot, &client).await?;
     let action = match (&p.sha256, &p.version) {
         _ if same_build => Action::Restarted,
         (None, _) => Action::Installed,
@@ -283,7 +330,7 @@ impl std::fmt::Debug for Revive {
 /// Starts kreg's agent again when the machine has no systemd (which would restart it by
 /// itself) and still holds the build kreg installed. Whether it was started.
 pub async fn revive(session: &Session, how: &Revive) -> Result<bool, String> {
-    let p = probe(session, &how.sha256).await?;
+    let p = probe(session, &how.setup.slot, &how.sha256).await?;
     if p.systemd {
         return Ok(false);
     }
@@ -294,13 +341,9 @@ pub async fn revive(session: &Session, how: &Revive) -> Result<bool, String> {
     Ok(true)
 }
 
-fn upload_path() -> String {
-    format!("{REMOTE_BIN}.upload")
-}
-
 /// The binary, beside the one in place, checked by SHA-256 on the machine.
-async fn upload(session: &Session, bin: &[u8], sha: &str) -> Result<(), String> {
-    let tmp = upload_path();
+async fn upload(session: &Session, slot: &Slot, bin: &[u8], sha: &str) -> Result<(), String> {
+    let tmp = slot.upload_path();
     let script =
         r#"umask 022 && mkdir -p "${1%/*}" && cat > "$1" && chmod 0755 "$1" && sha256sum "$1" | cut -d' ' -f1"#;
     let got = sh(session, script, &[&tmp], Some(bin)).await?;
@@ -315,7 +358,7 @@ async fn upload(session: &Session, bin: &[u8], sha: &str) -> Result<(), String> 
     Ok(())
 }
 
-async fn wait_up(session: &Session, client: &AgentClient) -> Result<(), String> {
+async fn wait_up(session: &Session, slot: &Slot, client: &AgentClient) -> Result<(), String> {
     let until = tokio::time::Instant::now() + START_TIMEOUT;
     loop {
         match tokio::time::timeout(Duration::from_secs(5), client.identity()).await {
@@ -327,7 +370,7 @@ async fn wait_up(session: &Session, client: &AgentClient) -> Result<(), String> 
                 ))
             }
             _ if tokio::time::Instant::now() >= until => {
-                let log = log_tail(session).await;
+                let log = log_tail(session, slot).await;
                 return Err(format!(
                     "ssh {}: the agent did not answer within {} s of its start{log}",
                     session.target,
@@ -340,10 +383,10 @@ async fn wait_up(session: &Session, client: &AgentClient) -> Result<(), String> 
 }
 
 /// The agent's last log lines on the machine, for an error.
-async fn log_tail(session: &Session) -> String {
+async fn log_tail(session: &Session, slot: &Slot) -> String {
     let script = r#"if [ -d /run/systemd/system ]; then journalctl -u "$1" -n 15 --no-pager 2>&1; else tail -n 15 "$2" 2>&1; fi"#;
-    let log = format!("{REMOTE_DATA}/agent.log");
-    match sh(session, script, &[UNIT_NAME, &log], None).await {
+    let log = format!("{}/agent.log", slot.data);
+    match sh(session, script, &[slot.unit_name, &log], None).await {
         Ok(t) if !t.trim().is_empty() => format!("; its log:\n{}", t.trim_end()),
         _ => String::new(),
     }
@@ -352,6 +395,7 @@ async fn log_tail(session: &Session) -> String {
 /// Stops a running agent of kreg's, puts the uploaded binary (when `replace`) and the
 /// token in place and starts the agent as `setup` says.
 async fn start(session: &Session, p: &Probe, token: &str, setup: &Setup, replace: bool) -> Result<(), String> {
+    let slot = &setup.slot;
     // A fresh file (mktemp: O_EXCL, mode 0600), never one left behind, made private again
     // before it is moved in, and its mode checked after.
     let token_script = r#"umask 077 && mkdir -p "${1%/*}" && t=$(mktemp "$1.XXXXXXXX") || exit 1
@@ -360,32 +404,32 @@ rm -f "$t"; echo "the token file $1 could not be made private" >&2; exit 1"#;
     sh(
         session,
         token_script,
-        &[REMOTE_TOKEN],
+        &[slot.token],
         Some(format!("{token}\n").as_bytes()),
     )
     .await?;
-    stop(session, p).await?;
+    stop(session, slot, p).await?;
     if replace {
-        sh(session, r#"mv -f "$1" "$2""#, &[&upload_path(), REMOTE_BIN], None).await?;
+        sh(session, r#"mv -f "$1" "$2""#, &[&slot.upload_path(), slot.bin], None).await?;
     }
     let argv_owned = setup.argv();
     let argv: Vec<&str> = argv_owned.iter().map(String::as_str).collect();
     let args_line = format!("{}\n", argv.join(" "));
     sh(
         session,
-        r#"umask 022 && cat > "$1""#,
-        &[ARGS_FILE],
+        r#"umask 022 && mkdir -p "${1%/*}" && cat > "$1""#,
+        &[slot.args_file],
         Some(args_line.as_bytes()),
     )
     .await?;
     if p.systemd {
-        let unit = unit_text(&argv);
-        sh(session, r#"cat > "$1""#, &[UNIT_PATH], Some(unit.as_bytes())).await?;
+        let unit = unit_text(slot, &argv);
+        sh(session, r#"cat > "$1""#, &[slot.unit_path], Some(unit.as_bytes())).await?;
         let script = r#"systemctl daemon-reload && systemctl enable --quiet "$1" && systemctl restart "$1""#;
-        sh(session, script, &[UNIT_NAME], None).await?;
+        sh(session, script, &[slot.unit_name], None).await?;
     } else {
-        let pid = format!("{REMOTE_DATA}/agent.pid");
-        let log = format!("{REMOTE_DATA}/agent.log");
+        let pid = format!("{}/agent.pid", slot.data);
+        let log = format!("{}/agent.log", slot.data);
         let script = r#"pidf=$1 log=$2; shift 2; mkdir -p "${pidf%/*}" && cd / && { setsid "$@" </dev/null >>"$log" 2>&1 & echo $! >"$pidf"; }"#;
         let mut args = vec![pid.as_str(), log.as_str()];
         args.extend_from_slice(&argv);
@@ -396,13 +440,13 @@ rm -f "$t"; echo "the token file $1 could not be made private" >&2; exit 1"#;
 
 /// Stops kreg's agent: its unit, or the process in its pid file when that process runs
 /// kreg's agent binary (nothing else is killed).
-async fn stop(session: &Session, p: &Probe) -> Result<(), String> {
+async fn stop(session: &Session, slot: &Slot, p: &Probe) -> Result<(), String> {
     if p.systemd {
         let script = r#"systemctl stop "$1" 2>/dev/null; true"#;
-        sh(session, script, &[UNIT_NAME], None).await?;
+        sh(session, script, &[slot.unit_name], None).await?;
         return Ok(());
     }
-    let pid = format!("{REMOTE_DATA}/agent.pid");
+    let pid = format!("{}/agent.pid", slot.data);
     let script = r#"[ -f "$1" ] || exit 0
 pid=$(cat "$1")
 case "$(readlink "/proc/$pid/exe" 2>/dev/null)" in
@@ -414,15 +458,15 @@ while [ -d "/proc/$pid" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
 [ -d "/proc/$pid" ] && kill -9 "$pid"
 rm -f "$1"
 true"#;
-    sh(session, script, &[&pid, REMOTE_BIN], None).await?;
+    sh(session, script, &[&pid, slot.bin], None).await?;
     Ok(())
 }
 
 /// The systemd unit: restarted when it dies, started at every boot.
-pub fn unit_text(argv: &[&str]) -> String {
+pub fn unit_text(slot: &Slot, argv: &[&str]) -> String {
     let exec = argv.join(" ");
     format!(
-        "# Written by kreg: the agent it drives this machine through.\n\
+        "# Written by kreg: {}, which it drives this machine through.\n\
          [Unit]\n\
          Description=kreg agent (runs kreg's typed steps on this machine)\n\
          After=network.target\n\
@@ -434,7 +478,8 @@ pub fn unit_text(argv: &[&str]) -> String {
          LimitNOFILE=65536\n\
          \n\
          [Install]\n\
-         WantedBy=multi-user.target\n"
+         WantedBy=multi-user.target\n",
+        slot.purpose()
     )
 }
 

@@ -119,5 +119,7 @@ pub fn token_file(path: &Path) -> Result<String, String> {
 
 /// A token file's token (its first line), as the agent reads it.
 fn read_token(path: &Path) -> Result<String, String> {
-    kreg_agent::wire::Token::read_file(path).map(|t| t.expose().to_string())
+    let token = kreg_agent::wire::Token::read_file(path)?;
+    crate::secrets::remember(token.expose());
+    Ok(token.expose().to_string())
 }

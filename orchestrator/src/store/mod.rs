@@ -44,6 +44,46 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
     }
 }
 
+impl StoreError {
+    /// Whether the database went away (restarted, shut down, the network to it cut), as
+    /// opposed to refusing a statement: what waiting for it may cure.
+    pub fn is_connection_lost(&self) -> bool {
+        match self {
+            StoreError::Db(e) => connection_lost(e),
+            StoreError::Unreachable { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// Connection failures and the server's own "shutting down" / "starting up" answers
+/// (SQLSTATE class 08, 57P01–57P03).
+fn connection_lost(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::WorkerCrashed | sqlx::Error::Protocol(_) => true,
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")),
+        _ => false,
+    }
+}
+
+/// Waits until the database answers again (a restarted server), looking every second, for
+/// at most `limit`. The last error when it does not.
+pub async fn wait_until_back(db: &PgPool, limit: std::time::Duration) -> Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let err = match sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(db).await {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        if std::time::Instant::now() >= deadline {
+            return Err(StoreError::Db(err));
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
 /// How long connecting may take before kreg says why it could not.
 pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -282,7 +322,7 @@ pub async fn start_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<()> {
 pub async fn fail_job(db: impl PgExecutor<'_>, job_id: i64, error: &str) -> Result<()> {
     sqlx::query("UPDATE jobs SET state = 'failed', error = $2, finished_at = now() WHERE id = $1")
         .bind(job_id)
-        .bind(error)
+        .bind(crate::secrets::redact(error).as_ref())
         .execute(db)
         .await?;
     Ok(())
@@ -337,7 +377,8 @@ pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id:
     Ok(())
 }
 
-/// Raw outputs are kept even for failed jobs, so the failure can be read later.
+/// Raw outputs are kept even for failed jobs, so the failure can be read later; with every
+/// secret kreg holds masked (see [`crate::secrets`]).
 pub async fn store_raw(
     tx: &mut Transaction<'_, Postgres>,
     run_id: i64,
@@ -352,7 +393,7 @@ pub async fn store_raw(
         .bind(run_id)
         .bind(job_id)
         .bind(kind)
-        .bind(content.replace('\0', ""))
+        .bind(crate::secrets::redact(content).replace('\0', ""))
         .execute(&mut **tx)
         .await?;
     }

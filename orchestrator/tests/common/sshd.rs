@@ -1,7 +1,7 @@
 //! A machine that runs nothing but sshd, on this one: a network namespace reached over a
 //! veth pair (its loopback is its own: the agent kreg installs there is reachable only
 //! through SSH), and a mount namespace in which the folders kreg installs into
-//! (/usr/local/lib/kreg, /etc/kreg, /var/lib/kreg-agent) are folders of the test. sshd is
+//! (/usr/local/lib/kreg, /etc/kreg, /var/lib/kreg-agent, /var/lib/kreg-agent-ssh) are folders of the test. sshd is
 //! Debian's, with a private config, host key and authorized_keys made by the test.
 
 #![allow(dead_code)]
@@ -42,7 +42,12 @@ pub fn keygen(dir: &Path, name: &str, kind: &str, passphrase: &str) -> PathBuf {
 }
 
 /// The folders of the machine kreg installs into, as (path on the machine, folder here).
-pub const MOUNTED: [&str; 3] = ["/usr/local/lib/kreg", "/etc/kreg", "/var/lib/kreg-agent"];
+pub const MOUNTED: [&str; 4] = [
+    "/usr/local/lib/kreg",
+    "/etc/kreg",
+    "/var/lib/kreg-agent",
+    "/var/lib/kreg-agent-ssh",
+];
 
 /// The processes whose parent is `pid` (from /proc).
 fn children_of(pid: u32) -> Vec<u32> {
@@ -213,9 +218,15 @@ impl SshMachine {
         )
     }
 
-    /// The pid of kreg's agent on the machine, from the pid file it keeps without systemd.
+    /// The pid of the ssh transport's agent on the machine, from the pid file it keeps
+    /// without systemd.
     pub fn agent_pid(&self) -> Option<u32> {
-        let text = std::fs::read_to_string(self.path("/var/lib/kreg-agent/agent.pid")).ok()?;
+        self.pid_in("/var/lib/kreg-agent-ssh")
+    }
+
+    /// The pid of the agent whose data folder is `data`, when it runs.
+    pub fn pid_in(&self, data: &str) -> Option<u32> {
+        let text = std::fs::read_to_string(self.path(&format!("{data}/agent.pid"))).ok()?;
         let pid: u32 = text.trim().parse().ok()?;
         Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
     }

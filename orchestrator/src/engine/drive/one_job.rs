@@ -12,8 +12,9 @@ use crate::scenario::{Variant, Workload};
 use crate::store::{self, JobRow};
 
 impl Driver<'_> {
-    /// Runs the job; when its connection was lost mid-job and can be opened again (SSH),
-    /// once the hosts answer again on the same boot the whole job runs again (what the lost
+    /// Runs the job; when its connection was lost mid-job (an agent restarted, a network
+    /// cut, an SSH connection dropped), once the hosts answer again on the same boot the
+    /// whole job runs again (what the lost
     /// attempt left running is swept first; its partial outputs are dropped), at most
     /// [`JOB_TRIES`] times in all.
     async fn run_with_retries(
@@ -53,8 +54,8 @@ impl Driver<'_> {
         }
     }
 
-    /// After a job lost its connection: whether the job may run again. Only hosts reached
-    /// over SSH reconnect by themselves; each host of the job must answer within
+    /// After a job lost its connection: whether the job may run again. Each host of the
+    /// job must be an agent host (see [`crate::engine::host::Conn::reconnects`]) and answer within
     /// [`RECONNECT_WAIT`], the SUT still on the boot the job was measuring.
     async fn back_after_loss(&self, booted: &Booted, workload: &Workload) -> Result<(), String> {
         let mut hosts = vec![self.sut.clone(), workload.on.clone()];
@@ -63,9 +64,7 @@ impl Driver<'_> {
         for name in &hosts {
             let conn = &self.conns[name];
             if !conn.reconnects() {
-                return Err(format!(
-                    "host {name} is not reached over SSH, whose connections kreg opens again"
-                ));
+                return Err(format!("host {name} is a lab VM that stopped answering"));
             }
             let client = conn
                 .client()

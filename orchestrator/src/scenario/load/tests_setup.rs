@@ -47,7 +47,7 @@ workloads: [ { name: w, kind: hackbench } ]
     );
     assert_eq!(
         (l.ssh.agent_port, l.ssh.identity.is_none(), l.ssh.known_hosts.is_none()),
-        (7878, true, true)
+        (7879, true, true)
     );
     assert_eq!(l.ssh.target(), "root@[fe80::1]:22");
     // The identity is a file kreg validate checks; known_hosts may not exist yet.
