@@ -534,7 +534,7 @@ async fn agent_install_prints_an_https_entry_that_runs_and_status_shows_the_agen
     let service_pid = m.pid_in("/var/lib/kreg-agent").expect("the installed agent runs");
     let service_token = std::fs::read_to_string(m.path("/etc/kreg/agent.token")).unwrap();
     let ssh_file = data.0.join("ssh.yaml");
-    std::fs::write(&ssh_file, scenario(&m, "beside", 1, "0")).unwrap();
+    std::fs::write(&ssh_file, self::scenario(&m, "beside", 1, "0")).unwrap();
     let out = common::kreg(&db, &data.0).arg("run").arg(&ssh_file).output().unwrap();
     common::assert_ok(&out, "a run over the ssh transport beside the installed agent");
     assert_eq!(m.pid_in("/var/lib/kreg-agent"), Some(service_pid), "the installed agent was replaced");
