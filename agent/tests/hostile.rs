@@ -517,3 +517,46 @@ async fn token_files_that_are_no_secret_files_are_refused_at_once() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The agent's peak resident memory (VmHWM), in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Eight clients at once, each with a 15 MiB step (an exec's stdin): the agent holds no
+/// more step memory than its budget (four bodies of the largest size, 64 MiB), each body
+/// counted with the step parsed from it; the steps all run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_steps_at_once_stay_within_the_memory_budget() {
+    let dir = std::env::temp_dir().join(format!("kreg-agent-budget-{}", std::process::id()));
+    let (child, url) = agent_binary(&dir, 1024).await;
+    let pid = child.id().unwrap();
+    let client = AgentClient::new(&url, TOKEN);
+    client.identity().await.unwrap();
+    let before = peak_kib(pid);
+    let body = "x".repeat(15 << 20);
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (client, body) = (client.clone(), body.clone());
+        tasks.push(tokio::spawn(async move {
+            client
+                .exec(ExecRequest {
+                    argv: vec!["sh".into(), "-c".into(), "wc -c".into()],
+                    stdin: Some(body),
+                    timeout_secs: 120,
+                    ..Default::default()
+                })
+                .await
+        }));
+    }
+    for t in tasks {
+        let r = t.await.unwrap().expect("every step runs, in turn");
+        assert_eq!(r.stdout.trim(), (15u64 << 20).to_string());
+    }
+    let grew_mib = (peak_kib(pid) - before) / 1024;
+    println!("agent peak memory: +{grew_mib} MiB for 8 concurrent 15 MiB steps (budget 64 MiB)");
+    assert!(grew_mib <= 64 + 16, "the agent's peak grew by {grew_mib} MiB");
+    let _ = std::fs::remove_dir_all(&dir);
+}

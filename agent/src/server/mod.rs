@@ -142,8 +142,10 @@ fn reply<T: serde::Serialize>(result: Result<T, StepError>) -> Response {
 }
 
 /// Reads a step's body within the limits: its size (refused up front when declared), the
-/// pause between its pieces, and the memory all step bodies may hold at once. The permit
-/// is held until the step has run.
+/// pause between its pieces, and the memory all step bodies may hold at once. A body is
+/// counted twice: the bytes and the step parsed from them live at once (an exec's stdin,
+/// the largest part of a large step, is then handed on, not copied). The permit is held
+/// until the step has run.
 async fn read_step_body<'a>(
     state: &'a AppState,
     headers: &HeaderMap,
@@ -160,8 +162,8 @@ async fn read_step_body<'a>(
     if let Some(n) = declared.filter(|n| *n > max as u64) {
         return Err(too_large(n));
     }
-    // Reserve what is declared, or the most a body may be.
-    let kib = (declared.unwrap_or(max as u64) as usize).div_ceil(1024).max(1) as u32;
+    // Reserve what is declared, or the most a body may be, twice.
+    let kib = (2 * declared.unwrap_or(max as u64) as usize).div_ceil(1024).max(1) as u32;
     let idle = state.limits.body_idle_timeout;
     let permit = tokio::time::timeout(idle, state.body_budget.acquire_many(kib))
         .await

@@ -334,7 +334,7 @@ async fn read_capped(mut stream: impl tokio::io::AsyncRead + Unpin) -> Capped {
     kept
 }
 
-pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
+pub async fn run(mut req: ExecRequest) -> Result<ExecResult, StepError> {
     let program = req.argv.first().cloned().unwrap_or_default();
     let mark = new_mark();
     let mut cmd = command(&req, &mark)?;
@@ -350,7 +350,7 @@ pub async fn run(req: ExecRequest) -> Result<ExecResult, StepError> {
     let pid = child.id().unwrap_or(0);
     // From here on, whatever happens to this request, nothing the step started survives it.
     let reaper = Reaper { pgid: pid as i32, mark };
-    feed_stdin(&mut child, req.stdin.clone());
+    feed_stdin(&mut child, req.stdin.take());
     let mut observed = Vec::new();
     observe(pid, &mut observed);
     let mut spread = super::cgroup::Spread::for_request(req.cgroups.as_deref(), pid)?;

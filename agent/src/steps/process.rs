@@ -107,14 +107,14 @@ fn not_found(id: u64) -> StepError {
 }
 
 impl Table {
-    pub async fn spawn(&self, req: ExecRequest) -> Result<ProcessState, StepError> {
+    pub async fn spawn(&self, mut req: ExecRequest) -> Result<ProcessState, StepError> {
         let program = req.argv.first().cloned().unwrap_or_default();
         let mark = super::exec::new_mark();
         let mut cmd = super::exec::command(&req, &mark)?;
         let mut child = cmd
             .spawn()
             .map_err(|e| super::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
-        super::exec::feed_stdin(&mut child, req.stdin.clone());
+        super::exec::feed_stdin(&mut child, req.stdin.take());
         let pid = child.id().unwrap_or(0);
         let stdout = collect(child.stdout.take().expect("piped"));
         let stderr = collect(child.stderr.take().expect("piped"));
