@@ -11,8 +11,9 @@
 //!   namespace) for 30 s, and for longer than the job's timeout;
 //! - PostgreSQL stopped mid-job and started again.
 //!
-//! Every job is a shell script on a real kreg-agent: it notes its pid, checks that no
-//! earlier attempt's shell still lives, reads the variant's sysctl, sleeps, and prints its
+//! Every job is a shell script on a real kreg-agent: it notes its pid and start time, checks
+//! that no earlier attempt's shell still lives (same pid, same start time, not a zombie: a
+//! reused pid is another process, a zombie is dead), reads the variant's sysctl, sleeps, and prints its
 //! pid as its result. The table of faults and outcomes is printed before anything is
 //! asserted. One test: the faults run one after another, sharing the sysctl
 //! (`vm.dirty_expire_centisecs`), which no other test touches.
@@ -173,10 +174,12 @@ impl Case {
         let d = dir.0.display();
         let script = format!(
             "d={d}\n\
-             for p in $(cat $d/attempts.log 2>/dev/null); do\n\
-               if grep -q {tag} /proc/$p/cmdline 2>/dev/null; then echo \"$p\" >> $d/overlaps.log; fi\n\
-             done\n\
-             echo $$ >> $d/attempts.log\n\
+             st() {{ read -r l < /proc/$1/stat 2>/dev/null || return 1; set -- $l; [ \"$3\" = Z ] && return 1; shift 21; echo $1; }}\n\
+             touch $d/attempts.log\n\
+             while read -r p s; do\n\
+               if [ \"$(st $p)\" = \"$s\" ]; then echo \"$p\" >> $d/overlaps.log; fi\n\
+             done < $d/attempts.log\n\
+             echo \"$$ $(st $$)\" >> $d/attempts.log\n\
              echo \"begin $$\"\n\
              echo \"knob: $(cat {KNOB})\"\n\
              sleep {secs} 0.000000{tag}\n\
@@ -568,6 +571,9 @@ async fn faults_in_the_middle_of_real_work_lose_double_and_taint_nothing() {
         database_restart().await,
     ];
     println!("{}", table(&rows));
+    for r in rows.iter().filter(|r| !r.clean()) {
+        println!("{}: contaminated {:?}; failed {:?}; left {:?}", r.fault, r.contaminated, r.failed, r.left);
+    }
     println!("fault suite: {:.0} s", started.elapsed().as_secs_f64());
     for r in &rows {
         assert!(
