@@ -109,7 +109,9 @@ impl LoopAgent {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         match line.trim().strip_prefix("kreg-agent listening on ") {
             Some(addr) => {
                 let addr = addr.to_string();
@@ -303,8 +305,10 @@ async fn account(pool: &sqlx::PgPool, case: &Case, orig: &str, row: &mut Row) {
         }
     }
     if let Ok(o) = std::fs::read_to_string(case.dir.0.join("overlaps.log")) {
-        row.contaminated
-            .push(format!("an attempt ran while an earlier one's shell lived: {}", o.trim()));
+        row.contaminated.push(format!(
+            "an attempt ran while an earlier one's shell lived: {}",
+            o.trim()
+        ));
     }
     let unrestored: i64 = sqlx::query_scalar("SELECT count(*) FROM host_settings WHERE restored_at IS NULL")
         .fetch_one(pool)
@@ -331,7 +335,13 @@ fn finish(child: Child, limit: Duration) -> (bool, String) {
         if Instant::now() > deadline {
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
-            return (false, format!("still running after {limit:?}: {}", String::from_utf8_lossy(&out.stderr)));
+            return (
+                false,
+                format!(
+                    "still running after {limit:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -369,7 +379,10 @@ async fn controller_kills(kills: u32, seed: u64) -> Row {
                 current = None;
                 finished += 1;
             } else {
-                failures.push(format!("kreg {} ended by itself with {status}", if current.is_some() { "resume" } else { "run" }));
+                failures.push(format!(
+                    "kreg {} ended by itself with {status}",
+                    if current.is_some() { "resume" } else { "run" }
+                ));
             }
             continue;
         }
@@ -394,7 +407,10 @@ async fn controller_kills(kills: u32, seed: u64) -> Row {
             failures.push(format!("resume {id}: {text}"));
         }
     }
-    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs").fetch_one(&db.pool).await.unwrap();
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     account(&db.pool, &case, &orig, &mut row).await;
     row.outcome = if failures.is_empty() {
         format!("{runs} runs done ({finished} ended between kills)")
@@ -484,7 +500,11 @@ async fn network_cut(n: u32, cut: Duration, timeout: u32, handled: &str) -> Row 
     };
     account(&db.pool, &case, &orig, &mut row).await;
     let attempts = case.attempts();
-    row.outcome = format!("{}; {attempts} attempts for {} jobs", outcome(ok, &text, handled), row.jobs);
+    row.outcome = format!(
+        "{}; {attempts} attempts for {} jobs",
+        outcome(ok, &text, handled),
+        row.jobs
+    );
     drop(agent);
     drop(net);
     row
@@ -501,7 +521,11 @@ async fn database_restart() -> Row {
             .env_remove("DATABASE_URL")
             .output()
             .unwrap();
-        assert!(out.status.success(), "kreg db {what}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kreg db {what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     let url = db_cmd("url");
@@ -572,7 +596,10 @@ async fn faults_in_the_middle_of_real_work_lose_double_and_taint_nothing() {
     ];
     println!("{}", table(&rows));
     for r in rows.iter().filter(|r| !r.clean()) {
-        println!("{}: contaminated {:?}; failed {:?}; left {:?}", r.fault, r.contaminated, r.failed, r.left);
+        println!(
+            "{}: contaminated {:?}; failed {:?}; left {:?}",
+            r.fault, r.contaminated, r.failed, r.left
+        );
     }
     println!("fault suite: {:.0} s", started.elapsed().as_secs_f64());
     for r in &rows {
@@ -587,6 +614,11 @@ async fn faults_in_the_middle_of_real_work_lose_double_and_taint_nothing() {
             r.settings_back,
             r.left
         );
-        assert!(r.outcome.starts_with("run done") || r.outcome.contains("runs done"), "{}: {}", r.fault, r.outcome);
+        assert!(
+            r.outcome.starts_with("run done") || r.outcome.contains("runs done"),
+            "{}: {}",
+            r.fault,
+            r.outcome
+        );
     }
 }

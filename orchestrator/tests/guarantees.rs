@@ -210,11 +210,17 @@ async fn a_secret_a_workload_prints_is_masked_wherever_kreg_keeps_or_shows_it() 
         .await
         .unwrap();
     let stored = format!("{raw:?} {errors:?}");
-    assert!(stored.contains("token: [secret]"), "the output is kept, masked: {stored}");
+    assert!(
+        stored.contains("token: [secret]"),
+        "the output is kept, masked: {stored}"
+    );
     assert!(errors.iter().any(|e| e.contains("bad token [secret]")), "{errors:?}");
     for (what, text) in [
         ("the database", stored),
-        ("kreg run", String::from_utf8_lossy(&run.stderr).into_owned() + &String::from_utf8_lossy(&run.stdout)),
+        (
+            "kreg run",
+            String::from_utf8_lossy(&run.stderr).into_owned() + &String::from_utf8_lossy(&run.stdout),
+        ),
         ("kreg report", String::from_utf8_lossy(&report.stdout).into_owned()),
     ] {
         assert!(!text.contains(common::TOKEN), "{what} holds the token: {text}");

@@ -235,7 +235,9 @@ async fn a_run_over_ssh_installs_the_agent_then_reuses_and_upgrades_it() {
     );
     // The agent listens on the machine's loopback only: not reachable from here.
     assert!(std::net::TcpStream::connect_timeout(
-        &format!("{}:{}", m.addr, kreg::scenario::SSH_AGENT_PORT).parse().unwrap(),
+        &format!("{}:{}", m.addr, kreg::scenario::SSH_AGENT_PORT)
+            .parse()
+            .unwrap(),
         std::time::Duration::from_millis(500)
     )
     .is_err());
@@ -537,10 +539,23 @@ async fn agent_install_prints_an_https_entry_that_runs_and_status_shows_the_agen
     std::fs::write(&ssh_file, self::scenario(&m, "beside", 1, "0")).unwrap();
     let out = common::kreg(&db, &data.0).arg("run").arg(&ssh_file).output().unwrap();
     common::assert_ok(&out, "a run over the ssh transport beside the installed agent");
-    assert_eq!(m.pid_in("/var/lib/kreg-agent"), Some(service_pid), "the installed agent was replaced");
-    assert!(m.agent_pid().is_some_and(|p| p != service_pid), "the ssh transport's agent runs");
-    assert_eq!(std::fs::read_to_string(m.path("/etc/kreg/agent.token")).unwrap(), service_token);
-    assert_ne!(std::fs::read_to_string(m.path("/etc/kreg/ssh/agent.token")).unwrap(), service_token);
+    assert_eq!(
+        m.pid_in("/var/lib/kreg-agent"),
+        Some(service_pid),
+        "the installed agent was replaced"
+    );
+    assert!(
+        m.agent_pid().is_some_and(|p| p != service_pid),
+        "the ssh transport's agent runs"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.path("/etc/kreg/agent.token")).unwrap(),
+        service_token
+    );
+    assert_ne!(
+        std::fs::read_to_string(m.path("/etc/kreg/ssh/agent.token")).unwrap(),
+        service_token
+    );
     let out = common::kreg(&db, &data.0).arg("run").arg(&file).output().unwrap();
     common::assert_ok(&out, "the installed agent still answers with its token");
     let mut status = common::kreg(&db, &data.0);
@@ -549,7 +564,10 @@ async fn agent_install_prints_an_https_entry_that_runs_and_status_shows_the_agen
     let out = status.output().unwrap();
     common::assert_ok(&out, "kreg agent status, both slots");
     let table = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(table.contains("service: ") && table.contains("ssh transport: "), "{table}");
+    assert!(
+        table.contains("service: ") && table.contains("ssh transport: "),
+        "{table}"
+    );
     // A machine without an agent says so.
     let bare = SshMachine::new("bare", 5);
     let mut status = common::kreg(&db, &data.0);
