@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::netns::{agent_in, Net};
-use common::{agent_bin, fresh_db, Scratch, TOKEN};
+use common::{agent_bin, fresh_db, gone_within, Scratch, TOKEN};
 
 const KNOB: &str = "/proc/sys/vm/dirty_expire_centisecs";
 
@@ -44,32 +44,6 @@ impl Rng {
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
-}
-
-/// Pids whose command line holds `tag`.
-fn tagged(tag: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(tag))
-                .unwrap_or(false)
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
-}
-
-fn gone_within(tag: &str, limit: Duration) -> Vec<String> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let left = tagged(tag);
-        if left.is_empty() || Instant::now() > deadline {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -8,39 +8,13 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
+use common::{assert_ok, fresh_db, gone_within, kreg, Agent, Scratch};
 
 /// Waits until `path` has more than `n` lines; panics after a minute.
 fn wait_lines(path: &std::path::Path, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0) <= n {
         assert!(Instant::now() < deadline, "no job started within a minute");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Pids whose command line holds `tag`.
-fn tagged(tag: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(tag))
-                .unwrap_or(false)
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
-}
-
-fn gone_within(tag: &str, limit: Duration) -> Vec<String> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let left = tagged(tag);
-        if left.is_empty() || Instant::now() > deadline {
-            return left;
-        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }

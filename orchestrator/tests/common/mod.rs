@@ -243,3 +243,30 @@ pub async fn kill_when(db: &TestDb, child: &mut Child, sql: &str, at_least: i64,
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Pids whose command line holds `tag`.
+pub fn tagged(tag: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(tag))
+                .unwrap_or(false)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Waits until no process holds `tag` in its command line (at most `limit`): those left.
+pub fn gone_within(tag: &str, limit: std::time::Duration) -> Vec<String> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = tagged(tag);
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
