@@ -33,6 +33,12 @@ pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long `identity` may take (it is also how boots are awaited, call after call).
 pub const IDENTITY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many times an upload is sent when its connection is lost on the way.
+pub const UPLOAD_TRIES: u32 = 3;
+
+/// How long an agent whose upload was cut has to answer again before it is sent again.
+pub const UPLOAD_REJOIN: Duration = Duration::from_secs(60);
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The cause is said in the message (with its own causes), not chained as a source.
@@ -322,7 +328,33 @@ impl AgentClient {
         }
     }
 
+    /// Uploads `bytes` as `name` into the agent's data folder. An upload cut by a lost
+    /// connection (the agent restarted, the network or an SSH tunnel dropped) is sent again
+    /// whole once the agent answers, at most [`UPLOAD_TRIES`] times in all: the agent keeps
+    /// nothing of a cut upload, and a finished one replaces the file whole.
     pub async fn upload(&self, name: &str, bytes: Vec<u8>) -> Result<Uploaded, ClientError> {
+        let bytes = axum::body::Bytes::from(bytes);
+        let mut tries = 1;
+        loop {
+            let err = match self.upload_once(name, bytes.clone()).await {
+                Err(ClientError::Unreachable { url, cause }) if !cause.is_timeout() => {
+                    ClientError::Unreachable { url, cause }
+                }
+                other => return other,
+            };
+            if tries >= UPLOAD_TRIES || !self.answers_within(UPLOAD_REJOIN).await {
+                return Err(err);
+            }
+            tries += 1;
+            tracing::warn!(
+                "the upload of {name} ({} bytes) to {} was cut ({err}); the agent answers again: sent again (try {tries} of {UPLOAD_TRIES})",
+                bytes.len(),
+                self.base
+            );
+        }
+    }
+
+    async fn upload_once(&self, name: &str, bytes: axum::body::Bytes) -> Result<Uploaded, ClientError> {
         let resp = self
             .http
             .put(format!("{}/v1/files/{name}", self.base))
@@ -333,6 +365,20 @@ impl AgentClient {
             .await
             .map_err(|e| self.unreachable(e))?;
         self.decode("upload", resp).await
+    }
+
+    /// Whether the agent answers `identity` within `wait` (asked every half second).
+    async fn answers_within(&self, wait: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if self.identity().await.is_ok() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
 
     /// Fetches a file from the agent's data folder into `dest`, chunk by chunk.

@@ -69,27 +69,70 @@ impl BootMethod {
     }
 }
 
+/// How a wait for a new boot ended without one.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NoNewBoot {
+    /// The agent answers from the old boot, started after the boot step was sent: it was
+    /// killed (or restarted) before the machine rebooted, and nothing reboots it now.
+    #[error("the agent answers again from the old boot, started {agent_uptime_secs:.1} s ago, after the boot step was sent: it was restarted before the machine rebooted")]
+    AgentRestarted { agent_uptime_secs: f64 },
+    /// It did not come back in time, or its VM died: why.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Waits until the agent answers with a boot id other than `old_boot_id` (when given), or
 /// until `timeout`. A watched host (a VM) that dies meanwhile ends the wait at once.
 pub async fn wait_for_agent(
     client: &AgentClient,
     old_boot_id: Option<&str>,
     timeout: Duration,
-    mut watch: Option<&mut dyn Watch>,
+    watch: Option<&mut dyn Watch>,
 ) -> Result<Identity, String> {
+    wait(client, old_boot_id, None, timeout, watch)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// [`wait_for_agent`] after a boot step sent at `sent` from the boot `old_boot_id`; it also
+/// ends, with [`NoNewBoot::AgentRestarted`], as soon as the agent answers from the old boot
+/// having started after the step was sent (killed mid-kexec, say): the step may then be
+/// sent again, since that machine did not reboot.
+pub async fn wait_for_reboot(
+    client: &AgentClient,
+    old_boot_id: &str,
+    sent: std::time::Instant,
+    timeout: Duration,
+    watch: Option<&mut dyn Watch>,
+) -> Result<Identity, NoNewBoot> {
+    wait(client, Some(old_boot_id), Some(sent), timeout, watch).await
+}
+
+async fn wait(
+    client: &AgentClient,
+    old_boot_id: Option<&str>,
+    sent: Option<std::time::Instant>,
+    timeout: Duration,
+    mut watch: Option<&mut dyn Watch>,
+) -> Result<Identity, NoNewBoot> {
     let waited = until(timeout, Duration::from_millis(500), async || {
         if let Some(w) = watch.as_deref_mut() {
             if let Some(death) = w.died() {
                 let console = w.console();
-                return Look::Failed(if console.is_empty() {
+                return Look::Failed(NoNewBoot::Failed(if console.is_empty() {
                     format!("{death} before its agent answered")
                 } else {
                     format!("{death} before its agent answered; console:\n{console}")
-                });
+                }));
             }
         }
         match client.identity().await {
             Ok(id) if Some(id.boot_id.as_str()) != old_boot_id => Look::Ready(id),
+            Ok(id) if sent.is_some_and(|t| restarted_since(id.agent_uptime_secs, t.elapsed())) => {
+                Look::Failed(NoNewBoot::AgentRestarted {
+                    agent_uptime_secs: id.agent_uptime_secs,
+                })
+            }
             Ok(_) => Look::NotYet("the agent still answers from the old boot".to_string()),
             Err(e) => Look::NotYet(e.to_string()),
         }
@@ -104,7 +147,32 @@ pub async fn wait_for_agent(
                 .filter(|c| !c.is_empty())
                 .map(|c| format!("; console:\n{c}"))
                 .unwrap_or_default();
-            Err(format!("not back within {}s (last: {last}){console}", limit.as_secs()))
+            Err(NoNewBoot::Failed(format!(
+                "not back within {}s (last: {last}){console}",
+                limit.as_secs()
+            )))
         }
+    }
+}
+
+/// Whether an agent up for `agent_uptime_secs` started after a step sent `since_sent` ago
+/// (an agent that answers with 0, from before agents told their uptime, never did).
+fn restarted_since(agent_uptime_secs: f64, since_sent: Duration) -> bool {
+    agent_uptime_secs > 0.0 && agent_uptime_secs < since_sent.as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_younger_than_the_boot_step_was_restarted_after_it() {
+        let s = Duration::from_secs_f64;
+        // Killed 0.3 s after the step and started again: up 1.2 s, the step sent 1.5 s ago.
+        assert!(restarted_since(1.2, s(1.5)));
+        // The agent that took the step, still up (the reboot is 0.5 s away).
+        assert!(!restarted_since(40.0, s(0.2)));
+        // An agent that does not tell its uptime.
+        assert!(!restarted_since(0.0, s(3.0)));
     }
 }

@@ -26,6 +26,10 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 mod common;
+#[path = "faults/kexec.rs"]
+mod kexec;
+#[path = "faults/upload.rs"]
+mod upload;
 use common::netns::{agent_in, Net};
 use common::{agent_bin, fresh_db, gone_within, Scratch, TOKEN};
 
@@ -54,10 +58,17 @@ struct LoopAgent {
     addr: String,
     token_file: PathBuf,
     dir: Scratch,
+    /// Whether its data folder is a tmpfs of the test's (unmounted when dropped).
+    tmpfs: bool,
 }
 
 impl LoopAgent {
     fn start() -> LoopAgent {
+        Self::start_with(None)
+    }
+
+    /// An agent whose data folder is a tmpfs of `mib` MiB, when given.
+    fn start_with(tmpfs_mib: Option<u32>) -> LoopAgent {
         let dir = Scratch::new("fault-agent");
         let token_file = dir.0.join("token");
         std::fs::write(&token_file, TOKEN).unwrap();
@@ -66,9 +77,24 @@ impl LoopAgent {
             addr: String::new(),
             token_file,
             dir,
+            tmpfs: false,
         };
+        if let Some(mib) = tmpfs_mib {
+            std::fs::create_dir_all(a.data()).unwrap();
+            let out = Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={mib}m,mode=0700"), "kreg-fault"])
+                .arg(a.data())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "mount: {}", String::from_utf8_lossy(&out.stderr));
+            a.tmpfs = true;
+        }
         a.addr = a.spawn("127.0.0.1:0").expect("the agent starts");
         a
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.0.join("data")
     }
 
     /// Starts the agent on `listen`: the address it bound, or None when it could not.
@@ -77,7 +103,7 @@ impl LoopAgent {
             .args(["--listen", listen, "--token-file"])
             .arg(&self.token_file)
             .arg("--data-dir")
-            .arg(self.dir.0.join("data"))
+            .arg(self.data())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -130,6 +156,9 @@ impl LoopAgent {
 impl Drop for LoopAgent {
     fn drop(&mut self) {
         self.kill();
+        if self.tmpfs {
+            let _ = Command::new("umount").arg(self.data()).output();
+        }
     }
 }
 
@@ -227,6 +256,11 @@ struct Row {
     failed: Vec<String>,
     settings_back: bool,
     left: Vec<String>,
+    /// What a fault of its kind must also leave (no temp file of a cut upload, …), where
+    /// it did not.
+    checks: Vec<String>,
+    /// Whether the run (the last one, after a fault that fails jobs) ended done.
+    done: bool,
     outcome: String,
 }
 
@@ -237,6 +271,8 @@ impl Row {
             && self.contaminated.is_empty()
             && self.settings_back
             && self.left.is_empty()
+            && self.checks.is_empty()
+            && self.done
             && self.failed.iter().all(|f| !f.trim().is_empty())
     }
 }
@@ -386,6 +422,7 @@ async fn controller_kills(kills: u32, seed: u64) -> Row {
         .await
         .unwrap();
     account(&db.pool, &case, &orig, &mut row).await;
+    row.done = failures.is_empty();
     row.outcome = if failures.is_empty() {
         format!("{runs} runs done ({finished} ended between kills)")
     } else {
@@ -416,6 +453,7 @@ async fn agent_kills() -> Row {
     }
     let (ok, text) = finish(child, Duration::from_secs(300));
     account(&db.pool, &case, &orig, &mut row).await;
+    row.done = ok;
     row.outcome = outcome(ok, &text, "runs again");
     row
 }
@@ -435,7 +473,7 @@ fn outcome(ok: bool, text: &str, handled: &str) -> String {
 
 fn shorten(s: &str) -> String {
     let s: String = s.chars().take(160).collect();
-    s.replace('|', "/")
+    s.replace('|', "/").replace('\n', " ")
 }
 
 /// The link to the agent's namespace down for `cut` mid-job; the job's timeout `timeout`.
@@ -474,6 +512,7 @@ async fn network_cut(n: u32, cut: Duration, timeout: u32, handled: &str) -> Row 
     };
     account(&db.pool, &case, &orig, &mut row).await;
     let attempts = case.attempts();
+    row.done = ok;
     row.outcome = format!(
         "{}; {attempts} attempts for {} jobs",
         outcome(ok, &text, handled),
@@ -524,6 +563,7 @@ async fn database_restart() -> Row {
     }
     let (ok, text) = finish(child, Duration::from_secs(300));
     account(&pool, &case, &orig, &mut row).await;
+    row.done = ok;
     row.outcome = outcome(ok, &text, "database went away");
     pool.close().await;
     db_cmd("stop");
@@ -532,12 +572,12 @@ async fn database_restart() -> Row {
 
 fn table(rows: &[Row]) -> String {
     let mut t = String::from(
-        "| fault | count | jobs | lost | duplicated | contaminated | failed (with reason) | settings back | processes left | outcome |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| fault | count | jobs | lost | duplicated | contaminated | failed (with reason) | settings back | processes left | fault's own checks | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.fault,
             r.count,
             r.jobs,
@@ -547,10 +587,23 @@ fn table(rows: &[Row]) -> String {
             r.failed.len(),
             if r.settings_back { "yes" } else { "NO" },
             r.left.len(),
+            if r.checks.is_empty() {
+                "ok".to_string()
+            } else {
+                format!("{} FAILED", r.checks.len())
+            },
             r.outcome
         );
     }
     t
+}
+
+/// Which faults run: all by default; `KREG_FAULTS=a,b` picks some by name (to work on one).
+fn wanted(name: &str) -> bool {
+    match std::env::var("KREG_FAULTS") {
+        Ok(list) if !list.is_empty() => list.split(',').any(|n| n.trim() == name),
+        _ => true,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -561,37 +614,58 @@ async fn faults_in_the_middle_of_real_work_lose_double_and_taint_nothing() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x6b72_6567);
     let started = Instant::now();
-    let rows = vec![
-        controller_kills(if soak { 200 } else { 20 }, seed).await,
-        agent_kills().await,
-        network_cut(1, Duration::from_secs(30), 120, "").await,
-        network_cut(2, Duration::from_secs(40), 3, "runs again").await,
-        database_restart().await,
-    ];
-    println!("{}", table(&rows));
+    let mut rows = Vec::new();
+    if wanted("controller") {
+        rows.push(controller_kills(if soak { 200 } else { 20 }, seed).await);
+    }
+    if wanted("agent") {
+        rows.push(agent_kills().await);
+    }
+    if wanted("upload") {
+        rows.push(upload::agent_killed_mid_upload().await);
+    }
+    if wanted("ssh") {
+        rows.push(upload::ssh_dropped_mid_upload().await);
+    }
+    if wanted("full") {
+        rows.push(upload::data_full_during_upload().await);
+        rows.push(upload::data_full_during_job().await);
+    }
+    if wanted("kexec") {
+        rows.push(kexec::agent_killed_mid_kexec().await);
+    }
+    if wanted("network") {
+        rows.push(network_cut(1, Duration::from_secs(30), 120, "").await);
+        rows.push(network_cut(2, Duration::from_secs(40), 3, "runs again").await);
+    }
+    if wanted("database") {
+        rows.push(database_restart().await);
+    }
+    // Straight to the test's stderr, past the harness's capture: the table is the suite's
+    // report, seen in every log, passed or failed.
+    let mut report = table(&rows);
     for r in rows.iter().filter(|r| !r.clean()) {
-        println!(
-            "{}: contaminated {:?}; failed {:?}; left {:?}",
-            r.fault, r.contaminated, r.failed, r.left
+        let _ = writeln!(
+            report,
+            "{}: contaminated {:?}; failed {:?}; left {:?}; checks {:?}",
+            r.fault, r.contaminated, r.failed, r.left, r.checks
         );
     }
-    println!("fault suite: {:.0} s", started.elapsed().as_secs_f64());
+    let _ = writeln!(report, "fault suite: {:.0} s", started.elapsed().as_secs_f64());
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), report.as_bytes());
+    assert!(!rows.is_empty(), "KREG_FAULTS picked no fault");
     for r in &rows {
         assert!(
             r.clean(),
-            "{}: lost {}, duplicated {}, contaminated {:?}, failed {:?}, settings back {}, left {:?}",
+            "{}: lost {}, duplicated {}, contaminated {:?}, failed {:?}, settings back {}, left {:?}, checks {:?}, outcome {}",
             r.fault,
             r.lost,
             r.duplicated,
             r.contaminated,
             r.failed,
             r.settings_back,
-            r.left
-        );
-        assert!(
-            r.outcome.starts_with("run done") || r.outcome.contains("runs done"),
-            "{}: {}",
-            r.fault,
+            r.left,
+            r.checks,
             r.outcome
         );
     }

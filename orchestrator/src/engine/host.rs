@@ -10,7 +10,7 @@ use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{Identity, KexecRequest, Step, StepOutput};
 
 use super::http::HttpConn;
-use crate::boot::{check_booted, wait_for_agent, BootMethod, Target, Watch};
+use crate::boot::{check_booted, wait_for_reboot, BootMethod, NoNewBoot, Target, Watch};
 use crate::config::Config;
 use crate::kernel::{self, Prepared};
 use crate::lab::{self, initramfs, Vm, VmSpec};
@@ -383,26 +383,31 @@ impl LabConn {
             .upload(&iname, initrd.to_vec())
             .await
             .map_err(|e| e.to_string())?;
-        let step = Step::Kexec(KexecRequest {
-            kernel: kname,
-            initrd: Some(iname),
-            cmdline: cmdline.to_string(),
-        });
-        match client
-            .step(step, Duration::from_secs(60))
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            StepOutput::KexecStarted { .. } => {}
-            other => return Err(format!("unexpected answer to kexec: {other:?}")),
+        let mut again = false;
+        loop {
+            let step = Step::Kexec(KexecRequest {
+                kernel: kname.clone(),
+                initrd: Some(iname.clone()),
+                cmdline: cmdline.to_string(),
+            });
+            let sent = std::time::Instant::now();
+            match client.step(step, Duration::from_secs(60)).await {
+                Ok(StepOutput::KexecStarted { .. }) => {}
+                Ok(other) => return Err(format!("unexpected answer to kexec: {other:?}")),
+                // The answer lost with the agent (killed mid-kexec) or the guest already
+                // rebooting: the boot id decides.
+                Err(e) if e.is_unreachable() => {}
+                Err(e) => return Err(e.to_string()),
+            }
+            let watch = self.vm.as_mut().map(|v| v as &mut dyn Watch);
+            match wait_for_reboot(&client, &old.boot_id, sent, timeout, watch).await {
+                Ok(id) => return Ok(id),
+                Err(e @ NoNewBoot::AgentRestarted { .. }) if !again => {
+                    again = true;
+                    eprintln!("kreg: kexec into {}: {e}; kexec again", p.release);
+                }
+                Err(e) => return Err(format!("kexec from {} into {}: {e}", old.kernel_release, p.release)),
+            }
         }
-        wait_for_agent(
-            &client,
-            Some(&old.boot_id),
-            timeout,
-            self.vm.as_mut().map(|v| v as &mut dyn Watch),
-        )
-        .await
-        .map_err(|e| format!("kexec from {} into {}: {e}", old.kernel_release, p.release))
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use kreg_agent::client::AgentClient;
 use kreg_agent::wire::{Identity, InstallRequest, Step, StepOutput};
 
-use crate::boot::{check_booted, wait_for_agent, BootMethod, Target};
+use crate::boot::{check_booted, wait_for_agent, wait_for_reboot, BootMethod, NoNewBoot, Target};
 use crate::kernel::Prepared;
 use crate::scenario::{BootVia, HttpTransport, Kernel};
 
@@ -193,14 +193,25 @@ impl HttpConn {
             Some(argv) => Some(super::console::ConsoleWatch::start(argv.clone()).await),
             None => None,
         };
-        let lost_answer = self.boot_step(&p.release, &cmdline, &what).await?;
-        let watching = watch.as_mut().map(|w| w as &mut dyn crate::boot::Watch);
-        let waited = wait_for_agent(&self.client, Some(&before.boot_id), timeout, watching)
-            .await
-            .map_err(|e| match &lost_answer {
-                Some(lost) => format!("{e} (the answer to the boot step was lost: {lost})"),
-                None => e,
-            });
+        let mut again = false;
+        let waited = loop {
+            let sent = std::time::Instant::now();
+            let lost_answer = self.boot_step(&p.release, &cmdline, &what).await?;
+            let watching = watch.as_mut().map(|w| w as &mut dyn crate::boot::Watch);
+            match wait_for_reboot(&self.client, &before.boot_id, sent, timeout, watching).await {
+                // Killed before the machine rebooted: it did not, so the step is sent again.
+                Err(e @ NoNewBoot::AgentRestarted { .. }) if !again => {
+                    again = true;
+                    tracing::warn!(host = %self.name, "{what}: {e}; sending the boot step again");
+                }
+                waited => {
+                    break waited.map_err(|e| match &lost_answer {
+                        Some(lost) => format!("{e} (the answer to the boot step was lost: {lost})"),
+                        None => e.to_string(),
+                    })
+                }
+            }
+        };
         let detail = match waited {
             Ok(new) => match check_booted(p, &new) {
                 Ok(()) => {

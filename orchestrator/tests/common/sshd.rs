@@ -204,6 +204,18 @@ impl SshMachine {
         }
     }
 
+    /// Kills the processes that serve sshd's connections (SIGKILL); sshd itself stays and
+    /// serves new ones. Returns how many it killed.
+    pub fn drop_connections(&self) -> usize {
+        let Some(sshd) = &self.sshd else { return 0 };
+        let pids = children_of(sshd.id());
+        for pid in &pids {
+            // SAFETY: kill takes no pointers.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        pids.len()
+    }
+
     pub fn sshd_log(&self) -> String {
         std::fs::read_to_string(self.dir.0.join("sshd.log")).unwrap_or_default()
     }
