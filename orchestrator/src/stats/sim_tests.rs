@@ -161,6 +161,64 @@ fn constant_samples_are_judged_by_permutation_not_by_a_zero_variance() {
 }
 
 #[test]
+fn bucketed_values_never_show_no_change_finer_than_their_buckets() {
+    // schbench's percentiles fall on buckets: 256 and 304 with nothing between. The shift
+    // of the medians is 0 and the rank interval [0, 0]; a bucket is 18.75% of the baseline.
+    let a = [256.0; 10];
+    let mut b = [256.0; 10];
+    b[8] = 304.0;
+    b[9] = 304.0;
+    let c = one(&a, &b, MetricKind::Latency, false);
+    assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+    let (l, h) = c.ci.unwrap();
+    assert!(l <= -0.1875 + 1e-9 && h >= 0.1875 - 1e-9, "{c:?}");
+    assert!(c.reason.contains("gap between the few distinct values"), "{}", c.reason);
+    // Fine values with a few ties: their smallest gap (0.05) is far inside the interval.
+    let x = [100.1, 100.4, 99.7, 100.2, 99.9, 100.0, 100.3, 99.8];
+    let y = [100.2, 100.0, 99.9, 100.1, 99.8, 100.3, 100.05, 99.95];
+    let d = one(&x, &y, MetricKind::Latency, false);
+    assert_eq!(d.verdict, Verdict::NoChange, "{d:?}");
+    assert!(d.step.is_some_and(|s| s < 0.001), "{d:?}");
+}
+
+#[test]
+fn intervals_of_positive_quantities_stay_above_minus_one_hundred_percent() {
+    use crate::stats::welch;
+    // Three noisy times a side: the old difference-over-baseline interval went to −129%.
+    let base = [2.0, 9.0, 4.0];
+    let new = [0.4, 6.5, 0.9];
+    for kind in [MetricKind::Mean, MetricKind::Latency] {
+        let c = one(&base, &new, kind, false);
+        if let Some((l, _)) = c.ci {
+            assert!(l >= -1.0, "{kind:?}: {c:?}");
+        }
+    }
+    let mut rng = crate::stats::rng::Rng::new(11);
+    for _ in 0..2000 {
+        let n = 2 + rng.below(6);
+        let draw = |rng: &mut crate::stats::rng::Rng, m: f64, sd: f64| -> Vec<f64> {
+            (0..n)
+                .map(|_| {
+                    let z = (-2.0 * rng.uniform().ln()).sqrt() * (std::f64::consts::TAU * rng.uniform()).cos();
+                    (m + sd * z).max(0.01)
+                })
+                .collect()
+        };
+        let a = draw(&mut rng, 10.0, 4.0);
+        let b = draw(&mut rng, 8.0, 6.0);
+        let c = crate::stats::measure(&a, &b, MetricKind::Mean, Unit::Run, 0.05);
+        if let Some((l, h)) = c.ci {
+            assert!(l >= -1.0 && l <= c.change && c.change <= h, "{a:?} {b:?}: {c:?}");
+            // Fieller's interval holds 0 exactly when Welch's test does not reject at 10%.
+            let p = welch(&a, &b).unwrap().2;
+            if c.step.is_none() && (p - 0.1).abs() > 1e-9 {
+                assert_eq!(l <= 0.0 && 0.0 <= h, p > 0.1, "{a:?} {b:?}: p {p}, {c:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn boots_are_the_unit_when_both_sides_have_several() {
     // Within each boot the kernels look 5% apart, but the boots of one kernel differ as much:
     // on boot means (2 vs 2) nothing can be shown.

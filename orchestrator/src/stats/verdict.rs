@@ -160,8 +160,9 @@ pub struct Comparison {
     /// The direction when the change is not a number (+1: larger).
     #[serde(skip)]
     pub sign: f64,
-    /// When the observations vary by less than the step they were printed in: that step,
-    /// relative to the baseline's centre. The interval is then at least ± this wide.
+    /// When the observations vary by less than the step they were printed in, or fall on a
+    /// few distinct values: that step (or the smallest gap), relative to the baseline's
+    /// centre. The interval is then at least ± this wide.
     #[serde(skip)]
     pub step: Option<f64>,
 }
@@ -226,32 +227,55 @@ pub fn measure(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f6
     c
 }
 
-/// Values that vary by less than the step they were printed in (0.005 s five times, with
-/// a tool that prints milliseconds) hide any change smaller than that step: the interval
-/// is widened to at least ± one step around the estimate. When the noise spans several
-/// steps, rounding averages out and the interval stands as measured.
+/// An interval is never finer than the data. Two steps bound what the numbers can show:
+/// the one they were printed in, when each side's values lie within it (0.005 s five
+/// times, with a tool that prints milliseconds), and the smallest gap between two distinct
+/// values when the values fall on a few of them (schbench's bucketed percentiles: 256 and
+/// 304, nothing between). The interval is widened to at least ± that step around the
+/// estimate. When the noise spans many distinct values, the smallest gap is far inside
+/// the interval and nothing changes.
 fn widen_to_resolution(c: &mut Comparison, base: &[f64], new: &[f64]) {
-    let all: Vec<f64> = base.iter().chain(new).copied().collect();
-    let (Some(q), Some((l, h))) = (super::resolution(&all), c.ci) else {
-        return;
-    };
+    let Some((l, h)) = c.ci else { return };
     let centre = c.centre[0].abs();
     if !(centre > 0.0 && c.change.is_finite()) {
         return;
     }
+    let step = [printed_step(base, new), value_gap(base, new)]
+        .into_iter()
+        .flatten()
+        .fold(0.0, f64::max);
+    if step > 0.0 {
+        let step = step / centre;
+        c.ci = Some((l.min(c.change - step), h.max(c.change + step)));
+        c.step = Some(step);
+    }
+}
+
+/// The step the values were printed in, when each side's values lie within one step.
+fn printed_step(base: &[f64], new: &[f64]) -> Option<f64> {
+    let all: Vec<f64> = base.iter().chain(new).copied().collect();
+    let q = super::resolution(&all)?;
     let spread = |x: &[f64]| {
         let (lo, hi) = x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(*v), hi.max(*v))
         });
         hi - lo
     };
-    // "Less than a step": each side's values lie within one step of each other.
-    if spread(base) > q * 1.000001 || spread(new) > q * 1.000001 {
-        return;
+    (spread(base) <= q * 1.000001 && spread(new) <= q * 1.000001).then_some(q)
+}
+
+/// The smallest gap between two distinct values of both sides, when some values are tied
+/// (values on buckets): what a change can be resolved to. Continuous data has no ties, and
+/// when it has one by chance its smallest gap is far inside any interval.
+fn value_gap(base: &[f64], new: &[f64]) -> Option<f64> {
+    let mut all: Vec<f64> = base.iter().chain(new).copied().collect();
+    let n = all.len();
+    all.sort_by(f64::total_cmp);
+    all.dedup();
+    if all.len() < 2 || all.len() == n {
+        return None;
     }
-    let step = q / centre;
-    c.ci = Some((l.min(c.change - step), h.max(c.change + step)));
-    c.step = Some(step);
+    all.windows(2).map(|w| w[1] - w[0]).min_by(f64::total_cmp)
 }
 
 fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
@@ -260,7 +284,6 @@ fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
     let (ma, mb) = (mean(base), mean(new));
     let (sa, sb) = (variance(base), variance(new));
     let (va, vb) = (sa / base.len() as f64, sb / new.len() as f64);
-    let se = (va + vb).sqrt();
     let df = (va + vb).powi(2) / (va.powi(2) / (base.len() as f64 - 1.0) + vb.powi(2) / (new.len() as f64 - 1.0));
     c.centre = [ma, mb];
     c.p = welch(base, new).map(|x| x.2).unwrap_or(1.0);
@@ -269,12 +292,37 @@ fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
     c.sign = (mb - ma).signum();
     if ma != 0.0 {
         let q = t_quantile(2.0 * tail, df);
-        let d = mb - ma;
-        c.change = d / ma.abs();
-        c.ci = Some(((d - q * se) / ma.abs(), (d + q * se) / ma.abs()));
+        c.change = (mb - ma) / ma.abs();
+        let positive = base.iter().chain(new).all(|v| *v > 0.0);
+        c.ci = fieller(ma, mb, va, vb, q, positive);
         c.rel_sd = ((sa + sb) / 2.0).sqrt() / ma.abs();
     }
     c
+}
+
+/// The interval of the relative change (mb − ma) / |ma| by Fieller's theorem: the ratios r
+/// with (mb − r·ma)² ≤ q²(vb + r²·va), where va and vb are the squared standard errors of
+/// the means. 0 lies inside exactly when Welch's test at the same level does not reject,
+/// and the interval is on the ratio's own scale: it is not symmetric, and for a `positive`
+/// quantity (every value above 0) the ratio is kept above 0, so the change never goes
+/// below −100%. `None` (unbounded) when the baseline's mean is not clear of 0.
+fn fieller(ma: f64, mb: f64, va: f64, vb: f64, q: f64, positive: bool) -> Option<(f64, f64)> {
+    let a = ma * ma - q * q * va;
+    if !(a > 0.0) {
+        return None;
+    }
+    // vb·a + mb²·va: not negative when a > 0.
+    let root = (ma * ma * vb + mb * mb * va - q * q * va * vb).max(0.0).sqrt();
+    let (mut r1, r2) = ((ma * mb - q * root) / a, (ma * mb + q * root) / a);
+    if positive {
+        r1 = r1.max(0.0);
+    }
+    // (mb − ma)/|ma| is r − 1 for a positive baseline and 1 − r for a negative one.
+    Some(if ma > 0.0 {
+        (r1 - 1.0, r2 - 1.0)
+    } else {
+        (1.0 - r2, 1.0 - r1)
+    })
 }
 
 fn measure_ranks(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
@@ -286,7 +334,14 @@ fn measure_ranks(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
     };
     let mut c = blank(kind, test, unit, base, new);
     let (ma, mb) = (median(&mut base.to_vec()), median(&mut new.to_vec()));
-    let (shift, ci) = hodges_lehmann(base, new, tail);
+    // Positive values: the shift of their logarithms (the same test, the ranks being the
+    // same), so that the change is a ratio and its interval stays above −100%.
+    let positive = base.iter().chain(new).all(|v| *v > 0.0);
+    let logs = |x: &[f64]| x.iter().map(|v| v.ln()).collect::<Vec<f64>>();
+    let (shift, ci) = match positive {
+        true => hodges_lehmann(&logs(base), &logs(new), tail),
+        false => hodges_lehmann(base, new, tail),
+    };
     c.centre = [ma, mb];
     c.p = rt.p;
     c.p_adjusted = rt.p;
@@ -299,9 +354,14 @@ fn measure_ranks(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
     let all_zero = base.iter().chain(new).all(|v| *v == 0.0);
     if all_zero {
         (c.change, c.ci) = (0.0, Some((0.0, 0.0)));
+    } else if positive {
+        c.change = shift.exp_m1();
+        c.ci = ci.map(|(l, h)| (l.exp_m1(), h.exp_m1()));
     } else if ma != 0.0 {
         c.change = shift / ma.abs();
         c.ci = ci.map(|(l, h)| (l / ma.abs(), h / ma.abs()));
+    }
+    if ma != 0.0 && !all_zero {
         // The interquartile range over 1.349 estimates a normal spread; pooled.
         let iqr = |x: &[f64]| {
             let (q1, q3) = quartiles(x);
@@ -396,7 +456,7 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     c.reason = reason;
     if let (Verdict::Inconclusive, Some(step)) = (verdict, c.step) {
         c.reason.push_str(&format!(
-            "; the values vary by less than the step they are printed in ({:.1}% of the baseline), so the interval is at least that wide",
+            "; the values fall on steps of {:.1}% of the baseline (the step they are printed in, or the gap between the few distinct values they take), so the interval is at least that wide",
             100.0 * step
         ));
         if step >= min {
