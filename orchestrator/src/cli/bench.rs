@@ -66,6 +66,7 @@ fn verdicts(trials: usize, seed: u64) -> Result<ExitCode> {
         "kind",
         "design",
         "A/A false alarms",
+        "A/A unconfirmed",
         "A/A no change",
         "A/A runs",
         "+10% caught",
@@ -85,11 +86,21 @@ fn verdicts(trials: usize, seed: u64) -> Result<ExitCode> {
                 case.kind.to_string(),
                 name,
                 pct(aa.share(aa.alarms())),
+                pct(aa.share(aa.unconfirmed_regressions + aa.unconfirmed_improvements)),
                 pct(aa.share(aa.no_change)),
                 format!("{:.1}", aa.mean_runs()),
-                format!("{} ({} wrong way)", pct(ab.share(ab.regressions)), ab.improvements),
+                format!(
+                    "{} ({} unconfirmed, {} wrong way)",
+                    pct(ab.share(ab.caught())),
+                    ab.unconfirmed_regressions,
+                    ab.wrong_way()
+                ),
                 format!("{:.1}", ab.mean_runs()),
-                pct(small.share(small.regressions)),
+                format!(
+                    "{} (+{} unconfirmed)",
+                    pct(small.share(small.regressions)),
+                    small.unconfirmed_regressions
+                ),
             ]);
         }
     }

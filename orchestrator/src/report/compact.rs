@@ -113,7 +113,8 @@ fn verdict_cell(c: &Comparison) -> String {
 pub(super) fn method_line(tables: &[MetricTable], s: &Settings, plan: &str) -> String {
     format!(
         "verdicts: means and throughputs by Welch's t-test, latencies (percentiles) and counts by an exact permutation test on midranks; \
-         a regression or improvement is significant at alpha {} (Benjamini-Hochberg over {} comparisons) with a change of at least {:.1}%; \
+         a regression or improvement is significant at alpha {} (Benjamini-Hochberg over {} comparisons) with a change of at least {:.1}%, \
+         and unconfirmed when each side was measured on boots of its own that are not the unit (one boot per kernel): two boots can differ as much; \
          no change is the {:.0}% interval of the change inside ±{:.1}% (two one-sided tests); anything else is inconclusive, with its reason; {plan}",
         s.alpha,
         super::comparisons(tables),
@@ -134,7 +135,7 @@ pub(super) fn boots_line(tables: &[MetricTable]) -> String {
     if by_boot {
         "boots: where both sides ran in 2 boots or more, each boot is one observation (its runs' mean, or median); the share of the variance between boots is given per row".into()
     } else if rows().all(|r| r.boots() <= 1) {
-        "boots: one boot per kernel, so boot-to-boot variation was not measured: a difference between kernels includes any difference between their boots (`boots: N` measures it)".into()
+        "boots: one boot per kernel, so boot-to-boot variation was not measured: a difference between kernels includes any difference between their boots, and a significant one is an unconfirmed regression or improvement, not a regression (`boots: N` measures it)".into()
     } else {
         "boots: some rows ran in several boots but their baseline did not: runs are the observations".into()
     }

@@ -70,11 +70,18 @@ fn change_is_against_baseline_with_same_variant() {
     let c2 = rows[2].comparison.as_ref().unwrap();
     let c3 = rows[3].comparison.as_ref().unwrap();
     assert!((c2.change - 0.5).abs() < 1e-9 && (c3.change + 0.5).abs() < 1e-9);
-    // time: lower is better.
-    assert_eq!((c2.verdict, c3.verdict), (Verdict::Regression, Verdict::Improvement));
+    // time: lower is better. Each kernel ran on a boot of its own, once: the changes are
+    // clear but unconfirmed (a difference between two boots would look the same).
+    assert_eq!(
+        (c2.verdict, c3.verdict),
+        (Verdict::UnconfirmedRegression, Verdict::UnconfirmedImprovement)
+    );
     // Another baseline flips the comparison.
     let t = tables(&s, &samples(), &Baseline::Kernel("b".into()), &Settings::default());
-    assert_eq!(t[0].rows[0].comparison.as_ref().unwrap().verdict, Verdict::Improvement);
+    assert_eq!(
+        t[0].rows[0].comparison.as_ref().unwrap().verdict,
+        Verdict::UnconfirmedImprovement
+    );
     // Variants compared on each kernel: batch against other.
     let t = tables(&s, &samples(), &Baseline::Variant("other".into()), &Settings::default());
     let rows = &t[0].rows;
@@ -117,21 +124,29 @@ fn text_is_one_compact_ascii_table_per_workload_and_variant_with_reasons() {
         out.contains("a (base)") && out.contains("b change") && out.contains("b verdict"),
         "{out}"
     );
-    assert!(out.contains("+50.00% worse") && out.contains("REGRESSION"), "{out}");
-    assert!(out.contains("-50.00% better") && out.contains("IMPROVEMENT"), "{out}");
+    assert!(
+        out.contains("+50.00% worse") && out.contains("unconfirmed regression"),
+        "{out}"
+    );
+    assert!(
+        out.contains("-50.00% better") && out.contains("unconfirmed improvement"),
+        "{out}"
+    );
+    assert!(!out.contains("REGRESSION"), "one boot each: never a regression: {out}");
     assert!(
         out.contains(" iqr ") && out.contains(" ±"),
         "median/IQR and mean/stddev: {out}"
     );
     // The reason under the table, with the interval and the adjusted p labelled.
     assert!(
-        out.contains("b time: regression (+50.00% worse): Welch t-test"),
+        out.contains("b time: unconfirmed regression (+50.00% worse): Welch t-test")
+            && out.contains("unconfirmed: each side's runs share boots of their own"),
         "{out}"
     );
     assert!(out.contains("90% CI ["), "{out}");
     assert!(out.contains("adjusted"), "{out}");
     // The latency rows at 6 vs 6 reach p = 2/924 < 0.01: a verdict too.
-    assert!(out.contains("b lat_p99: regression"), "{out}");
+    assert!(out.contains("b lat_p99: unconfirmed regression"), "{out}");
     assert!(out.contains("boot-to-boot variation was not measured"), "{out}");
     let boxed = Report {
         boxes: true,
@@ -205,7 +220,7 @@ fn markdown_has_a_well_formed_table_per_block() {
     }
     assert_eq!(seen, 2);
     assert!(
-        md.contains("**REGRESSION**") && md.contains("**+50.00% worse**"),
+        md.contains("unconfirmed regression") && md.contains("+50.00% worse") && !md.contains("**"),
         "{md}"
     );
     let csv = report(7, &s, &base, &t, &prov).render(Format::Csv);
@@ -215,6 +230,6 @@ fn markdown_has_a_well_formed_table_per_block() {
     let json: serde_json::Value = serde_json::from_str(&report(7, &s, &base, &t, &prov).render(Format::Json)).unwrap();
     assert_eq!(json["rows"].as_array().unwrap().len(), 4);
     assert_eq!(json["settings"]["comparisons"], 2);
-    assert_eq!(json["rows"][2]["comparison"]["verdict"], "regression");
+    assert_eq!(json["rows"][2]["comparison"]["verdict"], "unconfirmed regression");
     assert_eq!(json["rows"][2]["kind"], "mean");
 }

@@ -7,6 +7,7 @@ use super::kind::MetricKind;
 use super::looks::Looks;
 use super::tests_impl::benjamini_hochberg;
 use super::units::{observations, Side};
+use super::verdict::Unit;
 use super::verdict::{decide, measure, Comparison, Settings, Verdict};
 
 /// One row to judge: its baseline's samples and its own.
@@ -52,6 +53,10 @@ pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> 
         for ((i, mut c), p) in here.into_iter().zip(adjusted) {
             c.p_adjusted = p;
             decide(&mut c, rows[i].higher_is_better, alpha, s);
+            if c.verdict.is_change() && c.unit == Unit::Run && boots_differ(&rows[i].base, &rows[i].new) {
+                c.verdict = c.verdict.unconfirmed();
+                c.reason.push_str(UNCONFIRMED);
+            }
             settled[i] = c.verdict != Verdict::Inconclusive;
             if !last && !settled[i] {
                 c.reason.push_str(&format!("; {}", looks.describe(k, c.unit.plural())));
@@ -60,6 +65,18 @@ pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> 
         }
     }
     out
+}
+
+/// Why a significant change within one boot of each side is not called a regression.
+const UNCONFIRMED: &str = "; unconfirmed: each side's runs share boots of their own, and two boots of one kernel can differ as much (`boots: 2` or more measures that and confirms or clears it)";
+
+/// Whether the two sides were measured on different boots: a difference between them then
+/// carries the difference between their boots. Sides without boot labels (numbers given
+/// by hand) and sides measured on the same boots (two variants of one kernel) do not.
+fn boots_differ(base: &Side, new: &Side) -> bool {
+    use std::collections::BTreeSet;
+    let set = |s: &Side| s.boots.iter().cloned().collect::<BTreeSet<String>>();
+    set(base) != set(new)
 }
 
 type Task<'a> = (usize, super::verdict::Unit, &'a [f64], &'a [f64]);

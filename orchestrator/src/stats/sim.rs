@@ -23,6 +23,8 @@ pub enum Noise {
     Buckets,
     /// Normal CoV 3% within a boot, plus an offset per boot of this CoV.
     BootOffset(f64),
+    /// The same, each side measured in one boot (`boots: 1`, the default).
+    OneBoot(f64),
 }
 
 /// A simulated case: noise, the metric's kind, and how the runs are taken.
@@ -119,6 +121,16 @@ pub fn cases() -> Vec<Case> {
             noise: BootOffset(0.02),
             kind: Mean,
         },
+        Case {
+            name: "boot offset 1%, one boot a side",
+            noise: OneBoot(0.01),
+            kind: Mean,
+        },
+        Case {
+            name: "boot offset 2%, one boot a side",
+            noise: OneBoot(0.02),
+            kind: Mean,
+        },
     ]
 }
 
@@ -133,13 +145,14 @@ fn lognormal(rng: &mut Rng, mean: f64, cov: f64) -> f64 {
     mean * (sigma * normal(rng) - sigma * sigma / 2.0).exp()
 }
 
-/// `boots` boots of `per_boot` runs each around `centre` (scaled by `factor`).
-pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usize) -> Side {
+/// `boots` boots of `per_boot` runs each around `centre` (scaled by `factor`), the boots
+/// labelled `side` and their number: each side boots on its own, as two kernels do.
+pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usize, side_label: &str) -> Side {
     let centre = case.centre() * factor;
     let mut side = Side::default();
     for boot in 0..boots {
         let offset = match case.noise {
-            Noise::BootOffset(sd) => 1.0 + sd * normal(rng),
+            Noise::BootOffset(sd) | Noise::OneBoot(sd) => 1.0 + sd * normal(rng),
             _ => 1.0,
         };
         for _ in 0..per_boot {
@@ -151,10 +164,10 @@ pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usi
                     mode * (1.0 + 0.01 * normal(rng))
                 }
                 Noise::Buckets => lognormal(rng, centre, 0.10).round(),
-                Noise::BootOffset(_) => centre * offset * (1.0 + 0.03 * normal(rng)),
+                Noise::BootOffset(_) | Noise::OneBoot(_) => centre * offset * (1.0 + 0.03 * normal(rng)),
             };
             side.values.push(v);
-            side.boots.push(boot.to_string());
+            side.boots.push(format!("{side_label}{boot}"));
         }
     }
     side
@@ -175,6 +188,10 @@ pub struct Tally {
     pub regressions: usize,
     pub improvements: usize,
     pub no_change: usize,
+    /// Changes seen within one boot each, not regressions or improvements: in the
+    /// direction of a regression, and of an improvement.
+    pub unconfirmed_regressions: usize,
+    pub unconfirmed_improvements: usize,
     /// Sum of the observations per side the verdicts were given at.
     pub runs: usize,
 }
@@ -189,6 +206,14 @@ impl Tally {
     /// Regressions or improvements: false alarms when nothing changed.
     pub fn alarms(&self) -> usize {
         self.regressions + self.improvements
+    }
+    /// A worse side found: a regression, confirmed or within one boot each.
+    pub fn caught(&self) -> usize {
+        self.regressions + self.unconfirmed_regressions
+    }
+    /// A change found the wrong way, confirmed or not.
+    pub fn wrong_way(&self) -> usize {
+        self.improvements + self.unconfirmed_improvements
     }
 }
 
@@ -208,8 +233,8 @@ pub fn run_trials(case: &Case, design: Design, change: f64, trials: usize, seed:
     };
     for _ in 0..trials {
         let row = RowInput {
-            base: draw(case, &mut rng, 1.0, boots, runs),
-            new: draw(case, &mut rng, 1.0 + change, boots, runs),
+            base: draw(case, &mut rng, 1.0, boots, runs, "a"),
+            new: draw(case, &mut rng, 1.0 + change, boots, runs, "b"),
             kind: case.kind,
             higher_is_better: false,
             by_boot: per_boot > 1,
@@ -220,6 +245,8 @@ pub fn run_trials(case: &Case, design: Design, change: f64, trials: usize, seed:
             Verdict::Regression => t.regressions += 1,
             Verdict::Improvement => t.improvements += 1,
             Verdict::NoChange => t.no_change += 1,
+            Verdict::UnconfirmedRegression => t.unconfirmed_regressions += 1,
+            Verdict::UnconfirmedImprovement => t.unconfirmed_improvements += 1,
             Verdict::Inconclusive => {}
         }
     }

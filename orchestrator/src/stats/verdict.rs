@@ -19,21 +19,55 @@ pub enum Verdict {
     NoChange,
     #[serde(rename = "inconclusive")]
     Inconclusive,
+    /// A change the test calls significant, measured within one boot of each side: two boots
+    /// of one kernel can differ as much (memory layout, caches, interrupt placement), so it
+    /// is not counted as a regression until boots (`boots: 2` or more) confirm it.
+    #[serde(rename = "unconfirmed regression")]
+    UnconfirmedRegression,
+    #[serde(rename = "unconfirmed improvement")]
+    UnconfirmedImprovement,
 }
 
 impl Verdict {
+    /// Every verdict, in the order pages list them.
+    pub const ALL: [Verdict; 6] = [
+        Verdict::Regression,
+        Verdict::Improvement,
+        Verdict::UnconfirmedRegression,
+        Verdict::UnconfirmedImprovement,
+        Verdict::NoChange,
+        Verdict::Inconclusive,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Regression => "regression",
             Verdict::Improvement => "improvement",
             Verdict::NoChange => "no change",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::UnconfirmedRegression => "unconfirmed regression",
+            Verdict::UnconfirmedImprovement => "unconfirmed improvement",
         }
     }
 
-    /// A regression or an improvement.
+    /// A regression or an improvement (confirmed: not one boot each).
     pub fn is_change(self) -> bool {
         matches!(self, Verdict::Regression | Verdict::Improvement)
+    }
+
+    /// A change seen within one boot of each side, not confirmed across boots.
+    pub fn is_unconfirmed(self) -> bool {
+        matches!(self, Verdict::UnconfirmedRegression | Verdict::UnconfirmedImprovement)
+    }
+
+    /// What a change becomes when each side was measured on boots of its own that the
+    /// analysis cannot tell apart from the kernel (see [`Verdict::UnconfirmedRegression`]).
+    pub fn unconfirmed(self) -> Verdict {
+        match self {
+            Verdict::Regression => Verdict::UnconfirmedRegression,
+            Verdict::Improvement => Verdict::UnconfirmedImprovement,
+            v => v,
+        }
     }
 }
 

@@ -29,7 +29,14 @@ const REPORT_PARAMS: [&str; 8] = [
     "verdict",
     "show",
 ];
-const VERDICTS: [&str; 4] = ["regression", "improvement", "no change", "inconclusive"];
+const VERDICTS: [&str; 6] = [
+    "regression",
+    "improvement",
+    "unconfirmed regression",
+    "unconfirmed improvement",
+    "no change",
+    "inconclusive",
+];
 
 /// What a comparison view asks for: the report's own settings, and what is shown of it.
 struct ReportQuery {
