@@ -1,12 +1,14 @@
 //! `kreg stats A B`: two sets of numbers run by hand (one per line, or `kreg parse` JSON),
 //! compared the way a report compares a row with its baseline: the same test, the same
-//! interval, the same four verdicts.
+//! interval, the same verdicts. A blank line between numbers starts another boot, as a
+//! scenario's `boots:` makes them; `--plan MIN..MAX` judges as `iterations: { min, max }`
+//! does, look by look.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use kreg::stats::{interval_text, judge_one, quartiles, Comparison, MetricKind, Settings, Summary};
+use kreg::stats::{interval_text, judge, quartiles, Comparison, Looks, MetricKind, RowInput, Settings, Side, Summary};
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Direction {
@@ -22,8 +24,10 @@ pub enum StatsFormat {
 
 #[derive(clap::Args)]
 pub struct StatsArgs {
-    /// The baseline: numbers one per line (`#` starts a comment), or `kreg parse` JSON
-    /// outputs (one after another, or an array of them) with --metric.
+    /// The baseline: numbers one per line (`#` starts a comment; a blank line between
+    /// numbers starts another boot: with two boots or more on both sides each boot is one
+    /// observation, as in a run with `boots:`), or `kreg parse` JSON outputs (one after
+    /// another, or an array of them) with --metric.
     pub a: PathBuf,
     /// The new side, in the same form.
     pub b: PathBuf,
@@ -42,15 +46,57 @@ pub struct StatsArgs {
     /// Smallest change worth calling one, in percent.
     #[arg(long, default_value_t = 2.0)]
     pub min_effect: f64,
+    /// An adaptive plan, MIN..MAX runs per side, judged look by look exactly as a
+    /// scenario's `iterations: { min: MIN, max: MAX }` (with boots, in boots of the size
+    /// the numbers' boots have): the numbers are taken in their order.
+    #[arg(long, value_parser = parse_plan)]
+    pub plan: Option<(usize, usize)>,
+    /// Both files were measured on the same boot(s), boot for boot (two settings of one
+    /// kernel). Otherwise each file has boots of its own, as two kernels do: a change
+    /// within one boot of each is an unconfirmed regression or improvement, as in a report.
+    #[arg(long)]
+    pub same_boot: bool,
     #[arg(long, value_enum, default_value_t = StatsFormat::Text)]
     pub format: StatsFormat,
+}
+
+fn parse_plan(s: &str) -> Result<(usize, usize), String> {
+    let (lo, hi) = s
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?}: give the plan as MIN..MAX (3..10)"))?;
+    let num = |x: &str| {
+        x.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{s:?}: {x:?} is not a whole number"))
+    };
+    let (lo, hi) = (num(lo)?, num(hi)?);
+    if lo < 2 || hi < lo {
+        return Err(format!("{s:?}: the plan needs 2 ≤ MIN ≤ MAX"));
+    }
+    Ok((lo, hi))
 }
 
 /// Numbers read from one file, with what the JSON said about them.
 struct Numbers {
     values: Vec<f64>,
+    /// The boot of each number (0, 1, …: a blank line starts the next).
+    boots: Vec<usize>,
     kind: Option<MetricKind>,
     higher_is_better: Option<bool>,
+}
+
+impl Numbers {
+    fn boot_count(&self) -> usize {
+        self.boots.last().map_or(0, |b| b + 1)
+    }
+
+    /// The side, its boots labelled `label` and their number.
+    fn side(&self, label: &str) -> Side {
+        Side {
+            values: self.values.clone(),
+            boots: self.boots.iter().map(|b| format!("{label}{b}")).collect(),
+        }
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -59,11 +105,21 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 fn read_text(path: &Path, text: &str) -> Result<Numbers> {
     let mut values = Vec::new();
+    let mut boots = Vec::new();
+    let (mut boot, mut blank) = (0, false);
     for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            blank = true;
+            continue;
+        }
         let l = line.split('#').next().unwrap_or("").trim();
         if l.is_empty() {
             continue;
         }
+        if blank && !values.is_empty() {
+            boot += 1;
+        }
+        blank = false;
         let v: f64 = l
             .parse()
             .map_err(|_| anyhow::anyhow!("{}:{}: {l:?} is not a number", path.display(), i + 1))?;
@@ -71,9 +127,11 @@ fn read_text(path: &Path, text: &str) -> Result<Numbers> {
             bail!("{}:{}: {l} is not a finite number", path.display(), i + 1);
         }
         values.push(v);
+        boots.push(boot);
     }
     Ok(Numbers {
         values,
+        boots,
         kind: None,
         higher_is_better: None,
     })
@@ -82,6 +140,7 @@ fn read_text(path: &Path, text: &str) -> Result<Numbers> {
 fn read_json(path: &Path, text: &str, metric: &str) -> Result<Numbers> {
     let mut out = Numbers {
         values: Vec::new(),
+        boots: Vec::new(),
         kind: None,
         higher_is_better: None,
     };
@@ -114,6 +173,7 @@ fn read_json(path: &Path, text: &str, metric: &str) -> Result<Numbers> {
                 )
             })?;
             out.values.push(v);
+            out.boots.push(0);
             out.kind = out.kind.or(m["kind"].as_str().and_then(MetricKind::from_name));
             out.higher_is_better = out.higher_is_better.or(match m["direction"].as_str() {
                 Some("higher") => Some(true),
@@ -186,10 +246,18 @@ fn text(args: &StatsArgs, a: &[f64], b: &[f64], c: &Comparison, hib: bool) -> St
     } else {
         "n/a".into()
     };
+    let look = if c.looks > 1 {
+        format!(" (look {} of {})", c.look + 1, c.looks)
+    } else {
+        String::new()
+    };
     format!(
-        "{}\n{}\nverdict: {} ({} is better; kind {})\nchange: {change}, {:.0}% CI {}\ntest: {}, p={:.3e}, alpha {}\nreason: {}\n",
+        "{}\n{}\nobservations: {} vs {} {}{look}\nverdict: {} ({} is better; kind {})\nchange: {change}, {:.0}% CI {}\ntest: {}, p={:.3e}, alpha {}\nreason: {}\n",
         side_line(&format!("A {}", args.a.display()), a, c.kind),
         side_line(&format!("B {}", args.b.display()), b, c.kind),
+        c.n[0],
+        c.n[1],
+        c.unit.plural(),
         c.verdict.as_str(),
         better,
         c.kind,
@@ -200,6 +268,43 @@ fn text(args: &StatsArgs, a: &[f64], b: &[f64], c: &Comparison, hib: bool) -> St
         c.alpha,
         c.reason
     )
+}
+
+/// The comparison a report makes of these sides: boots as the unit when the numbers have
+/// boots on both sides (a scenario with `boots:`), the plan's looks when one is given.
+fn compare(a: &Numbers, b: &Numbers, kind: MetricKind, hib: bool, args: &StatsArgs, s: &Settings) -> Comparison {
+    let by_boot = a.boot_count() >= 2 || b.boot_count() >= 2;
+    let (base, new) = match args.same_boot {
+        true => (a.side(""), b.side("")),
+        false => (a.side("a"), b.side("b")),
+    };
+    let plan = args.plan;
+    let looks = match plan {
+        None => Looks::fixed(),
+        Some((lo, hi)) if by_boot && a.boot_count() >= 2 && b.boot_count() >= 2 => {
+            // Boots of the size the numbers have, as a scenario's `boots:` spreads its runs.
+            let per_boot = base
+                .by_boot()
+                .iter()
+                .chain(&new.by_boot())
+                .map(|g| g.len())
+                .max()
+                .unwrap_or(1);
+            Looks::adaptive(lo.div_ceil(per_boot), hi.div_ceil(per_boot))
+        }
+        Some((lo, hi)) => Looks::adaptive(lo, hi),
+    };
+    let row = RowInput {
+        base,
+        new,
+        kind,
+        higher_is_better: hib,
+        by_boot,
+    };
+    judge(&[row], &looks, s, true)
+        .pop()
+        .flatten()
+        .expect("both sides have numbers")
 }
 
 pub fn stats(args: &StatsArgs) -> Result<ExitCode> {
@@ -214,7 +319,7 @@ pub fn stats(args: &StatsArgs) -> Result<ExitCode> {
         Some(d) => d == Direction::Higher,
         None => a.higher_is_better.or(b.higher_is_better).unwrap_or(false),
     };
-    let c = judge_one(&a.values, &b.values, kind, hib, &settings).expect("both sides have numbers");
+    let c = compare(&a, &b, kind, hib, args, &settings);
     match args.format {
         StatsFormat::Text => print!("{}", text(args, &a.values, &b.values, &c, hib)),
         StatsFormat::Json => {
@@ -225,6 +330,7 @@ pub fn stats(args: &StatsArgs) -> Result<ExitCode> {
                 "direction": if hib { "higher" } else { "lower" }, "alpha": c.alpha,
                 "min_effect": settings.min_effect, "centre": c.centre, "runs_needed": c.runs_needed,
                 "a": Summary::of(&a.values), "b": Summary::of(&b.values),
+                "unit": c.unit, "look": c.look, "looks": c.looks,
             });
             println!("{}", serde_json::to_string_pretty(&doc)?);
         }
