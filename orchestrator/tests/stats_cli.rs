@@ -57,16 +57,30 @@ fn numbers_by_hand_give_a_verdict_with_its_interval() {
         out.contains("verdict: regression") && out.contains("90% CI [+") && out.contains("reason: Welch t-test"),
         "{out}"
     );
-    // Equal samples: no change; a latency is compared by ranks.
-    let (_, out, _) = stats(&dir, a, a, &["--format", "json", "--kind", "latency"]);
+    // A latency, untied, is compared on its logarithms.
+    let (la, lb) = (
+        "100.1\n101.3\n99.2\n100.7\n98.9\n",
+        "110.2\n111.5\n109.1\n110.9\n108.8\n",
+    );
+    let (_, out, _) = stats(&dir, la, lb, &["--format", "json", "--kind", "latency", "--same-boot"]);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         (j["verdict"].as_str(), j["test"].as_str()),
-        (Some("no change"), Some("rank-exact")),
+        (Some("regression"), Some("welch-log")),
         "{j}"
     );
+    // Equal samples (each value tied with its twin): no change, by ranks.
+    for kind in ["latency", "count"] {
+        let (_, out, _) = stats(&dir, a, a, &["--format", "json", "--kind", kind]);
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            (j["verdict"].as_str(), j["test"].as_str()),
+            (Some("no change"), Some("rank-exact")),
+            "{j}"
+        );
+    }
     // Two a side by ranks: no interval can be had, and the reason says what would do.
-    let (ok, out, err) = stats(&dir, "1\n2\n", "3\n4\n", &["--format", "json", "--kind", "latency"]);
+    let (ok, out, err) = stats(&dir, "1\n2\n", "3\n4\n", &["--format", "json", "--kind", "count"]);
     assert!(ok, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["ci"], serde_json::json!([null, null]), "{j}");

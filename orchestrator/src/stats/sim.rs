@@ -25,6 +25,9 @@ pub enum Noise {
     BootOffset(f64),
     /// The same, each side measured in one boot (`boots: 1`, the default).
     OneBoot(f64),
+    /// A percentile: lognormal with CoV `run` from run to run, an offset per boot of CoV
+    /// `boot`, three runs a boot.
+    Percentile { run: f64, boot: f64 },
 }
 
 /// A simulated case: noise, the metric's kind, and how the runs are taken.
@@ -48,7 +51,7 @@ impl Case {
     /// Boots per side and runs per boot for a design of `runs` observations per side: a
     /// case with boot offsets spreads three runs over each boot.
     pub fn runs_per_boot(&self) -> usize {
-        if matches!(self.noise, Noise::BootOffset(_)) {
+        if matches!(self.noise, Noise::BootOffset(_) | Noise::Percentile { .. }) {
             3
         } else {
             1
@@ -122,6 +125,11 @@ pub fn cases() -> Vec<Case> {
             kind: Mean,
         },
         Case {
+            name: "p99 5% a run, 1% a boot, 3 runs/boot",
+            noise: Percentile { run: 0.05, boot: 0.01 },
+            kind: Latency,
+        },
+        Case {
             name: "boot offset 1%, one boot a side",
             noise: OneBoot(0.01),
             kind: Mean,
@@ -152,7 +160,7 @@ pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usi
     let mut side = Side::default();
     for boot in 0..boots {
         let offset = match case.noise {
-            Noise::BootOffset(sd) | Noise::OneBoot(sd) => 1.0 + sd * normal(rng),
+            Noise::BootOffset(sd) | Noise::OneBoot(sd) | Noise::Percentile { boot: sd, .. } => 1.0 + sd * normal(rng),
             _ => 1.0,
         };
         for _ in 0..per_boot {
@@ -165,6 +173,7 @@ pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usi
                 }
                 Noise::Buckets => lognormal(rng, centre, 0.10).round(),
                 Noise::BootOffset(_) | Noise::OneBoot(_) => centre * offset * (1.0 + 0.03 * normal(rng)),
+                Noise::Percentile { run, .. } => lognormal(rng, centre * offset, run),
             };
             side.values.push(v);
             side.boots.push(format!("{side_label}{boot}"));

@@ -81,8 +81,12 @@ fn verdicts_follow_direction_kind_and_are_deterministic() {
         one(&base, &slower, MetricKind::Mean, false),
         "same samples, same row"
     );
-    // A percentile: the rank test; 6 vs 6 fully separated reaches p = 2/924 < 0.005.
-    let r = one(&base, &slower, MetricKind::Latency, false);
+    // A percentile, positive and untied: Welch on the logarithms, the change a ratio.
+    let l = one(&base, &slower, MetricKind::Latency, false);
+    assert_eq!((l.verdict, l.test), (Verdict::Regression, Test::WelchLog), "{l:?}");
+    assert!((l.change - 0.2).abs() < 0.01, "{}", l.change);
+    // A count: the rank test; 6 vs 6 fully separated reaches p = 2/924 < 0.005.
+    let r = one(&base, &slower, MetricKind::Count, false);
     assert_eq!((r.verdict, r.test), (Verdict::Regression, Test::RankExact), "{r:?}");
     assert!((r.p - 2.0 / 924.0).abs() < 1e-12);
     assert!(
@@ -113,7 +117,7 @@ fn verdicts_follow_direction_kind_and_are_deterministic() {
 
 #[test]
 fn rank_rows_that_cannot_reach_alpha_say_how_many_runs_they_need() {
-    let c = one(&[10.0, 11.0, 12.0], &[20.0, 21.0, 22.0], MetricKind::Latency, false);
+    let c = one(&[10.0, 11.0, 12.0], &[20.0, 21.0, 22.0], MetricKind::Count, false);
     assert_eq!(c.verdict, Verdict::Inconclusive);
     assert!(c.reason.starts_with("needs ≥ 6 runs per side"), "{}", c.reason);
     assert_eq!(c.runs_needed, Some(6));
@@ -158,6 +162,22 @@ fn constant_samples_are_judged_by_permutation_not_by_a_zero_variance() {
     let f = one(&[0.0; 8], &[3.0; 8], MetricKind::Count, false);
     assert_eq!(f.verdict, Verdict::Regression, "{f:?}");
     assert!(f.change.is_nan() && f.reason.contains("centre is 0"), "{}", f.reason);
+}
+
+#[test]
+fn a_ten_percent_p99_shift_is_caught_within_seed000s_plan() {
+    // seed000-schbench.yaml: boots 4 (3 runs each), up to 8; the p99 varies 5% from run to
+    // run and 1% from boot to boot.
+    let s = Settings::default();
+    let case = cases()
+        .into_iter()
+        .find(|c| matches!(c.noise, sim::Noise::Percentile { .. }))
+        .unwrap();
+    let t = run_trials(&case, Design::Adaptive(4, 8), 0.10, 2000, 41, &s);
+    assert!(t.share(t.caught()) >= 0.90, "{t:?}");
+    assert_eq!(t.wrong_way(), 0, "{t:?}");
+    let aa = run_trials(&case, Design::Adaptive(4, 8), 0.0, TRIALS, 42, &s);
+    assert!(aa.share(aa.alarms()) <= 0.01, "{aa:?}");
 }
 
 #[test]

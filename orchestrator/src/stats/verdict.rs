@@ -76,6 +76,10 @@ impl Verdict {
 pub enum Test {
     /// Welch's t-test on the means.
     Welch,
+    /// Welch's t-test on the logarithms of the values: percentiles that are all positive
+    /// and rarely tied, compared by the ratio of their geometric means. It reaches a small
+    /// alpha with a few observations a side, where a rank test cannot.
+    WelchLog,
     /// The permutation test of the rank sum on midranks, counted exactly.
     RankExact,
     /// The same test, by Monte Carlo with a fixed seed.
@@ -83,9 +87,15 @@ pub enum Test {
 }
 
 impl Test {
+    /// Whether the test is on ranks (its smallest p is bounded by the sample sizes).
+    pub fn by_ranks(self) -> bool {
+        matches!(self, Test::RankExact | Test::RankMonteCarlo)
+    }
+
     pub fn name(self) -> String {
         match self {
             Test::Welch => "Welch t-test".into(),
+            Test::WelchLog => "Welch t-test on log values".into(),
             Test::RankExact => "exact permutation test on midranks".into(),
             Test::RankMonteCarlo => {
                 format!("permutation test on midranks ({MONTE_CARLO_DRAWS} draws, fixed seed)")
@@ -245,10 +255,13 @@ fn blank(kind: MetricKind, test: Test, unit: Unit, base: &[f64], new: &[f64]) ->
 pub fn measure(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
     let constant = |x: &[f64]| x.iter().all(|v| *v == x[0]);
     let enough = base.len() >= 2 && new.len() >= 2;
-    let mut c = if !kind.by_ranks() && enough && !(constant(base) && constant(new)) {
+    let varies = enough && !(constant(base) && constant(new));
+    let mut c = if !kind.by_ranks() && varies {
         measure_welch(base, new, kind, unit, tail)
     } else if base.is_empty() || new.is_empty() {
         blank(kind, Test::Welch, unit, base, new)
+    } else if kind == MetricKind::Latency && varies && logs_apply(base, new) {
+        measure_welch_log(base, new, kind, unit, tail)
     } else {
         measure_ranks(base, new, kind, unit, tail)
     };
@@ -331,6 +344,45 @@ fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
         c.ci = fieller(ma, mb, va, vb, q, positive);
         c.rel_sd = ((sa + sb) / 2.0).sqrt() / ma.abs();
     }
+    c
+}
+
+/// Whether percentiles may be compared on their logarithms: every value above 0, and at
+/// most a quarter of them tied with another (values that fall on a few buckets are
+/// compared by ranks, which take ties as they are).
+fn logs_apply(base: &[f64], new: &[f64]) -> bool {
+    let mut all: Vec<f64> = base.iter().chain(new).copied().collect();
+    if all.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
+        return false;
+    }
+    let n = all.len();
+    all.sort_by(f64::total_cmp);
+    all.dedup();
+    4 * all.len() >= 3 * n
+}
+
+/// Welch's t-test on the logarithms: the change is the ratio of the geometric means less
+/// one, its interval the exponential of the difference's, so it never reaches −100%.
+fn measure_welch_log(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
+    let logs = |x: &[f64]| x.iter().map(|v| v.ln()).collect::<Vec<f64>>();
+    let (la, lb) = (logs(base), logs(new));
+    let mut c = blank(kind, Test::WelchLog, unit, base, new);
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    let (ma, mb) = (mean(&la), mean(&lb));
+    let (sa, sb) = (variance(&la), variance(&lb));
+    let (va, vb) = (sa / la.len() as f64, sb / lb.len() as f64);
+    let se = (va + vb).sqrt();
+    let df = (va + vb).powi(2) / (va.powi(2) / (la.len() as f64 - 1.0) + vb.powi(2) / (lb.len() as f64 - 1.0));
+    let d = mb - ma;
+    c.centre = [ma.exp(), mb.exp()];
+    c.p = welch(&la, &lb).map(|x| x.2).unwrap_or(1.0);
+    c.p_adjusted = c.p;
+    c.min_p = 0.0;
+    c.sign = d.signum();
+    c.change = d.exp_m1();
+    let q = t_quantile(2.0 * tail, df);
+    c.ci = Some(((d - q * se).exp_m1(), (d + q * se).exp_m1()));
+    c.rel_sd = ((sa + sb) / 2.0).sqrt();
     c
 }
 
@@ -471,7 +523,7 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
             format!("{why}{level} CI of the change {ci} inside ±{:.1}% (equivalence: two one-sided tests); {test}, {p_text}", 100.0 * min),
         )
     } else if c.min_p >= alpha {
-        let need = if c.test == Test::Welch { 2 } else { runs_to_reach(alpha) };
+        let need = if c.test.by_ranks() { runs_to_reach(alpha) } else { 2 };
         c.runs_needed = Some(need.max(c.n[0].max(c.n[1]) + 1));
         (
             Verdict::Inconclusive,
@@ -546,12 +598,12 @@ fn runs_to_settle(c: &Comparison, s: &Settings, alpha: f64) -> Option<usize> {
         2.0 * ((z + z_power) * c.rel_sd / (s.min_effect - d)).powi(2)
     };
     // Rank tests need about π/3 times the runs of a t-test on normal data.
-    let per_side = if c.kind.by_ranks() {
+    let per_side = if c.test.by_ranks() {
         per_side * std::f64::consts::PI / 3.0
     } else {
         per_side
     };
-    let floor = if c.kind.by_ranks() { runs_to_reach(alpha) } else { 2 };
+    let floor = if c.test.by_ranks() { runs_to_reach(alpha) } else { 2 };
     let n = per_side.ceil().min(1e6) as usize;
     Some(n.max(floor).max(c.n[0].max(c.n[1]) + 1))
 }
