@@ -17,6 +17,8 @@ pub struct Job {
     pub iteration: u32,
     /// The boot of its kernel it runs in, from 1.
     pub boot: u32,
+    /// A warm-up run (`warmup:`): run and stored, not judged; its iteration is 0.
+    pub warmup: bool,
 }
 
 /// One cell of the matrix: what a report row compares.
@@ -43,15 +45,17 @@ fn blocks(iterations: u32, boots: u32) -> Vec<std::ops::RangeInclusive<u32>> {
         .collect()
 }
 
-/// Pushes one kernel's jobs of one boot: `iterations` of each cell wanted.
+/// Pushes one kernel's jobs of one boot: `iterations` of each cell wanted, after
+/// `warmups` warm-up runs of it (iteration 0).
 fn push_boot(
     s: &Scenario,
     jobs: &mut Vec<Job>,
     kernel: &str,
     boot: u32,
-    iterations: &[u32],
+    (warmups, iterations): (u32, &[u32]),
     wanted: &dyn Fn(&Cell) -> bool,
 ) {
+    let warm: Vec<u32> = vec![0; warmups as usize];
     let mut push = |v: &str, w: &str, i: u32| {
         let cell = Cell {
             kernel: kernel.into(),
@@ -66,6 +70,7 @@ fn push_boot(
                 workload: w.into(),
                 iteration: i,
                 boot,
+                warmup: i == 0,
             });
         }
     };
@@ -74,7 +79,7 @@ fn push_boot(
         Order::Blocked => {
             for v in &s.variants {
                 for w in &s.workloads {
-                    for &i in iterations {
+                    for &i in warm.iter().chain(iterations) {
                         push(&v.name, &w.name, i);
                     }
                 }
@@ -83,7 +88,7 @@ fn push_boot(
         // Iteration by iteration across variants: drift over time hits every variant
         // alike, at the cost of switching variants (and restarting servers) each job.
         Order::Interleaved => {
-            for &i in iterations {
+            for &i in warm.iter().chain(iterations) {
                 for v in &s.variants {
                     for w in &s.workloads {
                         push(&v.name, &w.name, i);
@@ -100,7 +105,7 @@ pub fn expand(s: &Scenario) -> Vec<Job> {
     for (b, its) in blocks(s.iterations, s.boots).into_iter().enumerate() {
         let its: Vec<u32> = its.collect();
         for k in &s.kernels {
-            push_boot(s, &mut jobs, &k.name, b as u32 + 1, &its, &|_| true);
+            push_boot(s, &mut jobs, &k.name, b as u32 + 1, (s.warmup, &its), &|_| true);
         }
     }
     for (i, j) in jobs.iter_mut().enumerate() {
@@ -126,13 +131,14 @@ pub fn extend(s: &Scenario, after: &[Job], cells: &[Cell]) -> Vec<Job> {
         if next_iteration > s.max_iterations {
             continue;
         }
-        let (boot, its): (u32, Vec<u32>) = if s.by_boot() {
+        // A new boot starts with its warm-ups; another run in the same boot needs none.
+        let (boot, warmups, its): (u32, u32, Vec<u32>) = if s.by_boot() {
             let n = s.runs_per_boot();
-            (last_boot + 1, (next_iteration..next_iteration + n).collect())
+            (last_boot + 1, s.warmup, (next_iteration..next_iteration + n).collect())
         } else {
-            (last_boot, vec![next_iteration])
+            (last_boot, 0, vec![next_iteration])
         };
-        push_boot(s, &mut jobs, &k.name, boot, &its, &wanted);
+        push_boot(s, &mut jobs, &k.name, boot, (warmups, &its), &wanted);
     }
     let first = after.iter().map(|j| j.ordinal + 1).max().unwrap_or(0);
     for (i, j) in jobs.iter_mut().enumerate() {
@@ -249,6 +255,14 @@ fn headline(s: &Scenario, jobs: &[Job]) -> String {
             String::new()
         }
     );
+    if s.warmup > 0 {
+        let _ = writeln!(
+            out,
+            "warm-up: {} run{} of each cell at the start of each boot, stored and shown, not judged (counted in the jobs above)",
+            s.warmup,
+            if s.warmup == 1 { "" } else { "s" }
+        );
+    }
     out
 }
 
@@ -315,10 +329,14 @@ pub fn render_full(
                 out.push_str(&perf_line(s, p));
             }
         }
+        let run = match j.warmup {
+            true => "warm-up (stored, not judged)".to_string(),
+            false => format!("iteration={}", j.iteration),
+        };
         let _ = writeln!(
             out,
-            "  #{:<4} variant={} workload={} iteration={}",
-            j.ordinal, j.variant, j.workload, j.iteration
+            "  #{:<4} variant={} workload={} {run}",
+            j.ordinal, j.variant, j.workload
         );
     }
     out
@@ -570,6 +588,65 @@ mod tests {
             .map(|j| format!("{}{}/{}", j.kernel, j.boot, j.iteration))
             .collect();
         assert_eq!(keys, ["a3/5", "a3/6", "b3/5", "b3/6"]);
+    }
+
+    #[test]
+    fn each_boot_starts_each_cell_with_its_warm_ups() {
+        let s = lab("iterations: { min: 4, max: 6 }
+boots: 2
+warmup: 1
+");
+        let jobs = expand(&s);
+        let key = |j: &Job| {
+            format!(
+                "{}{}/{}/{}{}",
+                j.kernel,
+                j.boot,
+                j.variant,
+                j.iteration,
+                if j.warmup { "w" } else { "" }
+            )
+        };
+        let keys: Vec<String> = jobs.iter().map(key).collect();
+        assert_eq!(
+            keys[..8],
+            [
+                "a1/default/0w",
+                "a1/default/1",
+                "a1/default/2",
+                "a1/batch/0w",
+                "a1/batch/1",
+                "a1/batch/2",
+                "b1/default/0w",
+                "b1/default/1"
+            ]
+        );
+        assert_eq!(
+            jobs.len(),
+            4 * 2 * 3,
+            "2 kernels x 2 boots x 2 variants x (1 warm-up + 2 runs)"
+        );
+        assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
+        // A new boot of an adaptive round warms up again; another run in the same boot does not.
+        let cell = Cell {
+            kernel: "a".into(),
+            variant: "default".into(),
+            workload: "w".into(),
+        };
+        let more: Vec<String> = extend(&s, &jobs, std::slice::from_ref(&cell)).iter().map(key).collect();
+        assert_eq!(more, ["a3/default/0w", "a3/default/5", "a3/default/6"]);
+        let s = lab("iterations: { min: 3, max: 6 }
+warmup: 2
+");
+        let jobs = expand(&s);
+        assert_eq!(jobs.iter().filter(|j| j.warmup).count(), 2 * 2 * 2);
+        let more: Vec<String> = extend(&s, &jobs, &[cell]).iter().map(key).collect();
+        assert_eq!(more, ["a1/default/4"]);
+        let plan = render(&s, &jobs);
+        assert!(
+            plan.contains("warm-up: 2 runs of each cell") && plan.contains("workload=w warm-up (stored, not judged)"),
+            "{plan}"
+        );
     }
 }
 

@@ -162,3 +162,66 @@ async fn the_schedstat_switch_is_put_back_or_its_absence_said_once() {
         assert_eq!(snaps, 0);
     }
 }
+
+#[tokio::test]
+async fn warm_up_runs_are_stored_and_shown_but_not_judged() {
+    let db = fresh_db("notes_warmup").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("notes-warmup");
+    // The first run prints 240 (a cold start), the others 100 or 101.
+    let count = dir.0.join("count");
+    let text = format!(
+        r#"
+name: warm
+{hosts}kernels: [ {{ name: current, source: running }} ]
+variants: [ {{ name: default }}, {{ name: batch, policy: batch }} ]
+workloads:
+  - name: w
+    kind: command
+    argv: [sh, -c, "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; if [ $n = 0 ]; then echo value: 240; else echo value: $((100 + n % 2)); fi"]
+    metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: false }} }}
+iterations: 4
+warmup: 1
+"#,
+        hosts = agent.hosts_yaml(),
+        c = count.display()
+    );
+    let (code, out, err) = run(&db, &dir, "w.yaml", &text);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let jobs: Vec<(bool, i32, String)> = sqlx::query_as("SELECT warmup, iteration, variant FROM jobs ORDER BY ordinal")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 10, "{jobs:?}");
+    assert_eq!(
+        jobs.iter().filter(|j| j.0).count(),
+        2,
+        "one warm-up per variant: {jobs:?}"
+    );
+    assert!(jobs.iter().filter(|j| j.0).all(|j| j.1 == 0));
+    // Stored like any run.
+    let warm: Vec<f64> = sqlx::query_scalar(
+        "SELECT r.value FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.warmup ORDER BY j.ordinal",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(warm.len(), 2, "{warm:?}");
+    let (code, report, err) = kreg_out(&db, &dir, &["report", "1", "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&report).unwrap();
+    for row in j["rows"].as_array().unwrap() {
+        assert_eq!(row["summary"]["n"], 4, "four judged runs a row: {row}");
+        assert!(
+            row["summary"]["max"].as_f64().unwrap() < 200.0,
+            "no warm-up judged: {row}"
+        );
+    }
+    let (_, text, _) = kreg_out(&db, &dir, &["report", "1"]);
+    assert!(
+        text.contains("warm-up (stored, not judged): kernel current, variant default, w: 1 run; farthest: value"),
+        "{text}"
+    );
+    let (_, status, _) = kreg_out(&db, &dir, &["status", "1"]);
+    assert!(status.contains("warm-up"), "{status}");
+}

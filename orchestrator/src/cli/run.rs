@@ -107,11 +107,15 @@ impl Progress {
             } => {
                 self.total = total;
                 self.bar.set_length(total as u64);
-                self.bar.set_message(format!(
-                    "#{ordinal} {kernel} {variant} {workload} iteration {iteration}"
-                ));
+                // Iteration 0 is a warm-up run (`warmup:`): stored, not judged.
+                let (run, field) = match iteration {
+                    0 => ("warm-up".to_string(), "warm-up".to_string()),
+                    i => (format!("iteration {i}"), format!("iteration={i}")),
+                };
+                self.bar
+                    .set_message(format!("#{ordinal} {kernel} {variant} {workload} {run}"));
                 if !self.tty {
-                    eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} iteration={iteration}");
+                    eprintln!("job #{ordinal}/{total}: kernel={kernel} variant={variant} workload={workload} {field}");
                 }
             }
             Event::JobDone {

@@ -36,9 +36,13 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
                 .as_deref()
                 .map(|e| format!("  {}", kreg::text::one_line(e.lines().next().unwrap_or(""))))
                 .unwrap_or_default();
+            let run = match j.warmup {
+                true => "warm-up".to_string(),
+                false => format!("iteration={}", j.iteration),
+            };
             println!(
-                "  #{:<4} {:<8} kernel={} variant={} workload={} iteration={} attempts={}{err}",
-                j.ordinal, j.state, j.kernel, j.variant, j.workload, j.iteration, j.attempts
+                "  #{:<4} {:<8} kernel={} variant={} workload={} {run} attempts={}{err}",
+                j.ordinal, j.state, j.kernel, j.variant, j.workload, j.attempts
             );
         }
     }

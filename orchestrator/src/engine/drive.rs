@@ -535,6 +535,7 @@ mod tests {
             state: JobState::Pending,
             attempts: 0,
             error: None,
+            warmup: false,
         }
     }
 

@@ -8,6 +8,7 @@ mod notes;
 mod render;
 pub mod sched_stats;
 mod table;
+pub mod warmup;
 
 pub use notes::{definition_changes, environment_changes, failed_cells, unlike, FailedCell, JobSummary, Unlike};
 

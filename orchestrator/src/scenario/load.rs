@@ -48,6 +48,7 @@ const TOP: &[&str] = &[
     "workloads",
     "iterations",
     "boots",
+    "warmup",
     "tools",
     "order",
     "collect",
@@ -92,6 +93,7 @@ impl<'a> Cx<'a> {
         };
         let iterations = self.iterations(f.get("iterations"));
         let boots = self.uint_or(&f, "boots", "boots", (1, 100), 1);
+        let warmup = self.uint_or(&f, "warmup", "warmup", (0, 100), 0);
         let order = self.order(f.get("order"));
         let tools = match f.get("tools") {
             Some(n) => self.tools(n),
@@ -127,6 +129,7 @@ impl<'a> Cx<'a> {
             iterations: iterations?.0,
             max_iterations: iterations?.1,
             boots: boots?,
+            warmup: warmup?,
             tools: tools?,
             order: order?,
             collect: collect?,

@@ -28,6 +28,8 @@ pub struct Scenario {
     pub max_iterations: u32,
     /// Boots per kernel: the runs are spread over them, kernels alternating (A B A B).
     pub boots: u32,
+    /// Warm-up runs of each cell at the start of each boot: run and stored, not judged.
+    pub warmup: u32,
     /// Tools to put on hosts after each boot, before the jobs.
     pub tools: Vec<Tool>,
     /// The order of jobs within a kernel.

@@ -394,7 +394,7 @@ fn measure_welch_log(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, ta
 /// below −100%. `None` (unbounded) when the baseline's mean is not clear of 0.
 fn fieller(ma: f64, mb: f64, va: f64, vb: f64, q: f64, positive: bool) -> Option<(f64, f64)> {
     let a = ma * ma - q * q * va;
-    if !(a > 0.0) {
+    if a.is_nan() || a <= 0.0 {
         return None;
     }
     // vb·a + mb²·va: not negative when a > 0.

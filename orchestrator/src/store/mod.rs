@@ -172,7 +172,7 @@ async fn create_run(
 async fn insert_jobs(tx: &mut Transaction<'_, Postgres>, run_id: i64, jobs: &[Job]) -> Result<()> {
     for j in jobs {
         sqlx::query(
-            "INSERT INTO jobs (run_id, ordinal, kernel, variant, workload, iteration, boot) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO jobs (run_id, ordinal, kernel, variant, workload, iteration, boot, warmup) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(run_id)
         .bind(j.ordinal as i32)
@@ -181,6 +181,7 @@ async fn insert_jobs(tx: &mut Transaction<'_, Postgres>, run_id: i64, jobs: &[Jo
         .bind(&j.workload)
         .bind(j.iteration as i32)
         .bind(j.boot as i32)
+        .bind(j.warmup)
         .execute(&mut **tx)
         .await?;
     }
@@ -283,6 +284,7 @@ pub struct JobRow {
     pub state: JobState,
     pub attempts: i32,
     pub error: Option<String>,
+    pub warmup: bool,
 }
 
 impl JobRow {
@@ -295,13 +297,14 @@ impl JobRow {
             workload: self.workload.clone(),
             iteration: self.iteration as u32,
             boot: self.boot as u32,
+            warmup: self.warmup,
         }
     }
 }
 
 pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
     Ok(sqlx::query_as(
-        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error
+        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, warmup
          FROM jobs WHERE run_id = $1 ORDER BY ordinal",
     )
     .bind(run_id)
@@ -429,14 +432,25 @@ pub async fn record_host(
     Ok(())
 }
 
+/// The judged samples of a run (warm-up runs left out).
 pub async fn samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>> {
+    samples_where(db, run_id, false).await
+}
+
+/// The samples of a run's warm-up runs (`warmup:`), which no verdict uses.
+pub async fn warmup_samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>> {
+    samples_where(db, run_id, true).await
+}
+
+async fn samples_where(db: impl PgExecutor<'_>, run_id: i64, warmup: bool) -> Result<Vec<Sample>> {
     Ok(sqlx::query_as(
         "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
                 r.kind, r.kernel_release, r.observed_policy, COALESCE(j.boot_id, '') AS boot_id
          FROM results r JOIN jobs j ON j.id = r.job_id
-         WHERE r.run_id = $1 ORDER BY j.iteration, j.ordinal, r.metric",
+         WHERE r.run_id = $1 AND j.warmup = $2 ORDER BY j.iteration, j.ordinal, r.metric",
     )
     .bind(run_id)
+    .bind(warmup)
     .fetch_all(db)
     .await?)
 }

@@ -259,7 +259,7 @@ pub async fn history(
         "SELECT r.id AS run_id, r.created_at, j.kernel, j.variant, x.value, x.unit, x.kind, x.higher_is_better
          FROM results x JOIN jobs j ON j.id = x.job_id JOIN runs r ON r.id = x.run_id
          JOIN scenarios s ON s.id = r.scenario_id
-         WHERE s.name = $1 AND j.workload = $2 AND x.metric = $3
+         WHERE s.name = $1 AND j.workload = $2 AND x.metric = $3 AND NOT j.warmup
          ORDER BY r.id, j.kernel, j.variant, j.iteration",
     )
     .bind(scenario)
@@ -283,6 +283,7 @@ pub async fn series(db: impl PgExecutor<'_>) -> Result<Vec<SeriesName>> {
         "SELECT s.name AS scenario, j.workload, x.metric, count(DISTINCT r.id) AS runs
          FROM results x JOIN jobs j ON j.id = x.job_id JOIN runs r ON r.id = x.run_id
          JOIN scenarios s ON s.id = r.scenario_id
+         WHERE NOT j.warmup
          GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
     )
     .fetch_all(db)
@@ -313,6 +314,7 @@ pub async fn row_samples(
         "SELECT j.id AS job_id, j.iteration, j.boot, j.boot_id, x.value, x.unit
          FROM results x JOIN jobs j ON j.id = x.job_id
          WHERE x.run_id = $1 AND j.workload = $2 AND x.metric = $3 AND j.kernel = $4 AND j.variant = $5
+           AND NOT j.warmup
          ORDER BY j.iteration, j.ordinal",
     )
     .bind(run_id)

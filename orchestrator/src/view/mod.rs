@@ -139,6 +139,7 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
     let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
     check_baseline(&s, run_id, &baseline)?;
     let samples = store::samples(db, run_id).await?;
+    let warmups = report::warmup::lines(&store::warmup_samples(db, run_id).await?, &samples);
     // Judging a large run takes a good part of a second of CPU (the rank tests' Monte
     // Carlo): off the async threads, so that a server goes on answering meanwhile.
     let (s2, b2, set) = (s.clone(), baseline.clone(), *settings);
@@ -154,7 +155,7 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         tables,
         settings: *settings,
         prov,
-        warnings: Vec::new(),
+        warnings: warmups,
         failed: failed_of(db, run_id).await?,
         scenario: s,
         sched_stats,
