@@ -128,6 +128,21 @@ async fn an_inconclusive_row_gets_runs_until_its_verdict_and_a_kill_resumes_to_t
     let text = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("IMPROVEMENT (look 4/4)"), "{text}");
+    assert!(!text.contains("rounds were decided with"), "{text}");
+    // The plan's settings are stored with the run; a report judged with others says so.
+    let plan: (Option<f64>, Option<f64>) = sqlx::query_as("SELECT plan_alpha, plan_min_effect FROM runs WHERE id = 1")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(plan, (Some(0.005), Some(0.02)));
+    for args in [&["--alpha", "0.05"][..], &["--min-effect", "5"][..]] {
+        let other = kreg(&db, &dir.0).args(["report", "1"]).args(args).output().unwrap();
+        let other = String::from_utf8_lossy(&other.stdout);
+        assert!(
+            other.contains("this adaptive run's rounds were decided with alpha 0.005, minimum effect 2%"),
+            "{args:?}: {other}"
+        );
+    }
     // Resuming a finished run changes nothing.
     let out = kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
     assert_ok(&out, "resume again");
@@ -168,7 +183,17 @@ async fn kreg_stats_judges_a_reports_samples_as_the_report_does() {
         std::fs::write(dir.0.join("a.txt"), samples("default")).unwrap();
         std::fs::write(dir.0.join("b.txt"), samples("batch")).unwrap();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_kreg"))
-            .args(["stats", "--format", "json", "--kind", kind, "--direction", direction])
+            // Two variants of one kernel: the same boot.
+            .args([
+                "stats",
+                "--format",
+                "json",
+                "--kind",
+                kind,
+                "--direction",
+                direction,
+                "--same-boot",
+            ])
             .arg(dir.0.join("a.txt"))
             .arg(dir.0.join("b.txt"))
             .output()

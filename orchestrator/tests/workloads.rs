@@ -90,7 +90,10 @@ iterations: 2
     assert_eq!(rows.len(), 10, "5 metrics × 2 variants");
     for r in rows {
         let verdict = r["comparison"]["verdict"].as_str().unwrap();
-        assert!(["regression", "improvement", "no change", "inconclusive"].contains(&verdict));
+        assert!(
+            kreg::stats::Verdict::ALL.iter().any(|v| v.as_str() == verdict),
+            "{verdict}"
+        );
         // Two iterations per side: too few samples to call anything.
         assert_eq!(verdict, "inconclusive", "{r}");
     }

@@ -433,7 +433,8 @@ async fn look(
     on_event: &mut dyn FnMut(Event),
 ) -> Result<bool, EngineError> {
     let samples = store::samples(db, run_id).await?;
-    let cells = crate::report::next_round(scenario, &samples);
+    let plan = store::run(db, run_id).await?.plan_settings();
+    let cells = crate::report::next_round(scenario, &samples, &plan);
     let now: Vec<crate::plan::Job> = jobs.iter().map(|j| j.to_job()).collect();
     let more = crate::plan::extend(scenario, &now, &cells);
     on_event(Event::Look {

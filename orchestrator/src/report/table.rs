@@ -159,7 +159,9 @@ fn within_pairs(tables: &[MetricTable], baseline: &Baseline) -> Vec<(usize, usiz
 }
 
 /// Run B's rows, each compared with the row of run A that has the same workload, metric,
-/// kernel and variant; judged together under B's plan.
+/// kernel and variant; judged together once, on every sample (the two runs were not taken
+/// under one plan, so neither's looks are replayed), boots as the unit when both runs had
+/// them.
 pub fn compare_runs(sa: &Scenario, a: &[Sample], sb: &Scenario, b: &[Sample], settings: &Settings) -> Vec<MetricTable> {
     let ta = group(sa, a);
     let mut tb = group(sb, b);
@@ -178,7 +180,14 @@ pub fn compare_runs(sa: &Scenario, a: &[Sample], sb: &Scenario, b: &[Sample], se
             }
         }
     }
-    judge_into(&mut tb, pairs, &sb.looks(), settings, sb.by_boot(), true);
+    judge_into(
+        &mut tb,
+        pairs,
+        &Looks::fixed(),
+        settings,
+        sa.by_boot() && sb.by_boot(),
+        true,
+    );
     tb
 }
 
@@ -214,13 +223,13 @@ fn judge_into(
 /// it reached, before the plan's last, wants one more observation of its cell and of its
 /// baseline's cell. Judged exactly as the report judges (same looks, same alpha spent), so
 /// a resume decides the same.
-pub fn next_round(s: &Scenario, samples: &[Sample]) -> Vec<crate::plan::Cell> {
+pub fn next_round(s: &Scenario, samples: &[Sample], plan: &Settings) -> Vec<crate::plan::Cell> {
     let looks = s.looks();
     let baseline = default_baseline(s);
     let mut out = group(s, samples);
     let pairs = within_pairs(&out, &baseline);
     let sides = base_sides(&out, &pairs);
-    judge_into(&mut out, sides, &looks, &Settings::default(), s.by_boot(), false);
+    judge_into(&mut out, sides, &looks, plan, s.by_boot(), false);
     let mut cells = Vec::new();
     let mut want = |kernel: &str, variant: &str, workload: &str| {
         let c = crate::plan::Cell {

@@ -160,11 +160,16 @@ async fn create_run(
     source_path: &str,
     jobs: &[Job],
 ) -> Result<i64> {
-    let run_id: i64 = sqlx::query_scalar("INSERT INTO runs (scenario_id, source_path) VALUES ($1, $2) RETURNING id")
-        .bind(scenario_id)
-        .bind(source_path)
-        .fetch_one(&mut **tx)
-        .await?;
+    let plan = crate::stats::Settings::default();
+    let run_id: i64 = sqlx::query_scalar(
+        "INSERT INTO runs (scenario_id, source_path, plan_alpha, plan_min_effect) VALUES ($1, $2, $3, $4) RETURNING id",
+    )
+    .bind(scenario_id)
+    .bind(source_path)
+    .bind(plan.alpha)
+    .bind(plan.min_effect)
+    .fetch_one(&mut **tx)
+    .await?;
     insert_jobs(tx, run_id, jobs).await?;
     Ok(run_id)
 }
@@ -205,11 +210,26 @@ pub struct RunRow {
     #[sqlx(try_from = "String")]
     pub state: RunState,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    pub plan_alpha: Option<f64>,
+    pub plan_min_effect: Option<f64>,
+}
+
+impl RunRow {
+    /// The settings the run's adaptive rounds are decided with (kreg's defaults for a run
+    /// made before they were stored).
+    pub fn plan_settings(&self) -> crate::stats::Settings {
+        let d = crate::stats::Settings::default();
+        crate::stats::Settings {
+            alpha: self.plan_alpha.unwrap_or(d.alpha),
+            min_effect: self.plan_min_effect.unwrap_or(d.min_effect),
+            ..d
+        }
+    }
 }
 
 pub async fn run(db: impl PgExecutor<'_>, run_id: i64) -> Result<RunRow> {
     sqlx::query_as(
-        "SELECT r.id, s.name AS scenario_name, s.yaml, r.source_path, r.state, r.created_at
+        "SELECT r.id, s.name AS scenario_name, s.yaml, r.source_path, r.state, r.created_at, r.plan_alpha, r.plan_min_effect
          FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = $1",
     )
     .bind(run_id)

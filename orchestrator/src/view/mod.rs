@@ -135,11 +135,17 @@ pub fn check_baseline(s: &Scenario, run_id: i64, baseline: &Baseline) -> Result<
 
 /// `kreg report`'s tables of a run against a baseline (the scenario's unless given).
 pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, settings: &Settings) -> Result<Loaded> {
-    let (_, s) = scenario(db, run_id).await?;
+    let (run, s) = scenario(db, run_id).await?;
     let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
     check_baseline(&s, run_id, &baseline)?;
     let samples = store::samples(db, run_id).await?;
-    let warmups = report::warmup::lines(&store::warmup_samples(db, run_id).await?, &samples);
+    let mut warnings: Vec<String> = plan_differs(&s, &run.plan_settings(), settings, &baseline)
+        .into_iter()
+        .collect();
+    warnings.extend(report::warmup::lines(
+        &store::warmup_samples(db, run_id).await?,
+        &samples,
+    ));
     // Judging a large run takes a good part of a second of CPU (the rank tests' Monte
     // Carlo): off the async threads, so that a server goes on answering meanwhile.
     let (s2, b2, set) = (s.clone(), baseline.clone(), *settings);
@@ -155,11 +161,36 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         tables,
         settings: *settings,
         prov,
-        warnings: warmups,
+        warnings,
         failed: failed_of(db, run_id).await?,
         scenario: s,
         sched_stats,
     })
+}
+
+/// What a report of an adaptive run says when it judges with other settings than the run's
+/// rounds were decided with: its rows stopped (or went on) at looks these settings would not
+/// have chosen, so its verdicts are not the plan's.
+pub fn plan_differs(s: &Scenario, plan: &Settings, settings: &Settings, baseline: &Baseline) -> Option<String> {
+    let default = report::default_baseline(s);
+    let same = plan.alpha == settings.alpha && plan.min_effect == settings.min_effect && *baseline == default;
+    if !s.adaptive() || same {
+        return None;
+    }
+    let name = |b: &Baseline| match b {
+        Baseline::Kernel(k) => format!("kernel {k}"),
+        Baseline::Variant(v) => format!("variant {v}"),
+        Baseline::Run(r) => format!("run {r}"),
+    };
+    Some(format!(
+        "judged with alpha {}, minimum effect {}%, baseline {}; this adaptive run's rounds were decided with alpha {}, minimum effect {}%, baseline {}: rows were given more runs, or stopped, by the plan's settings, not these",
+        settings.alpha,
+        100.0 * settings.min_effect,
+        name(baseline),
+        plan.alpha,
+        100.0 * plan.min_effect,
+        name(&default)
+    ))
 }
 
 /// The `perf sched stats` recordings of a run's done jobs, parsed, each with kreg's own
