@@ -147,6 +147,70 @@ pub fn extend(s: &Scenario, after: &[Job], cells: &[Cell]) -> Vec<Job> {
     jobs
 }
 
+/// What a plan cannot show: rows judged by ranks (counts; latencies that fall on a few
+/// buckets) need a number of observations a side before the rank test can reach the alpha
+/// of the plan's last look. `None` when the plan's maximum reaches it; otherwise a note
+/// saying so and what plan would.
+pub fn rank_reach(s: &Scenario) -> Option<String> {
+    use crate::stats::rank::runs_to_reach;
+    if !has_rank_rows(s) {
+        return None;
+    }
+    let alpha = crate::stats::Settings::default().alpha;
+    let unit = if s.by_boot() { "boots" } else { "runs" };
+    let looks = s.looks();
+    let last_alpha = |l: &crate::stats::Looks| l.alpha_at(l.len() - 1, alpha);
+    let (most, needed) = if looks.is_fixed() {
+        let most = if s.by_boot() { s.boots } else { s.iterations } as usize;
+        (most, runs_to_reach(alpha))
+    } else {
+        (looks.last(), runs_to_reach(last_alpha(&looks)))
+    };
+    if most >= needed {
+        return None;
+    }
+    let would = if looks.is_fixed() {
+        match s.by_boot() {
+            true => format!("`boots: {needed}` (with at least {needed} iterations)"),
+            false => format!("`iterations: {needed}`"),
+        }
+    } else {
+        let first = looks.at[0];
+        let max = (most..200)
+            .find(|&m| runs_to_reach(last_alpha(&crate::stats::Looks::adaptive(first, m))) <= m)
+            .unwrap_or(200);
+        match s.by_boot() {
+            true => format!(
+                "up to {max} boots (`iterations: {{ min: {}, max: {} }}`)",
+                s.iterations,
+                max as u32 * s.runs_per_boot()
+            ),
+            false => format!("`iterations: {{ min: {}, max: {max} }}`", s.iterations),
+        }
+    };
+    Some(format!(
+        "rows judged by ranks (counts such as interrupts or perf stat events, latencies whose values fall on a few buckets) need {needed} {unit} a side to reach alpha at the plan's last look, and this plan has at most {most}: such rows can be `no change` or `inconclusive`, never a change; {would} would reach it"
+    ))
+}
+
+/// Whether some of the scenario's rows may be judged by ranks: a collector's counts, a
+/// cgroup's throttling counts, a command's latency or count metrics, and every workload
+/// kind but hackbench and perf bench (whose figures are times and rates).
+fn has_rank_rows(s: &Scenario) -> bool {
+    use crate::workload::WorkloadKind;
+    let collects = |c: &crate::collect::Collect| c.interrupts || c.perf_stat || c.task_schedstat || c.perf_sched_stats;
+    collects(&s.collect)
+        || s.uses_cgroups()
+        || s.workloads.iter().any(|w| {
+            collects(&w.collect)
+                || match &w.kind {
+                    WorkloadKind::Hackbench(_) | WorkloadKind::PerfBench(_) => false,
+                    WorkloadKind::Command(c) => c.metrics.iter().any(|m| m.kind.by_ranks()),
+                    _ => true,
+                }
+        })
+}
+
 /// Where a job stands. `Running` jobs found by `resume` were interrupted and run again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobState {
@@ -588,6 +652,44 @@ mod tests {
             .map(|j| format!("{}{}/{}", j.kernel, j.boot, j.iteration))
             .collect();
         assert_eq!(keys, ["a3/5", "a3/6", "b3/5", "b3/6"]);
+    }
+
+    #[test]
+    fn a_plan_too_small_for_rank_rows_says_so_and_what_would_do() {
+        // hackbench's figures are times: no rank rows, nothing to say.
+        assert_eq!(rank_reach(&lab("iterations: 3\n")), None);
+        let lab = |extra: &str| lab(&format!("collect: [interrupts]\n{extra}"));
+        let note = rank_reach(&lab("iterations: 3\n")).unwrap();
+        assert!(
+            note.contains("need 6 runs a side") && note.contains("at most 3") && note.contains("`iterations: 6`"),
+            "{note}"
+        );
+        assert_eq!(rank_reach(&lab("iterations: 6\n")), None);
+        // The plan's last look spends less than the whole alpha: 3..5 cannot, and says
+        // the smallest maximum that can.
+        let note = rank_reach(&lab("iterations: { min: 3, max: 5 }\n")).unwrap();
+        assert!(
+            note.contains("at most 5") && note.contains("`iterations: { min: 3, max: "),
+            "{note}"
+        );
+        let max: usize = note
+            .split("max: ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            rank_reach(&lab(&format!("iterations: {{ min: 3, max: {max} }}\n"))),
+            None,
+            "{note}"
+        );
+        assert!(rank_reach(&lab(&format!("iterations: {{ min: 3, max: {} }}\n", max - 1))).is_some());
+        assert_eq!(rank_reach(&lab("iterations: { min: 3, max: 10 }\n")), None);
+        let note = rank_reach(&lab("iterations: 8\nboots: 4\n")).unwrap();
+        assert!(note.contains("boots a side") && note.contains("at most 4"), "{note}");
     }
 
     #[test]

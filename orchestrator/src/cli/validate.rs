@@ -27,7 +27,13 @@ pub fn validate(files: &[PathBuf], skip_files: bool) -> Result<ExitCode> {
     let mut bad = false;
     for f in files {
         match kreg::scenario_file::load(f, skip_files) {
-            Ok((_, s)) => println!("{}: ok ({} jobs)", f.display(), kreg::scenario_file::job_count(&s)),
+            Ok((_, s)) => {
+                println!("{}: ok ({} jobs)", f.display(), kreg::scenario_file::job_count(&s));
+                // On stderr: stdout holds one line per good file, as scripts read it.
+                if let Some(note) = plan::rank_reach(&s) {
+                    eprintln!("{}: note: {note}", f.display());
+                }
+            }
             Err(diags) => {
                 bad = true;
                 for d in diags {
@@ -49,6 +55,9 @@ pub fn plan(file: &Path, skip_files: bool, detail: plan::Detail) -> Result<ExitC
     print!("{}", plan::render_full(&s, &plan::expand(&s), detail, &perfs));
     for why in support::refusals(&s, &perfs) {
         println!("refused: {why}");
+    }
+    if let Some(note) = plan::rank_reach(&s) {
+        println!("note: {note}");
     }
     Ok(ExitCode::SUCCESS)
 }
