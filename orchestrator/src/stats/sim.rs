@@ -19,6 +19,9 @@ pub enum Noise {
     LogNormal(f64),
     /// 70% in one mode, 30% in another 20% higher, each with 1% spread.
     Bimodal,
+    /// Student's t with 3 degrees of freedom (heavy tails), scaled to this standard
+    /// deviation relative to the centre.
+    T3(f64),
     /// Lognormal CoV 10% around 20, rounded to whole numbers (microsecond buckets).
     Buckets,
     /// Normal CoV 3% within a boot, plus an offset per boot of this CoV.
@@ -110,6 +113,11 @@ pub fn cases() -> Vec<Case> {
             kind: Latency,
         },
         Case {
+            name: "t3 heavy tails, sd 5%",
+            noise: T3(0.05),
+            kind: Mean,
+        },
+        Case {
             name: "integer buckets, many ties",
             noise: Buckets,
             kind: Latency,
@@ -154,7 +162,7 @@ fn lognormal(rng: &mut Rng, mean: f64, cov: f64) -> f64 {
 }
 
 /// `boots` boots of `per_boot` runs each around `centre` (scaled by `factor`), the boots
-/// labelled `side` and their number: each side boots on its own, as two kernels do.
+/// labelled `side_label` and their number.
 pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usize, side_label: &str) -> Side {
     let centre = case.centre() * factor;
     let mut side = Side::default();
@@ -172,6 +180,12 @@ pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usi
                     mode * (1.0 + 0.01 * normal(rng))
                 }
                 Noise::Buckets => lognormal(rng, centre, 0.10).round(),
+                Noise::T3(sd) => {
+                    // t3 = z / sqrt(χ²₃ / 3), whose variance is 3.
+                    let chi = (0..3).map(|_| normal(rng).powi(2)).sum::<f64>();
+                    let t = normal(rng) / (chi / 3.0).sqrt();
+                    centre * (1.0 + sd * t / 3f64.sqrt())
+                }
                 Noise::BootOffset(_) | Noise::OneBoot(_) => centre * offset * (1.0 + 0.03 * normal(rng)),
                 Noise::Percentile { run, .. } => lognormal(rng, centre * offset, run),
             };
@@ -236,14 +250,21 @@ pub fn run_trials(case: &Case, design: Design, change: f64, trials: usize, seed:
     };
     let per_boot = case.runs_per_boot();
     let (boots, runs) = if per_boot > 1 { (max, per_boot) } else { (1, max) };
+    // One boot a side: each side's boot its own, as two kernels'. Otherwise the runs of
+    // both sides share their boots (two variants of one kernel), or the boots are the unit:
+    // the test's own calibration is what is measured.
+    let labels = match case.noise {
+        Noise::OneBoot(_) => ("a", "b"),
+        _ => ("s", "s"),
+    };
     let mut t = Tally {
         trials,
         ..Tally::default()
     };
     for _ in 0..trials {
         let row = RowInput {
-            base: draw(case, &mut rng, 1.0, boots, runs, "a"),
-            new: draw(case, &mut rng, 1.0 + change, boots, runs, "b"),
+            base: draw(case, &mut rng, 1.0, boots, runs, labels.0),
+            new: draw(case, &mut rng, 1.0 + change, boots, runs, labels.1),
             kind: case.kind,
             higher_is_better: false,
             by_boot: per_boot > 1,

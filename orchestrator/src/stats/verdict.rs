@@ -470,6 +470,11 @@ pub fn interval_text(ci: Option<(f64, f64)>) -> String {
     }
 }
 
+/// The fewest observations a side for a regression or improvement by a t-test: with three,
+/// two modes of 50/50 split all one way on each side in 2 of 64 same-against-same
+/// comparisons (3.1%); with four, in 2 of 256 (0.8%).
+pub const MIN_FOR_CHANGE: usize = 4;
+
 /// Settles the verdict of `c` at a look that may spend `alpha`, after the adjustment has
 /// set `p_adjusted`. `higher_is_better` gives the direction.
 pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settings) {
@@ -494,11 +499,23 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
             Verdict::Improvement
         }
     };
+    let few = c.n[0].min(c.n[1]) < MIN_FOR_CHANGE && !c.test.by_ranks();
     let (verdict, reason) = if c.n[0] < 2 || c.n[1] < 2 {
         c.runs_needed = Some(2);
         (
             Verdict::Inconclusive,
             format!("too few {unit} ({} vs {}): needs at least 2 per side", c.n[0], c.n[1]),
+        )
+    } else if significant && few && (c.change.is_nan() || c.change.abs() >= min) {
+        c.runs_needed = Some(MIN_FOR_CHANGE);
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{test}, {p_text} < alpha {alpha:.2e}, change {} {level} CI {ci}, but a change needs ≥ {MIN_FOR_CHANGE} {unit} per side ({} vs {}): with fewer, a figure with two modes (a cache that warms or not, a task placed on one node or the other) drawn all one way on each side passes for a shift in up to 3% of same-against-same comparisons",
+                pct(c.change),
+                c.n[0],
+                c.n[1]
+            ),
         )
     } else if significant && c.change.is_nan() {
         (
