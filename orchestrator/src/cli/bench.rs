@@ -79,12 +79,20 @@ fn verdicts(trials: usize, seed: u64) -> Result<ExitCode> {
         "+1% called regression",
     ]);
     let started = std::time::Instant::now();
+    let mut cells = Vec::new();
     for (i, case) in cases().iter().enumerate() {
         for (name, design) in designs(case) {
             let seed = seed.wrapping_mul(1_000_003).wrapping_add(i as u64);
             let aa = run_trials(case, design, 0.0, trials, seed, &s);
             let ab = run_trials(case, design, 0.10, trials, seed ^ 0xA5A5, &s);
             let small = run_trials(case, design, 0.01, trials, seed ^ 0x5A5A, &s);
+            cells.push(Cell {
+                case: *case,
+                design: name.clone(),
+                aa,
+                ab,
+                small,
+            });
             let pct = |x: f64| format!("{:.2}%", 100.0 * x);
             table.add_row(vec![
                 case.name.to_string(),
@@ -116,5 +124,126 @@ fn verdicts(trials: usize, seed: u64) -> Result<ExitCode> {
         100.0 * s.min_effect,
         started.elapsed().as_secs_f64()
     );
+    println!("\nthe README's claims, on these trials:\n{}", claims(&cells));
     Ok(ExitCode::SUCCESS)
+}
+
+/// One case under one plan, with its same-against-same, +10% and +1% trials.
+struct Cell {
+    case: Case,
+    design: String,
+    aa: kreg::stats::sim::Tally,
+    ab: kreg::stats::sim::Tally,
+    small: kreg::stats::sim::Tally,
+}
+
+/// Each claim of the README's verdict section, the figure that decides it (the worst cell
+/// it covers) and whether it holds.
+fn claims(cells: &[Cell]) -> String {
+    use kreg::stats::sim::Noise;
+    type Pick = fn(&Cell) -> bool;
+    type Figure = fn(&Cell) -> f64;
+    let one_boot: Pick = |c| matches!(c.case.noise, Noise::OneBoot(_));
+    let claims: [(&str, Pick, Figure, bool, f64); 6] = [
+        (
+            "at most 1% false alarms per row, every case and plan",
+            |_| true,
+            |c| c.aa.share(c.aa.alarms()),
+            false,
+            0.01,
+        ),
+        (
+            "a +10% change caught (confirmed or not) in at least 95% of trials, normal CoV <= 3%, adaptive 3..10 and fixed 10",
+            |c| matches!(c.case.noise, Noise::Normal(v) if v <= 0.03) && c.design != "fixed 3",
+            |c| c.ab.share(c.ab.caught()),
+            true,
+            0.95,
+        ),
+        (
+            "a +10% change caught in at least 90% of trials, lognormal CoV 3% (means and percentiles), adaptive 3..10 and fixed 10",
+            |c| c.case.noise == Noise::LogNormal(0.03) && c.design != "fixed 3",
+            |c| c.ab.share(c.ab.caught()),
+            true,
+            0.90,
+        ),
+        (
+            "\"no change\" in at least 80% of same-against-same trials, normal CoV 1%, adaptive 3..10",
+            |c| c.case.noise == Noise::Normal(0.01) && c.design == "adaptive 3..10",
+            |c| c.aa.share(c.aa.no_change),
+            true,
+            0.80,
+        ),
+        (
+            "a true +1% called a regression (confirmed or not) in at most 5% of trials, normal CoV 1%, every plan",
+            |c| c.case.noise == Noise::Normal(0.01),
+            |c| c.small.share(c.small.caught()),
+            false,
+            0.05,
+        ),
+        (
+            "one boot a side: a +10% change found (unconfirmed) in at least 90% of trials, adaptive 3..10",
+            |c| matches!(c.case.noise, Noise::OneBoot(_)) && c.design == "adaptive 3..10",
+            |c| c.ab.share(c.ab.caught()),
+            true,
+            0.90,
+        ),
+    ];
+    let mut out = String::new();
+    let mut check = |claim: &str, cells: Vec<&Cell>, figure: Figure, at_least: bool, bound: f64| {
+        let worst = cells.iter().min_by(|a, b| {
+            let (x, y) = (figure(a), figure(b));
+            if at_least {
+                x.total_cmp(&y)
+            } else {
+                y.total_cmp(&x)
+            }
+        });
+        let line = match worst {
+            None => format!("- {claim}: no cell covers it\n"),
+            Some(w) => {
+                let v = figure(w);
+                let holds = if at_least { v >= bound } else { v <= bound };
+                format!(
+                    "- {claim}: {} (worst {:.2}%, {} under {})\n",
+                    if holds { "holds" } else { "DOES NOT HOLD" },
+                    100.0 * v,
+                    w.case.name,
+                    w.design
+                )
+            }
+        };
+        out.push_str(&line);
+    };
+    for (claim, pick, figure, at_least, bound) in claims {
+        check(
+            claim,
+            cells.iter().filter(|c| pick(c)).collect(),
+            figure,
+            at_least,
+            bound,
+        );
+    }
+    check(
+        "one boot a side: never a regression or improvement",
+        cells.iter().filter(|c| one_boot(c)).collect(),
+        |c| c.aa.share(c.aa.alarms()) + c.small.share(c.small.regressions) + c.ab.share(c.ab.regressions),
+        false,
+        0.0,
+    );
+    let seed000: Pick = |c| matches!(c.case.noise, Noise::Percentile { .. }) && c.design.starts_with("seed000");
+    check(
+        "seed000's plan, p99 5% a run and 1% a boot: at most 1% false alarms",
+        cells.iter().filter(|c| seed000(c)).collect(),
+        |c| c.aa.share(c.aa.alarms()),
+        false,
+        0.01,
+    );
+    check(
+        "seed000's plan, p99 5% a run and 1% a boot: a +10% shift caught in at least 90% of trials",
+        cells.iter().filter(|c| seed000(c)).collect(),
+        |c| c.ab.share(c.ab.caught()),
+        true,
+        0.90,
+    );
+    out
 }
