@@ -107,11 +107,7 @@ impl Progress {
             } => {
                 self.total = total;
                 self.bar.set_length(total as u64);
-                // Iteration 0 is a warm-up run (`warmup:`): stored, not judged.
-                let (run, field) = match iteration {
-                    0 => ("warm-up".to_string(), "warm-up".to_string()),
-                    i => (format!("iteration {i}"), format!("iteration={i}")),
-                };
+                let (run, field) = job_label(iteration);
                 self.bar
                     .set_message(format!("#{ordinal} {kernel} {variant} {workload} {run}"));
                 if !self.tty {
@@ -273,4 +269,13 @@ pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
     }
     println!("run {run}: resuming, {left} of {} jobs left", before.len());
     drive(&db, run, cfg).await
+}
+
+/// A job's place in its cell, for the progress line and the plain log: iteration 0 is a
+/// warm-up run (`warmup:`), stored and not judged.
+fn job_label(iteration: i32) -> (String, String) {
+    match iteration {
+        0 => ("warm-up".to_string(), "warm-up".to_string()),
+        i => (format!("iteration {i}"), format!("iteration={i}")),
+    }
 }

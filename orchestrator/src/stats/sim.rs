@@ -66,87 +66,28 @@ impl Case {
 pub fn cases() -> Vec<Case> {
     use MetricKind::*;
     use Noise::*;
+    let c = |name, noise, kind| Case { name, noise, kind };
     vec![
-        Case {
-            name: "normal CoV 1%",
-            noise: Normal(0.01),
-            kind: Mean,
-        },
-        Case {
-            name: "normal CoV 3%",
-            noise: Normal(0.03),
-            kind: Mean,
-        },
-        Case {
-            name: "normal CoV 10%",
-            noise: Normal(0.10),
-            kind: Mean,
-        },
-        Case {
-            name: "lognormal CoV 3%",
-            noise: LogNormal(0.03),
-            kind: Mean,
-        },
-        Case {
-            name: "lognormal CoV 10%",
-            noise: LogNormal(0.10),
-            kind: Mean,
-        },
-        Case {
-            name: "lognormal CoV 3% (percentile)",
-            noise: LogNormal(0.03),
-            kind: Latency,
-        },
-        Case {
-            name: "lognormal CoV 10% (percentile)",
-            noise: LogNormal(0.10),
-            kind: Latency,
-        },
-        Case {
-            name: "bimodal 70/30, modes 20% apart",
-            noise: Bimodal,
-            kind: Mean,
-        },
-        Case {
-            name: "bimodal 70/30 (percentile)",
-            noise: Bimodal,
-            kind: Latency,
-        },
-        Case {
-            name: "t3 heavy tails, sd 5%",
-            noise: T3(0.05),
-            kind: Mean,
-        },
-        Case {
-            name: "integer buckets, many ties",
-            noise: Buckets,
-            kind: Latency,
-        },
-        Case {
-            name: "boot offset 1%, 3 runs/boot",
-            noise: BootOffset(0.01),
-            kind: Mean,
-        },
-        Case {
-            name: "boot offset 2%, 3 runs/boot",
-            noise: BootOffset(0.02),
-            kind: Mean,
-        },
-        Case {
-            name: "p99 5% a run, 1% a boot, 3 runs/boot",
-            noise: Percentile { run: 0.05, boot: 0.01 },
-            kind: Latency,
-        },
-        Case {
-            name: "boot offset 1%, one boot a side",
-            noise: OneBoot(0.01),
-            kind: Mean,
-        },
-        Case {
-            name: "boot offset 2%, one boot a side",
-            noise: OneBoot(0.02),
-            kind: Mean,
-        },
+        c("normal CoV 1%", Normal(0.01), Mean),
+        c("normal CoV 3%", Normal(0.03), Mean),
+        c("normal CoV 10%", Normal(0.10), Mean),
+        c("lognormal CoV 3%", LogNormal(0.03), Mean),
+        c("lognormal CoV 10%", LogNormal(0.10), Mean),
+        c("lognormal CoV 3% (percentile)", LogNormal(0.03), Latency),
+        c("lognormal CoV 10% (percentile)", LogNormal(0.10), Latency),
+        c("bimodal 70/30, modes 20% apart", Bimodal, Mean),
+        c("bimodal 70/30 (percentile)", Bimodal, Latency),
+        c("t3 heavy tails, sd 5%", T3(0.05), Mean),
+        c("integer buckets, many ties", Buckets, Latency),
+        c("boot offset 1%, 3 runs/boot", BootOffset(0.01), Mean),
+        c("boot offset 2%, 3 runs/boot", BootOffset(0.02), Mean),
+        c(
+            "p99 5% a run, 1% a boot, 3 runs/boot",
+            Percentile { run: 0.05, boot: 0.01 },
+            Latency,
+        ),
+        c("boot offset 1%, one boot a side", OneBoot(0.01), Mean),
+        c("boot offset 2%, one boot a side", OneBoot(0.02), Mean),
     ]
 }
 

@@ -510,12 +510,7 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
         c.runs_needed = Some(MIN_FOR_CHANGE);
         (
             Verdict::Inconclusive,
-            format!(
-                "{test}, {p_text} < alpha {alpha:.2e}, change {} {level} CI {ci}, but a change needs ≥ {MIN_FOR_CHANGE} {unit} per side ({} vs {}): with fewer, a figure with two modes (a cache that warms or not, a task placed on one node or the other) drawn all one way on each side passes for a shift in up to 3% of same-against-same comparisons",
-                pct(c.change),
-                c.n[0],
-                c.n[1]
-            ),
+            too_few_for_change(c, (&test, &p_text, &level, &ci), alpha),
         )
     } else if significant && c.change.is_nan() {
         (
@@ -557,7 +552,13 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     };
     c.verdict = verdict;
     c.reason = reason;
-    if let (Verdict::Inconclusive, Some(step)) = (verdict, c.step) {
+    note_step(c, min);
+}
+
+/// An inconclusive row whose interval was widened to the data's step says so; when the step
+/// is the minimum effect or more, no number of runs can show "no change".
+fn note_step(c: &mut Comparison, min: f64) {
+    if let (Verdict::Inconclusive, Some(step)) = (c.verdict, c.step) {
         c.reason.push_str(&format!(
             "; the values fall on steps of {:.1}% of the baseline (the step they are printed in, or the gap between the few distinct values they take), so the interval is at least that wide",
             100.0 * step
@@ -568,6 +569,19 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
                 .push_str(": more runs will not settle it, a finer measure will (longer runs, more loops)");
         }
     }
+}
+
+/// Why a significant change on fewer than [`MIN_FOR_CHANGE`] observations a side is not a
+/// verdict (`text`: the test's name, the p text, the interval's level and the interval).
+fn too_few_for_change(c: &Comparison, text: (&str, &str, &str, &str), alpha: f64) -> String {
+    let (test, p_text, level, ci) = text;
+    format!(
+        "{test}, {p_text} < alpha {alpha:.2e}, change {} {level} CI {ci}, but a change needs ≥ {MIN_FOR_CHANGE} {} per side ({} vs {}): with fewer, a figure with two modes (a cache that warms or not, a task placed on one node or the other) drawn all one way on each side passes for a shift in up to 3% of same-against-same comparisons",
+        pct(c.change),
+        c.unit.plural(),
+        c.n[0],
+        c.n[1]
+    )
 }
 
 /// Why a row whose test can reach alpha is still open, with the runs that would settle it
