@@ -90,7 +90,7 @@ async fn rows_settled_at_the_first_look_get_no_more_runs() {
 #[tokio::test]
 async fn an_inconclusive_row_gets_runs_until_its_verdict_and_a_kill_resumes_to_the_same() {
     // Constant 100 against constant 110: the permutation test's p is 2/C(2n, n), which
-    // falls below the alpha the plan spends only at the fourth look (6 runs a side).
+    // falls below the alpha the plan spends only at its last look (3, 5, 6: 6 runs a side).
     let db = fresh_db("adaptive_resume").await;
     let agent = Agent::start();
     let dir = Scratch::new("adaptive_resume");
@@ -123,11 +123,11 @@ async fn an_inconclusive_row_gets_runs_until_its_verdict_and_a_kill_resumes_to_t
     let row = batch_row(&report_json(&db, &dir.0));
     let c = &row["comparison"];
     assert_eq!(c["verdict"], "improvement", "{row}");
-    assert_eq!((c["look"].as_u64(), c["looks"].as_u64()), (Some(3), Some(4)), "{row}");
+    assert_eq!((c["look"].as_u64(), c["looks"].as_u64()), (Some(2), Some(3)), "{row}");
     assert_eq!(c["n"], serde_json::json!([6, 6]));
     let text = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("IMPROVEMENT (look 4/4)"), "{text}");
+    assert!(text.contains("IMPROVEMENT (look 3/3)"), "{text}");
     assert!(!text.contains("rounds were decided with"), "{text}");
     // The plan's settings are stored with the run; a report judged with others says so.
     let plan: (Option<f64>, Option<f64>) = sqlx::query_as("SELECT plan_alpha, plan_min_effect FROM runs WHERE id = 1")

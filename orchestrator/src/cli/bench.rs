@@ -169,6 +169,13 @@ fn claim_table() -> Vec<Claim> {
             0.90,
         ),
         (
+            "a +10% change caught in at least 90% of trials, t3 tails sd 5%, adaptive 3..10 and fixed 10",
+            |c| matches!(c.case.noise, Noise::T3(_)) && c.design != "fixed 3",
+            |c| c.ab.share(c.ab.caught()),
+            true,
+            0.90,
+        ),
+        (
             "\"no change\" in at least 80% of same-against-same trials, normal CoV 1%, adaptive 3..10",
             |c| c.case.noise == Noise::Normal(0.01) && c.design == "adaptive 3..10",
             |c| c.aa.share(c.aa.no_change),

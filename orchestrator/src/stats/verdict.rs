@@ -6,7 +6,7 @@
 
 use super::kind::MetricKind;
 use super::rank::{hodges_lehmann, rank_test, runs_to_reach, MONTE_CARLO_DRAWS};
-use super::tests_impl::{t_quantile, welch};
+use super::tests_impl::{pooled_kurtosis, t_quantile, welch, yuen};
 use super::{median, normal_quantile, quartiles};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -80,6 +80,9 @@ pub enum Test {
     /// and rarely tied, compared by the ratio of their geometric means. It reaches a small
     /// alpha with a few observations a side, where a rank test cannot.
     WelchLog,
+    /// Yuen's test of 20%-trimmed means: means and throughputs whose noise has heavy tails
+    /// (see [`HEAVY_TAILS`]), where a few wild runs would swamp Welch's test.
+    Yuen,
     /// The permutation test of the rank sum on midranks, counted exactly.
     RankExact,
     /// The same test, by Monte Carlo with a fixed seed.
@@ -96,6 +99,7 @@ impl Test {
         match self {
             Test::Welch => "Welch t-test".into(),
             Test::WelchLog => "Welch t-test on log values".into(),
+            Test::Yuen => "Yuen's test of 20%-trimmed means (heavy tails)".into(),
             Test::RankExact => "exact permutation test on midranks".into(),
             Test::RankMonteCarlo => {
                 format!("permutation test on midranks ({MONTE_CARLO_DRAWS} draws, fixed seed)")
@@ -256,7 +260,9 @@ pub fn measure(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f6
     let constant = |x: &[f64]| x.iter().all(|v| *v == x[0]);
     let enough = base.len() >= 2 && new.len() >= 2;
     let varies = enough && !(constant(base) && constant(new));
-    let mut c = if !kind.by_ranks() && varies {
+    let mut c = if !kind.by_ranks() && varies && heavy_tails(base, new) {
+        measure_yuen(base, new, kind, unit, tail)
+    } else if !kind.by_ranks() && varies {
         measure_welch(base, new, kind, unit, tail)
     } else if base.is_empty() || new.is_empty() {
         blank(kind, Test::Welch, unit, base, new)
@@ -343,6 +349,49 @@ fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
         let positive = base.iter().chain(new).all(|v| *v > 0.0);
         c.ci = fieller(ma, mb, va, vb, q, positive);
         c.rel_sd = ((sa + sb) / 2.0).sqrt() / ma.abs();
+    }
+    c
+}
+
+/// The pooled kurtosis above which a mean is compared by its trimmed mean (3 for normal
+/// noise; Student's t with 3 degrees of freedom gives 5 to 8 in samples of 20).
+pub const HEAVY_TAILS: f64 = 3.5;
+
+/// The fewest observations a side for Yuen's test: with 8, two are trimmed from each end
+/// of each side. Below that, the trimmed-off values may be a second mode's few members on
+/// one side only, and the trimmed means then differ by the whole gap between the modes.
+pub const YUEN_MIN: usize = 8;
+
+/// Whether the noise has heavy tails: both sides with at least [`YUEN_MIN`] observations
+/// and the kurtosis of their deviations from their own side's mean above [`HEAVY_TAILS`].
+/// A +10% change under t3 noise (sd 5%) is then caught within 10 runs in about 93% of
+/// trials instead of 85%; on normal noise the choice raises the false-alarm rate of one
+/// look by about a quarter of alpha (0.40% to 0.50% at alpha 0.40%, simulated).
+fn heavy_tails(base: &[f64], new: &[f64]) -> bool {
+    base.len().min(new.len()) >= YUEN_MIN && pooled_kurtosis(base, new) > HEAVY_TAILS
+}
+
+/// Yuen's test of 20%-trimmed means, its change the ratio of the trimmed means and its
+/// interval Fieller's on them (with Yuen's standard errors and degrees of freedom).
+fn measure_yuen(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f64) -> Comparison {
+    let Some(y) = yuen(base, new) else {
+        return measure_welch(base, new, kind, unit, tail);
+    };
+    let mut c = blank(kind, Test::Yuen, unit, base, new);
+    let ([ma, mb], [va, vb]) = (y.means, y.se2);
+    c.centre = [ma, mb];
+    c.p = y.p;
+    c.p_adjusted = y.p;
+    c.min_p = 0.0;
+    c.sign = (mb - ma).signum();
+    if ma != 0.0 {
+        let q = t_quantile(2.0 * tail, y.df);
+        c.change = (mb - ma) / ma.abs();
+        let positive = base.iter().chain(new).all(|v| *v > 0.0);
+        c.ci = fieller(ma, mb, va, vb, q, positive);
+        // The spread of one observation that gives the trimmed means' standard errors.
+        let sd2 = (va * base.len() as f64 + vb * new.len() as f64) / 2.0;
+        c.rel_sd = sd2.sqrt() / ma.abs();
     }
     c
 }
