@@ -37,13 +37,16 @@ pub enum BenchCmd {
 
 /// The plans a case is tried under: for cases of runs, the README's adaptive 3..10, a
 /// fixed 10 and a fixed 3 (the smallest plan the README shows); for cases of boots, 2..5
-/// boots, a fixed 4 and `seed000-schbench.yaml`'s 4..8 boots of 3 runs.
+/// boots, a fixed 4 and the shipped scenarios' plans in boots (simulated with 3 runs a boot).
 fn designs(case: &Case) -> Vec<(String, Design)> {
     if case.runs_per_boot() > 1 {
         vec![
             ("adaptive 2..5 boots x3".to_string(), Design::Adaptive(2, 5)),
             ("fixed 4 boots x3".to_string(), Design::Fixed(4)),
             ("seed000: 4..8 boots x3".to_string(), Design::Adaptive(4, 8)),
+            ("lab-hackbench: 2..4 boots x3".to_string(), Design::Adaptive(2, 4)),
+            ("seed001, seed004: 3..6 boots x3".to_string(), Design::Adaptive(3, 6)),
+            ("seed002: 3..8 boots x3".to_string(), Design::Adaptive(3, 8)),
         ]
     } else {
         vec![
@@ -125,7 +128,79 @@ fn verdicts(trials: usize, seed: u64) -> Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     println!("\nthe README's claims, on these trials:\n{}", claims(&cells));
+    println!("\n{}", report_section((trials / 10).max(1), seed, &s));
+    println!("\n{}", settle_section((trials / 10).max(1), seed, &s));
     Ok(ExitCode::SUCCESS)
+}
+
+/// How often an inconclusive row's "about N runs per side would settle it" does, for rows
+/// judged at 5 runs a side and measured again at N, by true change.
+fn settle_section(trials: usize, seed: u64, s: &Settings) -> String {
+    use kreg::stats::sim::settle_trials;
+    let mut table = Table::new();
+    table.load_preset(presets::ASCII_MARKDOWN);
+    table.set_header(["case", "true change", "rows with an estimate", "settled at N"]);
+    let picked = ["normal CoV 3%", "lognormal CoV 10%", "lognormal CoV 10% (percentile)"];
+    for (i, case) in cases().iter().filter(|c| picked.contains(&c.name)).enumerate() {
+        for (j, change) in [0.0, 0.01, 0.03, 0.05].into_iter().enumerate() {
+            let seed = seed.wrapping_mul(9_000_011).wrapping_add((10 * i + j) as u64);
+            let (settled, estimated) = settle_trials(case, 5, change, trials, seed, s);
+            table.add_row(vec![
+                case.name.to_string(),
+                format!("{:+.0}%", 100.0 * change),
+                estimated.to_string(),
+                format!("{:.1}%", 100.0 * settled as f64 / estimated.max(1) as f64),
+            ]);
+        }
+    }
+    format!(
+        "\"about N runs per side would settle it\": rows inconclusive at 5 runs a side, measured again afresh at N a side (one look):\n{table}"
+    )
+}
+
+/// A whole report of correlated rows, judged together: false alarms per row and per
+/// report, and a 10% change in every row, under the plans of runs.
+fn report_section(reports: usize, seed: u64, s: &Settings) -> String {
+    use kreg::stats::sim::{run_report_trials, REPORT_CORRELATION, REPORT_ROWS};
+    let mut table = Table::new();
+    table.load_preset(presets::ASCII_MARKDOWN);
+    table.set_header([
+        "design",
+        "rows judged",
+        "A/A false alarms per row",
+        "A/A reports with a false alarm",
+        "+10% rows caught",
+        "+10% runs",
+    ]);
+    let mut worst: f64 = 0.0;
+    let designs = [
+        ("adaptive 3..10", Design::Adaptive(3, 10)),
+        ("fixed 10", Design::Fixed(10)),
+        ("fixed 4", Design::Fixed(4)),
+        ("fixed 3", Design::Fixed(3)),
+    ];
+    for (i, (name, design)) in designs.into_iter().enumerate() {
+        let seed = seed.wrapping_mul(7_000_003).wrapping_add(i as u64);
+        let aa = run_report_trials(design, 0.0, reports, seed, s);
+        let ab = run_report_trials(design, 0.10, reports, seed ^ 0xA5A5, s);
+        let per_row = aa.rows.share(aa.rows.alarms());
+        worst = worst.max(per_row);
+        let pct = |x: f64| format!("{:.2}%", 100.0 * x);
+        table.add_row(vec![
+            name.to_string(),
+            aa.rows.trials.to_string(),
+            pct(per_row),
+            pct(aa.reports_with_alarm as f64 / aa.reports.max(1) as f64),
+            pct(ab.rows.share(ab.rows.caught())),
+            format!("{:.1}", ab.rows.mean_runs()),
+        ]);
+    }
+    format!(
+        "an {REPORT_ROWS}-row report (12 percentiles lognormal CoV 5%, 6 means normal CoV 3%, rows correlated {REPORT_CORRELATION} through each run), {reports} reports per cell:\n{table}\n\
+         - at most 1% false alarms per row in such a report, every plan: {} (worst {:.2}%)",
+        if worst <= 0.01 { "holds" } else { "DOES NOT HOLD" },
+        100.0 * worst
+    )
 }
 
 /// One case under one plan, with its same-against-same, +10% and +1% trials.

@@ -24,6 +24,8 @@ pub enum Noise {
     T3(f64),
     /// Lognormal CoV 10% around 20, rounded to whole numbers (microsecond buckets).
     Buckets,
+    /// Gamma (skewed right) with this coefficient of variation.
+    Gamma(f64),
     /// Normal CoV 3% within a boot, plus an offset per boot of this CoV.
     BootOffset(f64),
     /// The same, each side measured in one boot (`boots: 1`, the default).
@@ -75,6 +77,7 @@ pub fn cases() -> Vec<Case> {
         c("lognormal CoV 10%", LogNormal(0.10), Mean),
         c("lognormal CoV 3% (percentile)", LogNormal(0.03), Latency),
         c("lognormal CoV 10% (percentile)", LogNormal(0.10), Latency),
+        c("gamma CoV 30% (skewed)", Gamma(0.30), Mean),
         c("bimodal 70/30, modes 20% apart", Bimodal, Mean),
         c("bimodal 70/30 (percentile)", Bimodal, Latency),
         c("t3 heavy tails, sd 5%", T3(0.05), Mean),
@@ -97,6 +100,19 @@ pub fn normal(rng: &mut Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
+/// A gamma draw of shape `k` ≥ 1 and scale 1 (Marsaglia and Tsang's method).
+fn gamma(rng: &mut Rng, k: f64) -> f64 {
+    let d = k - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    loop {
+        let x = normal(rng);
+        let v = (1.0 + c * x).powi(3);
+        if v > 0.0 && rng.uniform().ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+            return d * v;
+        }
+    }
+}
+
 fn lognormal(rng: &mut Rng, mean: f64, cov: f64) -> f64 {
     let sigma = (1.0 + cov * cov).ln().sqrt();
     mean * (sigma * normal(rng) - sigma * sigma / 2.0).exp()
@@ -116,6 +132,7 @@ pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usi
             let v = match case.noise {
                 Noise::Normal(cov) => centre * (1.0 + cov * normal(rng)),
                 Noise::LogNormal(cov) => lognormal(rng, centre, cov),
+                Noise::Gamma(cov) => centre * gamma(rng, 1.0 / (cov * cov)) * cov * cov,
                 Noise::Bimodal => {
                     let mode = if rng.uniform() < 0.7 { centre } else { centre * 1.2 };
                     mode * (1.0 + 0.01 * normal(rng))
@@ -212,14 +229,135 @@ pub fn run_trials(case: &Case, design: Design, change: f64, trials: usize, seed:
         };
         let c = judge(&[row], &looks, s, true).pop().flatten().expect("a comparison");
         t.runs += c.n[0] * if per_boot > 1 { per_boot } else { 1 };
-        match c.verdict {
-            Verdict::Regression => t.regressions += 1,
-            Verdict::Improvement => t.improvements += 1,
-            Verdict::NoChange => t.no_change += 1,
-            Verdict::UnconfirmedRegression => t.unconfirmed_regressions += 1,
-            Verdict::UnconfirmedImprovement => t.unconfirmed_improvements += 1,
+        t.count(c.verdict);
+    }
+    t
+}
+
+impl Tally {
+    fn count(&mut self, v: Verdict) {
+        match v {
+            Verdict::Regression => self.regressions += 1,
+            Verdict::Improvement => self.improvements += 1,
+            Verdict::NoChange => self.no_change += 1,
+            Verdict::UnconfirmedRegression => self.unconfirmed_regressions += 1,
+            Verdict::UnconfirmedImprovement => self.unconfirmed_improvements += 1,
             Verdict::Inconclusive => {}
         }
     }
+}
+
+/// Rows of the simulated report: schbench's shape, 12 latency percentiles (lognormal, CoV
+/// 5% from run to run) and 6 means or throughputs (normal, CoV 3%).
+pub const REPORT_ROWS: usize = 18;
+const REPORT_PERCENTILES: usize = 12;
+/// How much of each row's run-to-run noise is the run's own, shared by all its rows (a run
+/// that went slow goes slow in every figure): the correlation between two rows.
+pub const REPORT_CORRELATION: f64 = 0.8;
+
+/// What the trials of a whole report gave: its rows' verdicts counted together
+/// (`rows.trials` = trials × rows), and the reports with at least one false alarm.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReportTally {
+    pub rows: Tally,
+    pub reports_with_alarm: usize,
+    pub reports: usize,
+}
+
+/// One run's figures for the simulated report: each row's value, correlated through the
+/// run's shared factor.
+fn report_run(rng: &mut Rng, factor: f64) -> Vec<f64> {
+    let shared = normal(rng);
+    let rho = REPORT_CORRELATION;
+    (0..REPORT_ROWS)
+        .map(|r| {
+            let z = rho * shared + (1.0 - rho * rho).sqrt() * normal(rng);
+            if r < REPORT_PERCENTILES {
+                let sigma = (1.0f64 + 0.05 * 0.05).ln().sqrt();
+                100.0 * factor * (sigma * z - sigma * sigma / 2.0).exp()
+            } else {
+                100.0 * factor * (1.0 + 0.03 * z)
+            }
+        })
+        .collect()
+}
+
+/// `trials` reports of [`REPORT_ROWS`] rows, every row of the new side `1 + change` times
+/// the baseline's (lower is better), judged together as a report judges them (one
+/// adjustment across the rows at each look).
+pub fn run_report_trials(design: Design, change: f64, trials: usize, seed: u64, s: &Settings) -> ReportTally {
+    let mut rng = Rng::new(seed);
+    let (looks, max) = match design {
+        Design::Fixed(n) => (Looks::fixed(), n),
+        Design::Adaptive(lo, hi) => (Looks::adaptive(lo, hi), hi),
+    };
+    let mut t = ReportTally {
+        reports: trials,
+        rows: Tally {
+            trials: trials * REPORT_ROWS,
+            ..Tally::default()
+        },
+        ..ReportTally::default()
+    };
+    for _ in 0..trials {
+        let mut side = |factor: f64| -> Vec<Vec<f64>> { (0..max).map(|_| report_run(&mut rng, factor)).collect() };
+        let (base, new) = (side(1.0), side(1.0 + change));
+        let rows: Vec<RowInput> = (0..REPORT_ROWS)
+            .map(|r| RowInput {
+                base: Side::of_runs(&base.iter().map(|run| run[r]).collect::<Vec<_>>()),
+                new: Side::of_runs(&new.iter().map(|run| run[r]).collect::<Vec<_>>()),
+                kind: if r < REPORT_PERCENTILES {
+                    MetricKind::Latency
+                } else {
+                    MetricKind::Mean
+                },
+                higher_is_better: false,
+                by_boot: false,
+            })
+            .collect();
+        let mut alarm = false;
+        for c in judge(&rows, &looks, s, true).into_iter().flatten() {
+            t.rows.runs += c.n[0];
+            t.rows.count(c.verdict);
+            alarm |= c.verdict.is_change();
+        }
+        t.reports_with_alarm += usize::from(alarm);
+    }
     t
+}
+
+/// How often an inconclusive row's "about N runs per side would settle it" does: rows of
+/// `case` with a true `change`, judged once at `first` runs a side; each inconclusive one
+/// that gives an estimate N (up to 2000) is measured again, afresh, at N runs a side under
+/// one look. Returns (rows that settled then, rows with an estimate).
+pub fn settle_trials(case: &Case, first: usize, change: f64, trials: usize, seed: u64, s: &Settings) -> (usize, usize) {
+    let mut rng = Rng::new(seed);
+    let judge_at = |rng: &mut Rng, n: usize| {
+        let row = RowInput {
+            base: draw(case, rng, 1.0, 1, n, "s"),
+            new: draw(case, rng, 1.0 + change, 1, n, "s"),
+            kind: case.kind,
+            higher_is_better: false,
+            by_boot: false,
+        };
+        judge(&[row], &Looks::fixed(), s, true)
+            .pop()
+            .flatten()
+            .expect("a comparison")
+    };
+    let (mut settled, mut estimated) = (0, 0);
+    for _ in 0..trials {
+        let c = judge_at(&mut rng, first);
+        let Some(n) = c
+            .runs_needed
+            .filter(|n| *n <= 2000 && c.verdict == Verdict::Inconclusive)
+        else {
+            continue;
+        };
+        estimated += 1;
+        if judge_at(&mut rng, n).verdict != Verdict::Inconclusive {
+            settled += 1;
+        }
+    }
+    (settled, estimated)
 }

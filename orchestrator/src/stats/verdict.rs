@@ -589,8 +589,8 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
         (
             Verdict::Inconclusive,
             format!(
-                "needs ≥ {need} {unit} per side: the {test} cannot reach p < {alpha:.2e} with {} vs {}; {level} CI of the change {ci}",
-                c.n[0], c.n[1]
+                "needs ≥ {need} {unit} per side: the {test} cannot reach p < {alpha:.2e} with {} vs {} (its smallest p here is {:.2e}); {need} is for values without ties at this look's alpha, tied values need more; {level} CI of the change {ci}",
+                c.n[0], c.n[1], c.min_p
             ),
         )
     } else {
@@ -662,9 +662,11 @@ fn open_reason(
     )
 }
 
-/// Observations per side that would likely (80%) settle the row, from the spread seen:
-/// enough to show the change if it is at least the minimum effect, or the equivalence if
-/// it is below.
+/// Observations per side that would settle the row if the change and spread seen were the
+/// truth (80% power by a normal approximation at this look's alpha): enough to show the
+/// change if it is at least the minimum effect, or the equivalence if it is below. A rough
+/// guide, not a promise: the change seen is itself noisy (`kreg bench verdicts` prints how
+/// often such an estimate settled a row in simulation).
 fn runs_to_settle(c: &Comparison, s: &Settings, alpha: f64) -> Option<usize> {
     if !c.rel_sd.is_finite() || !c.change.is_finite() {
         return None;

@@ -299,9 +299,12 @@ pub struct SampleItem {
     pub boot_id: Option<String>,
     pub value: f64,
     pub unit: String,
+    /// A warm-up run (`warmup:`): stored and shown, never judged.
+    pub warmup: bool,
 }
 
-/// The samples of one row (workload, metric, kernel, variant) of a run, in iteration order.
+/// The samples of one row (workload, metric, kernel, variant) of a run, in iteration order,
+/// warm-ups included (marked).
 pub async fn row_samples(
     db: impl PgExecutor<'_>,
     run_id: i64,
@@ -311,11 +314,10 @@ pub async fn row_samples(
     variant: &str,
 ) -> Result<Vec<SampleItem>> {
     Ok(sqlx::query_as(
-        "SELECT j.id AS job_id, j.iteration, j.boot, j.boot_id, x.value, x.unit
+        "SELECT j.id AS job_id, j.iteration, j.boot, j.boot_id, x.value, x.unit, j.warmup
          FROM results x JOIN jobs j ON j.id = x.job_id
          WHERE x.run_id = $1 AND j.workload = $2 AND x.metric = $3 AND j.kernel = $4 AND j.variant = $5
-           AND NOT j.warmup
-         ORDER BY j.iteration, j.ordinal",
+         ORDER BY j.ordinal",
     )
     .bind(run_id)
     .bind(workload)

@@ -520,8 +520,13 @@ pub async fn samples_page(State(st): State<AppState>, Path(id): Path<String>, Qu
         .samples
         .iter()
         .map(|s| {
+            let iteration = if s.warmup {
+                "<span class=\"warmup\">warm-up, not judged</span>".to_string()
+            } else {
+                s.iteration.to_string()
+            };
             vec![
-                s.iteration.to_string(),
+                iteration,
                 s.boot.to_string(),
                 format!("<code>{}</code>", esc(s.boot_id.as_deref().unwrap_or(""))),
                 format!("{} {}", esc(&report::fmt_value(s.value)), esc(&s.unit)),
@@ -529,8 +534,17 @@ pub async fn samples_page(State(st): State<AppState>, Path(id): Path<String>, Qu
             ]
         })
         .collect();
+    let warmups = v.samples.iter().filter(|s| s.warmup).count();
+    let note = match warmups {
+        0 => String::new(),
+        n => format!(
+            "<p class=\"note\">{n} warm-up run{} (<code>warmup:</code>, at the start of a boot) listed and marked: no verdict uses {}.</p>",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" }
+        ),
+    };
     let body = format!(
-        "<p>{} · kernel {} · variant {}</p>{}",
+        "<p>{} · kernel {} · variant {}</p>{note}{}",
         html::link(&format!("/runs/{}/report", v.run), &format!("run {} comparison", v.run)),
         esc(&v.kernel),
         esc(&v.variant),
