@@ -68,7 +68,7 @@ async fn requests_without_the_right_token_get_401_and_run_nothing() {
 #[tokio::test]
 async fn version_probe_needs_no_token() {
     let agent = start("version").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, "not-the-token-at-all");
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, "not-the-token-at-all");
     let v = client.version().await.unwrap();
     assert_eq!(v.protocol, kreg_agent::PROTOCOL_VERSION);
     let err = client.identity().await.unwrap_err();
@@ -78,7 +78,7 @@ async fn version_probe_needs_no_token() {
 #[tokio::test]
 async fn exec_applies_the_policy_and_reports_it() {
     let agent = start("exec").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     for (policy, want) in [
         (Policy::Batch, "batch"),
         (Policy::Idle, "idle"),
@@ -108,7 +108,7 @@ async fn exec_applies_the_policy_and_reports_it() {
 #[tokio::test]
 async fn exec_timeout_kills_the_process_group() {
     let agent = start("timeout").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     let r = client
         .exec(ExecRequest {
             argv: vec!["sleep".into(), "30".into()],
@@ -134,7 +134,7 @@ async fn exec_timeout_kills_the_process_group() {
 #[tokio::test]
 async fn knobs_are_confined_and_read_back() {
     let agent = start("knob").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     let read = |path: &str| Step::ReadKnob { path: path.into() };
     match client
         .step(read("/proc/sys/kernel/ostype"), Duration::from_secs(5))
@@ -169,7 +169,7 @@ async fn knobs_are_confined_and_read_back() {
 #[tokio::test]
 async fn identity_and_schedstat() {
     let agent = start("identity").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     let id = client.identity().await.unwrap();
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     assert_eq!(id.kernel_release, release.trim());
@@ -197,7 +197,7 @@ async fn identity_and_schedstat() {
 #[tokio::test]
 async fn uploads_land_under_plain_names_only() {
     let agent = start("upload").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     let up = client
         .upload("vmlinuz-6.12.1+deb12-amd64", b"abc".to_vec())
         .await
@@ -227,7 +227,7 @@ async fn uploads_land_under_plain_names_only() {
 #[tokio::test]
 async fn spawned_servers_run_under_the_policy_until_stopped() {
     let agent = start("spawn").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     // A multi-threaded stand-in server: python3 with two extra threads that sleep.
     let script = "import threading,time,sys\nfor _ in range(2): threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\nprint('ready', flush=True)\nsys.stdin.read()\ntime.sleep(60)\n";
     let p = client
@@ -270,7 +270,7 @@ async fn spawned_servers_run_under_the_policy_until_stopped() {
 #[tokio::test]
 async fn exec_feeds_stdin() {
     let agent = start("stdin").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     let r = client
         .exec(ExecRequest {
             argv: vec!["wc".into(), "-l".into()],
@@ -286,7 +286,7 @@ async fn exec_feeds_stdin() {
 #[tokio::test]
 async fn install_kernel_puts_files_in_boot_and_modules_and_runs_depmod() {
     let agent = start("install").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     let rel = "6.1.99-kreg-test1234";
     let src = agent.dir.join("src");
     let inst = install_one(&client, &src, rel).await;
@@ -379,7 +379,7 @@ fn install_req(rel: &str, modules: &str) -> Step {
 
 /// Installs a kernel with a config, a System.map and a modules tree, through the agent.
 async fn install_one(
-    client: &kreg_agent::client::AgentClient,
+    client: &kreg_protocol::client::AgentClient,
     src: &std::path::Path,
     rel: &str,
 ) -> kreg_agent::wire::Installed {
@@ -407,7 +407,7 @@ async fn install_one(
 #[tokio::test]
 async fn installed_kernels_are_listed_oldest_first_and_removed_with_what_they_own() {
     let agent = start("prune").await;
-    let client = kreg_agent::client::AgentClient::new(&agent.url, TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&agent.url, TOKEN);
     let src = agent.dir.join("src");
     let (old, new) = ("6.1.90-kreg-aaaa1111", "6.1.91-kreg-bbbb2222");
     install_one(&client, &src, old).await;

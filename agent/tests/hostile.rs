@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use kreg_agent::client::AgentClient;
 use kreg_agent::server::Limits;
 use kreg_agent::wire::{ExecRequest, Step, StepOutput};
+use kreg_protocol::client::AgentClient;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

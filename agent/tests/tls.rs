@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use kreg_agent::client::AgentClient;
+use kreg_protocol::client::AgentClient;
 
 const TOKEN: &str = "tls-test-token-0123456789abcdef";
 

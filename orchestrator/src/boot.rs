@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::Identity;
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::Identity;
 
 use crate::kernel::Prepared;
 use crate::poll::{until, Look, Waited};

@@ -1,7 +1,7 @@
 //! One way to say a command failed: what ran, how it ended, and the last lines of its
 //! output, whether it ran on the controller or through an agent.
 
-use kreg_agent::wire::ExecResult;
+use kreg_protocol::wire::ExecResult;
 
 /// A command that did not succeed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

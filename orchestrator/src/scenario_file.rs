@@ -75,7 +75,7 @@ pub fn check_files(s: &Scenario) -> Vec<Diagnostic> {
                 Err(e) => Some(format!("{}: {shown}: {e}", f.what)),
                 Ok(_) if f.what == "token_file" => std::fs::read_to_string(&f.path)
                     .map_err(|e| e.to_string())
-                    .and_then(|t| kreg_agent::wire::Token::from_file_text(&t).map(drop))
+                    .and_then(|t| kreg_protocol::wire::Token::from_file_text(&t).map(drop))
                     .err()
                     .map(|e| format!("token_file: {shown}: {e}")),
                 Ok(_) => None,

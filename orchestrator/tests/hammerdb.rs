@@ -339,7 +339,7 @@ async fn tproc_c_from_the_ldg_against_mariadb_on_the_sut() {
     let kreg::scenario::WorkloadKind::Hammerdb(h) = &sc.workload("tpcc").unwrap().kind else {
         panic!("a hammerdb workload")
     };
-    let client = kreg_agent::client::AgentClient::pinned(&ldg.url, TOKEN, &ldg.fingerprint).unwrap();
+    let client = kreg_protocol::client::AgentClient::pinned(&ldg.url, TOKEN, &ldg.fingerprint).unwrap();
     // The 4.12 tree kreg unpacked for the runs above (named by the tarball's SHA-256).
     let hash: String = {
         use sha2::Digest;

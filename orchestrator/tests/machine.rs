@@ -20,8 +20,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use kreg::lab::machine::{Machine, MachineSpec};
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::ExecRequest;
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::ExecRequest;
 
 mod common;
 use common::standin::standin_repo;

@@ -3,7 +3,7 @@
 //! never logged. [`listen`] holds the accept loop and its limits, [`files`] the uploads.
 
 mod files;
-pub mod listen;
+pub use kreg_protocol::listen;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ pub struct Config {
     pub layout: steps::install::Layout,
     pub limits: Limits,
     /// Serve TLS with this acceptor (see [`crate::tls`]) instead of plain HTTP.
-    pub tls: Option<crate::tls::Acceptor>,
+    pub tls: Option<kreg_protocol::listen::Acceptor>,
 }
 
 struct AppState {

@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::wire::{CgroupTree, CgroupsMade, ErrorKind, StepError};
 
-/// Most groups one tree may hold: a hierarchy is a test fixture, not a fork bomb.
-pub const MAX_GROUPS: u64 = 100_000;
+pub use kreg_protocol::limits::MAX_GROUPS;
 
 /// Where the cgroup2 file system is mounted (the first such mount in mountinfo).
 pub fn mount() -> Result<PathBuf, StepError> {

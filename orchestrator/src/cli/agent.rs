@@ -12,7 +12,7 @@ use kreg::config::Config;
 use kreg::scenario::{SshSpec, Transport};
 use kreg::ssh::install::Slot;
 use kreg::ssh::{self, install, Session, Tunnel};
-use kreg_agent::client::AgentClient;
+use kreg_protocol::client::AgentClient;
 
 #[derive(clap::Args, Clone)]
 pub struct SshArgs {
@@ -199,7 +199,7 @@ impl Row {
     }
 
     /// From an agent that answered with its identity.
-    fn of(host: &str, reached: &str, agent: String, id: &kreg_agent::wire::Identity) -> Row {
+    fn of(host: &str, reached: &str, agent: String, id: &kreg_protocol::wire::Identity) -> Row {
         Row {
             host: host.into(),
             reached: reached.into(),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use comfy_table::{presets, Table};
 
-use kreg_agent::client::AgentClient;
+use kreg_protocol::client::AgentClient;
 
 const TOKEN: &str = "bench-agent-token-0123456789";
 

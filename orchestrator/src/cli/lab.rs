@@ -93,7 +93,7 @@ async fn lab_machine(
         cpus,
         memory_mib,
     })?;
-    let client = kreg_agent::client::AgentClient::new(&machine.url(), &token);
+    let client = kreg_protocol::client::AgentClient::new(&machine.url(), &token);
     let id = kreg::boot::wait_for_agent(&client, None, std::time::Duration::from_secs(600), None)
         .await
         .map_err(|e| anyhow::anyhow!("{e}; console:\n{}", machine.console_tail(25)))?;

@@ -1,7 +1,7 @@
 //! Per-task scheduler statistics of the workload's processes and threads, each taken at
 //! its exit (taskstats, by the agent): per thread as a table, summed as metrics.
 
-use kreg_agent::wire::TaskStat;
+use kreg_protocol::wire::TaskStat;
 
 use crate::parse::{Metric, MetricKind};
 

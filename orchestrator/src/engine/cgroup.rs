@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use kreg_agent::client::{AgentClient, CONTROL_TIMEOUT};
-use kreg_agent::wire::{CgroupTree, CgroupsMade, Step, StepOutput};
+use kreg_protocol::client::{AgentClient, CONTROL_TIMEOUT};
+use kreg_protocol::wire::{CgroupTree, CgroupsMade, Step, StepOutput};
 
 use super::error::HostError;
 use crate::cgroup::Cgroup;

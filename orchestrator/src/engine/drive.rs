@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::Identity;
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::Identity;
 use sqlx::PgPool;
 
 use super::host::Conn;

@@ -1,7 +1,7 @@
 //! What can go wrong while the engine works a host, typed: the agent (unreachable, refusing,
 //! a step that failed), a command that did not succeed, or something kreg checked.
 
-use kreg_agent::client::ClientError;
+use kreg_protocol::client::ClientError;
 
 use crate::failure::CommandFailed;
 
@@ -48,7 +48,7 @@ impl From<String> for HostError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kreg_agent::client::AgentClient;
+    use kreg_protocol::client::AgentClient;
 
     #[tokio::test]
     async fn an_agent_nobody_answers_for_is_unreachable_and_says_what_was_done() {

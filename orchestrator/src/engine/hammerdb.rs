@@ -5,8 +5,8 @@
 //! later want the chart package `ticklecharts` at start: a stub stands in when the tree
 //! lacks it. Versions kreg cannot drive (5.x needs Tcl 9) are refused with that reason.
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{ExecRequest, FileSource};
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::{ExecRequest, FileSource};
 
 use super::error::HostError;
 use super::{command, must};

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{Identity, KexecRequest, Step, StepOutput};
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::{Identity, KexecRequest, Step, StepOutput};
 
 use super::http::HttpConn;
 use crate::boot::{check_booted, wait_for_reboot, BootMethod, NoNewBoot, Target, Watch};
@@ -44,7 +44,7 @@ pub struct LabConn {
 
 /// A host's token: the first line of its token file, as the agent reads it.
 pub fn read_token(token_file: &std::path::Path) -> Result<String, String> {
-    let token = kreg_agent::wire::Token::read_file(token_file)?;
+    let token = kreg_protocol::wire::Token::read_file(token_file)?;
     crate::secrets::remember(token.expose());
     Ok(token.expose().to_string())
 }
@@ -113,7 +113,7 @@ impl Conn {
     /// The running kernel's config on this host: /proc/config.gz, else /boot/config-RELEASE.
     async fn running_config(&self) -> Option<String> {
         let client = self.client()?;
-        let req = |argv: Vec<String>| kreg_agent::wire::ExecRequest {
+        let req = |argv: Vec<String>| kreg_protocol::wire::ExecRequest {
             argv,
             timeout_secs: 30,
             ..Default::default()

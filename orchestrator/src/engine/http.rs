@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{Identity, InstallRequest, Step, StepOutput};
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::{Identity, InstallRequest, Step, StepOutput};
 
 use crate::boot::{check_booted, wait_for_agent, wait_for_reboot, BootMethod, NoNewBoot, Target};
 use crate::kernel::Prepared;

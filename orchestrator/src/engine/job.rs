@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use kreg_agent::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
-use kreg_agent::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
+use kreg_protocol::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
+use kreg_protocol::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
 
 use super::error::HostError;
 use super::server::Session;
@@ -229,7 +229,7 @@ async fn perf_start(ctx: &Ctx<'_>, raw: &mut [(String, String)]) -> Result<(), J
         timeout_secs: 0,
         ..Default::default()
     };
-    let ready = |st: &kreg_agent::wire::ProcessState| perf_stat::counting(&st.stderr);
+    let ready = |st: &kreg_protocol::wire::ProcessState| perf_stat::counting(&st.stderr);
     match super::spawn_until_ready(
         ctx.sut,
         req,
@@ -573,7 +573,7 @@ async fn wait_spawned(
     client: &AgentClient,
     id: u64,
     limit: Duration,
-) -> Result<kreg_agent::wire::ProcessState, WaitError> {
+) -> Result<kreg_protocol::wire::ProcessState, WaitError> {
     let waited = until(limit, Duration::from_millis(200), async || {
         match client.poll(id).await {
             Ok(st) if !st.running => Look::Ready(()),

@@ -96,8 +96,8 @@ pub enum Event {
 }
 
 /// A command for an agent's exec step: argv and a time limit, nothing else set.
-fn command<S: Into<String>>(argv: impl IntoIterator<Item = S>, timeout_secs: u64) -> kreg_agent::wire::ExecRequest {
-    kreg_agent::wire::ExecRequest {
+fn command<S: Into<String>>(argv: impl IntoIterator<Item = S>, timeout_secs: u64) -> kreg_protocol::wire::ExecRequest {
+    kreg_protocol::wire::ExecRequest {
         argv: argv.into_iter().map(Into::into).collect(),
         timeout_secs,
         ..Default::default()
@@ -107,7 +107,7 @@ fn command<S: Into<String>>(argv: impl IntoIterator<Item = S>, timeout_secs: u64
 /// Why a spawned collector did not become ready.
 enum NotReady {
     /// The agent could not start or poll it.
-    Agent(kreg_agent::client::ClientError),
+    Agent(kreg_protocol::client::ClientError),
     /// It exited first, or took too long (it is stopped then): the reason, said.
     Said(String),
 }
@@ -117,10 +117,10 @@ enum NotReady {
 /// says what it had not done when it exited ("before counting"), `late` what it had not
 /// done when `secs` went by.
 async fn spawn_until_ready(
-    client: &kreg_agent::client::AgentClient,
-    req: kreg_agent::wire::ExecRequest,
+    client: &kreg_protocol::client::AgentClient,
+    req: kreg_protocol::wire::ExecRequest,
     (what, until_what, secs, late): (&str, &str, u64, &str),
-    ready: impl Fn(&kreg_agent::wire::ProcessState) -> bool,
+    ready: impl Fn(&kreg_protocol::wire::ProcessState) -> bool,
 ) -> Result<u64, NotReady> {
     use crate::poll::{until, Look, Waited};
     let p = client.spawn(req).await.map_err(NotReady::Agent)?;
@@ -150,8 +150,8 @@ async fn spawn_until_ready(
 
 /// Runs `r` on `client`; its stdout, or why it failed (`what` names it).
 async fn must(
-    client: &kreg_agent::client::AgentClient,
-    r: kreg_agent::wire::ExecRequest,
+    client: &kreg_protocol::client::AgentClient,
+    r: kreg_protocol::wire::ExecRequest,
     what: &str,
 ) -> Result<String, error::HostError> {
     let limit = r.timeout_secs;
@@ -176,7 +176,7 @@ async fn schedstats_on(
     db: &PgPool,
     run_id: i64,
     sut: &str,
-    client: &kreg_agent::client::AgentClient,
+    client: &kreg_protocol::client::AgentClient,
     boot_id: &str,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Option<String>, EngineError> {
@@ -259,7 +259,7 @@ pub async fn restore_settings(db: &PgPool, run_id: i64, cfg: &Config) -> Result<
 /// Kills what an earlier attempt of this run left on `host` (servers of this attempt kept
 /// when `keep_spawned`), and says so.
 async fn sweep(
-    client: &kreg_agent::client::AgentClient,
+    client: &kreg_protocol::client::AgentClient,
     host: &str,
     keep_spawned: bool,
     on_event: &mut dyn FnMut(Event),

@@ -1,7 +1,7 @@
 //! Reaching a host's agent: at its URL on an http host; through SSH on an ssh host, after
 //! kreg installed, upgraded or started the agent there.
 
-use kreg_agent::client::AgentClient;
+use kreg_protocol::client::AgentClient;
 
 use crate::config::Config;
 use crate::scenario::{Host, HttpTransport, SshTransport, Transport};

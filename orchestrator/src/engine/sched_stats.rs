@@ -8,8 +8,8 @@
 //! perf switches `kernel.sched_schedstats` on for the recording when it is off and back at
 //! its end; kreg has it on for the whole boot anyway (and puts it back after).
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::ExecRequest;
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::ExecRequest;
 
 /// What the recording's command prints once perf has taken its first snapshot.
 pub const READY: &str = "kreg: perf sched stats record has its first snapshot";
@@ -52,7 +52,7 @@ pub async fn start(sut: &AgentClient, path: &str) -> Result<Recording, String> {
         timeout_secs: 0,
         ..Default::default()
     };
-    let ready = |st: &kreg_agent::wire::ProcessState| st.stdout.contains(READY);
+    let ready = |st: &kreg_protocol::wire::ProcessState| st.stdout.contains(READY);
     let what = (
         "perf sched stats record",
         "before its first snapshot",

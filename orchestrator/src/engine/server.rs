@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{ExecRequest, FileSource, Policy};
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::{ExecRequest, FileSource, Policy};
 
 use super::error::HostError;
 use super::{command, must};
@@ -253,7 +253,7 @@ pub async fn start_netserver(
         )
         .await?;
         let now = listening(server, n).await?;
-        let ours = |h: &kreg_agent::wire::Holder| h.pid == session.pid || h.ppid == session.pid;
+        let ours = |h: &kreg_protocol::wire::Holder| h.pid == session.pid || h.ppid == session.pid;
         let held = now.iter().any(|l| l.holders.iter().any(|h| h.pid == session.pid));
         let foreign: Vec<_> = now
             .iter()
@@ -286,7 +286,7 @@ pub async fn start_netserver(
 
 /// The sockets listening where the netperf clients connect (the server's address or every
 /// address, on its port).
-async fn listening(server: &AgentClient, n: &Netperf) -> Result<Vec<kreg_agent::wire::Listener>, HostError> {
+async fn listening(server: &AgentClient, n: &Netperf) -> Result<Vec<kreg_protocol::wire::Listener>, HostError> {
     let all = server
         .listeners(n.server_port)
         .await
@@ -295,7 +295,7 @@ async fn listening(server: &AgentClient, n: &Netperf) -> Result<Vec<kreg_agent::
 }
 
 /// `pid 1234 (netserver) listens on 0.0.0.0:12865`, for each socket.
-fn describe_listeners(ls: &[kreg_agent::wire::Listener]) -> String {
+fn describe_listeners(ls: &[kreg_protocol::wire::Listener]) -> String {
     ls.iter()
         .map(|l| {
             let who = if l.holders.is_empty() {

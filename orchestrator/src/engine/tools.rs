@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{ExecRequest, FileSource, PlaceRequest, Step, StepOutput};
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::{ExecRequest, FileSource, PlaceRequest, Step, StepOutput};
 use sha2::Digest;
 
 use super::error::HostError;

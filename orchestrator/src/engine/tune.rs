@@ -3,7 +3,7 @@
 //! read back for each job's record, and put back (latest change first) when the boot's
 //! jobs are over, when a setting cannot be had, or by `kreg resume` after a crash.
 
-use kreg_agent::client::AgentClient;
+use kreg_protocol::client::AgentClient;
 use sqlx::PgPool;
 
 use super::job::write_knob;

@@ -62,7 +62,7 @@ pub fn prepare_with(
         KernelSource::Running => Ok(None),
         KernelSource::Path { vmlinuz } => {
             let image = std::fs::read(vmlinuz).map_err(|e| msg(format!("kernel image {}: {e}", vmlinuz.display())))?;
-            let release = kreg_agent::bzimage::release(&image).ok_or_else(|| {
+            let release = kreg_protocol::bzimage::release(&image).ok_or_else(|| {
                 msg(format!(
                     "{} is not a bzImage (no setup header with a kernel version)",
                     vmlinuz.display()

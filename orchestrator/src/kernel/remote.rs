@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::{ExecRequest, ExecResult};
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::{ExecRequest, ExecResult};
 
 use super::build::{build_id_of, run, uts_version_of, BuildHost, Compiled, Tree};
 use super::{msg, KernelError};

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::Identity;
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::Identity;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {

@@ -9,7 +9,7 @@ mod load;
 use std::path::PathBuf;
 
 pub use crate::yaml::cx::{Diagnostic, FileRef};
-pub use kreg_agent::wire::Policy;
+pub use kreg_protocol::wire::Policy;
 pub use load::{from_str, parse_cpu_list};
 
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
+use kreg_protocol::client::AgentClient;
 use sha2::{Digest, Sha256};
 
 use super::session::Session;
@@ -363,7 +363,7 @@ async fn wait_up(session: &Session, slot: &Slot, client: &AgentClient) -> Result
     loop {
         match tokio::time::timeout(Duration::from_secs(5), client.identity()).await {
             Ok(Ok(_)) => return Ok(()),
-            Ok(Err(kreg_agent::client::ClientError::Unauthorized { .. })) => {
+            Ok(Err(kreg_protocol::client::ClientError::Unauthorized { .. })) => {
                 return Err(format!(
                     "ssh {}: something else answers on the agent's port with another token (another kreg-agent started by hand?); stop it or give this host another agent_port",
                     session.target

@@ -11,7 +11,7 @@ pub mod tunnel;
 
 use std::path::{Path, PathBuf};
 
-use kreg_agent::client::AgentClient;
+use kreg_protocol::client::AgentClient;
 
 pub use session::{Session, SshError};
 pub use tunnel::Tunnel;
@@ -119,7 +119,7 @@ pub fn token_file(path: &Path) -> Result<String, String> {
 
 /// A token file's token (its first line), as the agent reads it.
 fn read_token(path: &Path) -> Result<String, String> {
-    let token = kreg_agent::wire::Token::read_file(path)?;
+    let token = kreg_protocol::wire::Token::read_file(path)?;
     crate::secrets::remember(token.expose());
     Ok(token.expose().to_string())
 }

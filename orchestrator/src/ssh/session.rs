@@ -184,7 +184,7 @@ fn load_identity(spec: &SshSpec, target: &str) -> Result<(PathBuf, russh::keys::
         cause,
     };
     let passphrase = match &spec.passphrase_file {
-        Some(f) => Some(kreg_agent::wire::read_secret(f, "passphrase_file").map_err(err)?),
+        Some(f) => Some(kreg_protocol::wire::read_secret(f, "passphrase_file").map_err(err)?),
         None => None,
     };
     match russh::keys::load_secret_key(&path, passphrase.as_deref()) {

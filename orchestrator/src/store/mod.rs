@@ -427,7 +427,7 @@ pub async fn record_host(
     db: impl PgExecutor<'_>,
     run_id: i64,
     name: &str,
-    id: &kreg_agent::wire::Identity,
+    id: &kreg_protocol::wire::Identity,
     boot_method: &str,
     reached: &str,
 ) -> Result<()> {

@@ -6,8 +6,8 @@
 use std::future::Future;
 
 use super::{cpu_list, Knob, Offline, Setting, Tuning};
-use kreg_agent::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
-use kreg_agent::wire::{ErrorKind, Step, StepOutput};
+use kreg_protocol::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
+use kreg_protocol::wire::{ErrorKind, Step, StepOutput};
 
 const CPU: &str = "/sys/devices/system/cpu";
 

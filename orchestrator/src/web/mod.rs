@@ -110,13 +110,13 @@ pub async fn serve(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     eprintln!("kreg: dashboard on http://{}/", socket.local_addr()?);
-    kreg_agent::server::listen::raise_nofile_limit();
-    let limits = kreg_agent::server::Limits {
+    kreg_protocol::listen::raise_nofile_limit();
+    let limits = kreg_protocol::listen::Limits {
         max_connections: 512,
         header_timeout,
         ..Default::default()
     };
-    kreg_agent::server::listen::serve(socket, app, limits, None, std::future::pending()).await?;
+    kreg_protocol::listen::serve(socket, app, limits, None, std::future::pending()).await?;
     Ok(())
 }
 

@@ -191,7 +191,7 @@ pub(super) async fn data_full_during_upload() -> Row {
     if !left.is_empty() || bytes > 0 {
         row.checks.push(format!("the cut upload left {bytes} bytes: {left:?}"));
     }
-    let client = kreg_agent::client::AgentClient::new(&format!("http://{}", agent.addr), TOKEN);
+    let client = kreg_protocol::client::AgentClient::new(&format!("http://{}", agent.addr), TOKEN);
     if let Err(e) = client.identity().await {
         row.checks.push(format!("the agent does not answer: {e}"));
     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use kreg_agent::client::AgentClient;
+use kreg_protocol::client::AgentClient;
 
 use super::{Booted, Driver, JOB_TRIES, RECONNECT_WAIT};
 use crate::engine::server::Session;

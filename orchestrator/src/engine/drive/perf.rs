@@ -4,8 +4,8 @@
 //! `perf` the jobs start (collectors, perf-bench) runs it. A kernel without one runs the
 //! machine's own perf again.
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::FileSource;
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::FileSource;
 
 use super::{Driver, Failure};
 use crate::engine::host::Conn;

@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use kreg_agent::client::AgentClient;
-use kreg_agent::wire::Identity;
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::Identity;
 
 use super::{Booted, Driver, Failure};
 use crate::engine::Event;

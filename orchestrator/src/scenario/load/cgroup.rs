@@ -10,7 +10,7 @@ const KEYS: &[&str] = &["quota", "period_us", "weight", "cpus", "hierarchy"];
 /// Most leaves a generated hierarchy may have.
 pub const MAX_LEAVES: u64 = 20_000;
 /// Most groups in all (the agent's own bound).
-pub const MAX_GROUPS: u64 = kreg_agent::steps::cgroup::MAX_GROUPS;
+pub const MAX_GROUPS: u64 = kreg_protocol::limits::MAX_GROUPS;
 
 impl<'a> Cx<'a> {
     pub(super) fn cgroup(&mut self, node: &Node, what: &str) -> Option<Cgroup> {

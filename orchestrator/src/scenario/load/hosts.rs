@@ -230,7 +230,7 @@ impl<'a> Cx<'a> {
         let fingerprint = match f.get("tls_fingerprint") {
             None => Some(None),
             Some(n) => self.string(n, "tls_fingerprint").and_then(|s| {
-                if kreg_agent::tls::normalize(&s).is_none() {
+                if kreg_protocol::pin::normalize(&s).is_none() {
                     self.error(
                         n,
                         format!("tls_fingerprint: {s:?} is not a SHA-256 fingerprint (sha256: and 64 hex digits, as `kreg agent install` prints it)"),

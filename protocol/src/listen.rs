@@ -15,6 +15,16 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
+/// The TLS side of a connection (an agent reached over a network).
+#[derive(Clone)]
+pub struct Acceptor(pub tokio_rustls::TlsAcceptor);
+
+impl std::fmt::Debug for Acceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Acceptor")
+    }
+}
+
 /// How long and how much the agent waits for and keeps of its clients.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -138,7 +148,7 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
-    tls: Option<crate::tls::Acceptor>,
+    tls: Option<Acceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let cap = limits.effective_max_connections();

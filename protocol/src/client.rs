@@ -102,9 +102,9 @@ impl AgentClient {
     }
 
     /// A client of an agent serving HTTPS whose certificate has `fingerprint` (see
-    /// [`crate::tls`]): no other certificate is accepted, and no CA is consulted.
+    /// [`crate::pin`]): no other certificate is accepted, and no CA is consulted.
     pub fn pinned(base_url: &str, token: &str, fingerprint: &str) -> Result<AgentClient, String> {
-        let tls = crate::tls::pinned_client(fingerprint)?;
+        let tls = crate::pin::pinned_client(fingerprint)?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .no_proxy()
