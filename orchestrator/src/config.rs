@@ -37,8 +37,21 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn home() -> PathBuf {
+/// The user's home directory (`$HOME`, else /root).
+pub fn home() -> PathBuf {
     var("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+/// The folders of `$PATH`, in order.
+pub fn path_dirs() -> Vec<PathBuf> {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default()
+}
+
+/// Where temporary files go (`$TMPDIR`, else /tmp).
+pub fn temp_dir() -> PathBuf {
+    std::env::temp_dir()
 }
 
 /// `kreg-agent` next to the running executable, or one level up (for test binaries, which

@@ -1,30 +1,28 @@
 //! kreg: reproduce Linux kernel performance regressions. See ARCHITECTURE.md for the map.
+//!
+//! This crate is the part that touches the world: configuration, the database, the engine
+//! that drives hosts, ssh, the lab, kernel builds, boots, the dashboard and the command
+//! line. What it decides with (scenarios, plans, statistics, reports) is `kreg-core`,
+//! re-exported here under the same names.
+
+pub use kreg_core::{
+    cgroup, collect, kconfig, parse, plan, report, results, scenario, schedstat, stats, text, tuning, workload, yaml,
+};
 
 pub mod boot;
-pub mod cgroup;
-pub mod collect;
 pub mod config;
 pub mod engine;
 pub mod failure;
-pub mod kconfig;
 pub mod kernel;
 pub mod lab;
-pub mod parse;
-pub mod plan;
 pub mod poll;
 pub mod preflight;
-pub mod report;
-pub mod results;
-pub mod scenario;
 pub mod scenario_file;
-pub mod schedstat;
 pub mod secrets;
 pub mod ssh;
-pub mod stats;
 pub mod store;
-pub mod text;
-pub mod tuning;
 pub mod view;
 pub mod web;
-pub mod workload;
-pub mod yaml;
+
+#[cfg(test)]
+mod boundaries;

@@ -88,11 +88,19 @@ pub fn check_files(s: &Scenario) -> Vec<Diagnostic> {
     out
 }
 
+/// A scenario's text, read from `source` (a file, or the path a run stored): parsed and
+/// validated, relative paths taken from the file's folder and `~/` from the user's home.
+pub fn parse(text: &str, source: &Path) -> Result<Scenario, Vec<Diagnostic>> {
+    let base = source.parent().unwrap_or(Path::new("."));
+    let mut s = scenario::from_str(text, base)?;
+    s.expand_home(&crate::config::home());
+    Ok(s)
+}
+
 /// Reads, validates and (unless `skip_files`) checks the files of a scenario.
 pub fn load(file: &Path, skip_files: bool) -> Result<(String, Scenario), Vec<Diagnostic>> {
     let text = read_text(file).map_err(|d| vec![d])?;
-    let base = file.parent().unwrap_or(Path::new("."));
-    let s = scenario::from_str(&text, base)?;
+    let s = parse(&text, file)?;
     let missing = if skip_files { Vec::new() } else { check_files(&s) };
     if missing.is_empty() {
         Ok((text, s))

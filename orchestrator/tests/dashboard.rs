@@ -506,7 +506,7 @@ async fn stand_ins(db: &TestDb) {
     let fixture = |name: &str| {
         std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("fixtures")
+                .join("../core/fixtures")
                 .join(name),
         )
         .unwrap()

@@ -60,7 +60,10 @@ fn hackbench_run_now_is_read_exactly() {
 
 #[test]
 fn schbench_numbers_match_what_it_printed() {
-    let file = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/schbench.6.1.txt"));
+    let file = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../core/fixtures/schbench.6.1.txt"
+    ));
     let text = std::fs::read_to_string(file).unwrap();
     let (ok, json, err) = kreg_parse("schbench", file);
     assert!(ok, "{err}");
@@ -121,7 +124,7 @@ fn bad_input_is_an_error_naming_tool_and_line() {
 
 #[test]
 fn schedstat_diff_on_real_snapshots() {
-    let f = |n: &str| format!("{}/fixtures/{n}", env!("CARGO_MANIFEST_DIR"));
+    let f = |n: &str| format!("{}/../core/fixtures/{n}", env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
         .args([
             "schedstat",
@@ -271,7 +274,7 @@ fn netperf_tables_run_now_are_read_exactly() {
 /// first domain); a diff is refused, saying what it is.
 #[test]
 fn perf_sched_stats_report_and_diff() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/fixtures");
     let report = dir.join("perf-7.2-sched-stats-report.6.1.txt");
     let (ok, json, err) = kreg_parse("perf-sched-stats", &report);
     assert!(ok, "{err}");

@@ -55,7 +55,7 @@ impl Drop for Scratch {
 }
 
 fn start(bin: &Path) -> Result<Agent> {
-    let dir = std::env::temp_dir().join(format!("kreg-bench-agent-{}-{}", std::process::id(), rand_suffix()));
+    let dir = kreg::config::temp_dir().join(format!("kreg-bench-agent-{}-{}", std::process::id(), rand_suffix()));
     std::fs::create_dir_all(&dir)?;
     let dir = Scratch(dir);
     std::fs::write(dir.0.join("token"), TOKEN)?;

@@ -27,7 +27,7 @@ use sqlx::PgPool;
 
 use crate::config::Config;
 use crate::plan::{JobState, RunState};
-use crate::scenario::{self, Scenario};
+use crate::scenario::Scenario;
 use crate::store::{self, JobRow};
 
 /// Everything the engine tells the outside world while it works.
@@ -295,8 +295,7 @@ pub struct Outcome {
 
 /// Loads the scenario a run was created from (its stored text, not today's file).
 pub fn scenario_of(run: &store::RunRow) -> Result<Scenario, EngineError> {
-    let base = Path::new(&run.source_path).parent().unwrap_or(Path::new("."));
-    scenario::from_str(&run.yaml, base).map_err(|diags| EngineError::Scenario {
+    crate::scenario_file::parse(&run.yaml, Path::new(&run.source_path)).map_err(|diags| EngineError::Scenario {
         run: run.id,
         detail: diags
             .iter()

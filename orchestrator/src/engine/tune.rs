@@ -3,13 +3,28 @@
 //! read back for each job's record, and put back (latest change first) when the boot's
 //! jobs are over, when a setting cannot be had, or by `kreg resume` after a crash.
 
-use kreg_protocol::client::AgentClient;
+use kreg_protocol::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
+use kreg_protocol::wire::{ErrorKind, Step, StepOutput};
 use sqlx::PgPool;
 
 use super::job::write_knob;
 use crate::store;
 use crate::tuning::resolve::{normal, parse_cpus, Machine};
 use crate::tuning::{cpu_list, resolve, Record, Resolved, Tuning};
+
+/// A host's sysfs and procfs as the tuning model reads them, through its agent.
+struct Knobs<'a>(&'a AgentClient);
+
+impl Machine for Knobs<'_> {
+    async fn read(&self, path: &str) -> Result<Option<String>, String> {
+        match self.0.step(Step::ReadKnob { path: path.into() }, CONTROL_TIMEOUT).await {
+            Ok(StepOutput::Knob(k)) => Ok(Some(k.value)),
+            Ok(other) => Err(format!("unexpected answer to read_knob {path}: {other:?}")),
+            Err(ClientError::Step { error, .. }) if error.kind == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
 
 pub struct Tuner {
     pub host: String,
@@ -24,7 +39,7 @@ pub struct Tuner {
 
 async fn online_cpus(client: &AgentClient) -> Result<Vec<u32>, String> {
     let path = "/sys/devices/system/cpu/online";
-    let text = client.read(path).await?.ok_or_else(|| format!("no {path}"))?;
+    let text = Knobs(client).read(path).await?.ok_or_else(|| format!("no {path}"))?;
     parse_cpus(&text).ok_or_else(|| format!("{path} reads {text:?}, not a CPU list"))
 }
 
@@ -68,7 +83,7 @@ impl Tuner {
     }
 
     async fn apply(&mut self, db: &PgPool, run_id: i64, client: &AgentClient, want: &Tuning) -> Result<(), String> {
-        let resolved = resolve(client, want, &self.boot_online).await?;
+        let resolved = resolve(&Knobs(client), want, &self.boot_online).await?;
         for w in &resolved.writes {
             self.set(db, run_id, client, (&w.key, &w.path), &w.value).await?;
         }
@@ -85,7 +100,7 @@ impl Tuner {
         (key, path): (&str, &str),
         value: &str,
     ) -> Result<(), String> {
-        let before = client
+        let before = Knobs(client)
             .read(path)
             .await?
             .ok_or_else(|| format!("{key}: {path} is gone"))?;
@@ -115,7 +130,7 @@ impl Tuner {
     async fn read_back(&mut self, db: &PgPool, run_id: i64, client: &AgentClient) -> Result<Record, String> {
         let (tuning, resolved) = self.now.clone().expect("ensure applied a tuning");
         for w in &resolved.writes {
-            let now = client.read(&w.path).await?.unwrap_or_default();
+            let now = Knobs(client).read(&w.path).await?.unwrap_or_default();
             if normal(&now) != normal(&w.value) {
                 tracing::warn!(host = %self.host, path = %w.path, was = %now.trim(), "a tuned knob drifted; set again");
                 self.set(db, run_id, client, (&w.key, &w.path), &w.value).await?;

@@ -209,7 +209,7 @@ const KVM_GRACE: Duration = Duration::from_secs(90);
 /// skip it too (the machine's boot id in its name).
 fn kvm_failed_marker() -> Option<PathBuf> {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    Some(std::env::temp_dir().join(format!("kreg-kvm-failed.{}", boot.trim())))
+    Some(crate::config::temp_dir().join(format!("kreg-kvm-failed.{}", boot.trim())))
 }
 
 fn mark_kvm_failed() {

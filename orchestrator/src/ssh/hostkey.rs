@@ -4,7 +4,7 @@
 //! host not listed at all is refused with the key's fingerprint and the line to add. A key
 //! pinned in the scenario replaces the files.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use hmac::{Hmac, Mac};
 use russh::keys::ssh_key::known_hosts::{Entry, HostPatterns, Marker};
@@ -85,9 +85,8 @@ pub fn fingerprint(key: &PublicKey) -> String {
 
 /// The known_hosts files used when a host entry names none, as OpenSSH reads them.
 pub fn default_files() -> Vec<PathBuf> {
-    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
     vec![
-        Path::new(&home).join(".ssh/known_hosts"),
+        crate::config::home().join(".ssh/known_hosts"),
         PathBuf::from("/etc/ssh/ssh_known_hosts"),
     ]
 }

@@ -151,7 +151,7 @@ pub fn command_line(argv: &[&str]) -> String {
 }
 
 fn home_file(rel: &str) -> PathBuf {
-    PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into())).join(rel)
+    crate::config::home().join(rel)
 }
 
 /// The identity the spec names, else the user's first default key that exists.

@@ -46,9 +46,9 @@ fn bin_dir() -> Result<Option<PathBuf>, ClusterError> {
     if let Some((_, bin)) = best {
         return Ok(Some(bin));
     }
-    let in_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("initdb").exists() && d.join("pg_ctl").exists()))
-        .unwrap_or(false);
+    let in_path = crate::config::path_dirs()
+        .iter()
+        .any(|d| d.join("initdb").exists() && d.join("pg_ctl").exists());
     if in_path {
         Ok(None)
     } else {

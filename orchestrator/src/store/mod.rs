@@ -462,8 +462,45 @@ pub async fn warmup_samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<
     samples_where(db, run_id, true).await
 }
 
+/// A [`Sample`] as its query returns it.
+#[derive(sqlx::FromRow)]
+struct SampleRow {
+    kernel: String,
+    variant: String,
+    workload: String,
+    iteration: i32,
+    metric: String,
+    value: f64,
+    unit: String,
+    higher_is_better: bool,
+    #[sqlx(try_from = "String")]
+    kind: crate::stats::MetricKind,
+    kernel_release: String,
+    observed_policy: String,
+    boot_id: String,
+}
+
+impl From<SampleRow> for Sample {
+    fn from(r: SampleRow) -> Sample {
+        Sample {
+            kernel: r.kernel,
+            variant: r.variant,
+            workload: r.workload,
+            iteration: r.iteration,
+            metric: r.metric,
+            value: r.value,
+            unit: r.unit,
+            higher_is_better: r.higher_is_better,
+            kind: r.kind,
+            kernel_release: r.kernel_release,
+            observed_policy: r.observed_policy,
+            boot_id: r.boot_id,
+        }
+    }
+}
+
 async fn samples_where(db: impl PgExecutor<'_>, run_id: i64, warmup: bool) -> Result<Vec<Sample>> {
-    Ok(sqlx::query_as(
+    let rows: Vec<SampleRow> = sqlx::query_as(
         "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
                 r.kind, r.kernel_release, r.observed_policy, COALESCE(j.boot_id, '') AS boot_id
          FROM results r JOIN jobs j ON j.id = r.job_id
@@ -472,7 +509,8 @@ async fn samples_where(db: impl PgExecutor<'_>, run_id: i64, warmup: bool) -> Re
     .bind(run_id)
     .bind(warmup)
     .fetch_all(db)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(Sample::from).collect())
 }
 
 pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Result<Option<String>> {

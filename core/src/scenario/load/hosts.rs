@@ -10,11 +10,11 @@ use crate::yaml::{Kind, Node};
 /// a path, and nothing else. A backslash (which the client takes for a slash), userinfo
 /// (`user@`), a query, a fragment, whitespace or a control character is refused, so that the
 /// host kreg checks is the host the token goes to.
-pub(crate) fn agent_url(u: &str) -> Result<reqwest::Url, String> {
+pub(crate) fn agent_url(u: &str) -> Result<url::Url, String> {
     if let Some(c) = u.chars().find(|c| *c == '\\' || c.is_whitespace() || c.is_control()) {
         return Err(format!("url: {u:?} holds {c:?}: give scheme://host:port/path only"));
     }
-    let url = reqwest::Url::parse(u).map_err(|e| format!("url: {u:?} is not a URL ({e})"))?;
+    let url = url::Url::parse(u).map_err(|e| format!("url: {u:?} is not a URL ({e})"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!("url: {u:?} must start with http:// or https://"));
     }
@@ -41,7 +41,7 @@ pub(crate) fn agent_url(u: &str) -> Result<reqwest::Url, String> {
 }
 
 /// Whether the client would connect to this machine itself.
-fn is_loopback(url: &reqwest::Url) -> bool {
+fn is_loopback(url: &url::Url) -> bool {
     let Some(h) = url.host_str() else {
         return false;
     };

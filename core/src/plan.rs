@@ -331,12 +331,7 @@ fn headline(s: &Scenario, jobs: &[Job]) -> String {
 }
 
 /// The plan, with the perf each kernel's jobs run on the SUT (`kernel::perf::support`).
-pub fn render_full(
-    s: &Scenario,
-    jobs: &[Job],
-    detail: Detail,
-    perfs: &[crate::kernel::perf::support::PerfOf],
-) -> String {
+pub fn render_full(s: &Scenario, jobs: &[Job], detail: Detail, perfs: &[crate::perf_support::PerfOf]) -> String {
     use std::fmt::Write;
     let mut out = headline(s, jobs);
     if s.adaptive() {
@@ -407,7 +402,7 @@ pub fn render_full(
 
 /// Which perf a kernel's jobs run on the SUT, and, for the collector that needs it,
 /// whether it has `perf sched stats`.
-fn perf_line(s: &Scenario, p: &crate::kernel::perf::support::PerfOf) -> String {
+fn perf_line(s: &Scenario, p: &crate::perf_support::PerfOf) -> String {
     let wanted = s.collect.perf_sched_stats || s.workloads.iter().any(|w| w.collect.perf_sched_stats);
     let support = if wanted {
         format!("; {}", p.sched_stats_text())

@@ -6,25 +6,12 @@
 use std::future::Future;
 
 use super::{cpu_list, Knob, Offline, Setting, Tuning};
-use kreg_protocol::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
-use kreg_protocol::wire::{ErrorKind, Step, StepOutput};
 
 const CPU: &str = "/sys/devices/system/cpu";
 
 /// Reads a machine's files under /sys and /proc/sys: `None` when there is no such file.
 pub trait Machine {
     fn read(&self, path: &str) -> impl Future<Output = Result<Option<String>, String>>;
-}
-
-impl Machine for AgentClient {
-    async fn read(&self, path: &str) -> Result<Option<String>, String> {
-        match self.step(Step::ReadKnob { path: path.into() }, CONTROL_TIMEOUT).await {
-            Ok(StepOutput::Knob(k)) => Ok(Some(k.value)),
-            Ok(other) => Err(format!("unexpected answer to read_knob {path}: {other:?}")),
-            Err(ClientError::Step { error, .. }) if error.kind == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.to_string()),
-        }
-    }
 }
 
 /// One knob to set: the setting it belongs to, the file, the value.
@@ -409,6 +396,16 @@ mod tests {
         Files(f)
     }
 
+    /// Runs a future whose every await is ready at once (the files above are in memory).
+    fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("an in-memory read waited"),
+        }
+    }
+
     fn req(knob: Knob) -> Setting {
         Setting { knob, optional: false }
     }
@@ -417,88 +414,94 @@ mod tests {
         resolve(&two_socket_smt(), t, &[0, 1, 2, 3]).await
     }
 
-    #[tokio::test]
-    async fn offline_cpus_come_first_and_per_cpu_knobs_follow_the_cpus_left() {
-        let t = Tuning {
-            settings: vec![
-                req(Knob::Governor("performance".into())),
-                req(Knob::DeepIdle(false)),
-                req(Knob::CpusOffline(Offline::OtherSockets)),
-                req(Knob::Thp("never".into())),
-                req(Knob::DmaLatency(0)),
-            ],
-        };
-        let mut m = two_socket_smt();
-        m.0.insert("/dev/cpu_dma_latency".into(), "2000000000".into());
-        let r = resolve(&m, &t, &[0, 1, 2, 3]).await.unwrap();
-        let got: Vec<String> = r.writes.iter().map(|w| format!("{}={}", w.path, w.value)).collect();
-        assert_eq!(
-            got,
-            [
-                format!("{CPU}/cpu1/online=0"),
-                format!("{CPU}/cpu3/online=0"),
-                format!("{CPU}/cpu0/cpufreq/scaling_governor=performance"),
-                format!("{CPU}/cpu2/cpufreq/scaling_governor=performance"),
-                format!("{CPU}/cpu0/cpuidle/state1/disable=1"),
-                format!("{CPU}/cpu0/cpuidle/state2/disable=1"),
-                format!("{CPU}/cpu2/cpuidle/state1/disable=1"),
-                format!("{CPU}/cpu2/cpuidle/state2/disable=1"),
-                "/sys/kernel/mm/transparent_hugepage/enabled=never".to_string(),
-                "/dev/cpu_dma_latency=0".to_string(),
-            ]
-        );
-        assert_eq!(r.online, [0, 2]);
+    #[test]
+    fn offline_cpus_come_first_and_per_cpu_knobs_follow_the_cpus_left() {
+        block_on(async {
+            let t = Tuning {
+                settings: vec![
+                    req(Knob::Governor("performance".into())),
+                    req(Knob::DeepIdle(false)),
+                    req(Knob::CpusOffline(Offline::OtherSockets)),
+                    req(Knob::Thp("never".into())),
+                    req(Knob::DmaLatency(0)),
+                ],
+            };
+            let mut m = two_socket_smt();
+            m.0.insert("/dev/cpu_dma_latency".into(), "2000000000".into());
+            let r = resolve(&m, &t, &[0, 1, 2, 3]).await.unwrap();
+            let got: Vec<String> = r.writes.iter().map(|w| format!("{}={}", w.path, w.value)).collect();
+            assert_eq!(
+                got,
+                [
+                    format!("{CPU}/cpu1/online=0"),
+                    format!("{CPU}/cpu3/online=0"),
+                    format!("{CPU}/cpu0/cpufreq/scaling_governor=performance"),
+                    format!("{CPU}/cpu2/cpufreq/scaling_governor=performance"),
+                    format!("{CPU}/cpu0/cpuidle/state1/disable=1"),
+                    format!("{CPU}/cpu0/cpuidle/state2/disable=1"),
+                    format!("{CPU}/cpu2/cpuidle/state1/disable=1"),
+                    format!("{CPU}/cpu2/cpuidle/state2/disable=1"),
+                    "/sys/kernel/mm/transparent_hugepage/enabled=never".to_string(),
+                    "/dev/cpu_dma_latency=0".to_string(),
+                ]
+            );
+            assert_eq!(r.online, [0, 2]);
+        })
     }
 
-    #[tokio::test]
-    async fn smt_off_keeps_the_first_sibling_and_llc_confines_to_the_largest_cache() {
-        let t = Tuning {
-            settings: vec![req(Knob::Smt(false)), req(Knob::OneLlc)],
-        };
-        let r = paths(&t).await.unwrap();
-        assert_eq!(r.online, [0, 1]);
-        assert_eq!(
-            r.workload_cpus,
-            Some(vec![0, 1]),
-            "the L3 spans 0-3, of which 0 and 1 stay online"
-        );
-        assert_eq!(r.writes.len(), 1);
+    #[test]
+    fn smt_off_keeps_the_first_sibling_and_llc_confines_to_the_largest_cache() {
+        block_on(async {
+            let t = Tuning {
+                settings: vec![req(Knob::Smt(false)), req(Knob::OneLlc)],
+            };
+            let r = paths(&t).await.unwrap();
+            assert_eq!(r.online, [0, 1]);
+            assert_eq!(
+                r.workload_cpus,
+                Some(vec![0, 1]),
+                "the L3 spans 0-3, of which 0 and 1 stay online"
+            );
+            assert_eq!(r.writes.len(), 1);
+        })
     }
 
-    #[tokio::test]
-    async fn what_the_machine_lacks_fails_a_required_setting_and_is_noted_for_an_optional_one() {
-        let mut t = Tuning {
-            settings: vec![
-                req(Knob::Turbo(false)),
-                req(Knob::Governor("ondemand".into())),
-                req(Knob::CpusOffline(Offline::Cpus(vec![0]))),
-                req(Knob::DmaLatency(0)),
-            ],
-        };
-        let e = paths(&t).await.unwrap_err();
-        assert!(e.contains("dma_latency: no /dev/cpu_dma_latency"), "{e}");
-        assert!(e.contains("turbo: neither"), "{e}");
-        assert!(
-            e.contains("governor ondemand is not offered (available: performance schedutil)"),
-            "{e}"
-        );
-        assert!(e.contains("CPU 0 cannot be taken offline"), "{e}");
-        for s in &mut t.settings {
-            s.optional = true;
-        }
-        let r = paths(&t).await.unwrap();
-        assert!(r.writes.is_empty());
-        let keys: Vec<&str> = r.unavailable.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["cpus_offline", "turbo", "governor", "dma_latency"]);
-        // Every CPU offline is never a machine's lack: always an error.
-        let all = Tuning {
-            settings: vec![Setting {
-                knob: Knob::CpusOffline(Offline::Cpus(vec![1, 2, 3])),
-                optional: true,
-            }],
-        };
-        let e = resolve(&two_socket_smt(), &all, &[1, 2, 3]).await.unwrap_err();
-        assert!(e.contains("would take every online CPU (1-3) offline"), "{e}");
+    #[test]
+    fn what_the_machine_lacks_fails_a_required_setting_and_is_noted_for_an_optional_one() {
+        block_on(async {
+            let mut t = Tuning {
+                settings: vec![
+                    req(Knob::Turbo(false)),
+                    req(Knob::Governor("ondemand".into())),
+                    req(Knob::CpusOffline(Offline::Cpus(vec![0]))),
+                    req(Knob::DmaLatency(0)),
+                ],
+            };
+            let e = paths(&t).await.unwrap_err();
+            assert!(e.contains("dma_latency: no /dev/cpu_dma_latency"), "{e}");
+            assert!(e.contains("turbo: neither"), "{e}");
+            assert!(
+                e.contains("governor ondemand is not offered (available: performance schedutil)"),
+                "{e}"
+            );
+            assert!(e.contains("CPU 0 cannot be taken offline"), "{e}");
+            for s in &mut t.settings {
+                s.optional = true;
+            }
+            let r = paths(&t).await.unwrap();
+            assert!(r.writes.is_empty());
+            let keys: Vec<&str> = r.unavailable.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(keys, ["cpus_offline", "turbo", "governor", "dma_latency"]);
+            // Every CPU offline is never a machine's lack: always an error.
+            let all = Tuning {
+                settings: vec![Setting {
+                    knob: Knob::CpusOffline(Offline::Cpus(vec![1, 2, 3])),
+                    optional: true,
+                }],
+            };
+            let e = resolve(&two_socket_smt(), &all, &[1, 2, 3]).await.unwrap_err();
+            assert!(e.contains("would take every online CPU (1-3) offline"), "{e}");
+        })
     }
 
     #[test]

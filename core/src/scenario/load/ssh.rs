@@ -109,16 +109,17 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// An optional file at `key`: `~/` is the user's home; relative paths are taken from the
+    /// An optional file at `key`: `~/` is the user's home (expanded by the caller); relative paths are taken from the
     /// scenario's folder. `must_exist` files are checked by `kreg validate`.
     fn opt_path(&mut self, f: &Fields, key: &str, must_exist: bool) -> Option<Option<PathBuf>> {
         let Some(node) = f.get(key) else {
             return Some(None);
         };
         let s = self.string(node, key)?;
-        if let Some(rest) = s.strip_prefix("~/") {
-            let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-            let path = PathBuf::from(home).join(rest);
+        if s.starts_with("~/") {
+            // Kept as written: the caller, which knows the user's home, expands it
+            // (`Scenario::expand_home`).
+            let path = PathBuf::from(&s);
             if must_exist {
                 self.files.push(crate::yaml::cx::FileRef {
                     path: path.clone(),

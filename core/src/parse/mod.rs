@@ -78,7 +78,7 @@ pub(crate) fn number(tool: &str, line: usize, what: &str, text: &str) -> Result<
 }
 
 /// Text quoted in an error, cut to 80 characters: a garbled 10 MB line is not echoed whole.
-pub(crate) fn clip(text: &str) -> String {
+pub fn clip(text: &str) -> String {
     match text.char_indices().nth(80) {
         None => text.to_string(),
         Some((at, _)) => format!("{}… ({} bytes)", &text[..at], text.len()),

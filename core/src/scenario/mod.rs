@@ -6,7 +6,7 @@
 
 mod load;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use crate::yaml::cx::{Diagnostic, FileRef};
 pub use kreg_protocol::wire::Policy;
@@ -79,6 +79,31 @@ pub enum ToolSource {
 }
 
 impl Scenario {
+    /// Expands the `~/` the loader kept in ssh paths (and in the files `kreg validate`
+    /// checks) to `home`, the user's home directory: the loader reads no environment.
+    pub fn expand_home(&mut self, home: &Path) {
+        let expand = |p: &mut PathBuf| {
+            if let Ok(rest) = p.strip_prefix("~") {
+                *p = home.join(rest);
+            }
+        };
+        for h in &mut self.hosts {
+            if let Transport::Ssh(t) = &mut h.transport {
+                for p in [
+                    &mut t.ssh.identity,
+                    &mut t.ssh.passphrase_file,
+                    &mut t.ssh.known_hosts,
+                    &mut t.token_file,
+                ] {
+                    p.as_mut().map(expand);
+                }
+            }
+        }
+        for f in &mut self.files {
+            expand(&mut f.path);
+        }
+    }
+
     /// Whether host `host` runs perf: the SUT with a perf collector, or a host with a
     /// `perf-bench` workload.
     pub fn needs_perf_on(&self, host: &str) -> bool {

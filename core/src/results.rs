@@ -2,7 +2,7 @@
 //! dashboard read it. Plain data: no I/O here.
 
 /// One stored sample with the matrix point it belongs to.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct Sample {
     pub kernel: String,
     pub variant: String,
@@ -12,7 +12,6 @@ pub struct Sample {
     pub value: f64,
     pub unit: String,
     pub higher_is_better: bool,
-    #[sqlx(try_from = "String")]
     pub kind: crate::stats::MetricKind,
     pub kernel_release: String,
     pub observed_policy: String,

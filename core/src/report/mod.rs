@@ -82,7 +82,7 @@ use crate::stats::Settings;
 
 pub use table::{compare_runs, comparisons, default_baseline, next_round, tables, Baseline, MetricTable, Row};
 
-pub(crate) fn fmt_value(v: f64) -> String {
+pub fn fmt_value(v: f64) -> String {
     if v.abs() >= 1000.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {

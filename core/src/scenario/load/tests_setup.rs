@@ -134,7 +134,7 @@ fn the_host_kreg_checks_is_the_host_the_token_goes_to() {
         )
     };
     // The HTTP client reads a backslash as a slash: this URL's host is the remote one.
-    let tricked = reqwest::Url::parse("http://10.0.0.5:7878\\@127.0.0.1").unwrap();
+    let tricked = url::Url::parse("http://10.0.0.5:7878\\@127.0.0.1").unwrap();
     assert_eq!(tricked.host_str(), Some("10.0.0.5"));
     for url in [
         "http://10.0.0.5:7878\\@127.0.0.1",
