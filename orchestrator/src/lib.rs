@@ -21,6 +21,7 @@ pub mod scenario_file;
 pub mod secrets;
 pub mod ssh;
 pub mod store;
+pub mod token;
 pub mod view;
 pub mod web;
 

@@ -56,7 +56,7 @@ fn unescape(s: &str) -> PathBuf {
 /// removal takes every tree of a run.
 fn check_name(name: &str) -> Result<(), StepError> {
     let parts: Vec<&str> = name.split('/').collect();
-    if parts.len() > 2 || parts.iter().any(|p| super::exec::check_owner(p).is_err()) {
+    if parts.len() > 2 || parts.iter().any(|p| super::check_owner(p).is_err()) {
         return Err(super::err(
             ErrorKind::BadRequest,
             format!("bad cgroup tree name {name:?}: one or two plain names joined by '/'"),

@@ -20,23 +20,6 @@ pub const STEP_MARK: &str = "KREG_AGENT_STEP";
 /// The environment variable naming whom a step's processes work for (`ExecRequest::owner`).
 pub const OWNER_MARK: &str = "KREG_AGENT_OWNER";
 
-/// An owner is a plain name: it becomes an environment value and is matched exactly.
-pub fn check_owner(owner: &str) -> Result<(), StepError> {
-    let ok = !owner.is_empty()
-        && owner.len() <= 128
-        && owner
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'));
-    if ok {
-        Ok(())
-    } else {
-        Err(super::err(
-            ErrorKind::BadRequest,
-            format!("bad owner {owner:?}: use letters, digits, '-', '_', '.', '+'"),
-        ))
-    }
-}
-
 /// The environment of process `pid` as `NAME=value` entries (empty when it is gone or a
 /// kernel thread).
 pub(crate) fn environ(pid: i32) -> Vec<Vec<u8>> {
@@ -211,7 +194,7 @@ pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepErro
         check_cpus(cpus)?;
     }
     if let Some(owner) = &req.owner {
-        check_owner(owner)?;
+        super::check_owner(owner)?;
     }
     let mut cmd = Command::new(program);
     cmd.args(args)

@@ -127,3 +127,20 @@ pub fn open_regular(path: &Path) -> Result<std::fs::File, StepError> {
     }
     Ok(file)
 }
+
+/// An owner is a plain name: it becomes an environment value and is matched exactly.
+pub fn check_owner(owner: &str) -> Result<(), StepError> {
+    let ok = !owner.is_empty()
+        && owner.len() <= 128
+        && owner
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'));
+    if ok {
+        Ok(())
+    } else {
+        Err(err(
+            ErrorKind::BadRequest,
+            format!("bad owner {owner:?}: use letters, digits, '-', '_', '.', '+'"),
+        ))
+    }
+}

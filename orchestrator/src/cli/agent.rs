@@ -11,7 +11,8 @@ use clap::Subcommand;
 use kreg::config::Config;
 use kreg::scenario::{SshSpec, Transport};
 use kreg::ssh::install::Slot;
-use kreg::ssh::{self, install, Session, Tunnel};
+use kreg::ssh::{install, Session, Tunnel};
+use kreg::token::Kept;
 use kreg_protocol::client::AgentClient;
 
 #[derive(clap::Args, Clone)]
@@ -95,7 +96,7 @@ pub async fn dispatch(cmd: AgentCmd, cfg: &Config) -> Result<ExitCode> {
 
 /// A token file of kreg's: read when it exists, else made (random, mode 0600).
 fn token_at(path: &Path) -> Result<String> {
-    ssh::token_file(path).map_err(|e| anyhow!(e))
+    kreg::token::read_or_make(path).map_err(|e| anyhow!(e))
 }
 
 fn url_host(address: &str) -> String {
@@ -114,7 +115,7 @@ async fn install_cmd(
     token_file: Option<PathBuf>,
     name: Option<String>,
 ) -> Result<ExitCode> {
-    let token_file = token_file.unwrap_or_else(|| cfg.data_dir.join("agents").join(format!("{}.token", spec.address)));
+    let token_file = token_file.unwrap_or_else(|| Kept::Service.path(&cfg.data_dir, spec));
     let token = token_at(&token_file)?;
     let setup = install::Setup {
         slot: Slot::SERVICE,
@@ -379,13 +380,13 @@ async fn tunnel_client(tunnel: &Tunnel, slot: &Slot, tls: bool, token: &str) -> 
 fn both_slots(cfg: &Config, spec: &SshSpec) -> [(Slot, Option<String>); 2] {
     [
         (Slot::SERVICE, service_token(cfg, spec)),
-        (Slot::SSH, ssh::managed_token_if_any(&cfg.data_dir, spec)),
+        (Slot::SSH, Kept::Ssh.read_if_any(&cfg.data_dir, spec)),
     ]
 }
 
 /// The token `kreg agent install` keeps for a machine.
 fn service_token(cfg: &Config, spec: &SshSpec) -> Option<String> {
-    kreg::engine::read_token(&cfg.data_dir.join("agents").join(format!("{}.token", spec.address))).ok()
+    Kept::Service.read_if_any(&cfg.data_dir, spec)
 }
 
 async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenario: Option<&Path>) -> Result<ExitCode> {
@@ -400,8 +401,8 @@ async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenar
             match &h.transport {
                 Transport::Ssh(t) => {
                     let token = match &t.token_file {
-                        Some(f) => kreg::engine::read_token(f).ok(),
-                        None => ssh::managed_token_if_any(&cfg.data_dir, &t.ssh),
+                        Some(f) => kreg::token::read(f).ok(),
+                        None => Kept::Ssh.read_if_any(&cfg.data_dir, &t.ssh),
                     };
                     rows.push(ssh_row(cfg, &h.name, &t.ssh, &[(Slot::SSH, token)]).await);
                 }

@@ -65,7 +65,7 @@ pub async fn dispatch(cmd: LabCmd, cfg: &Config) -> Result<ExitCode> {
 fn lab_dir(cfg: &Config, kind: &str) -> Result<(PathBuf, String, PathBuf)> {
     let dir = cfg.data_dir.join("lab").join(format!("{kind}-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let token = lab::random_token()?;
+    let token = kreg::token::random().map_err(|e| anyhow::anyhow!(e))?;
     let token_file = dir.join("token");
     std::fs::write(&token_file, &token)?;
     std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;

@@ -167,26 +167,6 @@ impl Placed {
     }
 }
 
-/// Removes a job's own tree after it ran; a tree that will not go fails the job.
-pub async fn removed_after(
-    cg: &Placed,
-    result: Result<crate::store::JobOutcome, super::job::JobFailure>,
-    host: &str,
-) -> Result<crate::store::JobOutcome, super::job::JobFailure> {
-    match (cg.remove().await, result) {
-        (Ok(_), r) => r,
-        (Err(e), Ok(outcome)) => Err(super::job::JobFailure {
-            reason: format!("the job's cgroup on {host} could not be removed: {e}"),
-            unreachable: e.is_unreachable(),
-            raw: outcome.raw,
-        }),
-        (Err(e), Err(mut f)) => {
-            f.reason = format!("{}; its cgroup on {host} could not be removed either: {e}", f.reason);
-            Err(f)
-        }
-    }
-}
-
 /// Removes every tree of run `run` on a host (`kreg/run-N`): what a crashed attempt left,
 /// and the run's folder once its jobs are done. How many groups went.
 pub async fn clear_run(client: &AgentClient, run: i64) -> Result<u64, HostError> {

@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::http::{console_lines, controller_command};
 use crate::boot::Watch;
 
 /// What a panicking kernel prints, whatever its version.
@@ -65,5 +64,51 @@ impl Watch for ConsoleWatch {
 impl Drop for ConsoleWatch {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// Runs one of a host's commands on the controller (argv, no shell) within `limit`; its
+/// stdout, or why it failed.
+pub(super) async fn controller_command(argv: &[String], what: &str, limit: Duration) -> Result<String, String> {
+    let (prog, args) = argv.split_first().ok_or_else(|| format!("empty {what} command"))?;
+    let child = tokio::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(limit, child).await {
+        Ok(Ok(out)) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        Ok(Ok(out)) => Err(format!(
+            "{what} command {prog} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Ok(Err(e)) => Err(format!("{what} command {prog} did not start: {e}")),
+        Err(_) => Err(format!(
+            "{what} command {prog} did not finish within {}s",
+            limit.as_secs()
+        )),
+    }
+}
+
+/// The last `lines` lines of console output, printable: carriage returns and other control
+/// characters (a serial line carries them) are dropped, tabs and newlines kept.
+pub(super) fn console_lines(text: &str, lines: usize) -> String {
+    let clean: String = text
+        .chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect();
+    let all: Vec<&str> = clean.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn console_lines_are_the_last_printable_ones() {
+        let raw = "a\r\n\x1b[0mb\r\n\r\n\tc\u{7}\nd\n";
+        assert_eq!(super::console_lines(raw, 3), "[0mb\n\tc\nd");
+        assert_eq!(super::console_lines(raw, 10), "a\n[0mb\n\tc\nd");
+        assert_eq!(super::console_lines("", 5), "");
     }
 }

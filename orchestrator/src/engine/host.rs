@@ -42,13 +42,6 @@ pub struct LabConn {
     perf: bool,
 }
 
-/// A host's token: the first line of its token file, as the agent reads it.
-pub fn read_token(token_file: &std::path::Path) -> Result<String, String> {
-    let token = kreg_protocol::wire::Token::read_file(token_file)?;
-    crate::secrets::remember(token.expose());
-    Ok(token.expose().to_string())
-}
-
 impl Conn {
     /// `perf`: whether a lab guest needs perf in its initramfs.
     pub async fn open(host: &Host, run_dir: &std::path::Path, cfg: &Config, perf: bool) -> Result<Conn, String> {
@@ -67,7 +60,7 @@ impl Conn {
                 cpus: *cpus,
                 memory_mib: *memory_mib,
                 parallel: *parallel,
-                token: lab::random_token().map_err(|e| e.to_string())?,
+                token: crate::token::random()?,
                 dir: run_dir.join(format!("lab-{}", host.name)),
                 vm: None,
                 client: None,

@@ -31,6 +31,26 @@ pub struct JobFailure {
     pub raw: Vec<(String, String)>,
 }
 
+/// Removes a job's own tree after it ran; a tree that will not go fails the job.
+pub async fn removed_after(
+    cg: &super::cgroup::Placed,
+    result: Result<crate::store::JobOutcome, JobFailure>,
+    host: &str,
+) -> Result<crate::store::JobOutcome, JobFailure> {
+    match (cg.remove().await, result) {
+        (Ok(_), r) => r,
+        (Err(e), Ok(outcome)) => Err(JobFailure {
+            reason: format!("the job's cgroup on {host} could not be removed: {e}"),
+            unreachable: e.is_unreachable(),
+            raw: outcome.raw,
+        }),
+        (Err(e), Err(mut f)) => {
+            f.reason = format!("{}; its cgroup on {host} could not be removed either: {e}", f.reason);
+            Err(f)
+        }
+    }
+}
+
 fn fail(reason: impl Into<String>, raw: &[(String, String)]) -> JobFailure {
     JobFailure {
         reason: reason.into(),

@@ -8,7 +8,6 @@ mod drive;
 pub mod error;
 mod hammerdb;
 mod host;
-pub use host::read_token;
 /// The TPROC-C schema build on its own, as a job's session runs it (its failure reasons are
 /// tested against a real HammerDB).
 pub use server::build_schema;

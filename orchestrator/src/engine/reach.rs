@@ -22,8 +22,8 @@ pub struct Agent {
 /// The token of an ssh host: its `token_file`, or the one kreg keeps for the machine.
 pub fn ssh_token(t: &SshTransport, cfg: &Config) -> Result<(std::path::PathBuf, String), String> {
     match &t.token_file {
-        Some(f) => Ok((f.clone(), super::read_token(f)?)),
-        None => ssh::managed_token(&cfg.data_dir, &t.ssh),
+        Some(f) => Ok((f.clone(), crate::token::read(f)?)),
+        None => crate::token::Kept::Ssh.read_or_make(&cfg.data_dir, &t.ssh),
     }
 }
 
@@ -32,7 +32,7 @@ pub fn ssh_token(t: &SshTransport, cfg: &Config) -> Result<(std::path::PathBuf, 
 pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, String> {
     match &host.transport {
         Transport::Http(http) => {
-            let token = super::read_token(&http.token_file)?;
+            let token = crate::token::read(&http.token_file)?;
             let client = match &http.tls_fingerprint {
                 Some(fp) => AgentClient::pinned(&http.url, &token, fp)?,
                 None => AgentClient::new(&http.url, &token),

@@ -283,15 +283,3 @@ fn kvm_unusable(why: &str) -> String {
          until the machine reboots (KREG_LAB_ACCEL=tcg skips the KVM attempt)"
     )
 }
-
-/// A fresh random token (hex, from /dev/urandom).
-pub fn random_token() -> Result<String, LabError> {
-    use std::io::Read;
-    let mut buf = [0u8; 24];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .map_err(|e| LabError::Msg(format!("/dev/urandom: {e}")))?;
-    let token: String = buf.iter().map(|b| format!("{b:02x}")).collect();
-    crate::secrets::remember(&token);
-    Ok(token)
-}

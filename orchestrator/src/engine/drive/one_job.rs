@@ -140,7 +140,7 @@ impl Driver<'_> {
         };
         let result = self.run_with_retries(&ctx, booted, variant, workload, j).await?;
         let result = match own_cgroup.as_ref().map(|c| (c, c.host.clone())) {
-            Some((cg, host)) => crate::engine::cgroup::removed_after(cg, result, &host).await,
+            Some((cg, host)) => crate::engine::job::removed_after(cg, result, &host).await,
             None => result,
         };
         let result = match result {
