@@ -264,6 +264,13 @@ macro_rules! state_names {
                 f.pad(self.as_str())
             }
         }
+
+        /// As its name, the way the database stores it and pages show it.
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
     };
 }
 
@@ -271,11 +278,6 @@ state_names!(JobState { Pending => "pending", Running => "running", Done => "don
 state_names!(RunState { Running => "running", Interrupted => "interrupted", Done => "done", Failed => "failed" });
 
 impl JobState {
-    /// Whether `resume` runs a job in this state again.
-    pub fn needs_run(self) -> bool {
-        matches!(self, JobState::Pending | JobState::Running)
-    }
-
     /// Whether a drive of the run takes this job (again): all but the done ones.
     pub fn to_drive(self) -> bool {
         self != JobState::Done

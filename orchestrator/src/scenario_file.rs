@@ -97,6 +97,18 @@ pub fn parse(text: &str, source: &Path) -> Result<Scenario, Vec<Diagnostic>> {
     Ok(s)
 }
 
+/// The scenario a run was created from (its stored text, not today's file), or why it no
+/// longer loads (each problem with its position, on one line).
+pub fn of_run(run: &crate::store::RunRow) -> Result<Scenario, String> {
+    parse(&run.yaml, Path::new(&run.source_path)).map_err(|diags| {
+        diags
+            .iter()
+            .map(|d| d.render(&run.source_path))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
 /// Reads, validates and (unless `skip_files`) checks the files of a scenario.
 pub fn load(file: &Path, skip_files: bool) -> Result<(String, Scenario), Vec<Diagnostic>> {
     let text = read_text(file).map_err(|d| vec![d])?;

@@ -8,7 +8,8 @@ use sqlx::PgPool;
 use kreg::store;
 
 pub async fn kernels(db: &PgPool) -> Result<ExitCode> {
-    let builds = store::builds(db).await?;
+    // Oldest first: the list grows at the bottom, as a terminal reads it.
+    let builds = store::pages::builds(db).await?;
     if builds.is_empty() {
         println!("no kernels built yet");
     }
@@ -24,7 +25,7 @@ pub async fn kernels(db: &PgPool) -> Result<ExitCode> {
         "used by (run:kernel)",
         "files",
     ]);
-    for b in builds {
+    for b in builds.into_iter().rev() {
         table.add_row(vec![
             b.key,
             b.release,

@@ -8,7 +8,11 @@ use sqlx::PgPool;
 use kreg::store;
 
 pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
-    let runs = store::runs(db, run).await?;
+    let runs = match run {
+        Some(id) => store::pages::run_item(db, id).await?.into_iter().collect(),
+        // Oldest first: the list grows at the bottom, as a terminal reads it.
+        None => store::pages::run_items(db).await?.into_iter().rev().collect::<Vec<_>>(),
+    };
     if let Some(id) = run {
         if runs.is_empty() {
             bail!("run {id} does not exist");
@@ -21,7 +25,7 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
         println!(
             "run {}  {:<24} {:<8} {}/{} done, {} failed  (started {})",
             r.id,
-            r.scenario_name,
+            r.scenario,
             r.state,
             r.done,
             r.jobs,

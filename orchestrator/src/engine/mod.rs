@@ -20,7 +20,6 @@ mod tools;
 pub mod tune;
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use sqlx::PgPool;
 
@@ -294,14 +293,7 @@ pub struct Outcome {
 
 /// Loads the scenario a run was created from (its stored text, not today's file).
 pub fn scenario_of(run: &store::RunRow) -> Result<Scenario, EngineError> {
-    crate::scenario_file::parse(&run.yaml, Path::new(&run.source_path)).map_err(|diags| EngineError::Scenario {
-        run: run.id,
-        detail: diags
-            .iter()
-            .map(|d| d.render(&run.source_path))
-            .collect::<Vec<_>>()
-            .join("; "),
-    })
+    crate::scenario_file::of_run(run).map_err(|detail| EngineError::Scenario { run: run.id, detail })
 }
 
 /// How long a drive waits for a database that went away mid-run (a restarted server),

@@ -40,27 +40,3 @@ pub async fn link_build(db: impl PgExecutor<'_>, key: &str, run_id: i64, kernel:
         .await?;
     Ok(())
 }
-
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct BuildRow {
-    pub key: String,
-    pub release: String,
-    pub config_hash: String,
-    pub compiler: String,
-    pub built_on: String,
-    pub path: String,
-    pub created_at: chrono::DateTime<chrono::Utc>,
-    /// "run:kernel" pairs.
-    pub used_by: Vec<String>,
-}
-
-pub async fn builds(db: impl PgExecutor<'_>) -> Result<Vec<BuildRow>> {
-    Ok(sqlx::query_as(
-        "SELECT b.key, b.release, b.config_hash, b.compiler, b.built_on, b.path, b.created_at,
-                COALESCE(array_agg(r.run_id::TEXT || ':' || r.kernel ORDER BY r.run_id, r.kernel) FILTER (WHERE r.run_id IS NOT NULL), '{}') AS used_by
-         FROM kernel_builds b LEFT JOIN kernel_build_runs r ON r.build_key = b.key
-         GROUP BY b.key ORDER BY b.created_at",
-    )
-    .fetch_all(db)
-    .await?)
-}

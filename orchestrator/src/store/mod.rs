@@ -6,7 +6,7 @@ pub mod cluster;
 pub mod pages;
 mod schedstat;
 
-pub use builds::{builds, link_build, record_build, BuildRow};
+pub use builds::{link_build, record_build};
 pub use schedstat::{sched_stats_reports, schedstat_pairs, SchedStatsReport, SchedstatPair};
 
 use crate::results::{BootSeen, BuildUsed, SettingChange, ToolVersion};
@@ -238,39 +238,14 @@ pub async fn run(db: impl PgExecutor<'_>, run_id: i64) -> Result<RunRow> {
     .ok_or(StoreError::NoSuchRun(run_id))
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct RunSummary {
-    pub id: i64,
-    pub scenario_name: String,
-    #[sqlx(try_from = "String")]
-    pub state: RunState,
-    pub created_at: chrono::DateTime<chrono::Utc>,
-    pub jobs: i64,
-    pub done: i64,
-    pub failed: i64,
-}
-
-pub async fn runs(db: impl PgExecutor<'_>, only: Option<i64>) -> Result<Vec<RunSummary>> {
-    Ok(sqlx::query_as(
-        "SELECT r.id, s.name AS scenario_name, r.state, r.created_at,
-                count(j.id) AS jobs,
-                count(j.id) FILTER (WHERE j.state = 'done') AS done,
-                count(j.id) FILTER (WHERE j.state = 'failed') AS failed
-         FROM runs r JOIN scenarios s ON s.id = r.scenario_id LEFT JOIN jobs j ON j.run_id = r.id
-         WHERE $1::BIGINT IS NULL OR r.id = $1
-         GROUP BY r.id, s.name ORDER BY r.id",
-    )
-    .bind(only)
-    .fetch_all(db)
-    .await?)
-}
-
 /// A run stopped before its end: the job that was running goes back to pending (nothing of
 /// it was stored) and the run is `interrupted`, to be resumed.
 pub async fn interrupt_run(db: &PgPool, run_id: i64) -> Result<()> {
     let mut tx = db.begin().await?;
-    sqlx::query("UPDATE jobs SET state = 'pending', error = NULL WHERE run_id = $1 AND state = 'running'")
+    sqlx::query("UPDATE jobs SET state = $2, error = NULL WHERE run_id = $1 AND state = $3")
         .bind(run_id)
+        .bind(JobState::Pending.as_str())
+        .bind(JobState::Running.as_str())
         .execute(&mut *tx)
         .await?;
     set_run_state(&mut *tx, run_id, RunState::Interrupted).await?;
@@ -281,17 +256,19 @@ pub async fn interrupt_run(db: &PgPool, run_id: i64) -> Result<()> {
 pub async fn set_run_state(db: impl PgExecutor<'_>, run_id: i64, state: RunState) -> Result<()> {
     sqlx::query(
         "UPDATE runs SET state = $2, updated_at = now(),
-                finished_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END
+                finished_at = CASE WHEN $3 THEN NULL ELSE now() END
          WHERE id = $1",
     )
     .bind(run_id)
     .bind(state.as_str())
+    .bind(state == RunState::Running)
     .execute(db)
     .await?;
     Ok(())
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// A job as the jobs table keeps it (what every page and the engine read of it).
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct JobRow {
     pub id: i64,
     pub ordinal: i32,
@@ -333,19 +310,19 @@ pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
 }
 
 pub async fn start_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<()> {
-    sqlx::query(
-        "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_at = now(), error = NULL WHERE id = $1",
-    )
-    .bind(job_id)
-    .execute(db)
-    .await?;
+    sqlx::query("UPDATE jobs SET state = $2, attempts = attempts + 1, started_at = now(), error = NULL WHERE id = $1")
+        .bind(job_id)
+        .bind(JobState::Running.as_str())
+        .execute(db)
+        .await?;
     Ok(())
 }
 
 pub async fn fail_job(db: impl PgExecutor<'_>, job_id: i64, error: &str) -> Result<()> {
-    sqlx::query("UPDATE jobs SET state = 'failed', error = $2, finished_at = now() WHERE id = $1")
+    sqlx::query("UPDATE jobs SET state = $3, error = $2, finished_at = now() WHERE id = $1")
         .bind(job_id)
         .bind(crate::secrets::redact(error).as_ref())
+        .bind(JobState::Failed.as_str())
         .execute(db)
         .await?;
     Ok(())
@@ -387,7 +364,7 @@ pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id:
     }
     store_raw(tx, run_id, job_id, &o.raw).await?;
     sqlx::query(
-        "UPDATE jobs SET state = 'done', error = NULL, finished_at = now(),
+        "UPDATE jobs SET state = $6, error = NULL, finished_at = now(),
                 kernel_release = $2, boot_id = $3, observed_policy = $4, tool_versions = $5 WHERE id = $1",
     )
     .bind(job_id)
@@ -395,6 +372,7 @@ pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id:
     .bind(&o.boot_id)
     .bind(&o.observed_policy)
     .bind(sqlx::types::Json(&o.tool_versions))
+    .bind(JobState::Done.as_str())
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -767,8 +745,9 @@ pub async fn provenance(db: &sqlx::PgPool, run_id: i64, sut: &str) -> Result<Vec
     .fetch_all(db)
     .await?;
     let tools: Vec<ToolsRow> =
-        sqlx::query_as("SELECT DISTINCT kernel, tool_versions FROM jobs WHERE run_id = $1 AND state = 'done'")
+        sqlx::query_as("SELECT DISTINCT kernel, tool_versions FROM jobs WHERE run_id = $1 AND state = $2")
             .bind(run_id)
+            .bind(JobState::Done.as_str())
             .fetch_all(db)
             .await?;
     let builds: Vec<KernelItem<BuildUsed>> = sqlx::query_as(

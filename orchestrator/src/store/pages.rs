@@ -7,13 +7,15 @@ use serde::Serialize;
 use sqlx::PgExecutor;
 
 use super::Result;
+use crate::plan::{JobState, RunState};
 
 /// A run as the runs page lists it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct RunItem {
     pub id: i64,
     pub scenario: String,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: RunState,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -37,18 +39,24 @@ impl RunItem {
     }
 }
 
-const RUN_ITEMS: &str = "SELECT r.id, s.name AS scenario, r.state, r.created_at, r.finished_at, r.updated_at,
-        count(j.id) AS jobs,
-        count(j.id) FILTER (WHERE j.state = 'done') AS done,
-        count(j.id) FILTER (WHERE j.state = 'failed') AS failed,
-        count(j.id) FILTER (WHERE j.state = 'running') AS running,
-        count(j.id) FILTER (WHERE j.state = 'pending') AS pending
- FROM runs r JOIN scenarios s ON s.id = r.scenario_id LEFT JOIN jobs j ON j.run_id = r.id";
+/// The runs with their jobs counted by state (each state spelled by `JobState`).
+static RUN_ITEMS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let count = |s: JobState| format!("count(j.id) FILTER (WHERE j.state = '{s}') AS {s}");
+    format!(
+        "SELECT r.id, s.name AS scenario, r.state, r.created_at, r.finished_at, r.updated_at,
+                count(j.id) AS jobs, {}, {}, {}, {}
+         FROM runs r JOIN scenarios s ON s.id = r.scenario_id LEFT JOIN jobs j ON j.run_id = r.id",
+        count(JobState::Done),
+        count(JobState::Failed),
+        count(JobState::Running),
+        count(JobState::Pending)
+    )
+});
 
 /// Every run, newest first.
 pub async fn run_items(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
     Ok(
-        sqlx::query_as(&format!("{RUN_ITEMS} GROUP BY r.id, s.name ORDER BY r.id DESC"))
+        sqlx::query_as(&format!("{} GROUP BY r.id, s.name ORDER BY r.id DESC", *RUN_ITEMS))
             .fetch_all(db)
             .await?,
     )
@@ -56,7 +64,7 @@ pub async fn run_items(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
 
 pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem>> {
     Ok(
-        sqlx::query_as(&format!("{RUN_ITEMS} WHERE r.id = $1 GROUP BY r.id, s.name"))
+        sqlx::query_as(&format!("{} WHERE r.id = $1 GROUP BY r.id, s.name", *RUN_ITEMS))
             .bind(id)
             .fetch_optional(db)
             .await?,
@@ -66,7 +74,8 @@ pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem
 /// The runs of one scenario, oldest first.
 pub async fn runs_of(db: impl PgExecutor<'_>, scenario: &str) -> Result<Vec<RunItem>> {
     Ok(sqlx::query_as(&format!(
-        "{RUN_ITEMS} WHERE s.name = $1 GROUP BY r.id, s.name ORDER BY r.id"
+        "{} WHERE s.name = $1 GROUP BY r.id, s.name ORDER BY r.id",
+        *RUN_ITEMS
     ))
     .bind(scenario)
     .fetch_all(db)
@@ -106,17 +115,10 @@ pub async fn boots(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<BootItem>
 /// A job with everything stored about it but its raw outputs' text.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct JobItem {
-    pub id: i64,
+    #[sqlx(flatten)]
+    #[serde(flatten)]
+    pub job: super::JobRow,
     pub run_id: i64,
-    pub ordinal: i32,
-    pub kernel: String,
-    pub variant: String,
-    pub workload: String,
-    pub iteration: i32,
-    pub boot: i32,
-    pub state: String,
-    pub attempts: i32,
-    pub error: Option<String>,
     pub kernel_release: Option<String>,
     pub boot_id: Option<String>,
     pub observed_policy: Option<String>,
@@ -127,7 +129,7 @@ pub struct JobItem {
 
 pub async fn job(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobItem>> {
     Ok(sqlx::query_as(
-        "SELECT id, run_id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error,
+        "SELECT id, run_id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, warmup,
                 kernel_release, boot_id, observed_policy, tool_versions, started_at, finished_at
          FROM jobs WHERE id = $1",
     )
@@ -222,6 +224,19 @@ pub async fn build(db: impl PgExecutor<'_>, key: &str) -> Result<Option<BuildIte
     ))
     .bind(key)
     .fetch_optional(db)
+    .await?)
+}
+
+/// The builds a run used, as (kernel, build key), in the order of the run's kernels.
+pub async fn builds_of_run(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<(String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT r.kernel, min(r.build_key) FROM kernel_build_runs r
+         WHERE r.run_id = $1 AND r.kernel IN (SELECT kernel FROM jobs WHERE run_id = $1)
+         GROUP BY r.kernel
+         ORDER BY (SELECT min(ordinal) FROM jobs j WHERE j.run_id = $1 AND j.kernel = r.kernel)",
+    )
+    .bind(run_id)
+    .fetch_all(db)
     .await?)
 }
 

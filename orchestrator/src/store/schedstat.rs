@@ -4,6 +4,7 @@
 use sqlx::PgExecutor;
 
 use super::Result;
+use crate::plan::JobState;
 
 /// /proc/schedstat as it was before and after a done job.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -22,9 +23,10 @@ pub async fn schedstat_pairs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec
          FROM jobs j
          JOIN raw_outputs b ON b.job_id = j.id AND b.kind = 'schedstat_before'
          JOIN raw_outputs a ON a.job_id = j.id AND a.kind = 'schedstat_after'
-         WHERE j.run_id = $1 AND j.state = 'done' ORDER BY j.ordinal",
+         WHERE j.run_id = $1 AND j.state = $2 ORDER BY j.ordinal",
     )
     .bind(run_id)
+    .bind(JobState::Done.as_str())
     .fetch_all(db)
     .await?)
 }
@@ -51,9 +53,10 @@ pub async fn sched_stats_reports(db: impl PgExecutor<'_>, run_id: i64) -> Result
          JOIN raw_outputs p ON p.job_id = j.id AND p.kind = 'perf_sched_stats_report'
          LEFT JOIN raw_outputs b ON b.job_id = j.id AND b.kind = 'schedstat_before'
          LEFT JOIN raw_outputs a ON a.job_id = j.id AND a.kind = 'schedstat_after'
-         WHERE j.run_id = $1 AND j.state = 'done' ORDER BY j.ordinal",
+         WHERE j.run_id = $1 AND j.state = $2 ORDER BY j.ordinal",
     )
     .bind(run_id)
+    .bind(JobState::Done.as_str())
     .fetch_all(db)
     .await?)
 }

@@ -8,7 +8,7 @@ use crate::report::{self, Baseline, FailedCell, MetricTable, Report};
 use crate::results::KernelProvenance;
 use crate::scenario::Scenario;
 use crate::stats::Settings;
-use crate::{engine, plan, store};
+use crate::{plan, store};
 
 /// Why a view could not be made: what was asked for does not exist, the request itself is
 /// wrong (with the reason), or the database failed.
@@ -108,8 +108,18 @@ impl Loaded {
 /// The scenario a run was recorded with.
 pub async fn scenario(db: &PgPool, run_id: i64) -> Result<(store::RunRow, Scenario)> {
     let run = store::run(db, run_id).await?;
-    let s = engine::scenario_of(&run).map_err(|e| ViewError::Other(e.into()))?;
+    let s = scenario_of(&run)?;
     Ok((run, s))
+}
+
+/// The scenario of a run already read.
+pub fn scenario_of(run: &store::RunRow) -> Result<Scenario> {
+    crate::scenario_file::of_run(run).map_err(|detail| {
+        ViewError::Other(anyhow::anyhow!(
+            "run {}: its stored scenario no longer loads: {detail}",
+            run.id
+        ))
+    })
 }
 
 /// Checks that a baseline names a kernel or variant of the scenario.

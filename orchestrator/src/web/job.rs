@@ -30,7 +30,7 @@ pub struct JobPage {
 async fn job_view(st: &AppState, id: &str) -> view::Result<JobPage> {
     let id = id_of("job", id)?;
     let job = queries::job(&st.db, id).await?;
-    let build = queries::build_of(&st.db, job.run_id, &job.kernel).await?;
+    let build = queries::build_of(&st.db, job.run_id, &job.job.kernel).await?;
     let build_log_tail = match &build {
         Some(key) => queries::build(&st.db, key)
             .await?
@@ -82,7 +82,7 @@ fn raw_outputs(v: &JobPage) -> String {
             esc(&r.kind),
             r.bytes,
             html::link(
-                &format!("/jobs/{}/raw/{}", j.id, super::params::enc(&r.kind)),
+                &format!("/jobs/{}/raw/{}", j.job.id, super::params::enc(&r.kind)),
                 "plain text"
             ),
             html::pre(&shown)
@@ -101,23 +101,20 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageRes
             "run",
             html::link(&format!("/runs/{}", j.run_id), &format!("run {}", j.run_id)),
         ),
-        ("kernel", esc(&j.kernel)),
-        ("variant", esc(&j.variant)),
-        ("workload", esc(&j.workload)),
-        ("iteration", j.iteration.to_string()),
-        ("boot", j.boot.to_string()),
-        (
-            "state",
-            format!("<span class=\"state s-{0}\">{0}</span>", esc(&j.state)),
-        ),
-        ("attempts", j.attempts.to_string()),
+        ("kernel", esc(&j.job.kernel)),
+        ("variant", esc(&j.job.variant)),
+        ("workload", esc(&j.job.workload)),
+        ("iteration", j.job.iteration.to_string()),
+        ("boot", j.job.boot.to_string()),
+        ("state", format!("<span class=\"state s-{0}\">{0}</span>", j.job.state)),
+        ("attempts", j.job.attempts.to_string()),
         ("release", opt(&j.kernel_release)),
         ("boot id", format!("<code>{}</code>", opt(&j.boot_id))),
         ("observed policy", opt(&j.observed_policy)),
         ("started", when(&j.started_at)),
         ("finished", when(&j.finished_at)),
     ]);
-    if let Some(e) = &j.error {
+    if let Some(e) = &j.job.error {
         let _ = write!(body, "<h2>Why it failed</h2>{}", html::pre(e));
     }
     let rows: Vec<Vec<String>> = v
@@ -167,5 +164,5 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageRes
             html::pre(log)
         );
     }
-    Ok(Html(html::layout(&format!("Job {}", j.id), &body, &Live::No)))
+    Ok(Html(html::layout(&format!("Job {}", j.job.id), &body, &Live::No)))
 }

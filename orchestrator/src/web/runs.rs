@@ -10,6 +10,7 @@ use sqlx::PgPool;
 
 use super::html::{self, esc, Live};
 use super::{id_of, json, ApiResult, AppState, PageResult};
+use crate::plan::JobState;
 use crate::report::FailedCell;
 use crate::results::KernelProvenance;
 use crate::store::JobRow;
@@ -28,7 +29,7 @@ pub async fn runs_page(State(st): State<AppState>) -> PageResult {
             vec![
                 html::link(&format!("/runs/{}", r.id), &r.id.to_string()),
                 esc(&r.scenario),
-                format!("<span class=\"state s-{0}\">{0}</span>", esc(&r.state)),
+                format!("<span class=\"state s-{0}\">{0}</span>", r.state),
                 progress(r),
                 html::time(&r.created_at),
                 html::duration(r.duration_s(now)),
@@ -93,7 +94,7 @@ pub struct RunView {
     pub kernels: Vec<String>,
     pub variants: Vec<String>,
     pub workloads: Vec<String>,
-    pub jobs: Vec<JobView>,
+    pub jobs: Vec<JobRow>,
     pub failed: Vec<FailedCell>,
     pub provenance: Vec<KernelProvenance>,
     pub boots: Vec<BootItem>,
@@ -101,37 +102,6 @@ pub struct RunView {
     pub builds: Vec<(String, String)>,
     /// Why the scenario could not be read back, when it could not.
     pub scenario_error: Option<String>,
-}
-
-#[derive(Serialize)]
-pub struct JobView {
-    pub id: i64,
-    pub ordinal: i32,
-    pub kernel: String,
-    pub variant: String,
-    pub workload: String,
-    pub iteration: i32,
-    pub boot: i32,
-    pub state: &'static str,
-    pub attempts: i32,
-    pub error: Option<String>,
-}
-
-impl From<JobRow> for JobView {
-    fn from(j: JobRow) -> Self {
-        JobView {
-            id: j.id,
-            ordinal: j.ordinal,
-            state: j.state.as_str(),
-            kernel: j.kernel,
-            variant: j.variant,
-            workload: j.workload,
-            iteration: j.iteration,
-            boot: j.boot,
-            attempts: j.attempts,
-            error: j.error,
-        }
-    }
 }
 
 fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
@@ -147,22 +117,13 @@ fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
 pub async fn run_view(db: &PgPool, id: i64) -> view::Result<RunView> {
     let run = queries::run(db, id).await?;
     let row = crate::store::run(db, id).await?;
-    let jobs: Vec<JobView> = crate::store::jobs(db, id)
-        .await?
-        .into_iter()
-        .map(JobView::from)
-        .collect();
-    let (prov, scenario_error) = match view::scenario(db, id).await {
-        Ok((_, s)) => (crate::store::provenance(db, id, &s.sut().name).await?, None),
+    let jobs = crate::store::jobs(db, id).await?;
+    let (prov, scenario_error) = match view::scenario_of(&row) {
+        Ok(s) => (crate::store::provenance(db, id, &s.sut().name).await?, None),
         Err(e) => (Vec::new(), Some(format!("{e:#}"))),
     };
     let kernels = first_seen(jobs.iter().map(|j| &j.kernel));
-    let mut builds = Vec::new();
-    for k in &kernels {
-        if let Some(key) = queries::build_of(db, id, k).await? {
-            builds.push((k.clone(), key));
-        }
-    }
+    let builds = queries::builds_of_run(db, id).await?;
     Ok(RunView {
         variants: first_seen(jobs.iter().map(|j| &j.variant)),
         workloads: first_seen(jobs.iter().map(|j| &j.workload)),
@@ -194,10 +155,7 @@ pub async fn run_page(State(st): State<AppState>, Path(id): Path<String>) -> Pag
         "<div id=\"summary\" data-live>{}</div>",
         html::facts(&[
             ("scenario", esc(&r.scenario)),
-            (
-                "state",
-                format!("<span class=\"state s-{0}\">{0}</span>", esc(&r.state))
-            ),
+            ("state", format!("<span class=\"state s-{0}\">{0}</span>", r.state)),
             ("progress", progress(r)),
             ("started", html::time(&r.created_at)),
             ("duration", html::duration(r.duration_s(now))),
@@ -241,7 +199,7 @@ fn matrix(v: &RunView) -> String {
     for w in &v.workloads {
         for var in &v.variants {
             for k in &v.kernels {
-                let mut cells: Vec<&JobView> = v
+                let mut cells: Vec<&JobRow> = v
                     .jobs
                     .iter()
                     .filter(|j| &j.workload == w && &j.variant == var && &j.kernel == k)
@@ -286,7 +244,7 @@ fn matrix(v: &RunView) -> String {
 }
 
 fn failed_list(v: &RunView) -> String {
-    let failed: Vec<&JobView> = v.jobs.iter().filter(|j| j.state == "failed").collect();
+    let failed: Vec<&JobRow> = v.jobs.iter().filter(|j| j.state == JobState::Failed).collect();
     if failed.is_empty() {
         return String::new();
     }
