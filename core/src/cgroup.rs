@@ -1,7 +1,11 @@
 //! A job's cgroup (v2), as a scenario declares it: CPU bandwidth (`cpu.max`), weight,
 //! cpuset, and a generated hierarchy whose leaves hold the workload's processes.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+use crate::parse::{Metric, MetricKind};
 
 /// `cgroup:` of a variant or a workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +132,134 @@ fn fmt_num(x: f64) -> String {
         format!("{x:.0}")
     } else {
         format!("{x}")
+    }
+}
+
+/// Checks that every process seen (cgroup path → processes) was in one of `leaves`; says
+/// how the processes spread.
+pub fn check_in_leaves(leaves: &[String], observed: &BTreeMap<String, u32>) -> Result<String, String> {
+    if observed.is_empty() {
+        return Err("no process of the workload was seen in any cgroup".into());
+    }
+    let outside: Vec<String> = observed
+        .iter()
+        .filter(|(cg, _)| !leaves.contains(cg))
+        .map(|(cg, n)| format!("{n} in {cg}"))
+        .collect();
+    if !outside.is_empty() {
+        return Err(format!(
+            "the workload's processes were not all in its cgroup's leaves: {}",
+            outside.join(", ")
+        ));
+    }
+    let processes: u32 = observed.values().sum();
+    Ok(format!(
+        "{processes} processes seen in {} of {} leaves",
+        observed.len(),
+        leaves.len()
+    ))
+}
+
+/// Sums each counter of the `cpu.stat` blocks of the limited groups (each block headed by a `# GROUP` line).
+pub fn parse_cpu_stat(text: &str) -> Result<BTreeMap<String, u64>, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let mut parts = line.split_whitespace();
+        let (Some(key), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(format!("cpu.stat: unexpected line {line:?}"));
+        };
+        let v: u64 = value
+            .parse()
+            .map_err(|_| format!("cpu.stat: {key} is not a count: {value:?}"))?;
+        *out.entry(key.to_string()).or_insert(0) += v;
+    }
+    Ok(out)
+}
+
+/// The throttling over the measured phase: periods, throttled periods, time throttled.
+pub fn metrics(before: &str, after: &str) -> Result<Vec<Metric>, String> {
+    let (b, a) = (parse_cpu_stat(before)?, parse_cpu_stat(after)?);
+    let delta = |k: &str| -> Result<f64, String> {
+        match (b.get(k), a.get(k)) {
+            (Some(x), Some(y)) => Ok(y.saturating_sub(*x) as f64),
+            _ => Err(format!("cpu.stat has no {k} (a kernel without CONFIG_CFS_BANDWIDTH?)")),
+        }
+    };
+    let usage = delta("usage_usec")?;
+    let mut out = vec![Metric::new(
+        "cg_usage_ms",
+        usage / 1000.0,
+        "ms",
+        false,
+        MetricKind::Mean,
+    )];
+    // The bandwidth counters exist only where the kernel has CFS bandwidth control.
+    if a.contains_key("nr_periods") {
+        out.push(Metric::new(
+            "cg_nr_periods",
+            delta("nr_periods")?,
+            "",
+            false,
+            MetricKind::Count,
+        ));
+        out.push(Metric::new(
+            "cg_nr_throttled",
+            delta("nr_throttled")?,
+            "",
+            false,
+            MetricKind::Count,
+        ));
+        out.push(Metric::new(
+            "cg_throttled_ms",
+            delta("throttled_usec")? / 1000.0,
+            "ms",
+            false,
+            MetricKind::Mean,
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod cpu_stat_tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const BEFORE: &str = "# /sys/fs/cgroup/kreg/t/g0\nusage_usec 100\nuser_usec 60\nsystem_usec 40\nnr_periods 2\nnr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n\
+                          # /sys/fs/cgroup/kreg/t/g1\nusage_usec 50\nuser_usec 25\nsystem_usec 25\nnr_periods 1\nnr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n";
+    const AFTER: &str = "# /sys/fs/cgroup/kreg/t/g0\nusage_usec 900100\nuser_usec 60\nsystem_usec 40\nnr_periods 30\nnr_throttled 12\nthrottled_usec 250000\nnr_bursts 0\nburst_usec 0\n\
+                         # /sys/fs/cgroup/kreg/t/g1\nusage_usec 100050\nuser_usec 25\nsystem_usec 25\nnr_periods 11\nnr_throttled 3\nthrottled_usec 50500\nnr_bursts 0\nburst_usec 0\n";
+
+    #[test]
+    fn cpu_stat_deltas_are_summed_over_the_limited_groups() {
+        let m = metrics(BEFORE, AFTER).unwrap();
+        let get = |n: &str| m.iter().find(|x| x.name == n).unwrap().value;
+        assert_eq!(get("cg_usage_ms"), 1000.0);
+        assert_eq!(get("cg_nr_periods"), 38.0);
+        assert_eq!(get("cg_nr_throttled"), 15.0);
+        assert_eq!(get("cg_throttled_ms"), 300.5);
+    }
+
+    #[test]
+    fn a_kernel_without_bandwidth_control_gives_usage_only_and_garbage_is_an_error() {
+        let m = metrics("usage_usec 1\n", "usage_usec 2001\n").unwrap();
+        assert_eq!(m.len(), 1);
+        assert!(metrics("usage_usec x\n", "usage_usec 1\n").is_err());
+        assert!(metrics("nr_periods 1\n", "nr_periods 2\n").is_err());
+    }
+
+    #[test]
+    fn processes_outside_the_leaves_are_named() {
+        let leaves = vec!["/c/kreg/t/g0".to_string(), "/c/kreg/t/g1".to_string()];
+        let seen: BTreeMap<String, u32> = [("/c/kreg/t/g0".to_string(), 3), ("/c/kreg/t/g1".to_string(), 2)].into();
+        assert_eq!(
+            check_in_leaves(&leaves, &seen).unwrap(),
+            "5 processes seen in 2 of 2 leaves"
+        );
+        let stray: BTreeMap<String, u32> = [("/c/kreg/t/g0".to_string(), 3), ("/c/system.slice".to_string(), 1)].into();
+        let e = check_in_leaves(&leaves, &stray).unwrap_err();
+        assert!(e.contains("1 in /c/system.slice"), "{e}");
+        assert!(check_in_leaves(&leaves, &BTreeMap::new()).is_err());
     }
 }
 

@@ -11,7 +11,9 @@ const CPU: &str = "/sys/devices/system/cpu";
 
 /// Reads a machine's files under /sys and /proc/sys: `None` when there is no such file.
 pub trait Machine {
-    fn read(&self, path: &str) -> impl Future<Output = Result<Option<String>, String>>;
+    /// Why a file could not be read (not its absence).
+    type Error: std::fmt::Display;
+    fn read(&self, path: &str) -> impl Future<Output = Result<Option<String>, Self::Error>>;
 }
 
 /// One knob to set: the setting it belongs to, the file, the value.
@@ -62,7 +64,7 @@ struct Cx<'m, M: Machine> {
 
 impl<M: Machine> Cx<'_, M> {
     async fn read(&self, path: &str) -> Result<Option<String>, String> {
-        self.m.read(path).await
+        self.m.read(path).await.map_err(|e| e.to_string())
     }
 
     fn lack(&mut self, s: &Setting, why: String) {
@@ -356,6 +358,7 @@ mod tests {
     struct Files(HashMap<String, String>);
 
     impl Machine for Files {
+        type Error = String;
         async fn read(&self, path: &str) -> Result<Option<String>, String> {
             Ok(self.0.get(path).cloned())
         }

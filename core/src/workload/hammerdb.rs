@@ -321,6 +321,22 @@ fn proc_metrics(name: &str, line: usize, fields: &[(String, f64)]) -> Result<Vec
     Ok(out)
 }
 
+/// HammerDB 4.x runs on Tcl 8.6; 5.0 and later need tclsh9.0.
+pub fn check_version(version: &str) -> Result<(), String> {
+    let major = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok())
+        .ok_or_else(|| format!("hammerdbcli says no version kreg can read ({version:?})"))?;
+    if major >= 5 {
+        return Err(format!(
+            "HammerDB {version} needs Tcl 9 (tclsh9.0), which kreg does not drive: use HammerDB 4.4 to 4.12"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,5 +446,14 @@ mod tests {
         assert!(!r.contains("s3cret-Pw"), "{r}");
         assert!(r.contains("Changed tpcc:mysql_pass from mysql to ********"), "{r}");
         assert_eq!(redact("nothing", ""), "nothing");
+    }
+
+    #[test]
+    fn versions_kreg_drives() {
+        assert!(check_version("v4.12").is_ok());
+        assert!(check_version("v4.4").is_ok());
+        let e = check_version("v5.0").unwrap_err();
+        assert!(e.contains("needs Tcl 9"), "{e}");
+        assert!(check_version("").is_err());
     }
 }

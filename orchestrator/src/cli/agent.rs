@@ -413,7 +413,7 @@ async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenar
                             Err(e) => Row::failed(&h.name, &a.reached, e.to_string()),
                         },
                         Ok(None) => continue,
-                        Err(e) => Row::failed(&h.name, "http", e),
+                        Err(e) => Row::failed(&h.name, "http", e.to_string()),
                     };
                     rows.push(row);
                 }

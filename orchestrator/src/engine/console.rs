@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::error::HostError;
 use crate::boot::Watch;
 
 /// What a panicking kernel prints, whatever its version.
@@ -69,7 +70,7 @@ impl Drop for ConsoleWatch {
 
 /// Runs one of a host's commands on the controller (argv, no shell) within `limit`; its
 /// stdout, or why it failed.
-pub(super) async fn controller_command(argv: &[String], what: &str, limit: Duration) -> Result<String, String> {
+pub(super) async fn controller_command(argv: &[String], what: &str, limit: Duration) -> Result<String, HostError> {
     let (prog, args) = argv.split_first().ok_or_else(|| format!("empty {what} command"))?;
     let child = tokio::process::Command::new(prog)
         .args(args)
@@ -82,12 +83,10 @@ pub(super) async fn controller_command(argv: &[String], what: &str, limit: Durat
             "{what} command {prog} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Ok(Err(e)) => Err(format!("{what} command {prog} did not start: {e}")),
-        Err(_) => Err(format!(
-            "{what} command {prog} did not finish within {}s",
-            limit.as_secs()
-        )),
+        )
+        .into()),
+        Ok(Err(e)) => Err(format!("{what} command {prog} did not start: {e}").into()),
+        Err(_) => Err(format!("{what} command {prog} did not finish within {}s", limit.as_secs()).into()),
     }
 }
 

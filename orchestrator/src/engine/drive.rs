@@ -11,9 +11,10 @@ use kreg_protocol::client::AgentClient;
 use kreg_protocol::wire::Identity;
 use sqlx::PgPool;
 
+use super::error::HostError;
 use super::host::Conn;
 use super::server::Session;
-use super::{job, owner_of, schedstats_on, server, sweep, tools, EngineError, Event};
+use super::{job, owner_of, schedstats_on, server, sweep, tools, EngineError, Event, Stop};
 use crate::boot::Target;
 use crate::config::Config;
 use crate::kernel::Prepared;
@@ -116,19 +117,21 @@ impl Driver<'_> {
                 .kernel(&jobs[0].kernel)
                 .expect("jobs come from the scenario");
             let fresh = self.scenario.boots > 1 && !self.started.contains(&(kernel.name.clone(), jobs[0].boot));
-            let booted = match self.boot_kernel(kernel, fresh).await? {
+            let booted = match self.boot_kernel(kernel, fresh).await {
                 Ok(b) => b,
-                Err(reason) => {
-                    self.fail_kernel(jobs, &kernel.name, reason).await?;
+                Err(Stop::Failed(reason)) => {
+                    self.fail_kernel(jobs, &kernel.name, reason.to_string()).await?;
                     continue;
                 }
+                Err(Stop::Drive(e)) => return Err(e),
             };
-            let mut booted = match self.ready_hosts(kernel, booted).await? {
+            let mut booted = match self.ready_hosts(kernel, booted).await {
                 Ok(b) => b,
-                Err(failure) => {
+                Err(Stop::Failed(failure)) => {
                     self.fail_jobs(jobs, &failure.to_string()).await?;
                     continue;
                 }
+                Err(Stop::Drive(e)) => return Err(e),
             };
             for vjobs in runs_of(jobs, |j| &j.variant) {
                 self.variant(&mut booted, vjobs).await?;
@@ -140,17 +143,13 @@ impl Driver<'_> {
         Ok(())
     }
 
-    /// Prepares `kernel` and boots the SUT into it. The outer error stops the drive; the
-    /// inner one fails the kernel's jobs.
-    async fn boot_kernel(&mut self, kernel: &Kernel, fresh: bool) -> Result<Result<SutBoot, String>, EngineError> {
+    /// Prepares `kernel` and boots the SUT into it.
+    async fn boot_kernel(&mut self, kernel: &Kernel, fresh: bool) -> Result<SutBoot, Stop<HostError>> {
         (self.on_event)(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });
         let started = std::time::Instant::now();
-        let (mut prepared, own_perf) = match self.prepare(kernel).await {
-            Ok(p) => p,
-            Err(reason) => return Ok(Err(reason)),
-        };
+        let (mut prepared, own_perf) = self.prepare(kernel).await.map_err(Stop::Failed)?;
         // A perf of its own source goes where a tree's would: into a lab guest's initramfs,
         // onto a machine after its boot.
         if let (Some(p), Some(perf)) = (prepared.as_mut(), own_perf.as_ref()) {
@@ -174,10 +173,7 @@ impl Driver<'_> {
             timeout,
             fresh,
         };
-        let (id, method) = match conn.boot(target, self.cfg).await {
-            Ok(x) => x,
-            Err(reason) => return Ok(Err(reason)),
-        };
+        let (id, method) = conn.boot(target, self.cfg).await.map_err(Stop::Failed)?;
         let reached = conn.reached();
         store::record_host(self.db, self.run.id, &self.sut, &id, method.as_str(), &reached).await?;
         (self.on_event)(Event::KernelReady {
@@ -192,7 +188,7 @@ impl Driver<'_> {
             .expect("a booted host has an agent")
             .clone();
         let perf = prepared.and_then(|p| p.perf).or(own_perf);
-        Ok(Ok(SutBoot { id, client, perf }))
+        Ok(SutBoot { id, client, perf })
     }
 
     /// Fetches, unpacks or builds the kernel (on its build host when it names one), the
@@ -200,12 +196,12 @@ impl Driver<'_> {
     async fn prepare(
         &mut self,
         kernel: &Kernel,
-    ) -> Result<(Option<Prepared>, Option<crate::kernel::perf::TreePerf>), String> {
+    ) -> Result<(Option<Prepared>, Option<crate::kernel::perf::TreePerf>), HostError> {
         let builder = match &kernel.source {
             KernelSource::Build(BuildSpec { build_on: Some(h), .. }) => {
                 match self.conns.get(h).and_then(|c| c.client()) {
                     Some(c) => Some((h.clone(), c.clone())),
-                    None => return Err(format!("kernel {}: build host {h} is not reachable", kernel.name)),
+                    None => return Err(format!("kernel {}: build host {h} is not reachable", kernel.name).into()),
                 }
             }
             _ => None,
@@ -239,7 +235,7 @@ impl Driver<'_> {
         &mut self,
         kernel: &Kernel,
         SutBoot { id, client, perf }: SutBoot,
-    ) -> Result<Result<Booted, Failure>, EngineError> {
+    ) -> Result<Booted, Stop<Failure>> {
         for h in &self.scenario.hosts {
             if let Some(c) = self.conns[&h.name].client() {
                 c.set_owner(&owner_of(self.run, &h.name));
@@ -253,30 +249,26 @@ impl Driver<'_> {
             }
         }
         self.clear_cgroups().await;
-        let mut versions = match self.install_tools().await {
-            Ok(v) => v,
-            Err(f) => return Ok(Err(f)),
-        };
-        match self.sut_perf(kernel, perf.as_ref(), &client).await {
-            Ok(Some(v)) => drop(versions.insert(format!("perf@{}", self.sut), v)),
-            Ok(None) => {}
-            Err(f) => return Ok(Err(f)),
+        let mut versions = self.install_tools().await.map_err(Stop::Failed)?;
+        if let Some(v) = self
+            .sut_perf(kernel, perf.as_ref(), &client)
+            .await
+            .map_err(Stop::Failed)?
+        {
+            versions.insert(format!("perf@{}", self.sut), v);
         }
         let wants_sched_stats = self.scenario.collect.perf_sched_stats
             || self.scenario.workloads.iter().any(|w| w.collect.perf_sched_stats);
         if wants_sched_stats {
             if let Err(detail) = super::sched_stats::supported(&client).await {
-                return Ok(Err(Failure::Tool {
+                return Err(Stop::Failed(Failure::Tool {
                     tool: "perf".into(),
                     host: self.sut.clone(),
-                    detail,
+                    detail: detail.to_string(),
                 }));
             }
         }
-        let tuners = match self.tune_hosts(&id).await {
-            Ok(t) => t,
-            Err(f) => return Ok(Err(f)),
-        };
+        let tuners = self.tune_hosts(&id).await.map_err(Stop::Failed)?;
         let schedstats_before = if id.schedstat_version.is_some() {
             schedstats_on(self.db, self.run.id, &self.sut, &client, &id.boot_id, self.on_event).await?
         } else {
@@ -288,14 +280,14 @@ impl Driver<'_> {
             });
             None
         };
-        Ok(Ok(Booted {
+        Ok(Booted {
             defaults: id.sched_features.clone().unwrap_or_default(),
             id,
             client,
             versions,
             schedstats_before,
             tuners,
-        }))
+        })
     }
 
     /// Installs every tool on its hosts; their versions by "tool@host".
@@ -405,7 +397,7 @@ impl Driver<'_> {
             return Ok((runner, None));
         };
         let srv = client_of(host)?;
-        let cpus = Self::cpus_on(booted, variant, host).map_err(Failure::Variant)?;
+        let cpus = Self::cpus_on(booted, variant, host)?;
         let cgroup = match super::cgroup::spec_for(variant, workload) {
             Some(spec) => {
                 let name = format!("run-{}/{}-{}", self.run.id, variant.name, workload.name);

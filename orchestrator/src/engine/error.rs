@@ -39,6 +39,19 @@ impl From<ClientError> for HostError {
     }
 }
 
+/// A reason in a job's or host's record, which are text.
+impl From<HostError> for String {
+    fn from(e: HostError) -> String {
+        e.to_string()
+    }
+}
+
+impl From<&str> for HostError {
+    fn from(s: &str) -> HostError {
+        HostError::Other(s.to_string())
+    }
+}
+
 impl From<String> for HostError {
     fn from(s: String) -> HostError {
         HostError::Other(s)

@@ -150,24 +150,8 @@ async fn version(client: &AgentClient, dir: &str) -> Result<String, HostError> {
     )
     .await?;
     let version = line.split('"').nth(1).unwrap_or("").to_string();
-    check_version(&version).map_err(HostError::Other)?;
+    crate::workload::hammerdb::check_version(&version)?;
     Ok(version)
-}
-
-/// HammerDB 4.x runs on Tcl 8.6; 5.0 and later need tclsh9.0.
-pub fn check_version(version: &str) -> Result<(), String> {
-    let major = version
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u32>().ok())
-        .ok_or_else(|| format!("hammerdbcli says no version kreg can read ({version:?})"))?;
-    if major >= 5 {
-        return Err(format!(
-            "HammerDB {version} needs Tcl 9 (tclsh9.0), which kreg does not drive: use HammerDB 4.4 to 4.12"
-        ));
-    }
-    Ok(())
 }
 
 /// `bin/tclsh8.6` in HammerDB's folder, linked to the system's where the tree has none.
@@ -193,18 +177,4 @@ async fn place(client: &AgentClient, text: &str, to: &str, mode: u32) -> Result<
     // The upload holds what the file does (the script, its password): not left behind.
     let _ = client.exec(command(["rm", "-f", &up.path], 10)).await;
     placed
-}
-
-#[cfg(test)]
-mod tests {
-    use super::check_version;
-
-    #[test]
-    fn versions_kreg_drives() {
-        assert!(check_version("v4.12").is_ok());
-        assert!(check_version("v4.4").is_ok());
-        let e = check_version("v5.0").unwrap_err();
-        assert!(e.contains("needs Tcl 9"), "{e}");
-        assert!(check_version("").is_err());
-    }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use kreg_protocol::client::AgentClient;
 use kreg_protocol::wire::{Identity, KexecRequest, Step, StepOutput};
 
+use super::error::HostError;
 use super::http::HttpConn;
 use crate::boot::{check_booted, wait_for_reboot, BootMethod, NoNewBoot, Target, Watch};
 use crate::config::Config;
@@ -44,7 +45,7 @@ pub struct LabConn {
 
 impl Conn {
     /// `perf`: whether a lab guest needs perf in its initramfs.
-    pub async fn open(host: &Host, run_dir: &std::path::Path, cfg: &Config, perf: bool) -> Result<Conn, String> {
+    pub async fn open(host: &Host, run_dir: &std::path::Path, cfg: &Config, perf: bool) -> Result<Conn, HostError> {
         match &host.transport {
             Transport::Http(_) | Transport::Ssh(_) => {
                 let a = super::reach::agent(host, cfg).await?.expect("an agent host");
@@ -133,7 +134,7 @@ impl Conn {
         cfg: &Config,
         builder: Option<(String, AgentClient)>,
         log: tokio::sync::mpsc::UnboundedSender<String>,
-    ) -> Result<(Option<Prepared>, Option<kernel::perf::TreePerf>), String> {
+    ) -> Result<(Option<Prepared>, Option<kernel::perf::TreePerf>), HostError> {
         let source = kernel.source.clone();
         let perf_source = kernel.perf.clone();
         let cache = cfg.cache_dir.clone();
@@ -178,12 +179,12 @@ impl Conn {
         })
         .await
         .map_err(|e| e.to_string())?
-        .map_err(|e| format!("kernel {}: {e}", kernel.name))
+        .map_err(|e| format!("kernel {}: {e}", kernel.name).into())
     }
 
     /// Brings the host up on the prepared `kernel` and checks that it runs it. Returns the
     /// identity seen after the boot and how the host got there.
-    pub async fn boot(&mut self, target: Target<'_>, cfg: &Config) -> Result<(Identity, BootMethod), String> {
+    pub async fn boot(&mut self, target: Target<'_>, cfg: &Config) -> Result<(Identity, BootMethod), HostError> {
         let Target { kernel, prepared, .. } = target;
         let (id, method) = match self {
             Conn::Http(http) => return http.boot(target).await,
@@ -197,7 +198,7 @@ impl Conn {
 }
 
 impl LabConn {
-    async fn boot(&mut self, target: Target<'_>, cfg: &Config) -> Result<(Identity, BootMethod), String> {
+    async fn boot(&mut self, target: Target<'_>, cfg: &Config) -> Result<(Identity, BootMethod), HostError> {
         let Target {
             kernel,
             prepared,
@@ -215,13 +216,14 @@ impl LabConn {
                         .identity()
                         .await
                         .map(|id| (id, BootMethod::None))
-                        .map_err(|e| e.to_string());
+                        .map_err(HostError::from);
                 }
             }
             return Err(format!(
                 "kernel {}: a lab host has no running kernel to stay on; give the lab a `deb` or `path` kernel first",
                 kernel.name
-            ));
+            )
+            .into());
         };
         let (initrd, initrd_bytes) = self.initramfs(p, cfg).await?;
         let alive = self.vm.as_mut().is_some_and(|vm| vm.exited().is_none());
@@ -270,7 +272,7 @@ impl LabConn {
         timeout: Duration,
         cmdline: &str,
         cfg: &Config,
-    ) -> Result<(Identity, BootMethod), String> {
+    ) -> Result<(Identity, BootMethod), HostError> {
         let first = match self.kexec(p, initrd_bytes, id, timeout, cmdline).await {
             Ok(id) => return Ok((id, BootMethod::Kexec)),
             Err(e) => e,
@@ -290,19 +292,20 @@ impl LabConn {
         .await;
         retry
             .map(|id| (id, BootMethod::Kexec))
-            .map_err(|second| format!("{first}\nretried once: {second}"))
+            .map_err(|second| format!("{first}\nretried once: {second}").into())
     }
 
     /// The initramfs for `p` (the agent, this host's token, the kernel's modules), written
     /// beside the VM; its path and bytes.
-    async fn initramfs(&self, p: &Prepared, cfg: &Config) -> Result<(PathBuf, Vec<u8>), String> {
+    async fn initramfs(&self, p: &Prepared, cfg: &Config) -> Result<(PathBuf, Vec<u8>), HostError> {
         std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
         let agent_bin = cfg.agent_bin.clone();
         if !agent_bin.exists() {
             return Err(format!(
                 "{} does not exist: build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN",
                 agent_bin.display()
-            ));
+            )
+            .into());
         }
         let token = self.token.clone();
         let modules = p.modules_dir.clone();
@@ -339,7 +342,7 @@ impl LabConn {
         cfg: &Config,
         timeout: Duration,
         cmdline: &str,
-    ) -> Result<Identity, String> {
+    ) -> Result<Identity, HostError> {
         self.vm = None;
         let spec = VmSpec {
             vmlinuz: p.vmlinuz.clone(),
@@ -366,7 +369,7 @@ impl LabConn {
         old: &Identity,
         timeout: Duration,
         cmdline: &str,
-    ) -> Result<Identity, String> {
+    ) -> Result<Identity, HostError> {
         let client = self.client.clone().expect("checked by caller");
         let image = std::fs::read(&p.vmlinuz).map_err(|e| format!("{}: {e}", p.vmlinuz.display()))?;
         let kname = format!("vmlinuz-{}", p.release);
@@ -386,11 +389,11 @@ impl LabConn {
             let sent = std::time::Instant::now();
             match client.step(step, Duration::from_secs(60)).await {
                 Ok(StepOutput::KexecStarted { .. }) => {}
-                Ok(other) => return Err(format!("unexpected answer to kexec: {other:?}")),
+                Ok(other) => return Err(format!("unexpected answer to kexec: {other:?}").into()),
                 // The answer lost with the agent (killed mid-kexec) or the guest already
                 // rebooting: the boot id decides.
                 Err(e) if e.is_unreachable() => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
             let watch = self.vm.as_mut().map(|v| v as &mut dyn Watch);
             match wait_for_reboot(&client, &old.boot_id, sent, timeout, watch).await {
@@ -399,7 +402,7 @@ impl LabConn {
                     again = true;
                     eprintln!("kreg: kexec into {}: {e}; kexec again", p.release);
                 }
-                Err(e) => return Err(format!("kexec from {} into {}: {e}", old.kernel_release, p.release)),
+                Err(e) => return Err(format!("kexec from {} into {}: {e}", old.kernel_release, p.release).into()),
             }
         }
     }

@@ -11,6 +11,7 @@ use kreg_protocol::client::AgentClient;
 use kreg_protocol::wire::{Identity, InstallRequest, Step, StepOutput};
 
 use super::console::{console_lines, controller_command};
+use super::error::HostError;
 use crate::boot::{check_booted, wait_for_agent, wait_for_reboot, BootMethod, NoNewBoot, Target};
 use crate::kernel::Prepared;
 use crate::scenario::{BootVia, HttpTransport, Kernel};
@@ -69,7 +70,7 @@ impl HttpConn {
         self.down.is_none().then_some(&self.client)
     }
 
-    pub(super) async fn boot(&mut self, target: Target<'_>) -> Result<(Identity, BootMethod), String> {
+    pub(super) async fn boot(&mut self, target: Target<'_>) -> Result<(Identity, BootMethod), HostError> {
         let Target {
             kernel,
             prepared,
@@ -77,7 +78,7 @@ impl HttpConn {
             fresh,
         } = target;
         if let Some(reason) = &self.down {
-            return Err(format!("host {} is lost to this run: {reason}", self.name));
+            return Err(format!("host {} is lost to this run: {reason}", self.name).into());
         }
         let id = self
             .client
@@ -107,7 +108,7 @@ impl HttpConn {
         p: &Prepared,
         id: &Identity,
         timeout: Duration,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, HostError> {
         if id.kernel_release != p.release {
             return Ok(false);
         }
@@ -132,7 +133,7 @@ impl HttpConn {
             _ => Err(format!(
                 "kernel {}: the host runs release {} already, but not this build or command line, and kreg does not install over the running kernel; boot another kernel first",
                 kernel.name, p.release
-            )),
+            ).into()),
         }
     }
 
@@ -140,7 +141,7 @@ impl HttpConn {
     /// step refused leaves the machine where it is (an error); an answer lost with the
     /// connection is not a refusal: the machine may be rebooting, and a reboot step is never
     /// sent twice, so the new boot id decides. Returns why the answer was lost, if it was.
-    async fn boot_step(&self, release: &str, cmdline: &str, what: &str) -> Result<Option<String>, String> {
+    async fn boot_step(&self, release: &str, cmdline: &str, what: &str) -> Result<Option<String>, HostError> {
         let (release, cmdline) = (release.to_string(), cmdline.to_string());
         let step = match self.how.boot {
             BootVia::Kexec => Step::KexecInstalled { release, cmdline },
@@ -148,12 +149,12 @@ impl HttpConn {
         };
         match self.client.step(step, Duration::from_secs(600)).await {
             Ok(StepOutput::KexecStarted { .. } | StepOutput::Rebooting { .. }) => Ok(None),
-            Ok(other) => Err(format!("{what}: unexpected answer: {other:?}")),
+            Ok(other) => Err(format!("{what}: unexpected answer: {other:?}").into()),
             Err(e) if e.is_unreachable() => {
                 tracing::warn!(host = %self.name, "{what}: the answer was lost ({e}); waiting for a new boot id");
                 Ok(Some(e.to_string()))
             }
-            Err(e) => Err(format!("{what}: {e}")),
+            Err(e) => Err(format!("{what}: {e}").into()),
         }
     }
 
@@ -167,7 +168,7 @@ impl HttpConn {
         good_cmdline: &str,
         timeout: Duration,
         install: bool,
-    ) -> Result<(Identity, BootMethod), String> {
+    ) -> Result<(Identity, BootMethod), HostError> {
         let before = self
             .client
             .identity()
@@ -227,11 +228,11 @@ impl HttpConn {
         let console = self.console_tail().await;
         let next = match self.recover(timeout).await {
             Ok(back) => back,
-            Err(lost) => lost,
+            Err(lost) => lost.to_string(),
         };
         Err(match console {
-            Some(c) => format!("{what}: {detail}; {next}; console:\n{c}"),
-            None => format!("{what}: {detail}; {next}"),
+            Some(c) => format!("{what}: {detail}; {next}; console:\n{c}").into(),
+            None => format!("{what}: {detail}; {next}").into(),
         })
     }
 
@@ -249,7 +250,7 @@ impl HttpConn {
     /// Makes room for `release`: removes kreg's oldest kernels on the machine until, with
     /// this one, no more than `keep_kernels` are installed (a running one is never removed
     /// nor counted). Returns the releases removed.
-    async fn prune(&self, release: &str) -> Result<Vec<String>, String> {
+    async fn prune(&self, release: &str) -> Result<Vec<String>, HostError> {
         let (running, kernels) = match self
             .client
             .step(Step::InstalledKernels, Duration::from_secs(60))
@@ -257,7 +258,7 @@ impl HttpConn {
             .map_err(|e| e.to_string())?
         {
             StepOutput::Kernels { running, kernels } => (running, kernels),
-            other => return Err(format!("unexpected answer to installed_kernels: {other:?}")),
+            other => return Err(format!("unexpected answer to installed_kernels: {other:?}").into()),
         };
         let others: Vec<&str> = kernels
             .iter()
@@ -286,7 +287,7 @@ impl HttpConn {
     }
 
     /// Uploads the kernel's files and has the agent install them.
-    async fn install(&self, p: &Prepared) -> Result<(), String> {
+    async fn install(&self, p: &Prepared) -> Result<(), HostError> {
         let tag = &p.release;
         self.prune(tag).await?;
         let upload = |name: String, path: PathBuf| async move {
@@ -352,13 +353,13 @@ impl HttpConn {
                 );
                 Ok(())
             }
-            other => Err(format!("unexpected answer to install_kernel: {other:?}")),
+            other => Err(format!("unexpected answer to install_kernel: {other:?}").into()),
         }
     }
 
     /// Brings the machine back to its known-good kernel. Ok with what happened, or Err when
     /// the machine is lost to the run (it then stays marked down).
-    async fn recover(&mut self, timeout: Duration) -> Result<String, String> {
+    async fn recover(&mut self, timeout: Duration) -> Result<String, HostError> {
         let good = self.known_good.clone().expect("set before any boot");
         // A reboot or reset goes through the firmware (and, after a hang, often a journal
         // replay): it gets twice the boot timeout.
@@ -378,7 +379,7 @@ impl HttpConn {
             Err(_) => match &self.how.reset {
                 Some(argv) => match run_reset(argv).await {
                     Ok(()) => wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.to_string()),
                 },
                 None => Err(
                     "it does not answer and has no `reset:` command; bring it back by hand (power cycle: its default boot entry is untouched), then `kreg resume`"
@@ -402,7 +403,7 @@ impl HttpConn {
             Err(e) => {
                 let reason = format!("host {} could not be brought back: {e}", self.name);
                 self.down = Some(reason.clone());
-                Err(reason)
+                Err(reason.into())
             }
         }
     }
@@ -421,7 +422,7 @@ pub fn kexec_cmdline(good: &str, extra: &str) -> String {
 
 /// `lib/modules/RELEASE` as a gzip'd tar whose members sit under `RELEASE/` (gzip -1:
 /// modules shrink to a third at little cost; the agent's tar detects the compression).
-async fn tar_modules(dir: &std::path::Path, release: &str) -> Result<Vec<u8>, String> {
+async fn tar_modules(dir: &std::path::Path, release: &str) -> Result<Vec<u8>, HostError> {
     let parent = dir.parent().ok_or("modules folder has no parent")?;
     let name = dir.file_name().and_then(|n| n.to_str()).ok_or("bad modules folder")?;
     let mut cmd = tokio::process::Command::new("tar");
@@ -437,13 +438,14 @@ async fn tar_modules(dir: &std::path::Path, release: &str) -> Result<Vec<u8>, St
             "tar of {} failed: {}",
             dir.display(),
             String::from_utf8_lossy(&out.stderr)
-        ));
+        )
+        .into());
     }
     Ok(out.stdout)
 }
 
 /// Runs a host's reset command on the controller (argv, no shell), bounded to two minutes.
-async fn run_reset(argv: &[String]) -> Result<(), String> {
+async fn run_reset(argv: &[String]) -> Result<(), HostError> {
     controller_command(argv, "reset", Duration::from_secs(120))
         .await
         .map(drop)

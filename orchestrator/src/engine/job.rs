@@ -307,7 +307,7 @@ fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metri
         let (Some(b), Some(a)) = (get("cgroup_stat_before"), get("cgroup_stat_after")) else {
             return Err(fail("the cgroup's cpu.stat snapshots are missing", raw));
         };
-        out.extend(super::cgroup::metrics(b, a).map_err(|e| fail(e, raw))?);
+        out.extend(crate::cgroup::metrics(b, a).map_err(|e| fail(e, raw))?);
     }
     if ctx.collect.perf_stat {
         let text = raw.iter().find(|(k, _)| k == "perf_stat").map(|(_, v)| v.clone());

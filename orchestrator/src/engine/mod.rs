@@ -233,11 +233,12 @@ pub async fn restore_settings(db: &PgPool, run_id: i64, cfg: &Config) -> Result<
                         // A tuned knob, by its path.
                         Ok(_) if setting.starts_with('/') => tune::put_back(&a.client, &setting, &before)
                             .await
-                            .map(|_| format!("put back to {before}")),
+                            .map(|_| format!("put back to {before}"))
+                            .map_err(|e| e.to_string()),
                         Ok(_) => Err(format!("kreg does not know how to put {setting} back")),
                         Err(e) => Err(e.to_string()),
                     },
-                    Err(e) => Err(e.clone()),
+                    Err(e) => Err(e.to_string()),
                 }
             }
             // A lab VM does not outlive its controller.
@@ -282,6 +283,27 @@ pub enum EngineError {
     Scenario { run: i64, detail: String },
     #[error("host {host}: {detail}")]
     Host { host: String, detail: String },
+}
+
+/// Why a step of a drive gave no value: `Failed`, the step failed and its jobs fail with
+/// the reason while the drive goes on; `Drive`, the drive itself must stop (the database
+/// went away, say).
+#[derive(Debug)]
+pub enum Stop<F> {
+    Failed(F),
+    Drive(EngineError),
+}
+
+impl<F> From<EngineError> for Stop<F> {
+    fn from(e: EngineError) -> Stop<F> {
+        Stop::Drive(e)
+    }
+}
+
+impl<F> From<store::StoreError> for Stop<F> {
+    fn from(e: store::StoreError) -> Stop<F> {
+        Stop::Drive(e.into())
+    }
 }
 
 /// How a drive ended.
@@ -456,7 +478,7 @@ async fn drive_jobs(
             .await
             .map_err(|detail| EngineError::Host {
                 host: h.name.clone(),
-                detail,
+                detail: detail.to_string(),
             })?;
         conns.insert(h.name.clone(), c);
     }

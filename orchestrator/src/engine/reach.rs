@@ -3,6 +3,7 @@
 
 use kreg_protocol::client::AgentClient;
 
+use super::error::HostError;
 use crate::config::Config;
 use crate::scenario::{Host, HttpTransport, SshTransport, Transport};
 use crate::ssh;
@@ -20,16 +21,16 @@ pub struct Agent {
 }
 
 /// The token of an ssh host: its `token_file`, or the one kreg keeps for the machine.
-pub fn ssh_token(t: &SshTransport, cfg: &Config) -> Result<(std::path::PathBuf, String), String> {
+pub fn ssh_token(t: &SshTransport, cfg: &Config) -> Result<(std::path::PathBuf, String), HostError> {
     match &t.token_file {
         Some(f) => Ok((f.clone(), crate::token::read(f)?)),
-        None => crate::token::Kept::Ssh.read_or_make(&cfg.data_dir, &t.ssh),
+        None => Ok(crate::token::Kept::Ssh.read_or_make(&cfg.data_dir, &t.ssh)?),
     }
 }
 
 /// Reaches the agent of `host` (an http or ssh host; a lab host has none before its VM
 /// starts).
-pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, String> {
+pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError> {
     match &host.transport {
         Transport::Http(http) => {
             let token = crate::token::read(&http.token_file)?;

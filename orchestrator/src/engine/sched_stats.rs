@@ -8,6 +8,7 @@
 //! perf switches `kernel.sched_schedstats` on for the recording when it is off and back at
 //! its end; kreg has it on for the whole boot anyway (and puts it back after).
 
+use super::error::HostError;
 use kreg_protocol::client::AgentClient;
 use kreg_protocol::wire::ExecRequest;
 
@@ -46,7 +47,7 @@ pub struct Recording {
 }
 
 /// Starts the recording and waits for its first snapshot.
-pub async fn start(sut: &AgentClient, path: &str) -> Result<Recording, String> {
+pub async fn start(sut: &AgentClient, path: &str) -> Result<Recording, HostError> {
     let req = ExecRequest {
         argv: record_argv(path),
         timeout_secs: 0,
@@ -64,8 +65,8 @@ pub async fn start(sut: &AgentClient, path: &str) -> Result<Recording, String> {
             id,
             path: path.to_string(),
         }),
-        Err(super::NotReady::Agent(e)) => Err(format!("starting perf sched stats record: {e}")),
-        Err(super::NotReady::Said(why)) => Err(why),
+        Err(super::NotReady::Agent(e)) => Err(format!("starting perf sched stats record: {e}").into()),
+        Err(super::NotReady::Said(why)) => Err(why.into()),
     }
 }
 
@@ -79,7 +80,7 @@ pub struct Recorded {
 }
 
 /// Ends the recording: its second snapshot. Returns what perf said.
-pub async fn end(sut: &AgentClient, rec: &Recording) -> Result<String, String> {
+pub async fn end(sut: &AgentClient, rec: &Recording) -> Result<String, HostError> {
     let st = sut
         .interrupt(rec.id, 10)
         .await
@@ -89,19 +90,20 @@ pub async fn end(sut: &AgentClient, rec: &Recording) -> Result<String, String> {
         return Err(format!(
             "perf sched stats record did not write its samples: {}",
             crate::failure::tail(&st.stderr, 5)
-        ));
+        )
+        .into());
     }
     Ok(st.stderr)
 }
 
 /// After [`end`]: the report made on the SUT and the file, which is then removed there.
-pub async fn fetch(sut: &AgentClient, rec: &Recording, stderr: String) -> Result<Recorded, String> {
+pub async fn fetch(sut: &AgentClient, rec: &Recording, stderr: String) -> Result<Recorded, HostError> {
     let out = finish(sut, rec, stderr).await;
     let _ = sut.exec(super::command(["rm", "-f", rec.path.as_str()], 30)).await;
     out
 }
 
-async fn finish(sut: &AgentClient, rec: &Recording, stderr: String) -> Result<Recorded, String> {
+async fn finish(sut: &AgentClient, rec: &Recording, stderr: String) -> Result<Recorded, HostError> {
     let report = sut
         .exec(super::command(
             ["perf", "sched", "stats", "report", "-i", rec.path.as_str()],
@@ -113,7 +115,8 @@ async fn finish(sut: &AgentClient, rec: &Recording, stderr: String) -> Result<Re
         return Err(format!(
             "perf sched stats report failed: {}",
             crate::failure::tail(&report.stderr, 5)
-        ));
+        )
+        .into());
     }
     let data = sut
         .exec(super::command(["base64", rec.path.as_str()], 120))
@@ -124,7 +127,8 @@ async fn finish(sut: &AgentClient, rec: &Recording, stderr: String) -> Result<Re
             "reading {} with base64 failed: {}",
             rec.path,
             crate::failure::tail(&data.stderr, 5)
-        ));
+        )
+        .into());
     }
     let bytes = base64_decode(&data.stdout).map_err(|e| format!("{} as base64: {e}", rec.path))?;
     Ok(Recorded {
@@ -135,14 +139,14 @@ async fn finish(sut: &AgentClient, rec: &Recording, stderr: String) -> Result<Re
 }
 
 /// base64 as `base64` prints it (lines of 76).
-fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
+fn base64_decode(text: &str) -> Result<Vec<u8>, HostError> {
     use base64ct::Encoding;
     let joined: String = text.split_whitespace().collect();
-    base64ct::Base64::decode_vec(&joined).map_err(|e| e.to_string())
+    base64ct::Base64::decode_vec(&joined).map_err(|e| e.to_string().into())
 }
 
 /// The file, xz-compressed on the controller, as base64 text (raw outputs are text).
-fn compress(bytes: &[u8]) -> Result<String, String> {
+fn compress(bytes: &[u8]) -> Result<String, HostError> {
     use base64ct::Encoding;
     use std::io::Write;
     let mut child = std::process::Command::new("xz")
@@ -161,22 +165,22 @@ fn compress(bytes: &[u8]) -> Result<String, String> {
         .map_err(|_| "xz's input writer panicked".to_string())?
         .map_err(|e| format!("xz: {e}"))?;
     if !out.status.success() {
-        return Err(format!("xz failed: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!("xz failed: {}", String::from_utf8_lossy(&out.stderr)).into());
     }
     Ok(base64ct::Base64::encode_string(&out.stdout))
 }
 
 /// Whether the perf on the SUT has `perf sched stats` (perf 6.19 and later): its usage
 /// names the subcommand. The answer says which perf, for the reason when it has not.
-pub async fn supported(sut: &AgentClient) -> Result<(), String> {
+pub async fn supported(sut: &AgentClient) -> Result<(), HostError> {
     let perf = sut.program_path("perf");
     let r = match sut.exec(super::command([perf.as_str(), "sched", "stats", "--help"], 30)).await {
         Ok(r) => r,
-        Err(e) if e.is_unreachable() => return Err(format!("{perf} sched stats --help: {e}")),
+        Err(e) if e.is_unreachable() => return Err(format!("{perf} sched stats --help: {e}").into()),
         Err(e) => {
             return Err(format!(
                 "the collector perf_sched_stats needs `perf sched stats` (perf 6.19 or later); the SUT has no perf to run ({e}): give the kernels a perf of their own (`perf: {{ debian: linux-source-7.2 }}`)"
-            ))
+            ).into())
         }
     };
     let text = format!("{}{}", r.stdout, r.stderr);
@@ -191,7 +195,7 @@ pub async fn supported(sut: &AgentClient) -> Result<(), String> {
     Err(format!(
         "the collector perf_sched_stats needs `perf sched stats` (perf 6.19 or later); the SUT's perf ({perf}, {}) has none: give the kernels a newer perf (`perf: {{ debian: linux-source-7.2 }}`)",
         if version.is_empty() { "version unknown" } else { &version }
-    ))
+    ).into())
 }
 
 #[cfg(test)]

@@ -421,9 +421,9 @@ async fn private_file(
     client: &AgentClient,
     what: &str,
     name: &str,
-    text: Result<String, String>,
+    text: Result<String, HostError>,
 ) -> Result<String, HostError> {
-    let text = text.map_err(HostError::Other)?;
+    let text = text?;
     let dir = must(
         client,
         command(["mktemp", "-d", &format!("/tmp/kreg-{what}.XXXXXX")], 10),
@@ -457,7 +457,14 @@ pub async fn open(
         Plan::Sysbench(sb) => {
             let mut s = start_db(server, runner, &sb.server, policy, at.clone()).await?;
             // The password in a file of root's on the client's host, never on its argv.
-            match private_file(runner, "sysbench", "sysbench.conf", Sysbench::config_text(&s.password)).await {
+            match private_file(
+                runner,
+                "sysbench",
+                "sysbench.conf",
+                Sysbench::config_text(&s.password).map_err(HostError::from),
+            )
+            .await
+            {
                 Ok(dir) => s.private = Some((runner.clone(), dir)),
                 Err(e) => {
                     let _ = s.stop().await;

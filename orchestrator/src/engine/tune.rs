@@ -7,6 +7,7 @@ use kreg_protocol::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
 use kreg_protocol::wire::{ErrorKind, Step, StepOutput};
 use sqlx::PgPool;
 
+use super::error::HostError;
 use super::job::write_knob;
 use crate::store;
 use crate::tuning::resolve::{normal, parse_cpus, Machine};
@@ -16,12 +17,13 @@ use crate::tuning::{cpu_list, resolve, Record, Resolved, Tuning};
 struct Knobs<'a>(&'a AgentClient);
 
 impl Machine for Knobs<'_> {
-    async fn read(&self, path: &str) -> Result<Option<String>, String> {
+    type Error = HostError;
+    async fn read(&self, path: &str) -> Result<Option<String>, HostError> {
         match self.0.step(Step::ReadKnob { path: path.into() }, CONTROL_TIMEOUT).await {
             Ok(StepOutput::Knob(k)) => Ok(Some(k.value)),
-            Ok(other) => Err(format!("unexpected answer to read_knob {path}: {other:?}")),
+            Ok(other) => Err(format!("unexpected answer to read_knob {path}: {other:?}").into()),
             Err(ClientError::Step { error, .. }) if error.kind == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -37,14 +39,14 @@ pub struct Tuner {
     changed: Vec<(String, String)>,
 }
 
-async fn online_cpus(client: &AgentClient) -> Result<Vec<u32>, String> {
+async fn online_cpus(client: &AgentClient) -> Result<Vec<u32>, HostError> {
     let path = "/sys/devices/system/cpu/online";
     let text = Knobs(client).read(path).await?.ok_or_else(|| format!("no {path}"))?;
-    parse_cpus(&text).ok_or_else(|| format!("{path} reads {text:?}, not a CPU list"))
+    parse_cpus(&text).ok_or_else(|| format!("{path} reads {text:?}, not a CPU list").into())
 }
 
 impl Tuner {
-    pub async fn new(client: &AgentClient, host: &str, boot_id: &str) -> Result<Tuner, String> {
+    pub async fn new(client: &AgentClient, host: &str, boot_id: &str) -> Result<Tuner, HostError> {
         Ok(Tuner {
             host: host.to_string(),
             boot_id: boot_id.to_string(),
@@ -68,21 +70,21 @@ impl Tuner {
         run_id: i64,
         client: &AgentClient,
         want: &Tuning,
-    ) -> Result<Record, String> {
+    ) -> Result<Record, HostError> {
         if self.now.as_ref().map(|(t, _)| t) != Some(want) {
             self.restore(db, run_id, client).await?;
             let applied = self.apply(db, run_id, client, want).await;
             if let Err(e) = applied {
                 return Err(match self.restore(db, run_id, client).await {
-                    Ok(()) => format!("{e}; nothing stays changed"),
-                    Err(put) => format!("{e}; and putting back what was changed failed: {put}"),
+                    Ok(()) => format!("{e}; nothing stays changed").into(),
+                    Err(put) => format!("{e}; and putting back what was changed failed: {put}").into(),
                 });
             }
         }
         self.read_back(db, run_id, client).await
     }
 
-    async fn apply(&mut self, db: &PgPool, run_id: i64, client: &AgentClient, want: &Tuning) -> Result<(), String> {
+    async fn apply(&mut self, db: &PgPool, run_id: i64, client: &AgentClient, want: &Tuning) -> Result<(), HostError> {
         let resolved = resolve(&Knobs(client), want, &self.boot_online).await?;
         for w in &resolved.writes {
             self.set(db, run_id, client, (&w.key, &w.path), &w.value).await?;
@@ -99,7 +101,7 @@ impl Tuner {
         client: &AgentClient,
         (key, path): (&str, &str),
         value: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         let before = Knobs(client)
             .read(path)
             .await?
@@ -117,17 +119,14 @@ impl Tuner {
             .await
             .map_err(|e| format!("{key}: {e}"))?;
         if normal(&back) != normal(value) {
-            return Err(format!(
-                "{key}: wrote {value} to {path}, it reads back as {}",
-                back.trim()
-            ));
+            return Err(format!("{key}: wrote {value} to {path}, it reads back as {}", back.trim()).into());
         }
         Ok(())
     }
 
     /// Every knob of the tuning in effect read back (one that drifted is written again),
     /// and the job's record.
-    async fn read_back(&mut self, db: &PgPool, run_id: i64, client: &AgentClient) -> Result<Record, String> {
+    async fn read_back(&mut self, db: &PgPool, run_id: i64, client: &AgentClient) -> Result<Record, HostError> {
         let (tuning, resolved) = self.now.clone().expect("ensure applied a tuning");
         for w in &resolved.writes {
             let now = Knobs(client).read(&w.path).await?.unwrap_or_default();
@@ -142,7 +141,8 @@ impl Tuner {
                 "online CPUs are {}, the tuning wants {}",
                 cpu_list(&online),
                 cpu_list(&resolved.online)
-            ));
+            )
+            .into());
         }
         let lacking: Vec<&String> = resolved.unavailable.iter().map(|(k, _)| k).collect();
         Ok(Record {
@@ -165,7 +165,7 @@ impl Tuner {
     }
 
     /// Every knob changed put back, latest first, each noted as put back.
-    pub async fn restore(&mut self, db: &PgPool, run_id: i64, client: &AgentClient) -> Result<(), String> {
+    pub async fn restore(&mut self, db: &PgPool, run_id: i64, client: &AgentClient) -> Result<(), HostError> {
         self.now = None;
         let mut problems = Vec::new();
         while let Some((path, before)) = self.changed.pop() {
@@ -179,20 +179,20 @@ impl Tuner {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(problems.join("; ").into())
         }
     }
 }
 
 /// Writes a knob's value before back (a choice list such as "[always] madvise never" by its
 /// choice) and checks that it reads so.
-pub async fn put_back(client: &AgentClient, path: &str, before: &str) -> Result<(), String> {
+pub async fn put_back(client: &AgentClient, path: &str, before: &str) -> Result<(), HostError> {
     let back = write_knob(client, path, &normal(before))
         .await
         .map_err(|e| e.to_string())?;
     if normal(&back) == normal(before) {
         Ok(())
     } else {
-        Err(format!("it reads {} after writing it back", back.trim()))
+        Err(format!("it reads {} after writing it back", back.trim()).into())
     }
 }

@@ -6,8 +6,9 @@ use std::time::Duration;
 use kreg_protocol::client::AgentClient;
 
 use super::{Booted, Driver, JOB_TRIES, RECONNECT_WAIT};
+use crate::engine::error::HostError;
 use crate::engine::server::Session;
-use crate::engine::{job, sweep, EngineError, Event};
+use crate::engine::{job, sweep, EngineError, Event, Stop};
 use crate::scenario::{Variant, Workload};
 use crate::store::{self, JobRow};
 
@@ -24,7 +25,7 @@ impl Driver<'_> {
         variant: &Variant,
         workload: &Workload,
         j: &JobRow,
-    ) -> Result<Result<store::JobOutcome, job::JobFailure>, EngineError> {
+    ) -> Result<store::JobOutcome, Stop<job::JobFailure>> {
         let mut tries = 0;
         loop {
             tries += 1;
@@ -32,13 +33,13 @@ impl Driver<'_> {
             let result = job::run(ctx, variant, workload).await;
             let lost = match &result {
                 Err(f) if f.unreachable && tries < JOB_TRIES => f.reason.clone(),
-                _ => return Ok(result),
+                _ => return result.map_err(Stop::Failed),
             };
             if let Err(why) = self.back_after_loss(booted, workload).await {
-                return Ok(result.map_err(|mut f| {
+                return result.map_err(|mut f| {
                     f.reason = format!("{}; not run again: {why}", f.reason);
-                    f
-                }));
+                    Stop::Failed(f)
+                });
             }
             (self.on_event)(Event::Warning {
                 message: format!(
@@ -57,14 +58,14 @@ impl Driver<'_> {
     /// After a job lost its connection: whether the job may run again. Each host of the
     /// job must be an agent host (see [`crate::engine::host::Conn::reconnects`]) and answer within
     /// [`RECONNECT_WAIT`], the SUT still on the boot the job was measuring.
-    async fn back_after_loss(&self, booted: &Booted, workload: &Workload) -> Result<(), String> {
+    async fn back_after_loss(&self, booted: &Booted, workload: &Workload) -> Result<(), HostError> {
         let mut hosts = vec![self.sut.clone(), workload.on.clone()];
         hosts.extend(workload.kind.server_host().map(str::to_string));
         hosts.dedup();
         for name in &hosts {
             let conn = &self.conns[name];
             if !conn.reconnects() {
-                return Err(format!("host {name} is a lab VM that stopped answering"));
+                return Err(format!("host {name} is a lab VM that stopped answering").into());
             }
             let client = conn
                 .client()
@@ -81,7 +82,8 @@ impl Driver<'_> {
                 return Err(format!(
                     "the SUT booted again meanwhile (boot {} is not the measured boot {})",
                     id.boot_id, booted.id.boot_id
-                ));
+                )
+                .into());
             }
         }
         Ok(())
@@ -138,7 +140,11 @@ impl Driver<'_> {
             tag: format!("{}-{}", self.run.id, j.ordinal),
             measured: Default::default(),
         };
-        let result = self.run_with_retries(&ctx, booted, variant, workload, j).await?;
+        let result = match self.run_with_retries(&ctx, booted, variant, workload, j).await {
+            Ok(outcome) => Ok(outcome),
+            Err(Stop::Failed(f)) => Err(f),
+            Err(Stop::Drive(e)) => return Err(e),
+        };
         let result = match own_cgroup.as_ref().map(|c| (c, c.host.clone())) {
             Some((cg, host)) => crate::engine::job::removed_after(cg, result, &host).await,
             None => result,

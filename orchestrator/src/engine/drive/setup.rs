@@ -42,13 +42,13 @@ impl Driver<'_> {
                 Ok(t) => t,
                 Err(e) => {
                     self.untune(&mut tuners).await;
-                    return Err(failure(e));
+                    return Err(failure(e.to_string()));
                 }
             };
             if !h.tuning.is_empty() {
                 if let Err(e) = tuner.ensure(self.db, self.run.id, &client, &h.tuning).await {
                     self.untune(&mut tuners).await;
-                    return Err(failure(e));
+                    return Err(failure(e.to_string()));
                 }
             }
             tuners.insert(h.name.clone(), tuner);
@@ -100,7 +100,7 @@ impl Driver<'_> {
                 .await
                 .map_err(|detail| Failure::Tuning {
                     host: host.clone(),
-                    detail,
+                    detail: detail.to_string(),
                 })?;
             let kind = if host == self.sut {
                 "tuning".to_string()
@@ -161,13 +161,13 @@ impl Driver<'_> {
         workload: &Workload,
     ) -> Result<(Vec<(String, String)>, Option<Vec<u32>>), Failure> {
         let records = self.tune_for(booted, variant).await?;
-        let cpus = Self::cpus_on(booted, variant, &workload.on).map_err(Failure::Variant)?;
+        let cpus = Self::cpus_on(booted, variant, &workload.on)?;
         Ok((records, cpus))
     }
 
     /// The CPUs a workload (or server) on `host` may use: the variant's, within the cache
     /// the host's tuning confined it to.
-    pub(super) fn cpus_on(booted: &Booted, variant: &Variant, host: &str) -> Result<Option<Vec<u32>>, String> {
+    pub(super) fn cpus_on(booted: &Booted, variant: &Variant, host: &str) -> Result<Option<Vec<u32>>, Failure> {
         let llc = booted.tuners.get(host).and_then(|t| t.workload_cpus());
         match (variant.cpus.as_deref(), llc) {
             (None, None) => Ok(None),
@@ -176,12 +176,12 @@ impl Driver<'_> {
             (Some(v), Some(l)) => {
                 let both: Vec<u32> = v.iter().copied().filter(|c| l.contains(c)).collect();
                 if both.is_empty() {
-                    return Err(format!(
+                    return Err(Failure::Variant(format!(
                         "variant {}: its CPUs {} and the last-level cache's {} have none in common",
                         variant.name,
                         crate::tuning::cpu_list(v),
                         crate::tuning::cpu_list(l)
-                    ));
+                    )));
                 }
                 Ok(Some(both))
             }
