@@ -8,12 +8,14 @@ use crate::config::Config;
 use crate::scenario::{KernelSource, Scenario};
 
 /// What the checks found: problems stop the run; warnings are said and it goes on.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Findings {
     pub problems: Vec<String>,
     pub warnings: Vec<String>,
     /// What was done to reach the hosts (an agent installed over SSH, say).
     pub notes: Vec<String>,
+    /// The agents reached and answering, handed to the engine (one SSH login per host).
+    pub agents: crate::engine::reach::Reached,
 }
 
 /// The features of the variants that the kernel's features file does not know, as
@@ -85,6 +87,7 @@ pub async fn check(s: &Scenario, cfg: &Config) -> Findings {
                 continue;
             }
         };
+        found.agents.insert(h.name.clone(), agent);
         if h.name != sut || s.variants.iter().all(|v| v.features.is_empty()) {
             continue;
         }

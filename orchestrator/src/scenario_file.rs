@@ -2,8 +2,11 @@
 //! size limit, checked to be UTF-8 with the position of the first bad byte, validated, and
 //! the files it names checked. Every problem is a `FILE:LINE:COL: message`.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::scenario::{self, Diagnostic, Scenario};
 
@@ -97,16 +100,41 @@ pub fn parse(text: &str, source: &Path) -> Result<Scenario, Vec<Diagnostic>> {
     Ok(s)
 }
 
+/// The scenarios of runs this process parsed, by (source path, stored text).
+type Parsed = HashMap<(String, String), Result<Scenario, String>>;
+static STORED: Mutex<Option<Parsed>> = Mutex::new(None);
+static STORED_PARSES: AtomicUsize = AtomicUsize::new(0);
+const STORED_KEPT: usize = 256;
+
 /// The scenario a run was created from (its stored text, not today's file), or why it no
-/// longer loads (each problem with its position, on one line).
+/// longer loads (each problem with its position, on one line). Parsed once per process:
+/// the engine, the report and the pages of one process share it.
 pub fn of_run(run: &crate::store::RunRow) -> Result<Scenario, String> {
-    parse(&run.yaml, Path::new(&run.source_path)).map_err(|diags| {
+    let key = (run.source_path.clone(), run.yaml.clone());
+    let mut stored = STORED.lock().unwrap_or_else(|p| p.into_inner());
+    let cache = stored.get_or_insert_with(HashMap::new);
+    if let Some(known) = cache.get(&key) {
+        return known.clone();
+    }
+    // A dashboard serves many runs for long: the memory stays bounded.
+    if cache.len() >= STORED_KEPT {
+        cache.clear();
+    }
+    STORED_PARSES.fetch_add(1, Ordering::Relaxed);
+    let parsed = parse(&run.yaml, Path::new(&run.source_path)).map_err(|diags| {
         diags
             .iter()
             .map(|d| d.render(&run.source_path))
             .collect::<Vec<_>>()
             .join("; ")
-    })
+    });
+    cache.insert(key, parsed.clone());
+    parsed
+}
+
+/// How many stored scenarios this process has parsed.
+pub fn stored_parses() -> usize {
+    STORED_PARSES.load(Ordering::Relaxed)
 }
 
 /// Reads, validates and (unless `skip_files`) checks the files of a scenario.
@@ -129,6 +157,29 @@ pub fn job_count(s: &Scenario) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_scenario_is_parsed_once_per_process() {
+        let yaml = "name: once\nhosts:\n  s: { role: sut, transport: { kind: lab } }\nkernels:\n  - { name: a, source: running }\nworkloads:\n  - { name: w, kind: hackbench }\n";
+        let run = |id: i64, yaml: &str| crate::store::RunRow {
+            id,
+            scenario_name: "once".into(),
+            yaml: yaml.into(),
+            source_path: "/scn/once-test.yaml".into(),
+            state: crate::plan::RunState::Done,
+            created_at: chrono::Utc::now(),
+            plan_alpha: None,
+            plan_min_effect: None,
+        };
+        let before = stored_parses();
+        let a = of_run(&run(1, yaml)).unwrap();
+        let b = of_run(&run(1, yaml)).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(stored_parses() - before, 1, "the second read is the first's");
+        let other = yaml.replace("name: once", "name: twice");
+        assert_eq!(of_run(&run(2, &other)).unwrap().name, "twice", "another text is parsed");
+        assert!(of_run(&run(3, "name: [")).unwrap_err().contains("/scn/once-test.yaml:"));
+    }
 
     #[test]
     fn bad_bytes_are_placed() {

@@ -257,12 +257,16 @@ async fn a_run_over_ssh_installs_the_agent_then_reuses_and_upgrades_it() {
     assert_eq!(reached, format!("ssh root@{}:22 (host key {})", m.addr, m.fingerprint));
     let pid1 = m.agent_pid().expect("the agent runs");
 
-    // The second run reuses it: the same process.
+    // The second run reuses it: the same process, and one login for the whole run (the
+    // preflight's connection is the engine's).
+    let logins = |log: &str| log.matches("Accepted publickey").count();
+    let before = logins(&m.sshd_log());
     let out = common::kreg(&db, &data.0).arg("run").arg(&file).output().unwrap();
     common::assert_ok(&out, "second run over ssh");
     let said = stderr(&out);
     assert!(said.contains("already installed and running"), "{said}");
     assert_eq!(m.agent_pid(), Some(pid1));
+    assert_eq!(logins(&m.sshd_log()) - before, 1, "one SSH login per host per run");
 
     // A controller with another agent build upgrades it.
     let newer = data.0.join("kreg-agent-newer");

@@ -165,7 +165,8 @@ fn look_line(cells: &[String], jobs: usize) -> String {
     )
 }
 
-pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
+/// `reached`: the agents the preflight reached (none on a resume).
+pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, reached: engine::reach::Reached) -> Result<ExitCode> {
     let tty = std::io::stderr().is_terminal();
     let bar = if tty {
         ProgressBar::new(0)
@@ -185,7 +186,7 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config) -> Result<ExitCode> {
     };
     let mut on_event = |e: Event| progress.show(e);
     let outcome = tokio::select! {
-        r = engine::drive(db, run_id, cfg, &mut on_event) => r?,
+        r = engine::drive(db, run_id, cfg, reached, &mut on_event) => r?,
         signal = interrupted() => {
             // The drive was dropped with its requests: each agent ends what the job in
             // progress started when its request goes away.
@@ -252,7 +253,7 @@ pub async fn start(file: &Path, cfg: &Config) -> Result<ExitCode> {
         jobs.len(),
         s.name
     );
-    drive(&db, run_id, cfg).await
+    drive(&db, run_id, cfg, found.agents).await
 }
 
 /// `kreg resume`: a run driven on from its first job not done.
@@ -268,7 +269,7 @@ pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!("run {run}: resuming, {left} of {} jobs left", before.len());
-    drive(&db, run, cfg).await
+    drive(&db, run, cfg, Default::default()).await
 }
 
 /// A job's place in its cell, for the progress line and the plain log: iteration 0 is a

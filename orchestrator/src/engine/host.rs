@@ -45,10 +45,20 @@ pub struct LabConn {
 
 impl Conn {
     /// `perf`: whether a lab guest needs perf in its initramfs.
-    pub async fn open(host: &Host, run_dir: &std::path::Path, cfg: &Config, perf: bool) -> Result<Conn, HostError> {
+    /// `reached`: the host's agent when the preflight reached it already.
+    pub async fn open(
+        host: &Host,
+        run_dir: &std::path::Path,
+        cfg: &Config,
+        perf: bool,
+        reached: Option<super::reach::Agent>,
+    ) -> Result<Conn, HostError> {
         match &host.transport {
             Transport::Http(_) | Transport::Ssh(_) => {
-                let a = super::reach::agent(host, cfg).await?.expect("an agent host");
+                let a = match reached {
+                    Some(a) => a,
+                    None => super::reach::agent(host, cfg).await?.expect("an agent host"),
+                };
                 Ok(Conn::Http(
                     HttpConn::new(&host.name, a.client, a.how).reached_by(a.reached, a.ssh),
                 ))

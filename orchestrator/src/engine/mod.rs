@@ -371,10 +371,14 @@ async fn put_back_leftovers(
 /// the drive waits for it (up to [`DB_OUTAGE_WAIT`]), takes the run's lock again and goes
 /// on as a resume would: a job is stored in one transaction, so one whose storing was cut
 /// off is either done or runs again, never stored twice.
+///
+/// `reached`: agents the caller reached already (the preflight of `kreg run`); the others
+/// are reached here.
 pub async fn drive(
     db: &PgPool,
     run_id: i64,
     cfg: &Config,
+    mut reached: reach::Reached,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
     let run = store::run(db, run_id).await?;
@@ -395,7 +399,7 @@ pub async fn drive(
     put_back_leftovers(db, run_id, cfg, on_event).await?;
     let mut outages = 0;
     let result = loop {
-        let result = drive_jobs(db, &run, &scenario, cfg, on_event).await;
+        let result = drive_jobs(db, &run, &scenario, cfg, std::mem::take(&mut reached), on_event).await;
         let lost = match &result {
             Err(EngineError::Store(e)) if e.is_connection_lost() && outages < DB_OUTAGES => e.to_string(),
             _ => break result,
@@ -469,12 +473,13 @@ async fn drive_jobs(
     run: &store::RunRow,
     scenario: &Scenario,
     cfg: &Config,
+    mut reached: reach::Reached,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
     let run_dir = cfg.data_dir.join("runs").join(run.id.to_string());
     let mut conns: HashMap<String, host::Conn> = HashMap::new();
     for h in &scenario.hosts {
-        let c = host::Conn::open(h, &run_dir, cfg, scenario.needs_perf_on(&h.name))
+        let c = host::Conn::open(h, &run_dir, cfg, scenario.needs_perf_on(&h.name), reached.remove(&h.name))
             .await
             .map_err(|detail| EngineError::Host {
                 host: h.name.clone(),

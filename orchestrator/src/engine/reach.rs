@@ -8,6 +8,10 @@ use crate::config::Config;
 use crate::scenario::{Host, HttpTransport, SshTransport, Transport};
 use crate::ssh;
 
+/// The agents already reached (by the preflight), by host name: the engine takes them
+/// over instead of logging in again.
+pub type Reached = std::collections::HashMap<String, Agent>;
+
 /// A host's agent.
 pub struct Agent {
     pub client: AgentClient,
