@@ -21,6 +21,28 @@ pub enum Format {
     Json,
 }
 
+impl Format {
+    /// Every format by the name the command line and the dashboard take.
+    pub const NAMES: [(&'static str, Format); 4] = [
+        ("text", Format::Text),
+        ("markdown", Format::Markdown),
+        ("csv", Format::Csv),
+        ("json", Format::Json),
+    ];
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        Format::NAMES
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| format!("{s:?} is not a format (text, markdown, csv, json)"))
+    }
+}
+
 /// A report: its tables and everything said around them. One value, four formats.
 pub struct Report<'a> {
     pub run_id: i64,

@@ -5,7 +5,19 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-pub fn parse(kind: &str, file: &Path) -> Result<ExitCode> {
+/// `kreg parse`'s arguments.
+#[derive(clap::Args)]
+pub struct ParseArgs {
+    /// hackbench, schbench (text or `-j` JSON), schbench-json, sysbench, netperf (`-k`, `-o` or its
+    /// default table), hammerdb (stdout, time profile, or both), perf-bench, or
+    /// perf-sched-stats (a `perf sched stats report`: the all-CPUs summary per domain level).
+    kind: String,
+    /// The output file; `-` reads standard input.
+    file: std::path::PathBuf,
+}
+
+pub fn parse(a: &ParseArgs) -> Result<ExitCode> {
+    let (kind, file): (&str, &Path) = (&a.kind, &a.file);
     let text = if file.as_os_str() == "-" {
         let mut t = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).context("cannot read standard input")?;

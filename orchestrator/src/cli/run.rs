@@ -16,7 +16,7 @@ use kreg::engine::{self, Event};
 use kreg::{plan, store};
 
 use super::report::print_report;
-use crate::Format;
+use kreg::report::Format;
 
 /// What a run's progress looks like: lines on stderr (each stage with what it cost, each job
 /// with the time left), and a bar when stderr is a terminal.
@@ -221,6 +221,18 @@ async fn interrupted() -> &'static str {
         _ = int.recv() => "SIGINT",
         _ = term.recv() => "SIGTERM",
     }
+}
+
+/// `kreg run`'s arguments.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    pub file: std::path::PathBuf,
+}
+
+/// `kreg resume`'s arguments.
+#[derive(clap::Args)]
+pub struct ResumeArgs {
+    pub run: i64,
 }
 
 /// `kreg run`: the hosts checked, the run recorded, then driven.

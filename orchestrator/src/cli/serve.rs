@@ -6,12 +6,24 @@ use anyhow::{Context, Result};
 
 use kreg::config::Config;
 
-pub async fn serve(
-    cfg: &Config,
+/// `kreg serve`'s arguments.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
     listen: std::net::SocketAddr,
-    allow_hosts: &[String],
+    /// Also answer requests that name this host (a DNS name or address of this
+    /// machine); loopback names and the --listen address always. Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
+    /// Seconds a client has to send a request's headers (also how long an idle
+    /// connection stays open).
+    #[arg(long, default_value_t = 15, value_name = "SECS")]
     header_timeout: u64,
-) -> Result<ExitCode> {
+}
+
+pub async fn serve(cfg: &Config, a: &ServeArgs) -> Result<ExitCode> {
+    let (listen, allow_hosts, header_timeout) = (a.listen, &a.allow_host, a.header_timeout);
     let guard = kreg::web::guard::Guard::new(listen, allow_hosts);
     if !listen.ip().is_loopback() {
         eprintln!(

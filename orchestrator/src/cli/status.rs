@@ -7,6 +7,13 @@ use sqlx::PgPool;
 
 use kreg::store;
 
+/// `kreg status`'s arguments.
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// A run: its jobs listed too.
+    pub run: Option<i64>,
+}
+
 pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
     let runs = match run {
         Some(id) => store::pages::run_item(db, id).await?.into_iter().collect(),

@@ -7,6 +7,31 @@ use anyhow::{bail, Result};
 
 use kreg::{plan, scenario};
 
+/// `kreg validate`'s arguments.
+#[derive(clap::Args)]
+pub struct ValidateArgs {
+    files: Vec<PathBuf>,
+    /// Check the file alone, not the files it names (a template for another machine).
+    #[arg(long)]
+    skip_files: bool,
+}
+
+/// `kreg plan`'s arguments.
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    file: PathBuf,
+    /// Check the file alone, not the files it names.
+    #[arg(long)]
+    skip_files: bool,
+    /// Also print the generated scripts (HammerDB's), passwords as ***.
+    #[arg(long)]
+    verbose: bool,
+    /// The SUT's CPU count, for counts given per CPU or as a share of them (a lab's
+    /// own count is known).
+    #[arg(long)]
+    cpus: Option<u32>,
+}
+
 /// Loads a scenario file, printing every problem as FILE:LINE:COL: message.
 pub fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
     match kreg::scenario_file::load(file, false) {
@@ -20,7 +45,8 @@ pub fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
     }
 }
 
-pub fn validate(files: &[PathBuf], skip_files: bool) -> Result<ExitCode> {
+pub fn validate(a: &ValidateArgs) -> Result<ExitCode> {
+    let (files, skip_files) = (&a.files, a.skip_files);
     if files.is_empty() {
         bail!("give at least one scenario file");
     }
@@ -45,7 +71,12 @@ pub fn validate(files: &[PathBuf], skip_files: bool) -> Result<ExitCode> {
     Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-pub fn plan(file: &Path, skip_files: bool, detail: plan::Detail) -> Result<ExitCode> {
+pub fn plan(a: &PlanArgs) -> Result<ExitCode> {
+    let (file, skip_files) = (a.file.as_path(), a.skip_files);
+    let detail = plan::Detail {
+        verbose: a.verbose,
+        cpus: a.cpus,
+    };
     let s = match kreg::scenario_file::load(file, skip_files) {
         Ok((_, s)) => s,
         Err(_) => load(file)?.1,

@@ -479,12 +479,18 @@ async fn drive_jobs(
     let run_dir = cfg.data_dir.join("runs").join(run.id.to_string());
     let mut conns: HashMap<String, host::Conn> = HashMap::new();
     for h in &scenario.hosts {
-        let c = host::Conn::open(h, &run_dir, cfg, scenario.needs_perf_on(&h.name), reached.remove(&h.name))
-            .await
-            .map_err(|detail| EngineError::Host {
-                host: h.name.clone(),
-                detail: detail.to_string(),
-            })?;
+        let c = host::Conn::open(
+            h,
+            &run_dir,
+            cfg,
+            scenario.needs_perf_on(&h.name),
+            reached.remove(&h.name),
+        )
+        .await
+        .map_err(|detail| EngineError::Host {
+            host: h.name.clone(),
+            detail: detail.to_string(),
+        })?;
         conns.insert(h.name.clone(), c);
     }
     let mut jobs = store::jobs(db, run.id).await?;
