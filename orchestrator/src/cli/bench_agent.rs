@@ -54,7 +54,7 @@ impl Drop for Scratch {
     }
 }
 
-fn start(bin: &Path) -> Result<Agent> {
+fn start(bin: &Path, tls: bool) -> Result<Agent> {
     let dir = kreg::config::temp_dir().join(format!("kreg-bench-agent-{}-{}", std::process::id(), rand_suffix()));
     std::fs::create_dir_all(&dir)?;
     let dir = Scratch(dir);
@@ -64,6 +64,7 @@ fn start(bin: &Path) -> Result<Agent> {
         .arg(dir.0.join("token"))
         .arg("--data-dir")
         .arg(dir.0.join("data"))
+        .args(tls.then_some("--tls"))
         .env("KREG_AGENT_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -170,10 +171,11 @@ pub async fn run(cfg: &kreg::config::Config, a: AgentArgs) -> Result<ExitCode> {
     let mut table = Table::new();
     table.load_preset(presets::ASCII_MARKDOWN);
     table.set_header(["measure", "figure", "goal"]);
-    let agent = start(&bin)?;
+    let agent = start(&bin, false)?;
     let client = AgentClient::new(&agent.url, TOKEN);
     client.identity().await?;
     idle(&agent, &a, &mut table).await;
+    idle_tls(&bin, &mut table)?;
     upload(&agent, &client, a.upload_mb, &mut table).await?;
     drop(client);
     drop(agent);
@@ -186,6 +188,19 @@ pub async fn run(cfg: &kreg::config::Config, a: AgentArgs) -> Result<ExitCode> {
     );
     println!("{table}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Memory of an agent serving HTTPS (as `kreg agent install` sets it up), idle.
+fn idle_tls(bin: &Path, table: &mut Table) -> Result<()> {
+    let agent = start(bin, true)?;
+    let pid = agent.child.id();
+    let threads = settle(pid);
+    table.add_row(vec![
+        "RSS idle, serving HTTPS (threads)".to_string(),
+        format!("{} ({threads})", mib(status_kb(pid, "VmRSS").unwrap_or(0))),
+        "<= 4 MiB".into(),
+    ]);
+    Ok(())
 }
 
 /// Memory once the agent is down to its one thread, and its CPU over `idle_secs`.
@@ -258,7 +273,7 @@ fn hackbench_rows(bin: &Path, a: &AgentArgs, table: &mut Table) -> Result<()> {
     for i in 0..a.runs {
         eprintln!("kreg: hackbench {} of {} (without, then with the agent)", i + 1, a.runs);
         without.push(hackbench(&a.hackbench)?);
-        let agent = start(bin)?;
+        let agent = start(bin, false)?;
         settle(agent.child.id());
         with.push(hackbench(&a.hackbench)?);
         drop(agent);
