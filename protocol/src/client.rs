@@ -6,7 +6,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::wire::{
-    Envelope, ExecRequest, ExecResult, Identity, ProcessState, Reply, Step, StepError, StepOutput, ThreadInfo,
+    CgroupTree, CgroupsMade, Envelope, ErrorKind, ExecRequest, ExecResult, Identity, InstallRequest, Installed,
+    InstalledKernel, KexecRequest, PlaceRequest, ProcessState, Reply, Step, StepError, StepOutput, ThreadInfo,
     Uploaded, VersionInfo,
 };
 
@@ -310,6 +311,106 @@ impl AgentClient {
         match self.step(step, Duration::from_secs(grace_secs + 30)).await? {
             StepOutput::Process(p) => Ok(p),
             other => Err(self.unexpected("stop", &other)),
+        }
+    }
+
+    /// A file under /proc/sys or /sys as the agent read it (untrimmed); `None` when there
+    /// is no such file.
+    pub async fn read_knob(&self, path: &str) -> Result<Option<String>, ClientError> {
+        match self.step(Step::ReadKnob { path: path.into() }, CONTROL_TIMEOUT).await {
+            Ok(StepOutput::Knob(k)) => Ok(Some(k.value)),
+            Ok(other) => Err(self.unexpected("read_knob", &other)),
+            Err(ClientError::Step { error, .. }) if error.kind == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes a knob; its value read back after.
+    pub async fn write_knob(&self, path: &str, value: &str) -> Result<String, ClientError> {
+        let step = Step::WriteKnob {
+            path: path.into(),
+            value: value.into(),
+        };
+        match self.step(step, CONTROL_TIMEOUT).await? {
+            StepOutput::Knob(k) => Ok(k.value),
+            other => Err(self.unexpected("write_knob", &other)),
+        }
+    }
+
+    /// /proc/schedstat as the agent read it.
+    pub async fn schedstat(&self) -> Result<crate::wire::SchedstatSnapshot, ClientError> {
+        match self.step(Step::Schedstat, CONTROL_TIMEOUT).await? {
+            StepOutput::Schedstat(s) => Ok(s),
+            other => Err(self.unexpected("schedstat", &other)),
+        }
+    }
+
+    /// /proc/interrupts as the agent read it.
+    pub async fn interrupts(&self) -> Result<String, ClientError> {
+        match self.step(Step::Interrupts, CONTROL_TIMEOUT).await? {
+            StepOutput::Interrupts { raw } => Ok(raw),
+            other => Err(self.unexpected("interrupts", &other)),
+        }
+    }
+
+    /// Makes a cgroup tree (see [`Step::MakeCgroups`]).
+    pub async fn make_cgroups(&self, tree: CgroupTree) -> Result<CgroupsMade, ClientError> {
+        match self.step(Step::MakeCgroups(tree), CONTROL_TIMEOUT * 4).await? {
+            StepOutput::Cgroups(m) => Ok(m),
+            other => Err(self.unexpected("make_cgroups", &other)),
+        }
+    }
+
+    /// Removes the trees under `name`; how many groups went.
+    pub async fn remove_cgroups(&self, name: &str) -> Result<u64, ClientError> {
+        match self
+            .step(Step::RemoveCgroups { name: name.into() }, CONTROL_TIMEOUT * 4)
+            .await?
+        {
+            StepOutput::CgroupsRemoved { removed } => Ok(removed),
+            other => Err(self.unexpected("remove_cgroups", &other)),
+        }
+    }
+
+    /// Puts a file in place with a mode (see [`Step::PlaceFile`]).
+    pub async fn place_file(&self, req: PlaceRequest) -> Result<(), ClientError> {
+        match self.step(Step::PlaceFile(req), Duration::from_secs(120)).await? {
+            StepOutput::Placed(_) => Ok(()),
+            other => Err(self.unexpected("place_file", &other)),
+        }
+    }
+
+    /// Loads a kernel and reboots into it (an answer lost with the reboot is the caller's
+    /// to judge, by the next boot id).
+    pub async fn kexec(&self, req: KexecRequest) -> Result<(), ClientError> {
+        match self.step(Step::Kexec(req), Duration::from_secs(60)).await? {
+            StepOutput::KexecStarted { .. } => Ok(()),
+            other => Err(self.unexpected("kexec", &other)),
+        }
+    }
+
+    /// Boots an installed kernel by `step` (kexec_installed or grub_reboot).
+    pub async fn boot_installed(&self, step: Step) -> Result<(), ClientError> {
+        let name = step.name();
+        match self.step(step, Duration::from_secs(600)).await? {
+            StepOutput::KexecStarted { .. } | StepOutput::Rebooting { .. } => Ok(()),
+            other => Err(self.unexpected(name, &other)),
+        }
+    }
+
+    /// kreg's installed kernels (oldest first) and the running kernel's release.
+    pub async fn installed_kernels(&self) -> Result<(String, Vec<InstalledKernel>), ClientError> {
+        match self.step(Step::InstalledKernels, Duration::from_secs(60)).await? {
+            StepOutput::Kernels { running, kernels } => Ok((running, kernels)),
+            other => Err(self.unexpected("installed_kernels", &other)),
+        }
+    }
+
+    /// Installs a kernel (see [`Step::InstallKernel`]).
+    pub async fn install_kernel(&self, req: InstallRequest) -> Result<Installed, ClientError> {
+        match self.step(Step::InstallKernel(req), Duration::from_secs(1800)).await? {
+            StepOutput::Installed(i) => Ok(i),
+            other => Err(self.unexpected("install_kernel", &other)),
         }
     }
 

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use kreg_protocol::client::{AgentClient, CONTROL_TIMEOUT};
-use kreg_protocol::wire::{CgroupTree, CgroupsMade, Step, StepOutput};
+use kreg_protocol::client::AgentClient;
+use kreg_protocol::wire::{CgroupTree, CgroupsMade};
 
 use super::error::HostError;
 use crate::cgroup::Cgroup;
@@ -29,19 +29,8 @@ pub struct Placed {
     pub groups: u64,
 }
 
-async fn step(client: &AgentClient, step: Step) -> Result<StepOutput, HostError> {
-    let what = step.name();
-    client
-        .step(step, CONTROL_TIMEOUT * 4)
-        .await
-        .map_err(HostError::agent(what.to_string()))
-}
-
 async fn read(client: &AgentClient, path: &str) -> Result<String, HostError> {
-    match step(client, Step::ReadKnob { path: path.into() }).await? {
-        StepOutput::Knob(k) => Ok(k.value),
-        other => Err(format!("unexpected answer to read_knob: {other:?}").into()),
-    }
+    super::knobs::read_present(client, path).await
 }
 
 /// How many CPUs the job may use: its CPU list, or the host's online CPUs (as tuning
@@ -74,10 +63,10 @@ pub async fn make(
         fanout,
         limits: limits.clone(),
     };
-    let made = match step(client, Step::MakeCgroups(tree)).await? {
-        StepOutput::Cgroups(m) => m,
-        other => return Err(format!("unexpected answer to make_cgroups: {other:?}").into()),
-    };
+    let made = client
+        .make_cgroups(tree)
+        .await
+        .map_err(HostError::agent("make_cgroups"))?;
     let placed = Placed {
         client: client.clone(),
         host: host.to_string(),
@@ -145,17 +134,11 @@ impl Placed {
 
     /// Removes the tree, checking every group went.
     pub async fn remove(&self) -> Result<u64, HostError> {
-        let removed = match step(
-            &self.client,
-            Step::RemoveCgroups {
-                name: self.name.clone(),
-            },
-        )
-        .await?
-        {
-            StepOutput::CgroupsRemoved { removed } => removed,
-            other => return Err(format!("unexpected answer to remove_cgroups: {other:?}").into()),
-        };
+        let removed = self
+            .client
+            .remove_cgroups(&self.name)
+            .await
+            .map_err(HostError::agent("remove_cgroups"))?;
         if removed != self.groups {
             return Err(HostError::Other(format!(
                 "removed {removed} cgroups of {} under {}",
@@ -169,15 +152,8 @@ impl Placed {
 /// Removes every tree of run `run` on a host (`kreg/run-N`): what a crashed attempt left,
 /// and the run's folder once its jobs are done. How many groups went.
 pub async fn clear_run(client: &AgentClient, run: i64) -> Result<u64, HostError> {
-    match step(
-        client,
-        Step::RemoveCgroups {
-            name: format!("run-{run}"),
-        },
-    )
-    .await?
-    {
-        StepOutput::CgroupsRemoved { removed } => Ok(removed),
-        other => Err(format!("unexpected answer to remove_cgroups: {other:?}").into()),
-    }
+    client
+        .remove_cgroups(&format!("run-{run}"))
+        .await
+        .map_err(HostError::agent("remove_cgroups"))
 }

@@ -14,7 +14,7 @@ use sqlx::PgPool;
 use super::error::HostError;
 use super::host::Conn;
 use super::server::Session;
-use super::{job, owner_of, schedstats_on, server, sweep, tools, EngineError, Event, Stop};
+use super::{job, knobs, owner_of, schedstats_on, server, sweep, tools, EngineError, Event, Stop};
 use crate::boot::Target;
 use crate::config::Config;
 use crate::kernel::Prepared;
@@ -316,7 +316,7 @@ impl Driver<'_> {
             .expect("jobs come from the scenario");
         // Each feature noted (as the kernel booted with it) before it changes: a controller
         // killed in the variant leaves what to put back.
-        for (setting, before, after) in job::feature_settings(variant, &booted.defaults) {
+        for (setting, before, after) in knobs::feature_settings(variant, &booted.defaults) {
             store::record_setting(
                 self.db,
                 self.run.id,
@@ -328,7 +328,7 @@ impl Driver<'_> {
             )
             .await?;
         }
-        if let Err(reason) = job::apply_features(&booted.client, variant, &booted.defaults).await {
+        if let Err(reason) = knobs::apply_features(&booted.client, variant, &booted.defaults).await {
             self.fail_jobs(jobs, &Failure::Variant(reason.to_string()).to_string())
                 .await?;
             self.put_features_back(booted, variant).await?;
@@ -366,8 +366,8 @@ impl Driver<'_> {
     /// A variant's sched features back as the kernel booted with them, each noted as put
     /// back; one that cannot be is said, and stays noted for `kreg resume`.
     async fn put_features_back(&mut self, booted: &Booted, variant: &Variant) -> Result<(), EngineError> {
-        for (setting, before, _) in job::feature_settings(variant, &booted.defaults) {
-            match job::write_feature(&booted.client, &before).await {
+        for (setting, before, _) in knobs::feature_settings(variant, &booted.defaults) {
+            match knobs::write_feature(&booted.client, &before).await {
                 Ok(()) => {
                     store::setting_restored(self.db, self.run.id, &self.sut, &booted.id.boot_id, &setting).await?
                 }
@@ -462,14 +462,14 @@ impl Driver<'_> {
         let Some(before) = &booted.schedstats_before else {
             return Ok(());
         };
-        match job::set_schedstats(&booted.client, before).await {
+        match knobs::set_schedstats(&booted.client, before).await {
             Ok(()) => {
                 store::setting_restored(
                     self.db,
                     self.run.id,
                     &self.sut,
                     &booted.id.boot_id,
-                    job::SCHEDSTATS_SETTING,
+                    knobs::SCHEDSTATS_SETTING,
                 )
                 .await?
             }
@@ -477,7 +477,7 @@ impl Driver<'_> {
                 message: format!(
                     "{}: could not put {} back to {before}: {e}",
                     self.sut,
-                    job::SCHEDSTATS_SETTING
+                    knobs::SCHEDSTATS_SETTING
                 ),
             }),
         }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kreg_protocol::client::AgentClient;
-use kreg_protocol::wire::{Identity, KexecRequest, Step, StepOutput};
+use kreg_protocol::wire::{Identity, KexecRequest};
 
 use super::error::HostError;
 use super::http::HttpConn;
@@ -391,15 +391,14 @@ impl LabConn {
             .map_err(|e| e.to_string())?;
         let mut again = false;
         loop {
-            let step = Step::Kexec(KexecRequest {
+            let req = KexecRequest {
                 kernel: kname.clone(),
                 initrd: Some(iname.clone()),
                 cmdline: cmdline.to_string(),
-            });
+            };
             let sent = std::time::Instant::now();
-            match client.step(step, Duration::from_secs(60)).await {
-                Ok(StepOutput::KexecStarted { .. }) => {}
-                Ok(other) => return Err(format!("unexpected answer to kexec: {other:?}").into()),
+            match client.kexec(req).await {
+                Ok(()) => {}
                 // The answer lost with the agent (killed mid-kexec) or the guest already
                 // rebooting: the boot id decides.
                 Err(e) if e.is_unreachable() => {}

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kreg_protocol::client::AgentClient;
-use kreg_protocol::wire::{Identity, InstallRequest, Step, StepOutput};
+use kreg_protocol::wire::{Identity, InstallRequest, Step};
 
 use super::console::{console_lines, controller_command};
 use super::error::HostError;
@@ -147,9 +147,8 @@ impl HttpConn {
             BootVia::Kexec => Step::KexecInstalled { release, cmdline },
             BootVia::GrubReboot => Step::GrubReboot { release, cmdline },
         };
-        match self.client.step(step, Duration::from_secs(600)).await {
-            Ok(StepOutput::KexecStarted { .. } | StepOutput::Rebooting { .. }) => Ok(None),
-            Ok(other) => Err(format!("{what}: unexpected answer: {other:?}").into()),
+        match self.client.boot_installed(step).await {
+            Ok(()) => Ok(None),
             Err(e) if e.is_unreachable() => {
                 tracing::warn!(host = %self.name, "{what}: the answer was lost ({e}); waiting for a new boot id");
                 Ok(Some(e.to_string()))
@@ -251,15 +250,7 @@ impl HttpConn {
     /// this one, no more than `keep_kernels` are installed (a running one is never removed
     /// nor counted). Returns the releases removed.
     async fn prune(&self, release: &str) -> Result<Vec<String>, HostError> {
-        let (running, kernels) = match self
-            .client
-            .step(Step::InstalledKernels, Duration::from_secs(60))
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            StepOutput::Kernels { running, kernels } => (running, kernels),
-            other => return Err(format!("unexpected answer to installed_kernels: {other:?}").into()),
-        };
+        let (running, kernels) = self.client.installed_kernels().await?;
         let others: Vec<&str> = kernels
             .iter()
             .map(|k| k.release.as_str())
@@ -330,31 +321,24 @@ impl HttpConn {
             }
             None => None,
         };
-        let step = Step::InstallKernel(InstallRequest {
-            release: p.release.clone(),
-            image,
-            system_map,
-            config,
-            modules,
-        });
-        match self
+        let inst = self
             .client
-            .step(step, Duration::from_secs(1800))
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            StepOutput::Installed(inst) => {
-                tracing::info!(
-                    host = %self.name,
-                    kernel = %inst.kernel,
-                    initrd = ?inst.initrd,
-                    tool = ?inst.initramfs_tool,
-                    "kernel installed"
-                );
-                Ok(())
-            }
-            other => Err(format!("unexpected answer to install_kernel: {other:?}").into()),
-        }
+            .install_kernel(InstallRequest {
+                release: p.release.clone(),
+                image,
+                system_map,
+                config,
+                modules,
+            })
+            .await?;
+        tracing::info!(
+            host = %self.name,
+            kernel = %inst.kernel,
+            initrd = ?inst.initrd,
+            tool = ?inst.initramfs_tool,
+            "kernel installed"
+        );
+        Ok(())
     }
 
     /// Brings the machine back to its known-good kernel. Ok with what happened, or Err when

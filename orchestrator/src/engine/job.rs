@@ -5,10 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use kreg_protocol::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
-use kreg_protocol::wire::{ExecRequest, ExecResult, Identity, Policy, Step, StepOutput};
+use kreg_protocol::client::{AgentClient, ClientError};
+use kreg_protocol::wire::{ExecRequest, ExecResult, Identity, Policy};
 
-use super::error::HostError;
 use super::server::Session;
 use crate::failure::CommandFailed;
 use crate::parse::{Metric, MetricKind};
@@ -16,11 +15,6 @@ use crate::poll::{until, Look, Waited};
 use crate::scenario::{Variant, Workload};
 use crate::store::JobOutcome;
 use crate::workload::{hammerdb, netperf, sysbench, Netperf, Plan, SingleHost};
-
-const FEATURES: &str = "/sys/kernel/debug/sched/features";
-const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
-/// The name the schedstat switch is recorded and reported under.
-pub const SCHEDSTATS_SETTING: &str = "kernel.sched_schedstats";
 
 /// A job's failure, with the raw outputs gathered before it failed.
 #[derive(Debug)]
@@ -72,108 +66,6 @@ fn agent_fail(context: &str, e: &ClientError, raw: &[(String, String)]) -> JobFa
     }
 }
 
-pub(super) async fn write_knob(client: &AgentClient, path: &str, value: &str) -> Result<String, HostError> {
-    let step = Step::WriteKnob {
-        path: path.into(),
-        value: value.into(),
-    };
-    match client.step(step, CONTROL_TIMEOUT).await? {
-        StepOutput::Knob(k) => Ok(k.value),
-        other => Err(format!("unexpected answer to write_knob: {other:?}").into()),
-    }
-}
-
-async fn read_knob(client: &AgentClient, path: &str) -> Result<String, HostError> {
-    match client
-        .step(Step::ReadKnob { path: path.into() }, CONTROL_TIMEOUT)
-        .await?
-    {
-        StepOutput::Knob(k) => Ok(k.value.trim().to_string()),
-        other => Err(format!("unexpected answer to read_knob: {other:?}").into()),
-    }
-}
-
-/// The schedstat switch's value (the counters stay zero until it is 1).
-pub async fn schedstats_value(client: &AgentClient) -> Result<String, HostError> {
-    read_knob(client, SCHEDSTATS).await
-}
-
-/// Sets the schedstat switch, checked in the read-back.
-pub async fn set_schedstats(client: &AgentClient, value: &str) -> Result<(), HostError> {
-    let back = write_knob(client, SCHEDSTATS, value).await?;
-    if back.trim() == value {
-        Ok(())
-    } else {
-        Err(HostError::Other(format!(
-            "wrote {value} to {SCHEDSTATS}, it reads back as {}",
-            back.trim()
-        )))
-    }
-}
-
-/// Sets a variant's sched features, checking each one in the read-back.
-/// `defaults` is the features file as the kernel booted (empty when unknown).
-pub async fn apply_features(client: &AgentClient, variant: &Variant, defaults: &str) -> Result<(), HostError> {
-    for f in &variant.features {
-        let base = f.strip_prefix("NO_").unwrap_or(f);
-        let known = defaults
-            .split_whitespace()
-            .any(|t| t.strip_prefix("NO_").unwrap_or(t) == base);
-        if !defaults.is_empty() && !known {
-            return Err(HostError::Other(format!(
-                "variant {}: this kernel has no sched feature {base}; it has: {defaults}",
-                variant.name
-            )));
-        }
-        let back = write_knob(client, FEATURES, f).await.map_err(|e| match e {
-            HostError::Agent { cause, .. } => HostError::Agent {
-                what: Some(format!("variant {}", variant.name)),
-                cause,
-            },
-            other => HostError::Other(format!("variant {}: {other}", variant.name)),
-        })?;
-        if !back.split_whitespace().any(|t| t == f) {
-            return Err(HostError::Other(format!(
-                "variant {}: wrote {f} to {FEATURES} but it reads back as: {back}",
-                variant.name
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// How a sched feature a variant changes is noted among the host's settings (its value
-/// before is the state the kernel booted with): `sched feature TTWU_QUEUE`.
-pub const FEATURE_SETTING: &str = "sched feature ";
-
-/// A feature's state as the kernel booted with it: `X` or `NO_X`, for `f` either.
-pub fn boot_state(defaults: &str, f: &str) -> String {
-    let base = f.strip_prefix("NO_").unwrap_or(f);
-    if defaults.split_whitespace().any(|t| t == base) {
-        base.to_string()
-    } else {
-        format!("NO_{base}")
-    }
-}
-
-/// The settings a variant's features are noted as: (setting, the state the kernel booted
-/// with, the variant's).
-pub fn feature_settings(variant: &Variant, defaults: &str) -> Vec<(String, String, String)> {
-    variant
-        .features
-        .iter()
-        .map(|f| {
-            let base = f.strip_prefix("NO_").unwrap_or(f);
-            (format!("{FEATURE_SETTING}{base}"), boot_state(defaults, f), f.clone())
-        })
-        .collect()
-}
-
-/// Writes one feature's state (`X` or `NO_X`) back.
-pub async fn write_feature(client: &AgentClient, state: &str) -> Result<(), HostError> {
-    write_knob(client, FEATURES, state).await.map(|_| ())
-}
-
 /// What the SUT's counters read at one end of the measured phase (`when`: before or
 /// after): /proc/schedstat when the kernel has it, /proc/interrupts when collected.
 async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) -> Result<(), JobFailure> {
@@ -191,9 +83,8 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
         raw.push((format!("cgroup_stat_{when}"), stat));
     }
     if ctx.collect.interrupts {
-        match ctx.sut.step(Step::Interrupts, CONTROL_TIMEOUT).await {
-            Ok(StepOutput::Interrupts { raw: text }) => raw.push((format!("interrupts_{when}"), text)),
-            Ok(other) => return Err(fail(format!("unexpected answer to interrupts: {other:?}"), raw)),
+        match ctx.sut.interrupts().await {
+            Ok(text) => raw.push((format!("interrupts_{when}"), text)),
             Err(e) => return Err(agent_fail("collecting /proc/interrupts", &e, raw)),
         }
     }
@@ -346,10 +237,7 @@ fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metri
 }
 
 async fn schedstat(client: &AgentClient) -> Option<String> {
-    match client.step(Step::Schedstat, CONTROL_TIMEOUT).await {
-        Ok(StepOutput::Schedstat(s)) => Some(s.raw),
-        _ => None,
-    }
+    client.schedstat().await.ok().map(|s| s.raw)
 }
 
 /// What the job runs with.
@@ -409,12 +297,8 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
     // Nothing of an earlier attempt of this job.
     ctx.measured.lock().expect("not poisoned").clear();
     // Provenance: the sched features in effect for this job.
-    if let Ok(StepOutput::Knob(k)) = ctx
-        .sut
-        .step(Step::ReadKnob { path: FEATURES.into() }, CONTROL_TIMEOUT)
-        .await
-    {
-        raw.push(("sched_features".to_string(), k.value));
+    if let Ok(Some(features)) = super::knobs::read(ctx.sut, super::knobs::FEATURES).await {
+        raw.push(("sched_features".to_string(), features));
     }
     let mut server_policy = None;
     if let Some(v) = ctx.session.and_then(|s| s.version.clone()) {

@@ -13,6 +13,7 @@ mod host;
 pub use server::build_schema;
 mod http;
 mod job;
+pub mod knobs;
 pub mod reach;
 mod sched_stats;
 mod server;
@@ -183,7 +184,7 @@ async fn schedstats_on(
             message: format!("{sut}: cannot turn the schedstat counters on ({e}): they may read zero"),
         })
     };
-    let before = match job::schedstats_value(client).await {
+    let before = match knobs::schedstats_value(client).await {
         Ok(v) if v == "1" => return Ok(None),
         Ok(v) => v,
         Err(e) => {
@@ -191,8 +192,8 @@ async fn schedstats_on(
             return Ok(None);
         }
     };
-    store::record_setting(db, run_id, sut, boot_id, job::SCHEDSTATS_SETTING, &before, "1").await?;
-    if let Err(e) = job::set_schedstats(client, "1").await {
+    store::record_setting(db, run_id, sut, boot_id, knobs::SCHEDSTATS_SETTING, &before, "1").await?;
+    if let Err(e) = knobs::set_schedstats(client, "1").await {
         warn(on_event, e);
     }
     Ok(Some(before))
@@ -222,14 +223,16 @@ pub async fn restore_settings(db: &PgPool, run_id: i64, cfg: &Config) -> Result<
                 match &agent {
                     Ok(a) => match a.client.identity().await {
                         Ok(id) if id.boot_id != boot_id => Ok("reset by a reboot".to_string()),
-                        Ok(_) if setting == job::SCHEDSTATS_SETTING => job::set_schedstats(&a.client, &before)
+                        Ok(_) if setting == knobs::SCHEDSTATS_SETTING => knobs::set_schedstats(&a.client, &before)
                             .await
                             .map(|_| format!("put back to {before}"))
                             .map_err(|e| e.to_string()),
-                        Ok(_) if setting.starts_with(job::FEATURE_SETTING) => job::write_feature(&a.client, &before)
-                            .await
-                            .map(|_| format!("put back to {before}"))
-                            .map_err(|e| e.to_string()),
+                        Ok(_) if setting.starts_with(knobs::FEATURE_SETTING) => {
+                            knobs::write_feature(&a.client, &before)
+                                .await
+                                .map(|_| format!("put back to {before}"))
+                                .map_err(|e| e.to_string())
+                        }
                         // A tuned knob, by its path.
                         Ok(_) if setting.starts_with('/') => tune::put_back(&a.client, &setting, &before)
                             .await

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use kreg_protocol::client::AgentClient;
-use kreg_protocol::wire::{ExecRequest, FileSource, PlaceRequest, Step, StepOutput};
+use kreg_protocol::wire::{ExecRequest, FileSource, PlaceRequest};
 use sha2::Digest;
 
 use super::error::HostError;
@@ -166,16 +166,15 @@ pub(super) async fn place_mode(
     target: &str,
     mode: u32,
 ) -> Result<(), HostError> {
-    let step = Step::PlaceFile(PlaceRequest {
+    let req = PlaceRequest {
         from,
         to: target.to_string(),
         mode,
-    });
-    match client.step(step, std::time::Duration::from_secs(120)).await {
-        Ok(StepOutput::Placed(_)) => Ok(()),
-        Ok(other) => Err(format!("placing {target}: unexpected answer {other:?}").into()),
-        Err(e) => Err(HostError::agent(format!("placing {target}"))(e)),
-    }
+    };
+    client
+        .place_file(req)
+        .await
+        .map_err(HostError::agent(format!("placing {target}")))
 }
 
 /// The version of a program found on a host that no `tools:` entry declares: its Debian

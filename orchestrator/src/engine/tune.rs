@@ -3,12 +3,11 @@
 //! read back for each job's record, and put back (latest change first) when the boot's
 //! jobs are over, when a setting cannot be had, or by `kreg resume` after a crash.
 
-use kreg_protocol::client::{AgentClient, ClientError, CONTROL_TIMEOUT};
-use kreg_protocol::wire::{ErrorKind, Step, StepOutput};
+use kreg_protocol::client::AgentClient;
 use sqlx::PgPool;
 
 use super::error::HostError;
-use super::job::write_knob;
+use super::knobs;
 use crate::store;
 use crate::tuning::resolve::{normal, parse_cpus, Machine};
 use crate::tuning::{cpu_list, resolve, Record, Resolved, Tuning};
@@ -19,12 +18,7 @@ struct Knobs<'a>(&'a AgentClient);
 impl Machine for Knobs<'_> {
     type Error = HostError;
     async fn read(&self, path: &str) -> Result<Option<String>, HostError> {
-        match self.0.step(Step::ReadKnob { path: path.into() }, CONTROL_TIMEOUT).await {
-            Ok(StepOutput::Knob(k)) => Ok(Some(k.value)),
-            Ok(other) => Err(format!("unexpected answer to read_knob {path}: {other:?}").into()),
-            Err(ClientError::Step { error, .. }) if error.kind == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        knobs::read(self.0, path).await
     }
 }
 
@@ -115,7 +109,7 @@ impl Tuner {
                 .map_err(|e| e.to_string())?;
             self.changed.push((path.to_string(), before));
         }
-        let back = write_knob(client, path, value)
+        let back = knobs::write(client, path, value)
             .await
             .map_err(|e| format!("{key}: {e}"))?;
         if normal(&back) != normal(value) {
@@ -187,7 +181,7 @@ impl Tuner {
 /// Writes a knob's value before back (a choice list such as "[always] madvise never" by its
 /// choice) and checks that it reads so.
 pub async fn put_back(client: &AgentClient, path: &str, before: &str) -> Result<(), HostError> {
-    let back = write_knob(client, path, &normal(before))
+    let back = knobs::write(client, path, &normal(before))
         .await
         .map_err(|e| e.to_string())?;
     if normal(&back) == normal(before) {
