@@ -14,6 +14,7 @@ pub mod kconfig;
 pub mod parse;
 pub mod perf_support;
 pub mod plan;
+pub mod record;
 pub mod report;
 pub mod results;
 pub mod scenario;

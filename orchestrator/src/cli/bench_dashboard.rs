@@ -69,7 +69,11 @@ async fn seed(db: &sqlx::PgPool, samples: usize) -> Result<(i64, usize)> {
             }
             .into(),
             metrics,
-            raw: vec![("stdout".into(), "m0=100\n".into())],
+            raw: {
+                let mut o = kreg::record::Outputs::default();
+                o.push(kreg::record::RawKind::Stdout, "m0=100\n");
+                o
+            },
             tool_versions: Default::default(),
         };
         let mut tx = db.begin().await?;

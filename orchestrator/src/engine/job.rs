@@ -12,6 +12,7 @@ use super::server::Session;
 use crate::failure::CommandFailed;
 use crate::parse::{Metric, MetricKind};
 use crate::poll::{until, Look, Waited};
+use crate::record::{Outputs, RawKind, When};
 use crate::scenario::{Variant, Workload};
 use crate::store::JobOutcome;
 use crate::workload::{hammerdb, netperf, sysbench, Netperf, Plan, SingleHost};
@@ -22,7 +23,7 @@ pub struct JobFailure {
     pub reason: String,
     /// An agent stopped answering (its host crashed, rebooted or lost its network).
     pub unreachable: bool,
-    pub raw: Vec<(String, String)>,
+    pub raw: Outputs,
 }
 
 /// Removes a job's own tree after it ran; a tree that will not go fails the job.
@@ -45,16 +46,16 @@ pub async fn removed_after(
     }
 }
 
-fn fail(reason: impl Into<String>, raw: &[(String, String)]) -> JobFailure {
+fn fail(reason: impl Into<String>, raw: &Outputs) -> JobFailure {
     JobFailure {
         reason: reason.into(),
         unreachable: false,
-        raw: raw.to_vec(),
+        raw: raw.clone(),
     }
 }
 
 /// An agent's error as a job's failure, `context` before it when not empty.
-fn agent_fail(context: &str, e: &ClientError, raw: &[(String, String)]) -> JobFailure {
+fn agent_fail(context: &str, e: &ClientError, raw: &Outputs) -> JobFailure {
     JobFailure {
         reason: if context.is_empty() {
             e.to_string()
@@ -62,17 +63,17 @@ fn agent_fail(context: &str, e: &ClientError, raw: &[(String, String)]) -> JobFa
             format!("{context}: {e}")
         },
         unreachable: e.is_unreachable(),
-        raw: raw.to_vec(),
+        raw: raw.clone(),
     }
 }
 
 /// What the SUT's counters read at one end of the measured phase (`when`: before or
 /// after): /proc/schedstat when the kernel has it, /proc/interrupts when collected.
-async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) -> Result<(), JobFailure> {
+async fn snapshot(ctx: &Ctx<'_>, when: When, raw: &mut Outputs) -> Result<(), JobFailure> {
     let ended = end_sched_stats(ctx, when, raw).await?;
     if ctx.schedstat {
         if let Some(s) = schedstat(ctx.sut).await {
-            raw.push((format!("schedstat_{when}"), s));
+            raw.push(RawKind::Schedstat(when), s);
         }
     }
     if let Some(cg) = ctx.cgroup {
@@ -80,22 +81,22 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
             unreachable: e.is_unreachable(),
             ..fail(format!("reading the cgroup's cpu.stat: {e}"), raw)
         })?;
-        raw.push((format!("cgroup_stat_{when}"), stat));
+        raw.push(RawKind::CgroupStat(when), stat);
     }
     if ctx.collect.interrupts {
         match ctx.sut.interrupts().await {
-            Ok(text) => raw.push((format!("interrupts_{when}"), text)),
+            Ok(text) => raw.push(RawKind::Interrupts(when), text),
             Err(e) => return Err(agent_fail("collecting /proc/interrupts", &e, raw)),
         }
     }
     if ctx.collect.perf_stat {
-        if when == "before" {
+        if when == When::Before {
             perf_start(ctx, raw).await?;
         } else {
             perf_stop(ctx, raw).await?;
         }
     }
-    if ctx.collect.perf_sched_stats && when == "before" {
+    if ctx.collect.perf_sched_stats && when == When::Before {
         let path = super::sched_stats::data_path(&ctx.tag);
         let rec = super::sched_stats::start(ctx.sut, &path)
             .await
@@ -106,9 +107,9 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
         let done = super::sched_stats::fetch(ctx.sut, &rec, said)
             .await
             .map_err(|e| fail(e, raw))?;
-        raw.push(("perf_sched_stats_report".into(), done.report));
-        raw.push(("perf_sched_stats_data.xz.base64".into(), done.data_xz_base64));
-        raw.push(("perf_sched_stats_record".into(), done.record_stderr));
+        raw.push(RawKind::PerfSchedStatsReport, done.report);
+        raw.push(RawKind::PerfSchedStatsData, done.data_xz_base64);
+        raw.push(RawKind::PerfSchedStatsRecord, done.record_stderr);
     }
     Ok(())
 }
@@ -118,10 +119,10 @@ async fn snapshot(ctx: &Ctx<'_>, when: &str, raw: &mut Vec<(String, String)>) ->
 /// or more.
 async fn end_sched_stats(
     ctx: &Ctx<'_>,
-    when: &str,
-    raw: &[(String, String)],
+    when: When,
+    raw: &Outputs,
 ) -> Result<Option<(super::sched_stats::Recording, String)>, JobFailure> {
-    if !ctx.collect.perf_sched_stats || when != "after" {
+    if !ctx.collect.perf_sched_stats || when != When::After {
         return Ok(None);
     }
     let rec = ctx.sched_stats.lock().expect("not poisoned").take();
@@ -133,7 +134,7 @@ async fn end_sched_stats(
 }
 
 /// Starts `perf stat -a` on the SUT and waits until its counters are open.
-async fn perf_start(ctx: &Ctx<'_>, raw: &mut [(String, String)]) -> Result<(), JobFailure> {
+async fn perf_start(ctx: &Ctx<'_>, raw: &Outputs) -> Result<(), JobFailure> {
     use crate::collect::perf_stat;
     let req = ExecRequest {
         argv: perf_stat::argv(),
@@ -164,7 +165,7 @@ async fn perf_start(ctx: &Ctx<'_>, raw: &mut [(String, String)]) -> Result<(), J
 }
 
 /// Interrupts the `perf stat` of [`perf_start`]: its output kept, its totals summed.
-async fn perf_stop(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<(), JobFailure> {
+async fn perf_stop(ctx: &Ctx<'_>, raw: &mut Outputs) -> Result<(), JobFailure> {
     let Some(id) = ctx.perf.lock().expect("not poisoned").take() else {
         return Err(fail("perf stat was not started", raw));
     };
@@ -173,7 +174,7 @@ async fn perf_stop(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<(),
         .interrupt(id, 10)
         .await
         .map_err(|e| agent_fail("stopping perf stat", &e, raw))?;
-    raw.push(("perf_stat".into(), st.stderr));
+    raw.push(RawKind::PerfStat, st.stderr);
     Ok(())
 }
 
@@ -191,30 +192,30 @@ async fn perf_cleanup(ctx: &Ctx<'_>) {
 }
 
 /// The collectors' metrics, from the snapshots in `raw` (their tables added to it).
-fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metric>, JobFailure> {
+fn collected(ctx: &Ctx<'_>, raw: &mut Outputs) -> Result<Vec<Metric>, JobFailure> {
     let mut out: Vec<Metric> = std::mem::take(&mut *ctx.measured.lock().expect("not poisoned"));
     if ctx.cgroup.is_some() {
-        let get = |kind: &str| raw.iter().find(|(k, _)| k == kind).map(|(_, v)| v.as_str());
-        let (Some(b), Some(a)) = (get("cgroup_stat_before"), get("cgroup_stat_after")) else {
+        let (b, a) = (
+            raw.get(&RawKind::CgroupStat(When::Before)),
+            raw.get(&RawKind::CgroupStat(When::After)),
+        );
+        let (Some(b), Some(a)) = (b, a) else {
             return Err(fail("the cgroup's cpu.stat snapshots are missing", raw));
         };
         out.extend(crate::cgroup::metrics(b, a).map_err(|e| fail(e, raw))?);
     }
     if ctx.collect.perf_stat {
-        let text = raw.iter().find(|(k, _)| k == "perf_stat").map(|(_, v)| v.clone());
+        let text = raw.get(&RawKind::PerfStat).map(str::to_string);
         let Some(text) = text else {
             return Err(fail("the perf stat output is missing", raw));
         };
         let totals = crate::collect::perf_stat::totals(&text).map_err(|e| fail(e, raw))?;
         let (table, metrics) = crate::collect::perf_stat::summarize(&totals);
-        raw.push(("perf_stat_totals".into(), table));
+        raw.push(RawKind::PerfStatTotals, table);
         out.extend(metrics);
     }
     if ctx.collect.perf_sched_stats {
-        let text = raw
-            .iter()
-            .find(|(k, _)| k == "perf_sched_stats_report")
-            .map(|(_, v)| v.clone());
+        let text = raw.get(&RawKind::PerfSchedStatsReport).map(str::to_string);
         let Some(text) = text else {
             return Err(fail("the perf sched stats report is missing", raw));
         };
@@ -223,14 +224,17 @@ fn collected(ctx: &Ctx<'_>, raw: &mut Vec<(String, String)>) -> Result<Vec<Metri
         out.extend(parsed.map_err(|e| fail(e.to_string(), raw))?);
     }
     if ctx.collect.interrupts {
-        let get = |kind: &str| raw.iter().find(|(k, _)| k == kind).map(|(_, v)| v.as_str());
-        let (Some(b), Some(a)) = (get("interrupts_before"), get("interrupts_after")) else {
+        let (b, a) = (
+            raw.get(&RawKind::Interrupts(When::Before)),
+            raw.get(&RawKind::Interrupts(When::After)),
+        );
+        let (Some(b), Some(a)) = (b, a) else {
             return Err(fail("the /proc/interrupts snapshots are missing", raw));
         };
         let parsed = crate::collect::interrupts::parse(b).and_then(|b| Ok((b, crate::collect::interrupts::parse(a)?)));
         let (b, a) = parsed.map_err(|e| fail(e, raw))?;
         let d = crate::collect::interrupts::delta(&b, &a);
-        raw.push(("interrupts_delta".into(), d.table));
+        raw.push(RawKind::InterruptsDelta, d.table);
         out.extend(d.metrics);
     }
     Ok(out)
@@ -293,21 +297,21 @@ pub fn programs(
 
 /// Runs one job and returns what to store.
 pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
-    let mut raw = Vec::new();
+    let mut raw = Outputs::default();
     // Nothing of an earlier attempt of this job.
     ctx.measured.lock().expect("not poisoned").clear();
     // Provenance: the sched features in effect for this job.
     if let Ok(Some(features)) = super::knobs::read(ctx.sut, super::knobs::FEATURES).await {
-        raw.push(("sched_features".to_string(), features));
+        raw.push(RawKind::SchedFeatures, features);
     }
     let mut server_policy = None;
     if let Some(v) = ctx.session.and_then(|s| s.version.clone()) {
-        raw.push(("server_version".into(), v));
+        raw.push(RawKind::ServerVersion, v);
     }
     if let Some(s) = ctx.session {
         match s.check_threads(variant.policy, ctx.cgroup).await {
             Ok((policy, listing)) => {
-                raw.push(("server_threads".into(), listing));
+                raw.push(RawKind::ServerThreads, listing);
                 server_policy = Some(policy);
             }
             Err(e) => {
@@ -340,7 +344,7 @@ async fn measure(
     variant: &Variant,
     workload: &Workload,
     server_policy: Option<String>,
-    raw: &mut Vec<(String, String)>,
+    raw: &mut Outputs,
 ) -> Result<(Vec<Metric>, Option<String>), JobFailure> {
     let raw = &mut *raw;
     let out = match workload.kind.plan() {
@@ -382,9 +386,9 @@ async fn measured_exec(
     policy: Option<Policy>,
     cpus: Option<Vec<u32>>,
     timeout_secs: u64,
-    raw: &mut Vec<(String, String)>,
+    raw: &mut Outputs,
 ) -> Result<ExecResult, JobFailure> {
-    snapshot(ctx, "before", raw).await?;
+    snapshot(ctx, When::Before, raw).await?;
     let program = argv.first().cloned().unwrap_or_default();
     // Without a session the cgroup is on the workload's own host.
     let cgroups = ctx.cgroup.filter(|_| ctx.session.is_none()).map(|c| c.leaves());
@@ -398,13 +402,13 @@ async fn measured_exec(
         ..Default::default()
     };
     let res = ctx.runner.exec(req).await.map_err(|e| agent_fail("", &e, raw))?;
-    snapshot(ctx, "after", raw).await?;
-    raw.push(("stdout".into(), res.stdout.clone()));
-    raw.push(("stderr".into(), res.stderr.clone()));
+    snapshot(ctx, When::After, raw).await?;
+    raw.push(RawKind::Stdout, res.stdout.clone());
+    raw.push(RawKind::Stderr, res.stderr.clone());
     if let Some(tasks) = &res.task_stats {
         let tasks = tasks.as_ref().map_err(|e| fail(e.clone(), raw))?;
         let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(|e| fail(e, raw))?;
-        raw.push(("task_schedstat".into(), table));
+        raw.push(RawKind::TaskSchedstat, table);
         ctx.measured.lock().expect("not poisoned").extend(metrics);
     }
     if !res.success() {
@@ -421,7 +425,7 @@ async fn single_host(
     variant: &Variant,
     workload: &Workload,
     single: &dyn SingleHost,
-    raw: &mut Vec<(String, String)>,
+    raw: &mut Outputs,
 ) -> Result<(Vec<Metric>, Option<String>), JobFailure> {
     let res = measured_exec(
         ctx,
@@ -448,7 +452,7 @@ async fn single_host(
     }
     if let Some(cg) = ctx.cgroup {
         let placed = cg.check(&res.observed_cgroups).map_err(|e| fail(e, raw))?;
-        raw.push(("cgroup_placement".into(), placed));
+        raw.push(RawKind::CgroupPlacement, placed);
     }
     let observed = (!res.observed_policies.is_empty()).then(|| res.observed_policies.join(","));
     Ok((metrics, observed))
@@ -464,7 +468,7 @@ enum WaitError {
 }
 
 impl WaitError {
-    fn fail(self, context: &str, raw: &[(String, String)]) -> JobFailure {
+    fn fail(self, context: &str, raw: &Outputs) -> JobFailure {
         match self {
             WaitError::Agent(e) => agent_fail(context, &e, raw),
             other => fail(format!("{context}: {other}"), raw),
@@ -503,9 +507,9 @@ async fn netperf_clients(
     n: &Netperf,
     clients: u32,
     timeout_secs: u64,
-    raw: &mut Vec<(String, String)>,
+    raw: &mut Outputs,
 ) -> Result<Vec<Metric>, JobFailure> {
-    snapshot(ctx, "before", raw).await?;
+    snapshot(ctx, When::Before, raw).await?;
     let mut ids = Vec::new();
     for _ in 0..clients {
         let req = ExecRequest {
@@ -520,8 +524,8 @@ async fn netperf_clients(
         let st = wait_spawned(ctx.runner, id, Duration::from_secs(timeout_secs))
             .await
             .map_err(|e| e.fail(&format!("netperf client {}", i + 1), raw))?;
-        raw.push((format!("client{}_stdout", i + 1), st.stdout.clone()));
-        raw.push((format!("client{}_stderr", i + 1), st.stderr.clone()));
+        raw.push(RawKind::ClientStdout(i + 1), st.stdout.clone());
+        raw.push(RawKind::ClientStderr(i + 1), st.stderr.clone());
         if st.exit_code != Some(0) {
             return Err(fail(
                 format!("netperf client {} exited with {:?}", i + 1, st.exit_code.or(st.signal)),
@@ -530,7 +534,7 @@ async fn netperf_clients(
         }
         per_client.push(netperf::parse(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1), raw))?);
     }
-    snapshot(ctx, "after", raw).await?;
+    snapshot(ctx, When::After, raw).await?;
     let mut out: Vec<Metric> = per_client[0].clone();
     // Figures are added or averaged only in one unit (each client's `-f` is the same, so
     // they agree unless an output was misread).
@@ -567,13 +571,13 @@ async fn hammerdb_run(
     script: String,
     password: &str,
     timeout_secs: u64,
-    raw: &mut Vec<(String, String)>,
+    raw: &mut Outputs,
 ) -> Result<Vec<Metric>, JobFailure> {
     let run = super::hammerdb::Run::prepare(ctx.runner, &script)
         .await
         .map_err(|e| fail(e.to_string(), raw))?;
     // The exact script that ran, its password masked.
-    raw.push(("hammerdb_script".into(), hammerdb::redact(&script, password)));
+    raw.push(RawKind::HammerdbScript, hammerdb::redact(&script, password));
     let out = hammerdb_measured(ctx, on, &run, password, timeout_secs, raw).await;
     run.finish().await;
     out
@@ -586,7 +590,7 @@ async fn hammerdb_measured(
     run: &super::hammerdb::Run<'_>,
     password: &str,
     timeout_secs: u64,
-    raw: &mut Vec<(String, String)>,
+    raw: &mut Outputs,
 ) -> Result<Vec<Metric>, JobFailure> {
     let p = ctx
         .runner
@@ -611,24 +615,24 @@ async fn hammerdb_measured(
             return Err(fail("hammerdbcli never finished its rampup", raw));
         }
     }
-    snapshot(ctx, "before", raw).await?;
+    snapshot(ctx, When::Before, raw).await?;
     let left = limit.saturating_sub(started.elapsed());
     let st = wait_spawned(ctx.runner, p.id, left)
         .await
         .map_err(|e| e.fail("hammerdbcli", raw))?;
-    snapshot(ctx, "after", raw).await?;
+    snapshot(ctx, When::After, raw).await?;
     // HammerDB echoes the password with every `diset`: masked before anything is kept.
     let stdout = hammerdb::redact(&st.stdout, password);
-    raw.push(("stdout".into(), stdout.clone()));
-    raw.push(("stderr".into(), hammerdb::redact(&st.stderr, password)));
-    raw.push(("hammerdb_version".into(), run.version.clone()));
+    raw.push(RawKind::Stdout, stdout.clone());
+    raw.push(RawKind::Stderr, hammerdb::redact(&st.stderr, password));
+    raw.push(RawKind::HammerdbVersion, run.version.clone());
     if let Some(line) = hammerdb::failure(&stdout) {
         return Err(fail(format!("hammerdbcli on {on}: {line}"), raw));
     }
     let profile = run.profile().await.map_err(|e| fail(e.to_string(), raw))?;
     let text = match profile {
         Some(p) => {
-            raw.push(("hammerdb_profile".into(), p.clone()));
+            raw.push(RawKind::HammerdbProfile, p.clone());
             format!("{stdout}\n{p}")
         }
         None => stdout,

@@ -15,6 +15,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
 use crate::plan::{Job, JobState, RunState};
+use crate::record::RawKind;
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -335,8 +336,8 @@ pub struct JobOutcome {
     pub boot_id: String,
     pub observed_policy: String,
     pub metrics: Vec<crate::parse::Metric>,
-    /// (kind, content), e.g. ("stdout", …), ("schedstat_before", …).
-    pub raw: Vec<(String, String)>,
+    /// The raw outputs, each of its kind.
+    pub raw: crate::record::Outputs,
     /// "tool@host" → version.
     pub tool_versions: std::collections::BTreeMap<String, String>,
 }
@@ -384,16 +385,16 @@ pub async fn store_raw(
     tx: &mut Transaction<'_, Postgres>,
     run_id: i64,
     job_id: i64,
-    raw: &[(String, String)],
+    raw: &crate::record::Outputs,
 ) -> Result<()> {
-    for (kind, content) in raw {
+    for (kind, content) in raw.iter() {
         sqlx::query(
             "INSERT INTO raw_outputs (run_id, job_id, kind, content) VALUES ($1, $2, $3, $4)
              ON CONFLICT (job_id, kind) DO UPDATE SET content = EXCLUDED.content, created_at = now()",
         )
         .bind(run_id)
         .bind(job_id)
-        .bind(kind)
+        .bind(kind.name())
         .bind(crate::secrets::redact(content).replace('\0', ""))
         .execute(&mut **tx)
         .await?;
@@ -491,11 +492,11 @@ async fn samples_where(db: impl PgExecutor<'_>, run_id: i64, warmup: bool) -> Re
     Ok(rows.into_iter().map(Sample::from).collect())
 }
 
-pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Result<Option<String>> {
+pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &RawKind) -> Result<Option<String>> {
     Ok(
         sqlx::query_scalar("SELECT content FROM raw_outputs WHERE job_id = $1 AND kind = $2")
             .bind(job_id)
-            .bind(kind)
+            .bind(kind.name())
             .fetch_optional(db)
             .await?,
     )
@@ -634,9 +635,11 @@ async fn settings_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<KernelItem<Se
 async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String)>> {
     let rows: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT DISTINCT j.kernel, j.variant, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
-         WHERE o.run_id = $1 AND (o.kind = 'tuning' OR o.kind LIKE 'tuning@%') ORDER BY 1, 2, 3",
+         WHERE o.run_id = $1 AND (o.kind = $2 OR o.kind LIKE $3) ORDER BY 1, 2, 3",
     )
     .bind(run_id)
+    .bind(RawKind::Tuning(None).name())
+    .bind(RawKind::Tuning(Some("%".into())).name())
     .fetch_all(db)
     .await?;
     let out: Vec<(String, String)> = rows
@@ -657,14 +660,16 @@ async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String
 async fn cgroups_and_counters_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String)>> {
     let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
         "SELECT DISTINCT j.kernel, j.variant, j.workload, o.kind, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
-         WHERE o.run_id = $1 AND o.kind IN ('cgroup', 'perf_stat_totals') ORDER BY 1, 2, 3",
+         WHERE o.run_id = $1 AND o.kind IN ($2, $3) ORDER BY 1, 2, 3",
     )
     .bind(run_id)
+    .bind(RawKind::Cgroup.name())
+    .bind(RawKind::PerfStatTotals.name())
     .fetch_all(db)
     .await?;
     let mut out: Vec<(String, String)> = Vec::new();
     for (kernel, variant, workload, kind, content) in rows {
-        let line = if kind == "cgroup" {
+        let line = if RawKind::parse(&kind) == Some(RawKind::Cgroup) {
             // The top's path names the job: the rest is the same for each job of a cell.
             let what = content.split(", top ").next().unwrap_or(&content);
             format!("variant {variant}, workload {workload}: cgroup {what}")

@@ -5,6 +5,7 @@ use sqlx::PgExecutor;
 
 use super::Result;
 use crate::plan::JobState;
+use crate::record::{RawKind, When};
 
 /// /proc/schedstat as it was before and after a done job.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -21,12 +22,14 @@ pub async fn schedstat_pairs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec
     Ok(sqlx::query_as(
         "SELECT j.kernel, j.variant, j.workload, b.content AS before, a.content AS after
          FROM jobs j
-         JOIN raw_outputs b ON b.job_id = j.id AND b.kind = 'schedstat_before'
-         JOIN raw_outputs a ON a.job_id = j.id AND a.kind = 'schedstat_after'
+         JOIN raw_outputs b ON b.job_id = j.id AND b.kind = $3
+         JOIN raw_outputs a ON a.job_id = j.id AND a.kind = $4
          WHERE j.run_id = $1 AND j.state = $2 ORDER BY j.ordinal",
     )
     .bind(run_id)
     .bind(JobState::Done.as_str())
+    .bind(RawKind::Schedstat(When::Before).name())
+    .bind(RawKind::Schedstat(When::After).name())
     .fetch_all(db)
     .await?)
 }
@@ -50,13 +53,16 @@ pub async fn sched_stats_reports(db: impl PgExecutor<'_>, run_id: i64) -> Result
         "SELECT j.id AS job_id, j.kernel, j.variant, j.workload, j.iteration, p.content AS report,
                 b.content AS before, a.content AS after
          FROM jobs j
-         JOIN raw_outputs p ON p.job_id = j.id AND p.kind = 'perf_sched_stats_report'
-         LEFT JOIN raw_outputs b ON b.job_id = j.id AND b.kind = 'schedstat_before'
-         LEFT JOIN raw_outputs a ON a.job_id = j.id AND a.kind = 'schedstat_after'
+         JOIN raw_outputs p ON p.job_id = j.id AND p.kind = $5
+         LEFT JOIN raw_outputs b ON b.job_id = j.id AND b.kind = $3
+         LEFT JOIN raw_outputs a ON a.job_id = j.id AND a.kind = $4
          WHERE j.run_id = $1 AND j.state = $2 ORDER BY j.ordinal",
     )
     .bind(run_id)
     .bind(JobState::Done.as_str())
+    .bind(RawKind::Schedstat(When::Before).name())
+    .bind(RawKind::Schedstat(When::After).name())
+    .bind(RawKind::PerfSchedStatsReport.name())
     .fetch_all(db)
     .await?)
 }

@@ -63,9 +63,9 @@ pub mod queries {
     }
 
     pub async fn raw(db: impl PgExecutor<'_>, job_id: i64, kind: &str) -> Result<String> {
-        crate::store::raw_output(db, job_id, kind)
-            .await?
-            .ok_or_else(|| ViewError::NotFound(format!("job {job_id} has no raw output {kind:?}")))
+        let none = || ViewError::NotFound(format!("job {job_id} has no raw output {kind:?}"));
+        let kind = crate::record::RawKind::parse(kind).ok_or_else(none)?;
+        crate::store::raw_output(db, job_id, &kind).await?.ok_or_else(none)
     }
 
     pub async fn build(db: impl PgExecutor<'_>, key: &str) -> Result<BuildItem> {

@@ -71,7 +71,7 @@ fn raw_outputs(v: &JobPage) -> String {
         } else {
             r.head.clone()
         };
-        let open = if r.kind == "server_threads" || r.kind == "stdout" {
+        let open = if crate::record::RawKind::parse(&r.kind).is_some_and(|k| k.shown_open()) {
             " open"
         } else {
             ""

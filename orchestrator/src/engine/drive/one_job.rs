@@ -122,7 +122,7 @@ impl Driver<'_> {
         };
         let cgroup = own_cgroup.as_ref().or(session.and_then(|s| s.cgroup.as_ref()));
         if let Some(cg) = cgroup {
-            records.push(("cgroup".into(), cg.description.clone()));
+            records.push(crate::record::RawKind::Cgroup, cg.description.clone());
         }
         let booted = &*booted;
         let ctx = job::Ctx {

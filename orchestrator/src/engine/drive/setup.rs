@@ -8,6 +8,7 @@ use kreg_protocol::wire::Identity;
 
 use super::{Booted, Driver, Failure};
 use crate::engine::Event;
+use crate::record::{Outputs, RawKind};
 use crate::scenario::{Variant, Workload};
 use crate::store::JobRow;
 
@@ -75,12 +76,8 @@ impl Driver<'_> {
 
     /// Each tuned host's tuning for a variant's jobs in effect and read back: a record per
     /// host (the kind of raw output it is stored as, and its JSON).
-    pub(super) async fn tune_for(
-        &mut self,
-        booted: &mut Booted,
-        variant: &Variant,
-    ) -> Result<Vec<(String, String)>, Failure> {
-        let mut out = Vec::new();
+    pub(super) async fn tune_for(&mut self, booted: &mut Booted, variant: &Variant) -> Result<Outputs, Failure> {
+        let mut out = Outputs::default();
         let mut hosts: Vec<String> = booted.tuners.keys().cloned().collect();
         hosts.sort();
         for host in hosts {
@@ -102,12 +99,8 @@ impl Driver<'_> {
                     host: host.clone(),
                     detail: detail.to_string(),
                 })?;
-            let kind = if host == self.sut {
-                "tuning".to_string()
-            } else {
-                format!("tuning@{host}")
-            };
-            out.push((kind, serde_json::to_string(&record).expect("a record serializes")));
+            let kind = RawKind::Tuning((host != self.sut).then(|| host.clone()));
+            out.push(kind, serde_json::to_string(&record).expect("a record serializes"));
         }
         Ok(out)
     }
@@ -159,7 +152,7 @@ impl Driver<'_> {
         booted: &mut Booted,
         variant: &Variant,
         workload: &Workload,
-    ) -> Result<(Vec<(String, String)>, Option<Vec<u32>>), Failure> {
+    ) -> Result<(Outputs, Option<Vec<u32>>), Failure> {
         let records = self.tune_for(booted, variant).await?;
         let cpus = Self::cpus_on(booted, variant, &workload.on)?;
         Ok((records, cpus))
