@@ -36,9 +36,11 @@ pub enum RawKind {
     /// /proc/interrupts around it, and the per-CPU table of the difference.
     Interrupts(When),
     InterruptsDelta,
-    /// `perf stat`'s output and its sums per event.
+    /// `perf stat`'s output, its sums per event, and the events it could not count (one
+    /// per line, with perf's reason), when there were any.
     PerfStat,
     PerfStatTotals,
+    PerfStatUncounted,
     /// `perf sched stats`: its report, its data file (xz, base64), what `record` said.
     PerfSchedStatsReport,
     PerfSchedStatsData,
@@ -50,8 +52,10 @@ pub enum RawKind {
     /// A two-host workload's server: its version, its threads and their policies.
     ServerVersion,
     ServerThreads,
-    /// The cgroup the job ran in, and where its processes were seen.
+    /// The cgroup the job ran in, said (`… on sut, top /sys/fs/cgroup/…`) and as a
+    /// [`CgroupSetup`] in JSON; where its processes were seen.
     Cgroup,
+    CgroupSetup,
     CgroupPlacement,
     /// The tuning read back before the job: the SUT's (`None`) or another host's.
     Tuning(Option<String>),
@@ -68,6 +72,7 @@ const FIXED: &[(&str, RawKind)] = &[
     ("interrupts_delta", RawKind::InterruptsDelta),
     ("perf_stat", RawKind::PerfStat),
     ("perf_stat_totals", RawKind::PerfStatTotals),
+    ("perf_stat_uncounted", RawKind::PerfStatUncounted),
     ("perf_sched_stats_report", RawKind::PerfSchedStatsReport),
     ("perf_sched_stats_data.xz.base64", RawKind::PerfSchedStatsData),
     ("perf_sched_stats_record", RawKind::PerfSchedStatsRecord),
@@ -76,6 +81,7 @@ const FIXED: &[(&str, RawKind)] = &[
     ("server_version", RawKind::ServerVersion),
     ("server_threads", RawKind::ServerThreads),
     ("cgroup", RawKind::Cgroup),
+    ("cgroup_setup", RawKind::CgroupSetup),
     ("cgroup_placement", RawKind::CgroupPlacement),
     ("tuning", RawKind::Tuning(None)),
     ("hammerdb_script", RawKind::HammerdbScript),
@@ -142,6 +148,21 @@ impl RawKind {
 impl fmt::Display for RawKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
+    }
+}
+
+/// The cgroup a job ran in, as its record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CgroupSetup {
+    /// What it is, the same for every job of a cell: `quota 50% of 2 CPUs on sut`.
+    pub what: String,
+    /// Its top group, which names the job: `/sys/fs/cgroup/kreg/run-3/job-7`.
+    pub top: String,
+}
+
+impl fmt::Display for CgroupSetup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, top {}", self.what, self.top)
     }
 }
 

@@ -570,8 +570,16 @@ async fn stand_ins(db: &TestDb) {
             "quota 50% of 2 CPUs, cpu.max \"100000 100000\", one group on sut, top /sys/fs/cgroup/kreg/run-1/job-30",
         ),
         (
+            "cgroup_setup",
+            "{\"what\":\"quota 50% of 2 CPUs, cpu.max \\\"100000 100000\\\", one group on sut\",\"top\":\"/sys/fs/cgroup/kreg/run-1/job-30\"}",
+        ),
+        (
             "perf_stat_totals",
             "event                    total\ncontext-switches         3979\ncpu-migrations           100\ncycles                   <not supported> (no metric)\ninstructions             <not supported> (no metric)\ncache-misses             <not supported> (no metric)\n",
+        ),
+        (
+            "perf_stat_uncounted",
+            "cycles <not supported>\ninstructions <not supported>\ncache-misses <not supported>",
         ),
     ] {
         sqlx::query(

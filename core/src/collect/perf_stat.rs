@@ -109,20 +109,35 @@ pub fn metric_name(event: &str) -> String {
     format!("perf_{}", clean.trim_matches('_'))
 }
 
-/// The table kept with the job, and the metrics of the events counted.
-pub fn summarize(totals: &[(String, Count)]) -> (String, Vec<Metric>) {
+/// What a job keeps of `perf stat`: the table of every event, the metrics of the events
+/// counted, and the events it could not count (`cycles <not supported>`).
+pub struct Summary {
+    pub table: String,
+    pub metrics: Vec<Metric>,
+    pub uncounted: Vec<String>,
+}
+
+/// The table kept with the job, the metrics of the events counted, the others named.
+pub fn summarize(totals: &[(String, Count)]) -> Summary {
     let mut table = String::from("event                    total\n");
-    let mut metrics = Vec::new();
+    let (mut metrics, mut uncounted) = (Vec::new(), Vec::new());
     for (event, count) in totals {
         match count {
             Count::Counted(n) => {
                 table.push_str(&format!("{event:<24} {n}\n"));
                 metrics.push(Metric::new(metric_name(event), *n as f64, "", false, MetricKind::Count));
             }
-            Count::Unavailable(why) => table.push_str(&format!("{event:<24} {why} (no metric)\n")),
+            Count::Unavailable(why) => {
+                table.push_str(&format!("{event:<24} {why} (no metric)\n"));
+                uncounted.push(format!("{event} {why}"));
+            }
         }
     }
-    (table, metrics)
+    Summary {
+        table,
+        metrics,
+        uncounted,
+    }
 }
 
 #[cfg(test)]
@@ -150,11 +165,16 @@ mod tests {
                 ("cycles".to_string(), Count::Unavailable("<not supported>".into())),
             ]
         );
-        let (table, metrics) = summarize(&t);
+        let Summary {
+            table,
+            metrics,
+            uncounted,
+        } = summarize(&t);
         assert!(
             table.contains("cycles                   <not supported> (no metric)"),
             "{table}"
         );
+        assert_eq!(uncounted, ["cycles <not supported>"]);
         let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["perf_context_switches", "perf_cpu_migrations"]);
         assert_eq!(metrics[0].value, 2722.0);

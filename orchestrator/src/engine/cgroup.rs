@@ -23,8 +23,8 @@ pub struct Placed {
     pub host: String,
     pub name: String,
     pub made: CgroupsMade,
-    /// What it is, for the job's raw outputs and the report.
-    pub description: String,
+    /// What it is, for the job's record and the report.
+    pub setup: crate::record::CgroupSetup,
     /// Groups in the tree, its top included.
     pub groups: u64,
 }
@@ -71,7 +71,10 @@ pub async fn make(
         client: client.clone(),
         host: host.to_string(),
         name,
-        description: format!("{} on {host}, top {}", spec.describe(Some(n)), made.top),
+        setup: crate::record::CgroupSetup {
+            what: format!("{} on {host}", spec.describe(Some(n))),
+            top: made.top.clone(),
+        },
         made,
         groups,
     };

@@ -210,9 +210,12 @@ fn collected(ctx: &Ctx<'_>, raw: &mut Outputs) -> Result<Vec<Metric>, JobFailure
             return Err(fail("the perf stat output is missing", raw));
         };
         let totals = crate::collect::perf_stat::totals(&text).map_err(|e| fail(e, raw))?;
-        let (table, metrics) = crate::collect::perf_stat::summarize(&totals);
-        raw.push(RawKind::PerfStatTotals, table);
-        out.extend(metrics);
+        let summary = crate::collect::perf_stat::summarize(&totals);
+        raw.push(RawKind::PerfStatTotals, summary.table);
+        if !summary.uncounted.is_empty() {
+            raw.push(RawKind::PerfStatUncounted, summary.uncounted.join("\n"));
+        }
+        out.extend(summary.metrics);
     }
     if ctx.collect.perf_sched_stats {
         let text = raw.get(&RawKind::PerfSchedStatsReport).map(str::to_string);

@@ -656,38 +656,29 @@ async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String
 }
 
 /// Per kernel: the cgroup each variant's workload ran in, and the perf events the SUT
-/// could not count (said once each).
+/// could not count (said once each), from their typed records.
 async fn cgroups_and_counters_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String)>> {
     let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
         "SELECT DISTINCT j.kernel, j.variant, j.workload, o.kind, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
          WHERE o.run_id = $1 AND o.kind IN ($2, $3) ORDER BY 1, 2, 3",
     )
     .bind(run_id)
-    .bind(RawKind::Cgroup.name())
-    .bind(RawKind::PerfStatTotals.name())
+    .bind(RawKind::CgroupSetup.name())
+    .bind(RawKind::PerfStatUncounted.name())
     .fetch_all(db)
     .await?;
     let mut out: Vec<(String, String)> = Vec::new();
     for (kernel, variant, workload, kind, content) in rows {
-        let line = if RawKind::parse(&kind) == Some(RawKind::Cgroup) {
-            // The top's path names the job: the rest is the same for each job of a cell.
-            let what = content.split(", top ").next().unwrap_or(&content);
-            format!("variant {variant}, workload {workload}: cgroup {what}")
-        } else {
-            let lacking: Vec<String> = content
-                .lines()
-                .filter(|l| l.ends_with("(no metric)"))
-                .map(|l| {
-                    l.trim_end_matches(" (no metric)")
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .collect();
-            if lacking.is_empty() {
-                continue;
+        let line = if RawKind::parse(&kind) == Some(RawKind::CgroupSetup) {
+            match serde_json::from_str::<crate::record::CgroupSetup>(&content) {
+                Ok(setup) => format!("variant {variant}, workload {workload}: cgroup {}", setup.what),
+                Err(e) => format!("variant {variant}, workload {workload}: unreadable cgroup record ({e})"),
             }
-            format!("perf stat could not count: {}", lacking.join(", "))
+        } else {
+            format!(
+                "perf stat could not count: {}",
+                content.lines().collect::<Vec<_>>().join(", ")
+            )
         };
         if !out.contains(&(kernel.clone(), line.clone())) {
             out.push((kernel, line));

@@ -122,7 +122,9 @@ impl Driver<'_> {
         };
         let cgroup = own_cgroup.as_ref().or(session.and_then(|s| s.cgroup.as_ref()));
         if let Some(cg) = cgroup {
-            records.push(crate::record::RawKind::Cgroup, cg.description.clone());
+            let setup = serde_json::to_string(&cg.setup).expect("a cgroup setup serializes");
+            records.push(crate::record::RawKind::Cgroup, cg.setup.to_string());
+            records.push(crate::record::RawKind::CgroupSetup, setup);
         }
         let booted = &*booted;
         let ctx = job::Ctx {
