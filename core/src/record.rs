@@ -166,30 +166,46 @@ impl fmt::Display for CgroupSetup {
     }
 }
 
-/// The raw outputs of one job, in the order taken.
+/// The raw outputs of one job, in the order taken, and the metrics its collectors took
+/// as they went (the workload's own are its parser's).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Outputs(Vec<(RawKind, String)>);
+pub struct Outputs {
+    raw: Vec<(RawKind, String)>,
+    collected: Vec<crate::parse::Metric>,
+}
 
 impl Outputs {
     pub fn push(&mut self, kind: RawKind, content: impl Into<String>) {
-        self.0.push((kind, content.into()));
+        self.raw.push((kind, content.into()));
     }
 
     /// The first output of `kind`.
     pub fn get(&self, kind: &RawKind) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == kind).map(|(_, c)| c.as_str())
+        self.raw.iter().find(|(k, _)| k == kind).map(|(_, c)| c.as_str())
     }
 
+    /// Another record's outputs and metrics after these.
     pub fn extend(&mut self, other: Outputs) {
-        self.0.extend(other.0);
+        self.raw.extend(other.raw);
+        self.collected.extend(other.collected);
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &(RawKind, String)> {
-        self.0.iter()
+        self.raw.iter()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.raw.is_empty()
+    }
+
+    /// Metrics a collector took.
+    pub fn collect(&mut self, metrics: impl IntoIterator<Item = crate::parse::Metric>) {
+        self.collected.extend(metrics);
+    }
+
+    /// The collectors' metrics, handed over once.
+    pub fn take_collected(&mut self) -> Vec<crate::parse::Metric> {
+        std::mem::take(&mut self.collected)
     }
 }
 

@@ -193,7 +193,7 @@ async fn perf_cleanup(ctx: &Ctx<'_>) {
 
 /// The collectors' metrics, from the snapshots in `raw` (their tables added to it).
 fn collected(ctx: &Ctx<'_>, raw: &mut Outputs) -> Result<Vec<Metric>, JobFailure> {
-    let mut out: Vec<Metric> = std::mem::take(&mut *ctx.measured.lock().expect("not poisoned"));
+    let mut out: Vec<Metric> = raw.take_collected();
     if ctx.cgroup.is_some() {
         let (b, a) = (
             raw.get(&RawKind::CgroupStat(When::Before)),
@@ -273,8 +273,6 @@ pub struct Ctx<'a> {
     pub sched_stats: std::sync::Mutex<Option<super::sched_stats::Recording>>,
     /// A name of the job's own for files on the SUT (run and job ordinal).
     pub tag: String,
-    /// Collectors' metrics taken with the workload's own result (per-task schedstat).
-    pub measured: std::sync::Mutex<Vec<Metric>>,
 }
 
 /// The programs a workload runs, with the host each runs on and that host's agent.
@@ -301,8 +299,6 @@ pub fn programs(
 /// Runs one job and returns what to store.
 pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
     let mut raw = Outputs::default();
-    // Nothing of an earlier attempt of this job.
-    ctx.measured.lock().expect("not poisoned").clear();
     // Provenance: the sched features in effect for this job.
     if let Ok(Some(features)) = super::knobs::read(ctx.sut, super::knobs::FEATURES).await {
         raw.push(RawKind::SchedFeatures, features);
@@ -412,7 +408,7 @@ async fn measured_exec(
         let tasks = tasks.as_ref().map_err(|e| fail(e.clone(), raw))?;
         let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(|e| fail(e, raw))?;
         raw.push(RawKind::TaskSchedstat, table);
-        ctx.measured.lock().expect("not poisoned").extend(metrics);
+        raw.collect(metrics);
     }
     if !res.success() {
         return Err(fail(

@@ -140,7 +140,6 @@ impl Driver<'_> {
             perf: Default::default(),
             sched_stats: Default::default(),
             tag: format!("{}-{}", self.run.id, j.ordinal),
-            measured: Default::default(),
         };
         let result = match self.run_with_retries(&ctx, booted, variant, workload, j).await {
             Ok(outcome) => Ok(outcome),
