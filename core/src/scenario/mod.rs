@@ -194,6 +194,12 @@ pub struct HttpTransport {
     /// Plain http to a host that is not this machine, said on purpose: the token crosses
     /// the network in clear text.
     pub insecure: bool,
+    pub machine: Machine,
+}
+
+/// How kreg boots and recovers a real machine, however it is reached (http or ssh).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
     /// How a kernel other than the running one gets booted after it is installed.
     pub boot: BootVia,
     /// A command run on the controller to reset the machine (a BMC's power cycle, say)
@@ -216,11 +222,7 @@ pub struct SshTransport {
     /// The agent's token on the controller; without it kreg keeps one per machine under
     /// its data folder (`ssh/USER@ADDRESS:PORT.token`, mode 0600).
     pub token_file: Option<PathBuf>,
-    /// As on an http host.
-    pub boot: BootVia,
-    pub reset: Option<Vec<String>>,
-    pub console: Option<Vec<String>>,
-    pub keep_kernels: u32,
+    pub machine: Machine,
 }
 
 /// Where and as whom kreg logs in, and how it knows the machine is the right one.

@@ -143,7 +143,7 @@ impl HttpConn {
     /// sent twice, so the new boot id decides. Returns why the answer was lost, if it was.
     async fn boot_step(&self, release: &str, cmdline: &str, what: &str) -> Result<Option<String>, HostError> {
         let (release, cmdline) = (release.to_string(), cmdline.to_string());
-        let step = match self.how.boot {
+        let step = match self.how.machine.boot {
             BootVia::Kexec => Step::KexecInstalled { release, cmdline },
             BootVia::GrubReboot => Step::GrubReboot { release, cmdline },
         };
@@ -179,7 +179,7 @@ impl HttpConn {
                 .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
         }
         let cmdline = kexec_cmdline(good_cmdline, kernel.cmdline.as_deref().unwrap_or(""));
-        let method = match self.how.boot {
+        let method = match self.how.machine.boot {
             BootVia::Kexec => BootMethod::Kexec,
             BootVia::GrubReboot => BootMethod::GrubReboot,
         };
@@ -190,7 +190,7 @@ impl HttpConn {
             p.release,
             self.name
         );
-        let mut watch = match &self.how.console {
+        let mut watch = match &self.how.machine.console {
             Some(argv) => Some(super::console::ConsoleWatch::start(argv.clone()).await),
             None => None,
         };
@@ -237,7 +237,7 @@ impl HttpConn {
 
     /// The last lines of the machine's console, from its `console:` command.
     async fn console_tail(&self) -> Option<String> {
-        let argv = self.how.console.as_ref()?;
+        let argv = self.how.machine.console.as_ref()?;
         Some(
             match controller_command(argv, "console", Duration::from_secs(30)).await {
                 Ok(text) => console_lines(&text, 25),
@@ -256,7 +256,7 @@ impl HttpConn {
             .map(|k| k.release.as_str())
             .filter(|r| *r != release && *r != running)
             .collect();
-        let excess = (others.len() + 1).saturating_sub(self.how.keep_kernels.max(1) as usize);
+        let excess = (others.len() + 1).saturating_sub(self.how.machine.keep_kernels.max(1) as usize);
         let mut removed = Vec::new();
         // Oldest first, as the agent lists them.
         for old in others.into_iter().take(excess) {
@@ -272,7 +272,7 @@ impl HttpConn {
             removed.push(old.to_string());
         }
         if !removed.is_empty() {
-            tracing::info!(host = %self.name, removed = ?removed, keep = self.how.keep_kernels, "removed kreg's oldest kernels");
+            tracing::info!(host = %self.name, removed = ?removed, keep = self.how.machine.keep_kernels, "removed kreg's oldest kernels");
         }
         Ok(removed)
     }
@@ -360,7 +360,7 @@ impl HttpConn {
                     Err(e) => Err(format!("reboot refused: {e}")),
                 }
             }
-            Err(_) => match &self.how.reset {
+            Err(_) => match &self.how.machine.reset {
                 Some(argv) => match run_reset(argv).await {
                     Ok(()) => wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
                     Err(e) => Err(e.to_string()),

@@ -58,10 +58,7 @@ pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError
                 token_file,
                 tls_fingerprint: None,
                 insecure: false,
-                boot: t.boot,
-                reset: t.reset.clone(),
-                console: t.console.clone(),
-                keep_kernels: t.keep_kernels,
+                machine: t.machine.clone(),
             };
             Ok(Some(Agent {
                 client: r.client,

@@ -60,14 +60,6 @@ const SSH_KEYS: &[&str] = &[
     "agent_port",
 ];
 
-/// The part of a transport that says how its machine boots, resets and shows its console.
-pub(super) struct MachineHow {
-    pub boot: BootVia,
-    pub reset: Option<Vec<String>>,
-    pub console: Option<Vec<String>>,
-    pub keep_kernels: u32,
-}
-
 impl<'a> Cx<'a> {
     pub(super) fn hosts(&mut self, node: &Node, default_boot: BootVia) -> Option<Vec<Host>> {
         let Kind::Map(entries) = &node.kind else {
@@ -190,7 +182,7 @@ impl<'a> Cx<'a> {
 
     /// How a machine kreg reaches through its agent boots kernels, is reset and has its
     /// console read, and how many of kreg's kernels it keeps.
-    pub(super) fn machine(&mut self, f: &Fields, default_boot: BootVia) -> Option<MachineHow> {
+    pub(super) fn machine(&mut self, f: &Fields, default_boot: BootVia) -> Option<Machine> {
         let boot = match f.get("boot") {
             None => Some(default_boot),
             Some(n) => self.boot_via(n, "boot"),
@@ -208,7 +200,7 @@ impl<'a> Cx<'a> {
                 .map(Some),
         };
         let keep = self.uint_or(f, "keep_kernels", "keep_kernels", (1, 1000), KEEP_KERNELS);
-        Some(MachineHow {
+        Some(Machine {
             boot: boot?,
             reset: reset?,
             console: console?,
@@ -251,22 +243,13 @@ impl<'a> Cx<'a> {
         let token = self
             .required(f, "token_file", what)
             .and_then(|n| self.file(n, "token_file"));
-        let how = self.machine(f, default_boot);
-        let MachineHow {
-            boot,
-            reset,
-            console,
-            keep_kernels,
-        } = how?;
+        let machine = self.machine(f, default_boot);
         Some(Transport::Http(HttpTransport {
             url: url?,
             token_file: token?,
             tls_fingerprint: fingerprint?,
             insecure: insecure?,
-            boot,
-            reset,
-            console,
-            keep_kernels,
+            machine: machine?,
         }))
     }
 

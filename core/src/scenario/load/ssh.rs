@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use super::super::*;
-use super::hosts::MachineHow;
 use super::{Cx, Fields};
 use crate::yaml::Node;
 
@@ -26,14 +25,8 @@ impl<'a> Cx<'a> {
             Some(n) => self.host_key(n).map(Some),
         };
         let agent_port = self.uint_or(f, "agent_port", "agent_port", (1, 65535), SSH_AGENT_PORT as u32);
-        let how = self.machine(f, default_boot);
+        let machine = self.machine(f, default_boot);
         let (address, port) = address?;
-        let MachineHow {
-            boot,
-            reset,
-            console,
-            keep_kernels,
-        } = how?;
         Some(Transport::Ssh(SshTransport {
             ssh: SshSpec {
                 address,
@@ -46,10 +39,7 @@ impl<'a> Cx<'a> {
                 agent_port: agent_port? as u16,
             },
             token_file: token_file?,
-            boot,
-            reset,
-            console,
-            keep_kernels,
+            machine: machine?,
         }))
     }
 

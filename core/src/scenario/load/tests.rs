@@ -264,8 +264,7 @@ workloads: [ { name: w, kind: hackbench } ]
     let s = from_str(ok, Path::new("/etc/kreg")).unwrap();
     match &s.hosts[0].transport {
         Transport::Http(HttpTransport {
-            boot,
-            reset,
+            machine: Machine { boot, reset, .. },
             token_file,
             ..
         }) => {
@@ -282,9 +281,13 @@ workloads: [ { name: w, kind: hackbench } ]
     );
     match &from_str(&plain, Path::new(".")).unwrap().hosts[0].transport {
         Transport::Http(HttpTransport {
-            boot,
-            reset,
-            keep_kernels,
+            machine:
+                Machine {
+                    boot,
+                    reset,
+                    keep_kernels,
+                    ..
+                },
             ..
         }) => assert_eq!((*boot, reset.is_none(), *keep_kernels), (BootVia::Kexec, true, 3)),
         other => panic!("{other:?}"),
@@ -295,7 +298,10 @@ workloads: [ { name: w, kind: hackbench } ]
     );
     match &from_str(&keep1, Path::new(".")).unwrap().hosts[0].transport {
         Transport::Http(HttpTransport {
-            keep_kernels, console, ..
+            machine: Machine {
+                keep_kernels, console, ..
+            },
+            ..
         }) => {
             assert_eq!(*keep_kernels, 1);
             assert_eq!(console.as_deref().unwrap(), ["tail", "-n", "50", "/var/log/consoles/s"]);
@@ -303,7 +309,7 @@ workloads: [ { name: w, kind: hackbench } ]
         other => panic!("{other:?}"),
     }
     match &from_str(ok, Path::new(".")).unwrap().hosts[0].transport {
-        Transport::Http(HttpTransport { console, .. }) => assert!(console.is_none()),
+        Transport::Http(HttpTransport { machine, .. }) => assert!(machine.console.is_none()),
         other => panic!("{other:?}"),
     }
     check(
@@ -346,7 +352,7 @@ workloads: [ {{ name: w, kind: hackbench }} ]
         .hosts
         .iter()
         .map(|h| match &h.transport {
-            Transport::Http(HttpTransport { boot, .. }) => *boot,
+            Transport::Http(HttpTransport { machine, .. }) => machine.boot,
             other => panic!("{other:?}"),
         })
         .collect();
@@ -356,7 +362,10 @@ workloads: [ {{ name: w, kind: hackbench }} ]
     assert!(matches!(
         s.hosts[0].transport,
         Transport::Http(HttpTransport {
-            boot: BootVia::Kexec,
+            machine: Machine {
+                boot: BootVia::Kexec,
+                ..
+            },
             ..
         })
     ));

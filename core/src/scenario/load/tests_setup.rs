@@ -34,7 +34,7 @@ workloads: [ { name: w, kind: hackbench } ]
         }
     );
     assert_eq!(
-        (t.boot, t.keep_kernels, t.token_file.is_none()),
+        (t.machine.boot, t.machine.keep_kernels, t.token_file.is_none()),
         (BootVia::GrubReboot, 3, true)
     );
     assert_eq!(t.ssh.target(), "kreg@10.0.0.5:2222");
