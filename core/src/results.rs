@@ -61,6 +61,59 @@ fn one() -> i64 {
     1
 }
 
+/// The tuning a variant's jobs ran with, as read back before each (its record, or why the
+/// stored record could not be read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuningUsed {
+    pub variant: String,
+    pub record: Result<crate::tuning::Record, String>,
+}
+
+/// "variant V, HOST: settings; online CPUs".
+impl std::fmt::Display for TuningUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.record {
+            Ok(r) => write!(f, "variant {}, {}", self.variant, r.summary()),
+            Err(e) => write!(f, "variant {}: unreadable tuning record ({e})", self.variant),
+        }
+    }
+}
+
+/// Something else a kernel's jobs ran in or with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetupUsed {
+    /// A cell's cgroup (what it is: the same for each job of the cell), or why its
+    /// record could not be read.
+    Cgroup {
+        variant: String,
+        workload: String,
+        what: Result<String, String>,
+    },
+    /// The perf events the SUT could not count (with perf's reason).
+    Uncounted(Vec<String>),
+}
+
+impl std::fmt::Display for SetupUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupUsed::Cgroup {
+                variant,
+                workload,
+                what: Ok(what),
+            } => write!(f, "variant {variant}, workload {workload}: cgroup {what}"),
+            SetupUsed::Cgroup {
+                variant,
+                workload,
+                what: Err(e),
+            } => write!(
+                f,
+                "variant {variant}, workload {workload}: unreadable cgroup record ({e})"
+            ),
+            SetupUsed::Uncounted(events) => write!(f, "perf stat could not count: {}", events.join(", ")),
+        }
+    }
+}
+
 /// Provenance of one kernel of a run: the boots it ran on and what its jobs ran with.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct KernelProvenance {
@@ -71,11 +124,11 @@ pub struct KernelProvenance {
     pub tools: Vec<ToolVersion>,
     pub builds: Vec<BuildUsed>,
     pub settings: Vec<SettingChange>,
-    /// The tuning its jobs ran with, read back: "variant V, HOST: settings; online CPUs".
-    pub tuning: Vec<String>,
+    /// The tuning its jobs ran with, read back.
+    pub tuning: Vec<TuningUsed>,
     /// What else its jobs ran in or with: each cell's cgroup, the perf events the SUT
     /// could not count.
-    pub setup: Vec<String>,
+    pub setup: Vec<SetupUsed>,
     /// The SUT had no /proc/schedstat on this kernel: no scheduler statistics.
     pub no_schedstat: bool,
 }
@@ -161,6 +214,16 @@ impl KernelProvenance {
     pub fn setting_lines(&self) -> Vec<String> {
         distinct(&self.settings)
     }
+
+    /// "variant V, HOST: settings; online CPUs".
+    pub fn tuning_lines(&self) -> Vec<String> {
+        distinct(&self.tuning)
+    }
+
+    /// "variant V, workload W: cgroup …", "perf stat could not count: …".
+    pub fn setup_lines(&self) -> Vec<String> {
+        distinct(&self.setup)
+    }
 }
 
 /// In JSON reports, as text: each list as the lines the other formats print.
@@ -175,8 +238,8 @@ impl serde::Serialize for KernelProvenance {
         st.serialize_field("tools", &self.tool_lines())?;
         st.serialize_field("builds", &self.build_lines())?;
         st.serialize_field("settings", &self.setting_lines())?;
-        st.serialize_field("tuning", &self.tuning)?;
-        st.serialize_field("setup", &self.setup)?;
+        st.serialize_field("tuning", &self.tuning_lines())?;
+        st.serialize_field("setup", &self.setup_lines())?;
         st.serialize_field("no_schedstat", &self.no_schedstat)?;
         st.end()
     }

@@ -174,10 +174,10 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
     for p in prov {
         let mut parts = vec![format!("kernel {}: {}", p.kernel, p.boot_lines().join("; "))];
         if !p.tuning.is_empty() {
-            parts.push(format!("tuning {}", p.tuning.join(" | ")));
+            parts.push(format!("tuning {}", p.tuning_lines().join(" | ")));
         }
         if !p.setup.is_empty() {
-            parts.push(p.setup.join(" | "));
+            parts.push(p.setup_lines().join(" | "));
         }
         if !p.settings.is_empty() {
             parts.push(format!("settings changed {}", p.setting_lines().join(", ")));

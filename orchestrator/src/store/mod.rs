@@ -9,7 +9,7 @@ mod schedstat;
 pub use builds::{link_build, record_build};
 pub use schedstat::{sched_stats_reports, schedstat_pairs, SchedStatsReport, SchedstatPair};
 
-use crate::results::{BootSeen, BuildUsed, SettingChange, ToolVersion};
+use crate::results::{BootSeen, BuildUsed, SettingChange, SetupUsed, ToolVersion, TuningUsed};
 pub use crate::results::{KernelProvenance, Sample};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
@@ -632,7 +632,7 @@ async fn settings_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<KernelItem<Se
 }
 
 /// The tuning each kernel's jobs ran with, per variant, as read back before each job.
-async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String)>> {
+async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, TuningUsed)>> {
     let rows: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT DISTINCT j.kernel, j.variant, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
          WHERE o.run_id = $1 AND (o.kind = $2 OR o.kind LIKE $3) ORDER BY 1, 2, 3",
@@ -642,22 +642,18 @@ async fn tuning_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String
     .bind(RawKind::Tuning(Some("%".into())).name())
     .fetch_all(db)
     .await?;
-    let out: Vec<(String, String)> = rows
+    Ok(rows
         .into_iter()
         .map(|(kernel, variant, content)| {
-            let line = match serde_json::from_str::<crate::tuning::Record>(&content) {
-                Ok(r) => format!("variant {variant}, {}", r.summary()),
-                Err(e) => format!("variant {variant}: unreadable tuning record ({e})"),
-            };
-            (kernel, line)
+            let record = serde_json::from_str::<crate::tuning::Record>(&content).map_err(|e| e.to_string());
+            (kernel, TuningUsed { variant, record })
         })
-        .collect();
-    Ok(out)
+        .collect())
 }
 
 /// Per kernel: the cgroup each variant's workload ran in, and the perf events the SUT
-/// could not count (said once each), from their typed records.
-async fn cgroups_and_counters_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, String)>> {
+/// could not count, from their typed records.
+async fn cgroups_and_counters_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(String, SetupUsed)>> {
     let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
         "SELECT DISTINCT j.kernel, j.variant, j.workload, o.kind, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
          WHERE o.run_id = $1 AND o.kind IN ($2, $3) ORDER BY 1, 2, 3",
@@ -667,24 +663,24 @@ async fn cgroups_and_counters_of(db: &sqlx::PgPool, run_id: i64) -> Result<Vec<(
     .bind(RawKind::PerfStatUncounted.name())
     .fetch_all(db)
     .await?;
-    let mut out: Vec<(String, String)> = Vec::new();
-    for (kernel, variant, workload, kind, content) in rows {
-        let line = if RawKind::parse(&kind) == Some(RawKind::CgroupSetup) {
-            match serde_json::from_str::<crate::record::CgroupSetup>(&content) {
-                Ok(setup) => format!("variant {variant}, workload {workload}: cgroup {}", setup.what),
-                Err(e) => format!("variant {variant}, workload {workload}: unreadable cgroup record ({e})"),
-            }
-        } else {
-            format!(
-                "perf stat could not count: {}",
-                content.lines().collect::<Vec<_>>().join(", ")
-            )
-        };
-        if !out.contains(&(kernel.clone(), line.clone())) {
-            out.push((kernel, line));
-        }
-    }
-    Ok(out)
+    Ok(rows
+        .into_iter()
+        .map(|(kernel, variant, workload, kind, content)| {
+            let item = if RawKind::parse(&kind) == Some(RawKind::CgroupSetup) {
+                let what = serde_json::from_str::<crate::record::CgroupSetup>(&content)
+                    .map(|s| s.what)
+                    .map_err(|e| e.to_string());
+                SetupUsed::Cgroup {
+                    variant,
+                    workload,
+                    what,
+                }
+            } else {
+                SetupUsed::Uncounted(content.lines().map(str::to_string).collect())
+            };
+            (kernel, item)
+        })
+        .collect())
 }
 
 /// The kernels of a run on which `sut` had no /proc/schedstat.

@@ -278,7 +278,12 @@ fn failed_list(v: &RunView) -> String {
 fn tuning_cell(p: Option<&crate::results::KernelProvenance>) -> String {
     match p {
         Some(p) if !p.tuning.is_empty() || !p.settings.is_empty() || !p.setup.is_empty() => {
-            let mut lines: Vec<String> = p.tuning.iter().chain(&p.setup).map(|t| esc(t)).collect();
+            let mut lines: Vec<String> = p
+                .tuning_lines()
+                .iter()
+                .chain(&p.setup_lines())
+                .map(|t| esc(t))
+                .collect();
             if !p.settings.is_empty() {
                 lines.push(format!("changed: {}", esc(&p.setting_lines().join(", "))));
             }
