@@ -37,6 +37,15 @@ pub struct TreePerf {
 
 /// Builds perf from `spec`'s tree and patches, or finds it in the cache. Its key comes
 /// from the kernel's build (tree, patches, compiler), so a cached perf costs no fetch.
+/// A perf's place in the cache, by what went into it: its key (16 hex digits of the
+/// inputs' SHA-256), its folder and its binary.
+fn cache_slot(cache: &Path, inputs: &str) -> (String, PathBuf, PathBuf) {
+    let key = sha256_hex(inputs.as_bytes())[..16].to_string();
+    let dir = cache.join("perf").join(&key);
+    let bin = dir.join("perf");
+    (key, dir, bin)
+}
+
 pub fn build(
     spec: &BuildSpec,
     kernel: &Built,
@@ -44,16 +53,13 @@ pub fn build(
     jobs: u32,
     log: &mut dyn FnMut(&str),
 ) -> Result<TreePerf, KernelError> {
-    let key = sha256_hex(
-        format!(
+    let (key, dir, bin) = cache_slot(
+        cache,
+        &format!(
             "tools/perf\n{}\n{}\n{}\n",
             kernel.tree_hash, kernel.patches_hash, kernel.compiler
-        )
-        .as_bytes(),
-    )[..16]
-        .to_string();
-    let dir = cache.join("perf").join(&key);
-    let bin = dir.join("perf");
+        ),
+    );
     if bin.exists() {
         log(&format!("perf of this tree is in the cache ({key}), nothing to build"));
         return found(bin);
@@ -108,17 +114,14 @@ pub fn build_source(
             (TreeSource::Tarball { path: tarball }, None, format!("debian {deb}"))
         }
     };
-    let key = sha256_hex(
-        format!(
+    let (key, dir, bin) = cache_slot(
+        cache,
+        &format!(
             "perf source\n{identity}\n{compiler}\n{}\n{}\n",
             MAKE_VARS.join(" "),
             SOURCE_MAKE_VARS.join(" ")
-        )
-        .as_bytes(),
-    )[..16]
-        .to_string();
-    let dir = cache.join("perf").join(&key);
-    let bin = dir.join("perf");
+        ),
+    );
     if bin.exists() {
         log(&format!("perf from {source} is in the cache ({key}), nothing to build"));
         return found(bin);
