@@ -330,25 +330,12 @@ const DB_OUTAGES: u32 = 5;
 /// connection is gone (and frees its lock) a moment after the controller died.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// One driver per run: a session-level advisory lock, released if this process dies (or the
-/// database restarts: see [`drive`]).
-async fn lock_run(db: &PgPool, run_id: i64) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, EngineError> {
-    let mut lock = db.acquire().await.map_err(store::StoreError::from)?;
-    let deadline = std::time::Instant::now() + LOCK_WAIT;
-    loop {
-        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(4242, $1::INT)")
-            .bind(run_id as i32)
-            .fetch_one(&mut *lock)
-            .await
-            .map_err(store::StoreError::from)?;
-        if got {
-            return Ok(lock);
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(EngineError::Busy(run_id));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+/// One driver per run (`store::lock_run`; released if this process dies, or the database
+/// restarts: see [`drive`]).
+async fn lock_run(db: &PgPool, run_id: i64) -> Result<store::RunLock, EngineError> {
+    store::lock_run(db, run_id, LOCK_WAIT)
+        .await?
+        .ok_or(EngineError::Busy(run_id))
 }
 
 /// A controller killed without warning (or a drive cut off from its database) left its

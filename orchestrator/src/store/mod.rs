@@ -4,9 +4,11 @@
 mod builds;
 pub mod cluster;
 pub mod pages;
+mod runlock;
 mod schedstat;
 
 pub use builds::{link_build, record_build};
+pub use runlock::{lock_run, RunLock};
 pub use schedstat::{sched_stats_reports, schedstat_pairs, SchedStatsReport, SchedstatPair};
 
 use crate::results::{BootSeen, BuildUsed, SettingChange, SetupUsed, ToolVersion, TuningUsed};
@@ -340,6 +342,29 @@ pub struct JobOutcome {
     pub raw: crate::record::Outputs,
     /// "tool@host" → version.
     pub tool_versions: std::collections::BTreeMap<String, String>,
+}
+
+/// A job done: its metrics, raw outputs and `done` state, in one transaction.
+pub async fn job_done(db: &PgPool, run_id: i64, job_id: i64, o: &JobOutcome) -> Result<()> {
+    let mut tx = db.begin().await?;
+    finish_job(&mut tx, run_id, job_id, o).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A job failed: the raw outputs it gathered and its reason, in one transaction.
+pub async fn job_failed(
+    db: &PgPool,
+    run_id: i64,
+    job_id: i64,
+    raw: &crate::record::Outputs,
+    reason: &str,
+) -> Result<()> {
+    let mut tx = db.begin().await?;
+    store_raw(&mut tx, run_id, job_id, raw).await?;
+    fail_job(&mut *tx, job_id, reason).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id: i64, o: &JobOutcome) -> Result<()> {

@@ -170,11 +170,9 @@ impl Driver<'_> {
         j: &JobRow,
         result: Result<store::JobOutcome, job::JobFailure>,
     ) -> Result<(), EngineError> {
-        let mut tx = self.db.begin().await.map_err(store::StoreError::from)?;
         match result {
             Ok(outcome) => {
-                store::finish_job(&mut tx, self.run.id, j.id, &outcome).await?;
-                tx.commit().await.map_err(store::StoreError::from)?;
+                store::job_done(self.db, self.run.id, j.id, &outcome).await?;
                 (self.on_event)(Event::JobDone {
                     ordinal: j.ordinal,
                     metrics: outcome
@@ -186,9 +184,7 @@ impl Driver<'_> {
                 });
             }
             Err(f) => {
-                store::store_raw(&mut tx, self.run.id, j.id, &f.raw).await?;
-                store::fail_job(&mut *tx, j.id, &f.reason).await?;
-                tx.commit().await.map_err(store::StoreError::from)?;
+                store::job_failed(self.db, self.run.id, j.id, &f.raw, &f.reason).await?;
                 // A host that stopped answering: the lab's console says why.
                 let console = f.unreachable.then(|| self.conns[&self.sut].console_tail()).flatten();
                 let reason = match console {
