@@ -5,6 +5,7 @@
 pub mod judge;
 pub mod kind;
 pub mod looks;
+mod measure;
 pub mod rank;
 pub mod rng;
 pub mod sim;
