@@ -5,10 +5,11 @@
 
 use super::kind::MetricKind;
 use super::looks::Looks;
+use super::measure::measure;
 use super::tests_impl::benjamini_hochberg;
 use super::units::{observations, Side};
 use super::verdict::Unit;
-use super::verdict::{decide, measure, Comparison, Settings, Verdict};
+use super::verdict::{decide, Comparison, Settings, Verdict};
 
 /// One row to judge: its baseline's samples and its own.
 #[derive(Debug, Clone)]

@@ -16,9 +16,10 @@ pub mod verdict;
 pub use judge::{judge, judge_one, RowInput};
 pub use kind::MetricKind;
 pub use looks::Looks;
+pub use measure::measure;
 pub use tests_impl::{benjamini_hochberg, t_quantile, welch};
 pub use units::Side;
-pub use verdict::{decide, interval_text, measure, Comparison, Settings, Test, Unit, Verdict};
+pub use verdict::{decide, interval_text, Comparison, Settings, Test, Unit, Verdict};
 
 #[cfg(test)]
 mod sim_tests;

@@ -5,7 +5,6 @@
 //! runs that would settle it. Deterministic: the same samples give the same verdict.
 
 use super::kind::MetricKind;
-pub use super::measure::measure;
 use super::normal_quantile;
 use super::rank::{runs_to_reach, MONTE_CARLO_DRAWS};
 
