@@ -6,10 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 echo "kreg demo: 1/3 the Debian packages it needs"
-before=$(kreg_dpkg_snapshot)
-kreg_need_demo
-kreg_need_apt_lists
-kreg_check_nothing_lost "$before"
+kreg_set_up demo
 echo "kreg demo: 2/3 building kreg and kreg-agent after ${SECONDS} s (cargo; about 6 minutes on 2 cores the first time, seconds later)"
 mark=$SECONDS
 cargo build --workspace --bins

@@ -353,6 +353,18 @@ kreg_need_tests() {
 }
 
 # The lab fetches kernels with `apt-get download`, which needs current package lists.
+# Installs what each named need asks for (kreg_need_NAME), refreshes the package lists when
+# they are old, and fails if anything that was installed before is gone or older now.
+kreg_set_up() {
+  local before need
+  before=$(kreg_dpkg_snapshot)
+  for need in "$@"; do
+    "kreg_need_$need"
+  done
+  kreg_need_apt_lists
+  kreg_check_nothing_lost "$before"
+}
+
 kreg_need_apt_lists() {
   if ! find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | grep -q . \
      || ! apt-cache show linux-image-amd64 >/dev/null 2>&1; then

@@ -5,14 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-before=$(kreg_dpkg_snapshot)
-kreg_need_demo
-kreg_need_tests
-kreg_group "the kernel's own build needs (build-essential, bc, libelf, libssl)" \
-  /usr/share/doc/build-essential:build-essential bc:bc /usr/include/libelf.h:libelf-dev \
-  /usr/include/openssl/ssl.h:libssl-dev
-kreg_need_apt_lists
-kreg_check_nothing_lost "$before"
+kreg_need_kernel_build() {
+  kreg_group "the kernel's own build needs (build-essential, bc, libelf, libssl)" \
+    /usr/share/doc/build-essential:build-essential bc:bc /usr/include/libelf.h:libelf-dev \
+    /usr/include/openssl/ssl.h:libssl-dev
+}
+kreg_set_up demo tests kernel_build
 cargo build --workspace --bins
 if [ -z "${DATABASE_URL:-}" ]; then
   export KREG_TEST_DATA_DIR=${KREG_TEST_DATA_DIR:-/tmp/kreg-test-data}

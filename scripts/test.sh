@@ -6,11 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-before=$(kreg_dpkg_snapshot)
-kreg_need_demo
-kreg_need_tests
-kreg_need_apt_lists
-kreg_check_nothing_lost "$before"
+kreg_set_up demo tests
 # The lab machine's disk image (tests/machine.rs) is made while the code compiles: the test
 # runs the same script, which waits for this one (a lock) and finds the image made, or
 # makes it and says why it failed. Stopped with this script if still going.

@@ -298,3 +298,114 @@ async fn other_sites_bad_bytes_and_held_connections_get_nothing() {
         "{said:?}"
     );
 }
+
+/// Stores a finished run of `kernels` kernels (two iterations each, one metric) and returns
+/// its id.
+async fn stored_run(db: &TestDb, kernels: usize) -> i64 {
+    let list: String = (0..kernels)
+        .map(|k| format!("  - {{ name: k{k}, source: {{ deb: linux-image-amd64 }} }}\n"))
+        .collect();
+    let yaml = format!(
+        "name: queries-{kernels}\nhosts:\n  sut: {{ role: sut, transport: {{ kind: lab, cpus: 2, memory_mib: 1024 }} }}\n\
+kernels:\n{list}baseline: k0\nworkloads:\n  - name: probe\n    kind: command\n    argv: [true]\n    timeout: 60\n    \
+metrics:\n      m: {{ regex: \"m=([0-9.]+)\", unit: us, higher_is_better: false }}\niterations: 2\n"
+    );
+    let s = kreg::scenario::from_str(&yaml, std::path::Path::new("."))
+        .unwrap_or_else(|d| panic!("{}", d[0].render("queries")));
+    let jobs = kreg::plan::expand(&s);
+    let run = kreg::store::record_run(&db.pool, &s.name, &yaml, "queries.yaml", &jobs)
+        .await
+        .unwrap();
+    for (n, j) in kreg::store::jobs(&db.pool, run).await.unwrap().into_iter().enumerate() {
+        let mut raw = kreg::record::Outputs::default();
+        raw.push(kreg::record::RawKind::Stdout, "m=100\n");
+        let outcome = kreg::store::JobOutcome {
+            kernel_release: format!("6.1.0-{}", j.kernel),
+            boot_id: format!("boot-{}-{}", j.kernel, j.boot),
+            observed_policy: "SCHED_OTHER".into(),
+            metrics: vec![kreg::parse::Metric {
+                name: "m".into(),
+                value: 100.0 + n as f64,
+                unit: "us".into(),
+                higher_is_better: false,
+                kind: kreg::stats::MetricKind::Mean,
+            }],
+            raw,
+            tool_versions: Default::default(),
+        };
+        let mut tx = db.pool.begin().await.unwrap();
+        kreg::store::start_job(&mut *tx, j.id).await.unwrap();
+        kreg::store::finish_job(&mut tx, run, j.id, &outcome).await.unwrap();
+        tx.commit().await.unwrap();
+    }
+    kreg::store::set_run_state(&db.pool, run, kreg::plan::RunState::Done)
+        .await
+        .unwrap();
+    run
+}
+
+/// The run page asks PostgreSQL the same number of questions for a run of two kernels as
+/// for one of seven: counted from the statements `kreg serve` logs (`KREG_LOG`).
+#[tokio::test]
+async fn the_run_page_issues_a_fixed_number_of_queries() {
+    use std::io::BufRead;
+    use std::sync::{Arc, Mutex};
+    let db = fresh_db("dash_queries").await;
+    let dir = Scratch::new("dash_queries");
+    let small = stored_run(&db, 2).await;
+    let large = stored_run(&db, 7).await;
+    let mut child = kreg(&db, &dir.0)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("KREG_LOG", "sqlx::query=debug")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next().expect("kreg serve ended").unwrap();
+        if let Some(rest) = line.strip_prefix("kreg: dashboard on ") {
+            break rest.trim_end_matches('/').to_string();
+        }
+    };
+    let said = Arc::new(Mutex::new(Vec::<String>::new()));
+    let keep = said.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(|l| l.ok()) {
+            keep.lock().unwrap().push(line);
+        }
+    });
+    let statements = || {
+        said.lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains("sqlx::query"))
+            .count()
+    };
+    let http = reqwest::Client::new();
+    // Each page is loaded once first (the pool opens its connection then), then counted.
+    let mut counts = Vec::new();
+    for run in [small, large, small, large] {
+        let before = statements();
+        let res = http.get(format!("{base}/runs/{run}")).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        let page = res.text().await.unwrap();
+        assert!(page.contains("k1"), "{page}");
+        // The statements are logged before the answer is sent; give the reader a moment.
+        let mut after = statements();
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            after = statements();
+        }
+        counts.push(after - before);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let (two, seven) = (counts[2], counts[3]);
+    assert!(two > 0, "no statement logged: {:?}", said.lock().unwrap());
+    assert_eq!(two, seven, "queries for 2 kernels vs 7: {counts:?}");
+    println!(
+        "run page: {two} queries for 2 kernels and for 7 (first loads {} and {})",
+        counts[0], counts[1]
+    );
+}

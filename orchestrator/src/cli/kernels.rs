@@ -29,8 +29,8 @@ pub async fn kernels(db: &PgPool) -> Result<ExitCode> {
         table.add_row(vec![
             b.key,
             b.release,
-            b.config_hash[..12.min(b.config_hash.len())].to_string(),
-            b.compiler,
+            b.made.config_hash[..12.min(b.made.config_hash.len())].to_string(),
+            b.made.compiler,
             b.built_on,
             b.created_at.format("%Y-%m-%d %H:%M").to_string(),
             b.used_by.join(" "),

@@ -209,17 +209,12 @@ impl Conn {
 
 impl LabConn {
     async fn boot(&mut self, target: Target<'_>, cfg: &Config) -> Result<(Identity, BootMethod), HostError> {
-        let Target {
-            kernel,
-            prepared,
-            timeout,
-            fresh,
-        } = target;
+        let (kernel, timeout) = (target.kernel, target.timeout);
         let cmdline = match &kernel.cmdline {
             Some(extra) => format!("{} {extra}", lab::CMDLINE),
             None => lab::CMDLINE.to_string(),
         };
-        let Some(p) = prepared else {
+        let Some(p) = target.prepared else {
             if let (Some(c), Some(vm)) = (&self.client, self.vm.as_mut()) {
                 if vm.exited().is_none() {
                     return c
@@ -243,7 +238,7 @@ impl LabConn {
         };
         let wanted = (p.vmlinuz.clone(), cmdline.clone());
         let result = match running {
-            Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) && !fresh => {
+            Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) && !target.fresh => {
                 Ok((id, BootMethod::None))
             }
             Some(id) => self.kexec_or_retry(p, &initrd_bytes, &id, timeout, &cmdline, cfg).await,

@@ -20,12 +20,8 @@ pub struct Built {
     /// Content key: tree, config, patches and compiler.
     pub key: String,
     pub release: String,
-    pub localversion: String,
-    pub tree_hash: String,
-    pub config_hash: String,
-    pub patches_hash: String,
-    pub compiler: String,
-    pub build_id: String,
+    #[serde(flatten)]
+    pub made: Fingerprint,
     /// `UTS_VERSION` as /proc/version will show it ("#1 SMP PREEMPT_DYNAMIC …"), when known.
     pub uts_version: Option<String>,
     pub dir: PathBuf,
@@ -36,6 +32,18 @@ pub struct Built {
     /// Whether this call compiled it (false: taken from the cache).
     #[serde(skip)]
     pub built_now: bool,
+}
+
+/// What a build was made from and what it says it is: stored with it, shown on the kernels'
+/// pages, and compared between runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, sqlx::FromRow)]
+pub struct Fingerprint {
+    pub localversion: String,
+    pub tree_hash: String,
+    pub config_hash: String,
+    pub patches_hash: String,
+    pub compiler: String,
+    pub build_id: String,
 }
 
 impl Built {
@@ -562,12 +570,14 @@ fn compile(
     let built = Built {
         key,
         release: compiled.release,
-        localversion,
-        tree_hash: inputs.tree_hash,
-        config_hash,
-        patches_hash: inputs.patches,
-        compiler: inputs.compiler,
-        build_id,
+        made: Fingerprint {
+            localversion,
+            tree_hash: inputs.tree_hash,
+            config_hash,
+            patches_hash: inputs.patches,
+            compiler: inputs.compiler,
+            build_id,
+        },
         uts_version: compiled.uts_version,
         dir: out.clone(),
         has_modules,

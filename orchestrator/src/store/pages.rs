@@ -7,6 +7,7 @@ use serde::Serialize;
 use sqlx::PgExecutor;
 
 use super::Result;
+use crate::kernel::build::Fingerprint;
 use crate::plan::{JobState, RunState};
 
 /// A run as the runs page lists it.
@@ -184,12 +185,9 @@ pub async fn raw_list(db: impl PgExecutor<'_>, job_id: i64, head_chars: i32) -> 
 pub struct BuildItem {
     pub key: String,
     pub release: String,
-    pub localversion: String,
-    pub tree_hash: String,
-    pub config_hash: String,
-    pub patches_hash: String,
-    pub compiler: String,
-    pub build_id: String,
+    #[serde(flatten)]
+    #[sqlx(flatten)]
+    pub made: Fingerprint,
     pub built_on: String,
     pub path: String,
     pub created_at: DateTime<Utc>,

@@ -57,7 +57,7 @@ pub fn build(
         cache,
         &format!(
             "tools/perf\n{}\n{}\n{}\n",
-            kernel.tree_hash, kernel.patches_hash, kernel.compiler
+            kernel.made.tree_hash, kernel.made.patches_hash, kernel.made.compiler
         ),
     );
     if bin.exists() {
