@@ -58,19 +58,18 @@ pub async fn check(s: &Scenario, cfg: &Config) -> Findings {
                 continue;
             }
         };
-        if agent.how.insecure {
-            found.warnings.push(format!(
-                "host {}: insecure: true: the agent's token crosses the network to {} in clear text",
-                h.name, agent.how.url
-            ));
-        }
-        if let Some((_, outcome)) = &agent.ssh {
-            found
-                .notes
-                .push(format!("host {}: {}: agent {outcome}", h.name, agent.reached));
+        let url = agent.reach.describe();
+        match &agent.reach {
+            crate::engine::reach::Reach::Http { url, insecure: true } => found.warnings.push(format!(
+                "host {}: insecure: true: the agent's token crosses the network to {url} in clear text",
+                h.name
+            )),
+            crate::engine::reach::Reach::Ssh { outcome, .. } => {
+                found.notes.push(format!("host {}: {url}: agent {outcome}", h.name))
+            }
+            _ => {}
         }
         let client = &agent.client;
-        let url = &agent.reached;
         let reached = match tokio::time::timeout(Duration::from_secs(20), async {
             client.version().await?;
             client.identity().await

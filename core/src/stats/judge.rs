@@ -3,10 +3,10 @@
 //! judged with the alpha that look may spend; a verdict, once given, stands. Replaying the
 //! stored samples gives the same verdicts, at the same looks, every time.
 
+use super::hypothesis::benjamini_hochberg;
 use super::kind::MetricKind;
 use super::looks::Looks;
 use super::measure::measure;
-use super::tests_impl::benjamini_hochberg;
 use super::units::{observations, Side};
 use super::verdict::Unit;
 use super::verdict::{decide, Comparison, Settings, Verdict};

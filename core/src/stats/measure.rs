@@ -4,9 +4,9 @@
 //! interval on the ratio's scale, never finer than the data. The verdict is
 //! [`super::verdict::decide`]'s.
 
+use super::hypothesis::{pooled_kurtosis, t_quantile, welch, yuen};
 use super::kind::MetricKind;
 use super::rank::{hodges_lehmann, rank_test};
-use super::tests_impl::{pooled_kurtosis, t_quantile, welch, yuen};
 use super::verdict::{Comparison, Test, Unit, Verdict};
 use super::{median, quartiles};
 

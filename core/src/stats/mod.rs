@@ -2,6 +2,7 @@
 //! calls for, multiple-comparison control, sequential plans, and verdicts against a
 //! baseline. Pure.
 
+mod hypothesis;
 pub mod judge;
 pub mod kind;
 pub mod looks;
@@ -9,15 +10,14 @@ mod measure;
 pub mod rank;
 pub mod rng;
 pub mod sim;
-mod tests_impl;
 pub mod units;
 pub mod verdict;
 
+pub use hypothesis::{benjamini_hochberg, t_quantile, welch};
 pub use judge::{judge, judge_one, RowInput};
 pub use kind::MetricKind;
 pub use looks::Looks;
 pub use measure::measure;
-pub use tests_impl::{benjamini_hochberg, t_quantile, welch};
 pub use units::Side;
 pub use verdict::{decide, interval_text, Comparison, Settings, Test, Unit, Verdict};
 

@@ -409,8 +409,13 @@ async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenar
                 Transport::Http(_) => {
                     let row = match kreg::engine::reach::agent(h, cfg).await {
                         Ok(Some(a)) => match a.client.identity().await {
-                            Ok(id) => Row::of(&h.name, &a.reached, format!("kreg-agent {}", id.agent_version), &id),
-                            Err(e) => Row::failed(&h.name, &a.reached, e.to_string()),
+                            Ok(id) => Row::of(
+                                &h.name,
+                                &a.reach.describe(),
+                                format!("kreg-agent {}", id.agent_version),
+                                &id,
+                            ),
+                            Err(e) => Row::failed(&h.name, &a.reach.describe(), e.to_string()),
                         },
                         Ok(None) => continue,
                         Err(e) => Row::failed(&h.name, "http", e.to_string()),

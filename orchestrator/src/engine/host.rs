@@ -1,7 +1,7 @@
 //! Connections to a run's hosts, and bringing the SUT up on a kernel: the lab boots or
 //! kexecs its VM; on an http host the kernel is installed into /boot and /lib/modules and
 //! booted by kexec or a one-shot GRUB entry, and a kernel that does not come back right
-//! is followed by a return to the machine's known-good kernel (see [`HttpConn`]).
+//! is followed by a return to the machine's known-good kernel (see [`MachineConn`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use kreg_protocol::client::AgentClient;
 use kreg_protocol::wire::{Identity, KexecRequest};
 
 use super::error::HostError;
-use super::http::HttpConn;
+use super::machine::MachineConn;
 use crate::boot::{check_booted, wait_for_reboot, BootMethod, NoNewBoot, Target, Watch};
 use crate::config::Config;
 use crate::kernel::{self, Prepared};
@@ -21,7 +21,7 @@ use crate::scenario::{ConfigBase, Host, Kernel, KernelSource, Transport};
 // One per host of a run: their size does not matter.
 #[allow(clippy::large_enum_variant)]
 pub enum Conn {
-    Http(HttpConn),
+    Machine(MachineConn),
     Lab(LabConn),
 }
 
@@ -59,9 +59,7 @@ impl Conn {
                     Some(a) => a,
                     None => super::reach::agent(host, cfg).await?.expect("an agent host"),
                 };
-                Ok(Conn::Http(
-                    HttpConn::new(&host.name, a.client, a.how).reached_by(a.reached, a.ssh),
-                ))
+                Ok(Conn::Machine(MachineConn::new(&host.name, a)))
             }
             Transport::Lab {
                 cpus,
@@ -85,7 +83,7 @@ impl Conn {
     /// The agent client, when the host is up.
     pub fn client(&self) -> Option<&AgentClient> {
         match self {
-            Conn::Http(h) => h.client(),
+            Conn::Machine(h) => h.client(),
             Conn::Lab(l) => l.client.as_ref(),
         }
     }
@@ -95,13 +93,13 @@ impl Conn {
     /// over SSH kreg opens the tunnel again. A lab VM that stopped answering is not waited
     /// for (its console says why).
     pub fn reconnects(&self) -> bool {
-        matches!(self, Conn::Http(_))
+        matches!(self, Conn::Machine(_))
     }
 
     /// How the engine reaches the host, as the stored rows say.
     pub fn reached(&self) -> String {
         match self {
-            Conn::Http(h) => h.reached().to_string(),
+            Conn::Machine(h) => h.reached().to_string(),
             Conn::Lab(_) => "lab".to_string(),
         }
     }
@@ -197,7 +195,7 @@ impl Conn {
     pub async fn boot(&mut self, target: Target<'_>, cfg: &Config) -> Result<(Identity, BootMethod), HostError> {
         let Target { kernel, prepared, .. } = target;
         let (id, method) = match self {
-            Conn::Http(http) => return http.boot(target).await,
+            Conn::Machine(http) => return http.boot(target).await,
             Conn::Lab(lab) => lab.boot(target, cfg).await?,
         };
         if let Some(p) = prepared {

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use kreg_protocol::client::{AgentClient, ClientError};
 use kreg_protocol::wire::{ExecRequest, ExecResult, Identity, Policy};
 
+use super::collectors::Collectors;
 use super::server::Session;
 use crate::failure::CommandFailed;
 use crate::parse::{Metric, MetricKind};
 use crate::poll::{until, Look, Waited};
-use crate::record::{Outputs, RawKind, When};
+use crate::record::{Outputs, RawKind};
 use crate::scenario::{Variant, Workload};
 use crate::store::JobOutcome;
 use crate::workload::{hammerdb, netperf, sysbench, Netperf, Plan, SingleHost};
@@ -46,205 +47,41 @@ pub async fn removed_after(
     }
 }
 
-fn fail(reason: impl Into<String>, raw: &Outputs) -> JobFailure {
-    JobFailure {
+/// Why a job stopped, before its record is attached: the record moves into the
+/// [`JobFailure`] once, where the job ends.
+#[derive(Debug)]
+pub struct Stopped {
+    pub reason: String,
+    pub unreachable: bool,
+}
+
+impl Stopped {
+    fn with(self, raw: Outputs) -> JobFailure {
+        JobFailure {
+            reason: self.reason,
+            unreachable: self.unreachable,
+            raw,
+        }
+    }
+}
+
+pub fn fail(reason: impl Into<String>) -> Stopped {
+    Stopped {
         reason: reason.into(),
         unreachable: false,
-        raw: raw.clone(),
     }
 }
 
 /// An agent's error as a job's failure, `context` before it when not empty.
-fn agent_fail(context: &str, e: &ClientError, raw: &Outputs) -> JobFailure {
-    JobFailure {
+pub fn agent_fail(context: &str, e: &ClientError) -> Stopped {
+    Stopped {
         reason: if context.is_empty() {
             e.to_string()
         } else {
             format!("{context}: {e}")
         },
         unreachable: e.is_unreachable(),
-        raw: raw.clone(),
     }
-}
-
-/// What the SUT's counters read at one end of the measured phase (`when`: before or
-/// after): /proc/schedstat when the kernel has it, /proc/interrupts when collected.
-async fn snapshot(ctx: &Ctx<'_>, when: When, raw: &mut Outputs) -> Result<(), JobFailure> {
-    let ended = end_sched_stats(ctx, when, raw).await?;
-    if ctx.schedstat {
-        if let Some(s) = schedstat(ctx.sut).await {
-            raw.push(RawKind::Schedstat(when), s);
-        }
-    }
-    if let Some(cg) = ctx.cgroup {
-        let stat = cg.cpu_stat().await.map_err(|e| JobFailure {
-            unreachable: e.is_unreachable(),
-            ..fail(format!("reading the cgroup's cpu.stat: {e}"), raw)
-        })?;
-        raw.push(RawKind::CgroupStat(when), stat);
-    }
-    if ctx.collect.interrupts {
-        match ctx.sut.interrupts().await {
-            Ok(text) => raw.push(RawKind::Interrupts(when), text),
-            Err(e) => return Err(agent_fail("collecting /proc/interrupts", &e, raw)),
-        }
-    }
-    if ctx.collect.perf_stat {
-        if when == When::Before {
-            perf_start(ctx, raw).await?;
-        } else {
-            perf_stop(ctx, raw).await?;
-        }
-    }
-    if ctx.collect.perf_sched_stats && when == When::Before {
-        let path = super::sched_stats::data_path(&ctx.tag);
-        let rec = super::sched_stats::start(ctx.sut, &path)
-            .await
-            .map_err(|e| fail(e, raw))?;
-        *ctx.sched_stats.lock().expect("not poisoned") = Some(rec);
-    }
-    if let Some((rec, said)) = ended {
-        let done = super::sched_stats::fetch(ctx.sut, &rec, said)
-            .await
-            .map_err(|e| fail(e, raw))?;
-        raw.push(RawKind::PerfSchedStatsReport, done.report);
-        raw.push(RawKind::PerfSchedStatsData, done.data_xz_base64);
-        raw.push(RawKind::PerfSchedStatsRecord, done.record_stderr);
-    }
-    Ok(())
-}
-
-/// perf's recording lies inside kreg's own /proc/schedstat snapshots: it starts after the
-/// first and ends before the last, so that every counter it saw grow, kreg saw grow as much
-/// or more.
-async fn end_sched_stats(
-    ctx: &Ctx<'_>,
-    when: When,
-    raw: &Outputs,
-) -> Result<Option<(super::sched_stats::Recording, String)>, JobFailure> {
-    if !ctx.collect.perf_sched_stats || when != When::After {
-        return Ok(None);
-    }
-    let rec = ctx.sched_stats.lock().expect("not poisoned").take();
-    let Some(rec) = rec else {
-        return Err(fail("perf sched stats record was not started", raw));
-    };
-    let said = super::sched_stats::end(ctx.sut, &rec).await.map_err(|e| fail(e, raw))?;
-    Ok(Some((rec, said)))
-}
-
-/// Starts `perf stat -a` on the SUT and waits until its counters are open.
-async fn perf_start(ctx: &Ctx<'_>, raw: &Outputs) -> Result<(), JobFailure> {
-    use crate::collect::perf_stat;
-    let req = ExecRequest {
-        argv: perf_stat::argv(),
-        timeout_secs: 0,
-        ..Default::default()
-    };
-    let ready = |st: &kreg_protocol::wire::ProcessState| perf_stat::counting(&st.stderr);
-    match super::spawn_until_ready(
-        ctx.sut,
-        req,
-        (
-            "perf stat",
-            "before counting",
-            30,
-            "perf stat printed no count within 30 s",
-        ),
-        ready,
-    )
-    .await
-    {
-        Ok(id) => {
-            *ctx.perf.lock().expect("not poisoned") = Some(id);
-            Ok(())
-        }
-        Err(super::NotReady::Agent(e)) => Err(agent_fail("starting perf stat", &e, raw)),
-        Err(super::NotReady::Said(why)) => Err(fail(why, raw)),
-    }
-}
-
-/// Interrupts the `perf stat` of [`perf_start`]: its output kept, its totals summed.
-async fn perf_stop(ctx: &Ctx<'_>, raw: &mut Outputs) -> Result<(), JobFailure> {
-    let Some(id) = ctx.perf.lock().expect("not poisoned").take() else {
-        return Err(fail("perf stat was not started", raw));
-    };
-    let st = ctx
-        .sut
-        .interrupt(id, 10)
-        .await
-        .map_err(|e| agent_fail("stopping perf stat", &e, raw))?;
-    raw.push(RawKind::PerfStat, st.stderr);
-    Ok(())
-}
-
-/// A `perf stat` still running after a job that failed midway is stopped.
-async fn perf_cleanup(ctx: &Ctx<'_>) {
-    let left = ctx.perf.lock().expect("not poisoned").take();
-    if let Some(id) = left {
-        let _ = ctx.sut.stop(id, 5).await;
-    }
-    let left = ctx.sched_stats.lock().expect("not poisoned").take();
-    if let Some(rec) = left {
-        let _ = ctx.sut.stop(rec.id, 5).await;
-        let _ = ctx.sut.exec(super::command(["rm", "-f", rec.path.as_str()], 30)).await;
-    }
-}
-
-/// The collectors' metrics, from the snapshots in `raw` (their tables added to it).
-fn collected(ctx: &Ctx<'_>, raw: &mut Outputs) -> Result<Vec<Metric>, JobFailure> {
-    let mut out: Vec<Metric> = raw.take_collected();
-    if ctx.cgroup.is_some() {
-        let (b, a) = (
-            raw.get(&RawKind::CgroupStat(When::Before)),
-            raw.get(&RawKind::CgroupStat(When::After)),
-        );
-        let (Some(b), Some(a)) = (b, a) else {
-            return Err(fail("the cgroup's cpu.stat snapshots are missing", raw));
-        };
-        out.extend(crate::cgroup::metrics(b, a).map_err(|e| fail(e, raw))?);
-    }
-    if ctx.collect.perf_stat {
-        let text = raw.get(&RawKind::PerfStat).map(str::to_string);
-        let Some(text) = text else {
-            return Err(fail("the perf stat output is missing", raw));
-        };
-        let totals = crate::collect::perf_stat::totals(&text).map_err(|e| fail(e, raw))?;
-        let summary = crate::collect::perf_stat::summarize(&totals);
-        raw.push(RawKind::PerfStatTotals, summary.table);
-        if !summary.uncounted.is_empty() {
-            raw.push(RawKind::PerfStatUncounted, summary.uncounted.join("\n"));
-        }
-        out.extend(summary.metrics);
-    }
-    if ctx.collect.perf_sched_stats {
-        let text = raw.get(&RawKind::PerfSchedStatsReport).map(str::to_string);
-        let Some(text) = text else {
-            return Err(fail("the perf sched stats report is missing", raw));
-        };
-        let parsed =
-            crate::collect::perf_sched_stats::parse(&text).and_then(|r| crate::collect::perf_sched_stats::metrics(&r));
-        out.extend(parsed.map_err(|e| fail(e.to_string(), raw))?);
-    }
-    if ctx.collect.interrupts {
-        let (b, a) = (
-            raw.get(&RawKind::Interrupts(When::Before)),
-            raw.get(&RawKind::Interrupts(When::After)),
-        );
-        let (Some(b), Some(a)) = (b, a) else {
-            return Err(fail("the /proc/interrupts snapshots are missing", raw));
-        };
-        let parsed = crate::collect::interrupts::parse(b).and_then(|b| Ok((b, crate::collect::interrupts::parse(a)?)));
-        let (b, a) = parsed.map_err(|e| fail(e, raw))?;
-        let d = crate::collect::interrupts::delta(&b, &a);
-        raw.push(RawKind::InterruptsDelta, d.table);
-        out.extend(d.metrics);
-    }
-    Ok(out)
-}
-
-async fn schedstat(client: &AgentClient) -> Option<String> {
-    client.schedstat().await.ok().map(|s| s.raw)
 }
 
 /// What the job runs with.
@@ -267,10 +104,6 @@ pub struct Ctx<'a> {
     pub collect: crate::collect::Collect,
     /// The cgroup the workload (or, with a session, its server) runs in.
     pub cgroup: Option<&'a super::cgroup::Placed>,
-    /// The `perf stat` running on the SUT over the measured phase (its spawn id).
-    pub perf: std::sync::Mutex<Option<u64>>,
-    /// The `perf sched stats record` running on the SUT over the measured phase.
-    pub sched_stats: std::sync::Mutex<Option<super::sched_stats::Recording>>,
     /// A name of the job's own for files on the SUT (run and job ordinal).
     pub tag: String,
 }
@@ -296,9 +129,35 @@ pub fn programs(
         .collect()
 }
 
-/// Runs one job and returns what to store.
+/// Runs one job and returns what to store; a failure carries the record as it stood.
 pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
     let mut raw = Outputs::default();
+    let mut col = Collectors::of(ctx);
+    let taken = take(ctx, variant, workload, &mut col, &mut raw).await;
+    col.cleanup().await;
+    let (metrics, observed) = match taken {
+        Ok(x) => x,
+        Err(stopped) => return Err(stopped.with(raw)),
+    };
+    Ok(JobOutcome {
+        tool_versions: ctx.versions.clone(),
+        kernel_release: ctx.sut_id.kernel_release.clone(),
+        boot_id: ctx.sut_id.boot_id.clone(),
+        observed_policy: observed.unwrap_or_else(|| "unobserved".into()),
+        metrics,
+        raw,
+    })
+}
+
+/// The job's provenance, its measured phase, then every metric: the workload's, those the
+/// exec brought (task statistics), the collectors'.
+async fn take(
+    ctx: &Ctx<'_>,
+    variant: &Variant,
+    workload: &Workload,
+    col: &mut Collectors<'_>,
+    raw: &mut Outputs,
+) -> Result<(Vec<Metric>, Option<String>), Stopped> {
     // Provenance: the sched features in effect for this job.
     if let Ok(Some(features)) = super::knobs::read(ctx.sut, super::knobs::FEATURES).await {
         raw.push(RawKind::SchedFeatures, features);
@@ -308,33 +167,17 @@ pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Resul
         raw.push(RawKind::ServerVersion, v);
     }
     if let Some(s) = ctx.session {
-        match s.check_threads(variant.policy, ctx.cgroup).await {
-            Ok((policy, listing)) => {
-                raw.push(RawKind::ServerThreads, listing);
-                server_policy = Some(policy);
-            }
-            Err(e) => {
-                return Err(JobFailure {
-                    unreachable: e.is_unreachable(),
-                    ..fail(e.to_string(), &raw)
-                })
-            }
-        }
+        let (policy, listing) = s.check_threads(variant.policy, ctx.cgroup).await.map_err(|e| Stopped {
+            unreachable: e.is_unreachable(),
+            ..fail(e.to_string())
+        })?;
+        raw.push(RawKind::ServerThreads, listing);
+        server_policy = Some(policy);
     }
-    let measured = measure(ctx, variant, workload, server_policy, &mut raw).await;
-    perf_cleanup(ctx).await;
-    let (metrics, observed) = measured?;
-    let mut metrics = metrics;
-    metrics.extend(collected(ctx, &mut raw)?);
-    let observed_policy = observed.unwrap_or_else(|| "unobserved".into());
-    Ok(JobOutcome {
-        tool_versions: ctx.versions.clone(),
-        kernel_release: ctx.sut_id.kernel_release.clone(),
-        boot_id: ctx.sut_id.boot_id.clone(),
-        observed_policy,
-        metrics,
-        raw,
-    })
+    let (mut metrics, observed) = measure(ctx, variant, workload, server_policy, col, raw).await?;
+    metrics.extend(raw.take_collected());
+    metrics.extend(col.metrics(raw)?);
+    Ok((metrics, observed))
 }
 
 /// The workload's measured phase, by kind: its metrics and the policy observed.
@@ -343,25 +186,26 @@ async fn measure(
     variant: &Variant,
     workload: &Workload,
     server_policy: Option<String>,
+    col: &mut Collectors<'_>,
     raw: &mut Outputs,
-) -> Result<(Vec<Metric>, Option<String>), JobFailure> {
+) -> Result<(Vec<Metric>, Option<String>), Stopped> {
     let raw = &mut *raw;
     let out = match workload.kind.plan() {
-        Plan::Single(single) => single_host(ctx, variant, workload, single, raw).await?,
+        Plan::Single(single) => single_host(ctx, variant, workload, single, col, raw).await?,
         Plan::Sysbench(sb) => {
             let config = ctx.session.and_then(|s| s.sysbench_config());
-            let config = config.ok_or_else(|| fail("sysbench's session has no options file", raw))?;
+            let config = config.ok_or_else(|| fail("sysbench's session has no options file"))?;
             let argv = sb.argv(&config, "run");
-            let res = measured_exec(ctx, argv, None, None, workload.timeout_secs, raw).await?;
+            let res = measured_exec(ctx, argv, None, None, workload.timeout_secs, col, raw).await?;
             (
-                sysbench::parse(&res.stdout).map_err(|e| fail(e.to_string(), raw))?,
+                sysbench::parse(&res.stdout).map_err(|e| fail(e.to_string()))?,
                 server_policy.clone(),
             )
         }
         Plan::Netperf(n) => {
             let clients = n.clients.resolve(ctx.sut_id.nr_cpus);
             (
-                netperf_clients(ctx, n, clients, workload.timeout_secs, raw).await?,
+                netperf_clients(ctx, n, clients, workload.timeout_secs, col, raw).await?,
                 server_policy.clone(),
             )
         }
@@ -370,7 +214,16 @@ async fn measure(
             let vus = h.virtual_users.resolve(ctx.sut_id.nr_cpus);
             let script = h.script(&session.password, vus, false);
             (
-                hammerdb_run(ctx, &workload.on, script, &session.password, workload.timeout_secs, raw).await?,
+                hammerdb_run(
+                    ctx,
+                    &workload.on,
+                    script,
+                    &session.password,
+                    workload.timeout_secs,
+                    col,
+                    raw,
+                )
+                .await?,
                 server_policy.clone(),
             )
         }
@@ -385,9 +238,10 @@ async fn measured_exec(
     policy: Option<Policy>,
     cpus: Option<Vec<u32>>,
     timeout_secs: u64,
+    col: &mut Collectors<'_>,
     raw: &mut Outputs,
-) -> Result<ExecResult, JobFailure> {
-    snapshot(ctx, When::Before, raw).await?;
+) -> Result<ExecResult, Stopped> {
+    col.before(raw).await?;
     let program = argv.first().cloned().unwrap_or_default();
     // Without a session the cgroup is on the workload's own host.
     let cgroups = ctx.cgroup.filter(|_| ctx.session.is_none()).map(|c| c.leaves());
@@ -400,21 +254,18 @@ async fn measured_exec(
         task_stats: ctx.collect.task_schedstat,
         ..Default::default()
     };
-    let res = ctx.runner.exec(req).await.map_err(|e| agent_fail("", &e, raw))?;
-    snapshot(ctx, When::After, raw).await?;
+    let res = ctx.runner.exec(req).await.map_err(|e| agent_fail("", &e))?;
+    col.after(raw).await?;
     raw.push(RawKind::Stdout, res.stdout.clone());
     raw.push(RawKind::Stderr, res.stderr.clone());
     if let Some(tasks) = &res.task_stats {
-        let tasks = tasks.as_ref().map_err(|e| fail(e.clone(), raw))?;
-        let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(|e| fail(e, raw))?;
+        let tasks = tasks.as_ref().map_err(|e| fail(e.clone()))?;
+        let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(|e| fail(e))?;
         raw.push(RawKind::TaskSchedstat, table);
         raw.collect(metrics);
     }
     if !res.success() {
-        return Err(fail(
-            CommandFailed::of_exec(program, &res, timeout_secs).to_string(),
-            raw,
-        ));
+        return Err(fail(CommandFailed::of_exec(program, &res, timeout_secs).to_string()));
     }
     Ok(res)
 }
@@ -424,33 +275,32 @@ async fn single_host(
     variant: &Variant,
     workload: &Workload,
     single: &dyn SingleHost,
+    col: &mut Collectors<'_>,
     raw: &mut Outputs,
-) -> Result<(Vec<Metric>, Option<String>), JobFailure> {
+) -> Result<(Vec<Metric>, Option<String>), Stopped> {
     let res = measured_exec(
         ctx,
         single.argv(),
         Some(variant.policy),
         ctx.cpus.clone(),
         workload.timeout_secs,
+        col,
         raw,
     )
     .await?;
     let metrics = single
         .parse(&res.stdout, &res.stderr)
-        .map_err(|e| fail(e.to_string(), raw))?;
+        .map_err(|e| fail(e.to_string()))?;
     let want = variant.policy.name();
     if res.observed_policies.iter().any(|p| p != want) {
-        return Err(fail(
-            format!(
-                "variant {} asked for policy {want}, but the workload's threads ran under {}",
-                variant.name,
-                res.observed_policies.join(", ")
-            ),
-            raw,
-        ));
+        return Err(fail(format!(
+            "variant {} asked for policy {want}, but the workload's threads ran under {}",
+            variant.name,
+            res.observed_policies.join(", ")
+        )));
     }
     if let Some(cg) = ctx.cgroup {
-        let placed = cg.check(&res.observed_cgroups).map_err(|e| fail(e, raw))?;
+        let placed = cg.check(&res.observed_cgroups).map_err(|e| fail(e))?;
         raw.push(RawKind::CgroupPlacement, placed);
     }
     let observed = (!res.observed_policies.is_empty()).then(|| res.observed_policies.join(","));
@@ -467,10 +317,10 @@ enum WaitError {
 }
 
 impl WaitError {
-    fn fail(self, context: &str, raw: &Outputs) -> JobFailure {
+    fn fail(self, context: &str) -> Stopped {
         match self {
-            WaitError::Agent(e) => agent_fail(context, &e, raw),
-            other => fail(format!("{context}: {other}"), raw),
+            WaitError::Agent(e) => agent_fail(context, &e),
+            other => fail(format!("{context}: {other}")),
         }
     }
 }
@@ -506,9 +356,10 @@ async fn netperf_clients(
     n: &Netperf,
     clients: u32,
     timeout_secs: u64,
+    col: &mut Collectors<'_>,
     raw: &mut Outputs,
-) -> Result<Vec<Metric>, JobFailure> {
-    snapshot(ctx, When::Before, raw).await?;
+) -> Result<Vec<Metric>, Stopped> {
+    col.before(raw).await?;
     let mut ids = Vec::new();
     for _ in 0..clients {
         let req = ExecRequest {
@@ -516,34 +367,38 @@ async fn netperf_clients(
             timeout_secs,
             ..Default::default()
         };
-        ids.push(ctx.runner.spawn(req).await.map_err(|e| agent_fail("", &e, raw))?.id);
+        ids.push(ctx.runner.spawn(req).await.map_err(|e| agent_fail("", &e))?.id);
     }
     let mut per_client = Vec::new();
     for (i, id) in ids.into_iter().enumerate() {
         let st = wait_spawned(ctx.runner, id, Duration::from_secs(timeout_secs))
             .await
-            .map_err(|e| e.fail(&format!("netperf client {}", i + 1), raw))?;
+            .map_err(|e| e.fail(&format!("netperf client {}", i + 1)))?;
         raw.push(RawKind::ClientStdout(i + 1), st.stdout.clone());
         raw.push(RawKind::ClientStderr(i + 1), st.stderr.clone());
         if st.exit_code != Some(0) {
-            return Err(fail(
-                format!("netperf client {} exited with {:?}", i + 1, st.exit_code.or(st.signal)),
-                raw,
-            ));
+            return Err(fail(format!(
+                "netperf client {} exited with {:?}",
+                i + 1,
+                st.exit_code.or(st.signal)
+            )));
         }
-        per_client.push(netperf::parse(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1), raw))?);
+        per_client.push(netperf::parse(&st.stdout).map_err(|e| fail(format!("client {}: {e}", i + 1)))?);
     }
-    snapshot(ctx, When::After, raw).await?;
+    col.after(raw).await?;
     let mut out: Vec<Metric> = per_client[0].clone();
     // Figures are added or averaged only in one unit (each client's `-f` is the same, so
     // they agree unless an output was misread).
     for (i, c) in per_client.iter().enumerate() {
         for m in &out {
             if let Some(x) = c.iter().find(|x| x.name == m.name && x.unit != m.unit) {
-                return Err(fail(
-                    format!("client {} gave {} in {}, client 1 in {}", i + 1, m.name, x.unit, m.unit),
-                    raw,
-                ));
+                return Err(fail(format!(
+                    "client {} gave {} in {}, client 1 in {}",
+                    i + 1,
+                    m.name,
+                    x.unit,
+                    m.unit
+                )));
             }
         }
     }
@@ -570,14 +425,15 @@ async fn hammerdb_run(
     script: String,
     password: &str,
     timeout_secs: u64,
+    col: &mut Collectors<'_>,
     raw: &mut Outputs,
-) -> Result<Vec<Metric>, JobFailure> {
+) -> Result<Vec<Metric>, Stopped> {
     let run = super::hammerdb::Run::prepare(ctx.runner, &script)
         .await
-        .map_err(|e| fail(e.to_string(), raw))?;
+        .map_err(|e| fail(e.to_string()))?;
     // The exact script that ran, its password masked.
     raw.push(RawKind::HammerdbScript, hammerdb::redact(&script, password));
-    let out = hammerdb_measured(ctx, on, &run, password, timeout_secs, raw).await;
+    let out = hammerdb_measured(ctx, on, &run, password, timeout_secs, col, raw).await;
     run.finish().await;
     out
 }
@@ -589,13 +445,14 @@ async fn hammerdb_measured(
     run: &super::hammerdb::Run<'_>,
     password: &str,
     timeout_secs: u64,
+    col: &mut Collectors<'_>,
     raw: &mut Outputs,
-) -> Result<Vec<Metric>, JobFailure> {
+) -> Result<Vec<Metric>, Stopped> {
     let p = ctx
         .runner
         .spawn(run.request(timeout_secs))
         .await
-        .map_err(|e| agent_fail("", &e, raw))?;
+        .map_err(|e| agent_fail("", &e))?;
     let limit = Duration::from_secs(timeout_secs);
     let started = Instant::now();
     let rampup = until(limit, Duration::from_millis(500), async || {
@@ -608,27 +465,27 @@ async fn hammerdb_measured(
     .await;
     match rampup {
         Ok(()) => {}
-        Err(Waited::Failed(e)) => return Err(agent_fail("", &e, raw)),
+        Err(Waited::Failed(e)) => return Err(agent_fail("", &e)),
         Err(Waited::TimedOut { .. }) => {
             let _ = ctx.runner.stop(p.id, 5).await;
-            return Err(fail("hammerdbcli never finished its rampup", raw));
+            return Err(fail("hammerdbcli never finished its rampup"));
         }
     }
-    snapshot(ctx, When::Before, raw).await?;
+    col.before(raw).await?;
     let left = limit.saturating_sub(started.elapsed());
     let st = wait_spawned(ctx.runner, p.id, left)
         .await
-        .map_err(|e| e.fail("hammerdbcli", raw))?;
-    snapshot(ctx, When::After, raw).await?;
+        .map_err(|e| e.fail("hammerdbcli"))?;
+    col.after(raw).await?;
     // HammerDB echoes the password with every `diset`: masked before anything is kept.
     let stdout = hammerdb::redact(&st.stdout, password);
     raw.push(RawKind::Stdout, stdout.clone());
     raw.push(RawKind::Stderr, hammerdb::redact(&st.stderr, password));
     raw.push(RawKind::HammerdbVersion, run.version.clone());
     if let Some(line) = hammerdb::failure(&stdout) {
-        return Err(fail(format!("hammerdbcli on {on}: {line}"), raw));
+        return Err(fail(format!("hammerdbcli on {on}: {line}")));
     }
-    let profile = run.profile().await.map_err(|e| fail(e.to_string(), raw))?;
+    let profile = run.profile().await.map_err(|e| fail(e.to_string()))?;
     let text = match profile {
         Some(p) => {
             raw.push(RawKind::HammerdbProfile, p.clone());
@@ -636,5 +493,5 @@ async fn hammerdb_measured(
         }
         None => stdout,
     };
-    hammerdb::parse(&text).map_err(|e| fail(e.to_string(), raw))
+    hammerdb::parse(&text).map_err(|e| fail(e.to_string()))
 }

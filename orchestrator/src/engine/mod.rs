@@ -11,9 +11,10 @@ mod host;
 /// The TPROC-C schema build on its own, as a job's session runs it (its failure reasons are
 /// tested against a real HammerDB).
 pub use server::build_schema;
-mod http;
+mod collectors;
 mod job;
 pub mod knobs;
+mod machine;
 pub mod reach;
 mod sched_stats;
 mod server;

@@ -1,34 +1,55 @@
-//! Reaching a host's agent: at its URL on an http host; through SSH on an ssh host, after
+//! Reaching a machine's agent (`Agent`: how it is reached, its client, and the scenario's
+//! `Machine`): at its URL on an http host; through SSH on an ssh host, after
 //! kreg installed, upgraded or started the agent there.
 
 use kreg_protocol::client::AgentClient;
 
 use super::error::HostError;
 use crate::config::Config;
-use crate::scenario::{Host, HttpTransport, SshTransport, Transport};
+use crate::scenario::{Host, Machine, SshTransport, Transport};
 use crate::ssh;
 
 /// The agents already reached (by the preflight), by host name: the engine takes them
 /// over instead of logging in again.
 pub type Reached = std::collections::HashMap<String, Agent>;
 
-/// A host's agent.
+/// How a machine's agent is reached.
+pub enum Reach {
+    /// At its URL (`insecure`: plain http to another machine, said on purpose).
+    Http { url: String, insecure: bool },
+    /// Through SSH: the tunnel the client goes through, the host key verified, and what was
+    /// done to get the agent running.
+    Ssh {
+        target: String,
+        host_key: String,
+        tunnel: ssh::Tunnel,
+        outcome: ssh::install::Outcome,
+    },
+}
+
+impl Reach {
+    /// As the stored rows say: `http URL` or `ssh USER@HOST:PORT (host key …)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Reach::Http { url, .. } => format!("http {url}"),
+            Reach::Ssh { target, host_key, .. } => format!("ssh {target} (host key {host_key})"),
+        }
+    }
+}
+
+/// A machine with its agent: how it is reached, its client, and how kreg boots, resets and
+/// watches it (the scenario's `Machine`, read once).
 pub struct Agent {
     pub client: AgentClient,
-    /// How the engine reaches it, as the stored rows say: `http URL` or `ssh USER@HOST:PORT`.
-    pub reached: String,
-    /// For an ssh host: the tunnel (the client goes through it) and what was done to get
-    /// the agent running.
-    pub ssh: Option<(ssh::Tunnel, ssh::install::Outcome)>,
-    /// The machine as an http host kreg boots kernels on (an ssh host's URL is the tunnel's).
-    pub how: HttpTransport,
+    pub reach: Reach,
+    pub machine: Machine,
 }
 
 /// The token of an ssh host: its `token_file`, or the one kreg keeps for the machine.
-pub fn ssh_token(t: &SshTransport, cfg: &Config) -> Result<(std::path::PathBuf, String), HostError> {
+fn ssh_token(t: &SshTransport, cfg: &Config) -> Result<String, HostError> {
     match &t.token_file {
-        Some(f) => Ok((f.clone(), crate::token::read(f)?)),
-        None => Ok(crate::token::Kept::Ssh.read_or_make(&cfg.data_dir, &t.ssh)?),
+        Some(f) => Ok(crate::token::read(f)?),
+        None => Ok(crate::token::Kept::Ssh.read_or_make(&cfg.data_dir, &t.ssh)?.1),
     }
 }
 
@@ -44,27 +65,26 @@ pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError
             };
             Ok(Some(Agent {
                 client,
-                reached: format!("http {}", http.url),
-                ssh: None,
-                how: http.clone(),
+                reach: Reach::Http {
+                    url: http.url.clone(),
+                    insecure: http.insecure,
+                },
+                machine: http.machine.clone(),
             }))
         }
         Transport::Ssh(t) => {
-            let (token_file, token) = ssh_token(t, cfg)?;
+            let token = ssh_token(t, cfg)?;
             let r = ssh::reach(&t.ssh, &cfg.agent_bin, &token).await?;
             tracing::info!(host = %host.name, "ssh {}: agent {}", t.ssh.target(), r.outcome);
-            let how = HttpTransport {
-                url: r.tunnel.url(),
-                token_file,
-                tls_fingerprint: None,
-                insecure: false,
-                machine: t.machine.clone(),
-            };
             Ok(Some(Agent {
                 client: r.client,
-                reached: format!("ssh {} (host key {})", t.ssh.target(), r.host_key),
-                ssh: Some((r.tunnel, r.outcome)),
-                how,
+                reach: Reach::Ssh {
+                    target: t.ssh.target(),
+                    host_key: r.host_key,
+                    tunnel: r.tunnel,
+                    outcome: r.outcome,
+                },
+                machine: t.machine.clone(),
             }))
         }
         Transport::Lab { .. } => Ok(None),

@@ -137,8 +137,6 @@ impl Driver<'_> {
             cpus,
             collect: self.scenario.collect.or(workload.collect),
             cgroup,
-            perf: Default::default(),
-            sched_stats: Default::default(),
             tag: format!("{}-{}", self.run.id, j.ordinal),
         };
         let result = match self.run_with_retries(&ctx, booted, variant, workload, j).await {

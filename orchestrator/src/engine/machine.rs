@@ -1,4 +1,4 @@
-//! An http host as a machine kreg boots kernels on: the kernel is installed through the
+//! A machine kreg boots kernels on, reached over http or ssh (one `MachineConn` for both): the kernel is installed through the
 //! agent (/boot/kreg, /lib/modules, the distribution's initramfs), booted by kexec or a
 //! one-shot GRUB entry and verified; a kernel that is wrong or not back in time is followed
 //! by a return to the machine's known-good kernel, by a reboot into its default entry or
@@ -12,20 +12,21 @@ use kreg_protocol::wire::{Identity, InstallRequest, Step};
 
 use super::console::{console_lines, controller_command};
 use super::error::HostError;
+use super::reach::Agent;
 use crate::boot::{check_booted, wait_for_agent, wait_for_reboot, BootMethod, NoNewBoot, Target};
 use crate::kernel::Prepared;
-use crate::scenario::{BootVia, HttpTransport, Kernel};
+use crate::scenario::{BootVia, Kernel};
 
 /// A machine reached over http. Kernels are installed on it and booted by kexec or a
 /// one-shot GRUB entry. The boot it was on when the run reached it is its known-good
 /// kernel: after a kernel that is wrong or not back in time, kreg brings the machine back
 /// there (a reboot into the default entry, or the `reset` command when it does not answer)
 /// and the run goes on with the next kernel.
-pub struct HttpConn {
+pub struct MachineConn {
     name: String,
-    client: AgentClient,
-    /// How the scenario says to boot, reset and watch the machine.
-    how: HttpTransport,
+    /// The machine's agent, how it is reached, and how the scenario says to boot, reset and
+    /// watch it.
+    agent: Agent,
     known_good: Option<Identity>,
     /// The last boot kreg made on this machine: (boot id, image, command line).
     booted: Option<(String, PathBuf, String)>,
@@ -33,32 +34,18 @@ pub struct HttpConn {
     down: Option<String>,
     /// How it is reached (`http URL`, `ssh USER@HOST:PORT …`).
     reached: String,
-    /// An ssh host's tunnel, which the client goes through, and how its agent got running.
-    ssh: Option<(crate::ssh::Tunnel, crate::ssh::install::Outcome)>,
 }
 
-impl HttpConn {
-    pub fn new(name: &str, client: AgentClient, how: HttpTransport) -> HttpConn {
-        HttpConn {
+impl MachineConn {
+    pub fn new(name: &str, agent: Agent) -> MachineConn {
+        MachineConn {
             name: name.to_string(),
-            client,
-            how,
+            reached: agent.reach.describe(),
+            agent,
             known_good: None,
             booted: None,
             down: None,
-            reached: String::new(),
-            ssh: None,
         }
-    }
-
-    pub fn reached_by(
-        mut self,
-        reached: String,
-        ssh: Option<(crate::ssh::Tunnel, crate::ssh::install::Outcome)>,
-    ) -> Self {
-        self.reached = reached;
-        self.ssh = ssh;
-        self
     }
 
     pub fn reached(&self) -> &str {
@@ -67,7 +54,7 @@ impl HttpConn {
 
     /// The agent, unless the machine is lost to the run.
     pub fn client(&self) -> Option<&AgentClient> {
-        self.down.is_none().then_some(&self.client)
+        self.down.is_none().then_some(&self.agent.client)
     }
 
     pub(super) async fn boot(&mut self, target: Target<'_>) -> Result<(Identity, BootMethod), HostError> {
@@ -81,6 +68,7 @@ impl HttpConn {
             return Err(format!("host {} is lost to this run: {reason}", self.name).into());
         }
         let id = self
+            .agent
             .client
             .identity()
             .await
@@ -143,11 +131,11 @@ impl HttpConn {
     /// sent twice, so the new boot id decides. Returns why the answer was lost, if it was.
     async fn boot_step(&self, release: &str, cmdline: &str, what: &str) -> Result<Option<String>, HostError> {
         let (release, cmdline) = (release.to_string(), cmdline.to_string());
-        let step = match self.how.machine.boot {
+        let step = match self.agent.machine.boot {
             BootVia::Kexec => Step::KexecInstalled { release, cmdline },
             BootVia::GrubReboot => Step::GrubReboot { release, cmdline },
         };
-        match self.client.boot_installed(step).await {
+        match self.agent.client.boot_installed(step).await {
             Ok(()) => Ok(None),
             Err(e) if e.is_unreachable() => {
                 tracing::warn!(host = %self.name, "{what}: the answer was lost ({e}); waiting for a new boot id");
@@ -169,6 +157,7 @@ impl HttpConn {
         install: bool,
     ) -> Result<(Identity, BootMethod), HostError> {
         let before = self
+            .agent
             .client
             .identity()
             .await
@@ -179,7 +168,7 @@ impl HttpConn {
                 .map_err(|e| format!("kernel {}: install on {}: {e}", kernel.name, self.name))?;
         }
         let cmdline = kexec_cmdline(good_cmdline, kernel.cmdline.as_deref().unwrap_or(""));
-        let method = match self.how.machine.boot {
+        let method = match self.agent.machine.boot {
             BootVia::Kexec => BootMethod::Kexec,
             BootVia::GrubReboot => BootMethod::GrubReboot,
         };
@@ -190,7 +179,7 @@ impl HttpConn {
             p.release,
             self.name
         );
-        let mut watch = match &self.how.machine.console {
+        let mut watch = match &self.agent.machine.console {
             Some(argv) => Some(super::console::ConsoleWatch::start(argv.clone()).await),
             None => None,
         };
@@ -199,7 +188,7 @@ impl HttpConn {
             let sent = std::time::Instant::now();
             let lost_answer = self.boot_step(&p.release, &cmdline, &what).await?;
             let watching = watch.as_mut().map(|w| w as &mut dyn crate::boot::Watch);
-            match wait_for_reboot(&self.client, &before.boot_id, sent, timeout, watching).await {
+            match wait_for_reboot(&self.agent.client, &before.boot_id, sent, timeout, watching).await {
                 // Killed before the machine rebooted: it did not, so the step is sent again.
                 Err(e @ NoNewBoot::AgentRestarted { .. }) if !again => {
                     again = true;
@@ -237,7 +226,7 @@ impl HttpConn {
 
     /// The last lines of the machine's console, from its `console:` command.
     async fn console_tail(&self) -> Option<String> {
-        let argv = self.how.machine.console.as_ref()?;
+        let argv = self.agent.machine.console.as_ref()?;
         Some(
             match controller_command(argv, "console", Duration::from_secs(30)).await {
                 Ok(text) => console_lines(&text, 25),
@@ -250,17 +239,18 @@ impl HttpConn {
     /// this one, no more than `keep_kernels` are installed (a running one is never removed
     /// nor counted). Returns the releases removed.
     async fn prune(&self, release: &str) -> Result<Vec<String>, HostError> {
-        let (running, kernels) = self.client.installed_kernels().await?;
+        let (running, kernels) = self.agent.client.installed_kernels().await?;
         let others: Vec<&str> = kernels
             .iter()
             .map(|k| k.release.as_str())
             .filter(|r| *r != release && *r != running)
             .collect();
-        let excess = (others.len() + 1).saturating_sub(self.how.machine.keep_kernels.max(1) as usize);
+        let excess = (others.len() + 1).saturating_sub(self.agent.machine.keep_kernels.max(1) as usize);
         let mut removed = Vec::new();
         // Oldest first, as the agent lists them.
         for old in others.into_iter().take(excess) {
-            self.client
+            self.agent
+                .client
                 .step(
                     Step::RemoveKernel {
                         release: old.to_string(),
@@ -272,7 +262,7 @@ impl HttpConn {
             removed.push(old.to_string());
         }
         if !removed.is_empty() {
-            tracing::info!(host = %self.name, removed = ?removed, keep = self.how.machine.keep_kernels, "removed kreg's oldest kernels");
+            tracing::info!(host = %self.name, removed = ?removed, keep = self.agent.machine.keep_kernels, "removed kreg's oldest kernels");
         }
         Ok(removed)
     }
@@ -285,7 +275,11 @@ impl HttpConn {
             let bytes = tokio::fs::read(&path)
                 .await
                 .map_err(|e| format!("{}: {e}", path.display()))?;
-            self.client.upload(&name, bytes).await.map_err(|e| e.to_string())?;
+            self.agent
+                .client
+                .upload(&name, bytes)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok::<String, String>(name)
         };
         let image = upload(format!("vmlinuz-{tag}"), p.vmlinuz.clone()).await?;
@@ -313,7 +307,8 @@ impl HttpConn {
         let modules = match &p.modules_dir {
             Some(dir) => {
                 let tar = tar_modules(dir, tag).await?;
-                self.client
+                self.agent
+                    .client
                     .upload(&format!("modules-{tag}.tar.gz"), tar)
                     .await
                     .map_err(|e| e.to_string())?;
@@ -322,6 +317,7 @@ impl HttpConn {
             None => None,
         };
         let inst = self
+            .agent
             .client
             .install_kernel(InstallRequest {
                 release: p.release.clone(),
@@ -348,21 +344,21 @@ impl HttpConn {
         // A reboot or reset goes through the firmware (and, after a hang, often a journal
         // replay): it gets twice the boot timeout.
         let timeout = timeout * 2;
-        let back = match self.client.identity().await {
+        let back = match self.agent.client.identity().await {
             Ok(id) if id.kernel_release == good.kernel_release => {
                 self.known_good = Some(id);
                 return Ok(format!("the machine is back on {}", good.kernel_release));
             }
             Ok(id) => {
                 // It answers on another kernel: reboot into the default entry.
-                match self.client.step(Step::Reboot, Duration::from_secs(60)).await {
-                    Ok(_) => wait_for_agent(&self.client, Some(&id.boot_id), timeout, None).await,
+                match self.agent.client.step(Step::Reboot, Duration::from_secs(60)).await {
+                    Ok(_) => wait_for_agent(&self.agent.client, Some(&id.boot_id), timeout, None).await,
                     Err(e) => Err(format!("reboot refused: {e}")),
                 }
             }
-            Err(_) => match &self.how.machine.reset {
+            Err(_) => match &self.agent.machine.reset {
                 Some(argv) => match run_reset(argv).await {
-                    Ok(()) => wait_for_agent(&self.client, Some(&good.boot_id), timeout, None).await,
+                    Ok(()) => wait_for_agent(&self.agent.client, Some(&good.boot_id), timeout, None).await,
                     Err(e) => Err(e.to_string()),
                 },
                 None => Err(
