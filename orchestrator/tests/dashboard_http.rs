@@ -163,7 +163,11 @@ async fn bad_requests_are_404_or_400_and_serving_never_writes() {
 }
 
 /// `kreg serve` with `args`; its base URL and, first, whatever it said before it (a warning).
-fn serve_with(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String, Vec<String>) {
+type Served = (std::process::Child, String, Vec<String>);
+
+// The caller kills and waits for the child it is handed.
+#[allow(clippy::zombie_processes)]
+fn serve_with(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> Served {
     use std::io::BufRead;
     let mut child = kreg(db, dir)
         .arg("serve")

@@ -222,8 +222,11 @@ fn figures(r: &PerfReport) -> Vec<(Key, f64)> {
     out
 }
 
+/// A cell: (kernel, variant).
+type Cell = (String, String);
+
 /// Each pair of cells the baseline compares: (workload, base, new), in the scenario's order.
-fn pairs_of(s: &Scenario, baseline: &Baseline) -> Vec<(String, (String, String), (String, String))> {
+fn pairs_of(s: &Scenario, baseline: &Baseline) -> Vec<(String, Cell, Cell)> {
     let mut out = Vec::new();
     for w in &s.workloads {
         for k in &s.kernels {

@@ -233,3 +233,26 @@ fn markdown_has_a_well_formed_table_per_block() {
     assert_eq!(json["rows"][2]["comparison"]["verdict"], "unconfirmed regression");
     assert_eq!(json["rows"][2]["kind"], "mean");
 }
+
+/// The report as `kreg report` prints it, in text and in Markdown, kept in `snapshots/`
+/// (a change to the text shows as a diff; `UPDATE_EXPECT=1 cargo test -p kreg-core`
+/// rewrites them on purpose).
+#[test]
+fn the_text_and_markdown_reports_read_as_kept() {
+    let s = scenario();
+    let base = Baseline::Kernel("a".into());
+    let mut all = samples();
+    for x in samples() {
+        all.push(Sample {
+            metric: "lat_p99".into(),
+            unit: "us".into(),
+            kind: MetricKind::Latency,
+            value: x.value * 100.0,
+            ..x
+        });
+    }
+    let t = tables(&s, &all, &base, &Settings::default());
+    let r = report(7, &s, &base, &t, &[]);
+    expect_test::expect_file!["snapshots/report.txt"].assert_eq(&r.render(Format::Text));
+    expect_test::expect_file!["snapshots/report.md"].assert_eq(&r.render(Format::Markdown));
+}

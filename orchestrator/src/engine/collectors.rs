@@ -10,7 +10,7 @@
 
 use kreg_protocol::client::AgentClient;
 
-use super::job::{agent_fail, fail, Stopped};
+use super::error::{agent_fail, fail, Stopped};
 use crate::parse::Metric;
 use crate::record::{Outputs, RawKind, When};
 
@@ -60,30 +60,37 @@ pub struct Collectors<'a> {
 }
 
 impl<'a> Collectors<'a> {
-    /// The collectors a job asked for: schedstat when the kernel has it, the cgroup's
-    /// `cpu.stat` when the job has one, then the scenario's `collect:`.
-    pub fn of(ctx: &super::job::Ctx<'a>) -> Collectors<'a> {
+    /// The collectors a job asked for: /proc/schedstat when the kernel has it (`schedstat`),
+    /// the cgroup's `cpu.stat` when the job has one, then the scenario's `collect:`; `tag`
+    /// names the job's files on the SUT.
+    pub fn of(
+        sut: &'a AgentClient,
+        schedstat: bool,
+        cgroup: Option<&'a super::cgroup::Placed>,
+        collect: crate::collect::Collect,
+        tag: &str,
+    ) -> Collectors<'a> {
         let mut all = Vec::new();
-        if ctx.schedstat {
+        if schedstat {
             all.push(Any::Schedstat(Schedstat));
         }
-        if let Some(cg) = ctx.cgroup {
+        if let Some(cg) = cgroup {
             all.push(Any::CpuStat(CpuStat(cg)));
         }
-        if ctx.collect.perf_stat {
+        if collect.perf_stat {
             all.push(Any::PerfStat(PerfStat(None)));
         }
-        if ctx.collect.perf_sched_stats {
+        if collect.perf_sched_stats {
             all.push(Any::PerfSchedStats(PerfSchedStats {
-                path: super::sched_stats::data_path(&ctx.tag),
+                path: super::sched_stats::data_path(tag),
                 running: None,
                 ended: None,
             }));
         }
-        if ctx.collect.interrupts {
+        if collect.interrupts {
             all.push(Any::Interrupts(Interrupts));
         }
-        Collectors { sut: ctx.sut, all }
+        Collectors { sut, all }
     }
 
     /// Every window opened, or the first failure.

@@ -20,7 +20,9 @@ use crate::config::Config;
 use crate::kernel::Prepared;
 use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, Variant, Workload};
 use crate::store::{self, JobRow, RunRow};
+pub(crate) use ledger::Ledger;
 
+mod ledger;
 mod one_job;
 mod perf;
 mod setup;
@@ -89,16 +91,15 @@ struct Booted {
 pub(super) struct Driver<'a> {
     pub db: &'a PgPool,
     pub run: &'a RunRow,
+    /// Where outcomes, failures and progress go.
+    pub ledger: Ledger<'a>,
     pub scenario: &'a Scenario,
     pub cfg: &'a Config,
     pub conns: HashMap<String, Conn>,
     pub sut: String,
-    /// All jobs of the run, for "job N of M".
-    pub total: usize,
     /// The boots (kernel, boot) with a job done already: a resume stays in such a boot if
     /// the host still runs it; any other boot of `boots: N` is a fresh one.
     pub started: std::collections::HashSet<(String, i32)>,
-    pub on_event: &'a mut dyn FnMut(Event),
 }
 
 /// The SUT booted into a kernel: who answers, and the kernel's own perf if it has one.
@@ -120,7 +121,7 @@ impl Driver<'_> {
             let booted = match self.boot_kernel(kernel, fresh).await {
                 Ok(b) => b,
                 Err(Stop::Failed(reason)) => {
-                    self.fail_kernel(jobs, &kernel.name, reason.to_string()).await?;
+                    self.ledger.fail_kernel(jobs, &kernel.name, reason.to_string()).await?;
                     continue;
                 }
                 Err(Stop::Drive(e)) => return Err(e),
@@ -128,7 +129,7 @@ impl Driver<'_> {
             let mut booted = match self.ready_hosts(kernel, booted).await {
                 Ok(b) => b,
                 Err(Stop::Failed(failure)) => {
-                    self.fail_jobs(jobs, &failure.to_string()).await?;
+                    self.ledger.fail_jobs(jobs, &failure.to_string()).await?;
                     continue;
                 }
                 Err(Stop::Drive(e)) => return Err(e),
@@ -145,7 +146,7 @@ impl Driver<'_> {
 
     /// Prepares `kernel` and boots the SUT into it.
     async fn boot_kernel(&mut self, kernel: &Kernel, fresh: bool) -> Result<SutBoot, Stop<HostError>> {
-        (self.on_event)(Event::KernelBooting {
+        self.ledger.say(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });
         let started = std::time::Instant::now();
@@ -155,7 +156,7 @@ impl Driver<'_> {
         if let (Some(p), Some(perf)) = (prepared.as_mut(), own_perf.as_ref()) {
             p.perf = Some(perf.clone());
         }
-        (self.on_event)(Event::KernelPrepared {
+        self.ledger.say(Event::KernelPrepared {
             kernel: kernel.name.clone(),
             release: prepared.as_ref().map(|p| p.release.clone()),
             secs: started.elapsed().as_secs_f64(),
@@ -176,7 +177,7 @@ impl Driver<'_> {
         let (id, method) = conn.boot(target, self.cfg).await.map_err(Stop::Failed)?;
         let reached = conn.reached();
         store::record_host(self.db, self.run.id, &self.sut, &id, method.as_str(), &reached).await?;
-        (self.on_event)(Event::KernelReady {
+        self.ledger.say(Event::KernelReady {
             kernel: kernel.name.clone(),
             release: id.kernel_release.clone(),
             boot_id: id.boot_id.clone(),
@@ -207,7 +208,7 @@ impl Driver<'_> {
             _ => None,
         };
         let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let on_event = &mut *self.on_event;
+        let on_event = &mut *self.ledger.on_event;
         let mut say = |line: String| {
             on_event(Event::BuildOutput {
                 kernel: kernel.name.clone(),
@@ -239,7 +240,7 @@ impl Driver<'_> {
         for h in &self.scenario.hosts {
             if let Some(c) = self.conns[&h.name].client() {
                 c.set_owner(&owner_of(self.run, &h.name));
-                sweep(c, &h.name, false, self.on_event).await;
+                sweep(c, &h.name, false, self.ledger.on_event).await;
                 if h.name != self.sut {
                     if let Ok(other) = c.identity().await {
                         let reached = self.conns[&h.name].reached();
@@ -270,9 +271,17 @@ impl Driver<'_> {
         }
         let tuners = self.tune_hosts(&id).await.map_err(Stop::Failed)?;
         let schedstats_before = if id.schedstat_version.is_some() {
-            schedstats_on(self.db, self.run.id, &self.sut, &client, &id.boot_id, self.on_event).await?
+            schedstats_on(
+                self.db,
+                self.run.id,
+                &self.sut,
+                &client,
+                &id.boot_id,
+                self.ledger.on_event,
+            )
+            .await?
         } else {
-            (self.on_event)(Event::Warning {
+            self.ledger.say(Event::Warning {
                 message: format!(
                     "kernel {}: {} has no /proc/schedstat (CONFIG_SCHEDSTATS off?): its jobs run without scheduler statistics",
                     kernel.name, self.sut
@@ -329,13 +338,14 @@ impl Driver<'_> {
             .await?;
         }
         if let Err(reason) = knobs::apply_features(&booted.client, variant, &booted.defaults).await {
-            self.fail_jobs(jobs, &Failure::Variant(reason.to_string()).to_string())
+            self.ledger
+                .fail_jobs(jobs, &Failure::Variant(reason.to_string()).to_string())
                 .await?;
             self.put_features_back(booted, variant).await?;
             return Ok(());
         }
         if let Err(failure) = self.tune_for(booted, variant).await {
-            self.fail_jobs(jobs, &failure.to_string()).await?;
+            self.ledger.fail_jobs(jobs, &failure.to_string()).await?;
             self.put_features_back(booted, variant).await?;
             return Ok(());
         }
@@ -357,7 +367,7 @@ impl Driver<'_> {
                         }
                     }
                 }
-                Err(failure) => self.fail_jobs(wjobs, &failure.to_string()).await?,
+                Err(failure) => self.ledger.fail_jobs(wjobs, &failure.to_string()).await?,
             }
         }
         self.put_features_back(booted, variant).await
@@ -371,7 +381,7 @@ impl Driver<'_> {
                 Ok(()) => {
                     store::setting_restored(self.db, self.run.id, &self.sut, &booted.id.boot_id, &setting).await?
                 }
-                Err(e) => (self.on_event)(Event::Warning {
+                Err(e) => self.ledger.say(Event::Warning {
                     message: format!("{}: could not put {setting} back to {before}: {e}", self.sut),
                 }),
             }
@@ -473,38 +483,13 @@ impl Driver<'_> {
                 )
                 .await?
             }
-            Err(e) => (self.on_event)(Event::Warning {
+            Err(e) => self.ledger.say(Event::Warning {
                 message: format!(
                     "{}: could not put {} back to {before}: {e}",
                     self.sut,
                     knobs::SCHEDSTATS_SETTING
                 ),
             }),
-        }
-        Ok(())
-    }
-
-    /// A kernel that could not be prepared or booted: its jobs fail with the reason.
-    async fn fail_kernel(&mut self, jobs: &[&JobRow], kernel: &str, reason: String) -> Result<(), EngineError> {
-        let stored = Failure::Boot(reason.clone()).to_string();
-        for j in jobs {
-            store::fail_job(self.db, j.id, &stored).await?;
-        }
-        (self.on_event)(Event::KernelFailed {
-            kernel: kernel.to_string(),
-            reason,
-            jobs: jobs.len(),
-        });
-        Ok(())
-    }
-
-    async fn fail_jobs(&mut self, jobs: &[&JobRow], reason: &str) -> Result<(), EngineError> {
-        for j in jobs {
-            store::fail_job(self.db, j.id, reason).await?;
-            (self.on_event)(Event::JobFailed {
-                ordinal: j.ordinal,
-                reason: reason.to_string(),
-            });
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! What can go wrong while the engine works a host, typed: the agent (unreachable, refusing,
-//! a step that failed), a command that did not succeed, or something kreg checked.
+//! a step that failed), a command that did not succeed, or something kreg checked; and why a
+//! job stopped (`Stopped`), before its record is attached.
 
 use kreg_protocol::client::ClientError;
 
@@ -75,5 +76,32 @@ mod tests {
         assert!(typed.is_unreachable());
         assert_eq!(typed.to_string(), format!("reading the schedstat switch: {plain}"));
         assert!(!HostError::Other("x".into()).is_unreachable());
+    }
+}
+
+/// Why a job stopped, before its record is attached: the record moves into the job's
+/// failure once, where the job ends.
+#[derive(Debug)]
+pub struct Stopped {
+    pub reason: String,
+    pub unreachable: bool,
+}
+
+pub fn fail(reason: impl Into<String>) -> Stopped {
+    Stopped {
+        reason: reason.into(),
+        unreachable: false,
+    }
+}
+
+/// An agent's error as a job's failure, `context` before it when not empty.
+pub fn agent_fail(context: &str, e: &ClientError) -> Stopped {
+    Stopped {
+        reason: if context.is_empty() {
+            e.to_string()
+        } else {
+            format!("{context}: {e}")
+        },
+        unreachable: e.is_unreachable(),
     }
 }

@@ -9,6 +9,7 @@ use kreg_protocol::client::{AgentClient, ClientError};
 use kreg_protocol::wire::{ExecRequest, ExecResult, Identity, Policy};
 
 use super::collectors::Collectors;
+use super::error::{agent_fail, fail, Stopped};
 use super::server::Session;
 use crate::failure::CommandFailed;
 use crate::parse::{Metric, MetricKind};
@@ -47,40 +48,12 @@ pub async fn removed_after(
     }
 }
 
-/// Why a job stopped, before its record is attached: the record moves into the
-/// [`JobFailure`] once, where the job ends.
-#[derive(Debug)]
-pub struct Stopped {
-    pub reason: String,
-    pub unreachable: bool,
-}
-
-impl Stopped {
-    fn with(self, raw: Outputs) -> JobFailure {
-        JobFailure {
-            reason: self.reason,
-            unreachable: self.unreachable,
-            raw,
-        }
-    }
-}
-
-pub fn fail(reason: impl Into<String>) -> Stopped {
-    Stopped {
-        reason: reason.into(),
-        unreachable: false,
-    }
-}
-
-/// An agent's error as a job's failure, `context` before it when not empty.
-pub fn agent_fail(context: &str, e: &ClientError) -> Stopped {
-    Stopped {
-        reason: if context.is_empty() {
-            e.to_string()
-        } else {
-            format!("{context}: {e}")
-        },
-        unreachable: e.is_unreachable(),
+/// The job's failure: why it stopped, with its record as it stood (moved, not copied).
+fn failure(stopped: Stopped, raw: Outputs) -> JobFailure {
+    JobFailure {
+        reason: stopped.reason,
+        unreachable: stopped.unreachable,
+        raw,
     }
 }
 
@@ -132,12 +105,12 @@ pub fn programs(
 /// Runs one job and returns what to store; a failure carries the record as it stood.
 pub async fn run(ctx: &Ctx<'_>, variant: &Variant, workload: &Workload) -> Result<JobOutcome, JobFailure> {
     let mut raw = Outputs::default();
-    let mut col = Collectors::of(ctx);
+    let mut col = Collectors::of(ctx.sut, ctx.schedstat, ctx.cgroup, ctx.collect, &ctx.tag);
     let taken = take(ctx, variant, workload, &mut col, &mut raw).await;
     col.cleanup().await;
     let (metrics, observed) = match taken {
         Ok(x) => x,
-        Err(stopped) => return Err(stopped.with(raw)),
+        Err(stopped) => return Err(failure(stopped, raw)),
     };
     Ok(JobOutcome {
         tool_versions: ctx.versions.clone(),
@@ -260,7 +233,7 @@ async fn measured_exec(
     raw.push(RawKind::Stderr, res.stderr.clone());
     if let Some(tasks) = &res.task_stats {
         let tasks = tasks.as_ref().map_err(|e| fail(e.clone()))?;
-        let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(|e| fail(e))?;
+        let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(fail)?;
         raw.push(RawKind::TaskSchedstat, table);
         raw.collect(metrics);
     }
@@ -300,7 +273,7 @@ async fn single_host(
         )));
     }
     if let Some(cg) = ctx.cgroup {
-        let placed = cg.check(&res.observed_cgroups).map_err(|e| fail(e))?;
+        let placed = cg.check(&res.observed_cgroups).map_err(fail)?;
         raw.push(RawKind::CgroupPlacement, placed);
     }
     let observed = (!res.observed_policies.is_empty()).then(|| res.observed_policies.join(","));

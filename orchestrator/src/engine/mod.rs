@@ -488,13 +488,17 @@ async fn drive_jobs(
     let mut driver = drive::Driver {
         db,
         run,
+        ledger: drive::Ledger {
+            db,
+            run,
+            total: jobs.len(),
+            on_event,
+        },
         scenario,
         cfg,
         conns,
         sut: scenario.sut().name.clone(),
-        total: jobs.len(),
         started: started_boots(&jobs),
-        on_event,
     };
     // The first pass takes every job not done (a resume retries the failed ones); the
     // rounds after a look take only the jobs that look added.
@@ -515,11 +519,11 @@ async fn drive_jobs(
         if !scenario.adaptive() {
             break;
         }
-        if !look(db, run.id, scenario, &jobs, &mut *driver.on_event).await? {
+        if !look(db, run.id, scenario, &jobs, &mut *driver.ledger.on_event).await? {
             break;
         }
         jobs = store::jobs(db, run.id).await?;
-        driver.total = jobs.len();
+        driver.ledger.total = jobs.len();
         driver.started = started_boots(&jobs);
     }
 

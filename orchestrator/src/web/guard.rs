@@ -50,7 +50,7 @@ impl Guard {
     /// Whether a `Host` header's value names a host the dashboard answers to.
     pub fn allows(&self, host: &str) -> bool {
         let h = host_of(host);
-        self.hosts.iter().any(|x| *x == h)
+        self.hosts.contains(&h)
     }
 }
 

@@ -41,16 +41,16 @@ impl Driver<'_> {
                     Stop::Failed(f)
                 });
             }
-            (self.on_event)(Event::Warning {
+            self.ledger.say(Event::Warning {
                 message: format!(
                     "job #{}: the connection was lost mid-job ({lost}); reconnected on the same boot, the job runs again (try {} of {JOB_TRIES})",
                     j.ordinal,
                     tries + 1
                 ),
             });
-            sweep(ctx.runner, &workload.on, true, self.on_event).await;
+            sweep(ctx.runner, &workload.on, true, self.ledger.on_event).await;
             if workload.on != self.sut {
-                sweep(&booted.client, &self.sut, true, self.on_event).await;
+                sweep(&booted.client, &self.sut, true, self.ledger.on_event).await;
             }
         }
     }
@@ -100,25 +100,18 @@ impl Driver<'_> {
         session: Option<&Session>,
         j: &JobRow,
     ) -> Result<(), EngineError> {
-        sweep(runner, &workload.on, true, self.on_event).await;
+        sweep(runner, &workload.on, true, self.ledger.on_event).await;
         if workload.on != self.sut {
-            sweep(&booted.client, &self.sut, true, self.on_event).await;
+            sweep(&booted.client, &self.sut, true, self.ledger.on_event).await;
         }
-        (self.on_event)(Event::JobStarted {
-            ordinal: j.ordinal,
-            total: self.total,
-            kernel: j.kernel.clone(),
-            variant: j.variant.clone(),
-            workload: j.workload.clone(),
-            iteration: j.iteration,
-        });
+        self.ledger.started(j);
         let (mut records, cpus) = match self.tuned_job(booted, variant, workload).await {
             Ok(x) => x,
-            Err(failure) => return self.fail_jobs(&[j], &failure.to_string()).await,
+            Err(failure) => return self.ledger.fail_jobs(&[j], &failure.to_string()).await,
         };
         let own_cgroup = match self.job_cgroup(variant, workload, runner, cpus.as_deref(), j).await {
             Ok(c) => c,
-            Err(failure) => return self.fail_jobs(&[j], &failure.to_string()).await,
+            Err(failure) => return self.ledger.fail_jobs(&[j], &failure.to_string()).await,
         };
         let cgroup = own_cgroup.as_ref().or(session.and_then(|s| s.cgroup.as_ref()));
         if let Some(cg) = cgroup {
@@ -158,43 +151,8 @@ impl Driver<'_> {
                 Err(f)
             }
         };
-        self.store_job(j, result).await
-    }
-
-    /// Stores a job's outcome, or its failure with the raw outputs gathered, in one
-    /// transaction, and says so.
-    async fn store_job(
-        &mut self,
-        j: &JobRow,
-        result: Result<store::JobOutcome, job::JobFailure>,
-    ) -> Result<(), EngineError> {
-        match result {
-            Ok(outcome) => {
-                store::job_done(self.db, self.run.id, j.id, &outcome).await?;
-                (self.on_event)(Event::JobDone {
-                    ordinal: j.ordinal,
-                    metrics: outcome
-                        .metrics
-                        .iter()
-                        .map(|m| (m.name.clone(), m.value, m.unit.clone()))
-                        .collect(),
-                    policy: outcome.observed_policy.clone(),
-                });
-            }
-            Err(f) => {
-                store::job_failed(self.db, self.run.id, j.id, &f.raw, &f.reason).await?;
-                // A host that stopped answering: the lab's console says why.
-                let console = f.unreachable.then(|| self.conns[&self.sut].console_tail()).flatten();
-                let reason = match console {
-                    Some(c) => format!("{}; console:\n{c}", f.reason),
-                    None => f.reason,
-                };
-                (self.on_event)(Event::JobFailed {
-                    ordinal: j.ordinal,
-                    reason,
-                });
-            }
-        }
-        Ok(())
+        // A host that stopped answering: the lab's console says why.
+        let conn = &self.conns[&self.sut];
+        self.ledger.store_job(j, result, || conn.console_tail()).await
     }
 }

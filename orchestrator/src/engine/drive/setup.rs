@@ -64,7 +64,7 @@ impl Driver<'_> {
                 continue;
             };
             if let Err(e) = tuner.restore(self.db, self.run.id, &client).await {
-                (self.on_event)(Event::Warning {
+                self.ledger.say(Event::Warning {
                     message: format!(
                         "{host}: tuning not all put back ({e}); `kreg resume {}` tries again",
                         self.run.id
@@ -138,7 +138,7 @@ impl Driver<'_> {
         for h in &self.scenario.hosts {
             if let Some(c) = self.conns[&h.name].client() {
                 if let Err(e) = crate::engine::cgroup::clear_run(c, self.run.id).await {
-                    (self.on_event)(Event::Warning {
+                    self.ledger.say(Event::Warning {
                         message: format!("{}: the run's cgroups could not be removed: {e}", h.name),
                     });
                 }
