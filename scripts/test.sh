@@ -59,8 +59,12 @@ fi
 # real-kernel and runs by scripts/test-kernel.sh; `cargo test` alone leaves it out too.
 featured=(kernel_real)
 args=()
-for f in orchestrator/tests/*.rs agent/tests/*.rs; do
+# A test target is a file of tests/ or a folder of it with a main.rs (several modules, one
+# binary).
+for f in orchestrator/tests/*.rs agent/tests/*.rs orchestrator/tests/*/main.rs agent/tests/*/main.rs; do
+  [ -e "$f" ] || continue
   t=$(basename "$f" .rs)
+  [ "$t" = main ] && t=$(basename "$(dirname "$f")")
   case " ${beside[*]} ${meanwhile[*]} ${featured[*]} " in *" $t "*) continue ;; esac
   args+=(--test "$t")
 done

@@ -7,9 +7,9 @@
 //! - no page logs a console error, no page scrolls sideways at 800 px;
 //! - screenshots of every page at 1280 and 800 px go to target/screenshots/.
 //!
-//! Bad requests and the server's read-only promise: `dashboard_http.rs`.
+//! Bad requests and the server's read-only promise: `controller/dashboard_http.rs`.
 
-mod common;
+use kreg_testkit as common;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -25,7 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-mod common;
+use kreg_testkit as common;
 #[path = "faults/kexec.rs"]
 mod kexec;
 #[path = "faults/upload.rs"]

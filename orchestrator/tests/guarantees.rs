@@ -6,8 +6,8 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-mod common;
 use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 /// A listener that counts the connections it gets and keeps what they sent first.
 struct Trap {

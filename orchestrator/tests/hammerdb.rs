@@ -12,9 +12,9 @@
 //! beside the repository; the test fails, never skips, when neither is there. Needs root,
 //! iproute2, mariadb-server and HammerDB's Tcl packages (scripts/test.sh installs them).
 
-mod common;
 use common::netns::{agent_in, Net, NsAgent};
 use common::{fresh_db, kreg, kreg_run, Scratch, TestDb, TOKEN};
+use kreg_testkit as common;
 
 use std::path::{Path, PathBuf};
 

@@ -7,8 +7,8 @@ use std::process::Command;
 
 use kreg::kconfig;
 
-mod common;
 use common::{fresh_db, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 const TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
 

@@ -8,9 +8,9 @@ use std::process::Command;
 
 use sha2::Digest;
 
-mod common;
 use common::standin::{standin_repo, PATCH};
 use common::{fresh_db, git, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 #[tokio::test]
 async fn built_kernel_boots_by_kexec_once_built_then_cached_and_a_bad_init_fails_alone() {

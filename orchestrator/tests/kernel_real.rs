@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-mod common;
 use common::{fresh_db, kreg, Scratch};
+use kreg_testkit as common;
 
 const TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
 

@@ -5,8 +5,8 @@
 //! archive (scripts/test.sh installs the tools; kernel packages are cached after the first
 //! download).
 
-mod common;
 use common::{fresh_db, kreg, Scratch};
+use kreg_testkit as common;
 
 const SCENARIO: &str = r#"
 name: lab-kexec

@@ -4,8 +4,8 @@
 //! call a regression or an improvement (one run in the suite, six with KREG_SOAK=1), and
 //! the report carries each row's between-boot share of the variance.
 
-mod common;
 use common::{assert_ok, fresh_db, kreg, Scratch};
+use kreg_testkit as common;
 
 const SCENARIO: &str = r#"
 name: lab-aa-boots

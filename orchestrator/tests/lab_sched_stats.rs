@@ -11,8 +11,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-mod common;
 use common::{assert_ok, fresh_db, kreg, Scratch};
+use kreg_testkit as common;
 
 const SCENARIO: &str = r#"
 name: lab-sched-stats

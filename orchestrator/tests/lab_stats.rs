@@ -12,8 +12,8 @@
 //! vCPUs they run side by side, with one they take turns. (hackbench is no good here:
 //! under TCG, cross-vCPU wakeups cost so much that one vCPU is often faster.)
 
-mod common;
 use common::{assert_ok, fresh_db, kreg, Scratch};
+use kreg_testkit as common;
 
 const SCENARIO: &str = r#"
 name: lab-verdicts

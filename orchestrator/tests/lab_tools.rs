@@ -5,8 +5,8 @@
 //! under `perf stat` (Debian's perf, put in the guest for the collector): the software
 //! counters are stored, the hardware events a TCG guest lacks are said to be missing.
 
-mod common;
 use common::{fresh_db, kreg, Scratch};
+use kreg_testkit as common;
 use sha2::Digest;
 
 #[tokio::test]

@@ -10,8 +10,8 @@
 //! on the first level, the workload's processes dealt out over its 40 leaves. Each task's
 //! scheduler statistics are taken at its exit (taskstats).
 
-mod common;
 use common::{assert_ok, fresh_db, kreg, Scratch};
+use kreg_testkit as common;
 
 const SCENARIO: &str = r#"
 name: lab-tuning

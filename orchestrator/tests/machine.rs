@@ -23,9 +23,9 @@ use kreg::lab::machine::{Machine, MachineSpec};
 use kreg_protocol::client::AgentClient;
 use kreg_protocol::wire::ExecRequest;
 
-mod common;
 use common::standin::standin_repo;
 use common::{fresh_db, Scratch};
+use kreg_testkit as common;
 
 const TOKEN: &str = "machine-token-0123456789abcdef";
 

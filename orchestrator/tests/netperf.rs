@@ -4,9 +4,9 @@
 //! someone else left on the port: the job fails naming it and nothing is measured. Needs
 //! root, iproute2 and Debian's netperf (non-free; scripts/test.sh installs it).
 
-mod common;
 use common::netns::{agent_in, NsAgent};
 use common::{fresh_db, kreg_run, Scratch, TOKEN};
+use kreg_testkit as common;
 use std::process::{Child, Command};
 
 const NET: &str = "10.233";

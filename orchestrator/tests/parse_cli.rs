@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-mod common;
+use kreg_testkit as common;
 
 fn kreg_parse(kind: &str, file: &std::path::Path) -> (bool, serde_json::Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kreg"))

@@ -6,8 +6,8 @@
 //! functions with real apt against them (APT_CONFIG), comparing dpkg's list of installed
 //! packages before and after. Nothing on this machine's own package set is touched.
 
-mod common;
 use common::Scratch;
+use kreg_testkit as common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

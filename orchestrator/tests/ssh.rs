@@ -1,5 +1,5 @@
 //! Machines reached over SSH: Debian's sshd in a network and mount namespace of its own
-//! (tests/common/sshd.rs), kreg's SSH client (russh) checking its host key, logging in,
+//! (kreg-testkit's `sshd`), kreg's SSH client (russh) checking its host key, logging in,
 //! installing the agent and speaking to it through the connection.
 
 use std::path::Path;
@@ -8,9 +8,9 @@ use std::process::Command;
 use kreg::scenario::SshSpec;
 use kreg::ssh::{self, hostkey::HostKeyError, SshError};
 
-mod common;
 use common::sshd::{keygen, SshMachine};
 use common::{agent_bin, Scratch};
+use kreg_testkit as common;
 
 fn spec(m: &SshMachine) -> SshSpec {
     SshSpec {

@@ -5,9 +5,9 @@
 //! sysbench (scripts/test.sh installs them). The agents serve HTTPS; the scenario pins
 //! their certificates.
 
-mod common;
 use common::netns::{agent_in, Net};
 use common::{fresh_db, kreg, Scratch, TOKEN};
+use kreg_testkit as common;
 
 #[tokio::test]
 async fn mariadb_on_the_sut_sysbench_from_the_ldg() {

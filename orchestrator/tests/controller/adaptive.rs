@@ -4,8 +4,8 @@
 //! phase resumes to the same result, and `kreg stats` judges a report's samples as the
 //! report does.
 
-mod common;
 use common::{assert_ok, fresh_db, kill_when, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 /// A command that prints `value: A` under SCHED_OTHER and `value: B` under SCHED_BATCH.
 fn by_policy(a: &str, b: &str) -> String {

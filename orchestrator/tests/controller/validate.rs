@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-mod common;
+use kreg_testkit as common;
 
 #[test]
 fn validate_prints_one_positioned_message_per_problem_and_exits_1() {

@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-mod common;
 use common::Scratch;
+use kreg_testkit as common;
 
 fn stats(dir: &Scratch, a: &str, b: &str, extra: &[&str]) -> (bool, String, String) {
     std::fs::write(dir.0.join("a"), a).unwrap();

@@ -8,8 +8,8 @@
 //! One test in this binary: it owns vm.swappiness, kernel.sched_autogroup_enabled and the
 //! CPU latency requests (/dev/cpu_dma_latency, held by the agent) while it runs.
 
-mod common;
 use common::{assert_ok, fresh_db, kill_when, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
 const AUTOGROUP: &str = "/proc/sys/kernel/sched_autogroup_enabled";

@@ -1,7 +1,7 @@
 //! `kreg run` and `kreg resume` against a real PostgreSQL and a real kreg-agent on loopback.
 
-mod common;
 use common::{assert_ok, fresh_db, kill_when, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 fn scenario(agent: &Agent, variants: &str, argv: &str, iterations: u32) -> String {
     format!(

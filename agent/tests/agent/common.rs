@@ -1,5 +1,4 @@
 //! Starting a real agent on a loopback port, shared by the agent's test files.
-#![allow(dead_code)]
 
 use kreg_agent::server::{self, Config, Limits, Token};
 

@@ -7,8 +7,8 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-mod common;
 use common::{assert_ok, fresh_db, gone_within, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 /// Waits until `path` has more than `n` lines; panics after a minute.
 fn wait_lines(path: &std::path::Path, n: usize) {

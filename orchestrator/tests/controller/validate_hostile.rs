@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
+use kreg_testkit as common;
 
 /// `kreg validate ARGS…` with its address space capped at 1 GiB: a run that tries to
 /// allocate more aborts, and the test sees it.

@@ -11,8 +11,7 @@ use kreg_protocol::client::AgentClient;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-mod common;
-use common::{fake_bzimage, start, start_with, tar_of, TOKEN};
+use crate::common::{fake_bzimage, start, start_with, tar_of, TOKEN};
 
 /// Whether the peer closed `s` within `limit` (a read gives EOF or an error).
 async fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {

@@ -2,8 +2,8 @@
 //! tools run, their output is parsed into metrics with units and directions, and the raw
 //! output is kept beside the numbers.
 
-mod common;
 use common::{assert_ok, fresh_db, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 #[tokio::test]
 async fn perf_bench_and_hackbench_run_parse_and_store() {

@@ -1,8 +1,8 @@
 //! Tools on hosts: uploaded from the controller, built from a git tree, or installed from
 //! the distribution; each tool's version is stored with every job that ran.
 
-mod common;
 use common::{assert_ok, fresh_db, git, kreg, Agent, Scratch};
+use kreg_testkit as common;
 
 #[tokio::test]
 async fn tools_are_installed_and_their_versions_stored() {

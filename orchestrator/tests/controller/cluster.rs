@@ -1,6 +1,6 @@
 //! kreg's private PostgreSQL cluster: created under the data dir, reused, stopped.
 
-mod common;
+use kreg_testkit as common;
 
 #[test]
 fn private_cluster_is_created_once_and_reused() {

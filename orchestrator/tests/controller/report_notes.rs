@@ -3,8 +3,8 @@
 //! where they are alike; the schedstat switch kreg turns on, put back and listed, or a
 //! kernel without /proc/schedstat said once.
 
-mod common;
 use common::{fresh_db, kreg, Agent, Scratch, TestDb};
+use kreg_testkit as common;
 
 fn scenario(agent: &Agent, second_argv: &str) -> String {
     format!(

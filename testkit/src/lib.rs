@@ -1,7 +1,7 @@
-//! Shared by the controller's integration tests: a fresh database per test on the
-//! PostgreSQL named by DATABASE_URL (scripts/test.sh starts one), and a real kreg-agent
-//! process on a loopback port.
-#![allow(dead_code)]
+//! Shared by the controller's integration tests (a crate of its own, built once for all of
+//! them): a fresh database per test on the PostgreSQL named by DATABASE_URL
+//! (scripts/test.sh starts one), real kreg-agent processes on loopback ports, `kreg` with a
+//! test's database, and the helpers in the modules below.
 
 pub mod netns;
 pub mod sshd;
@@ -52,7 +52,13 @@ pub async fn fresh_db(name: &str) -> TestDb {
     let base = std::env::var("DATABASE_URL").expect(
         "DATABASE_URL must name a PostgreSQL server the tests may create databases on (scripts/test.sh sets it)",
     );
-    let db = format!("kreg_it_{name}_{}", std::process::id());
+    // Tests of one binary share a process: a counter keeps their databases apart.
+    static N: AtomicU32 = AtomicU32::new(0);
+    let db = format!(
+        "kreg_it_{name}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    );
     let mut admin = PgConnectOptions::from_str(&base)
         .unwrap()
         .connect()
@@ -80,8 +86,18 @@ pub async fn fresh_db(name: &str) -> TestDb {
 
 /// The kreg-agent binary built beside the test (target/debug/kreg-agent).
 pub fn agent_bin() -> PathBuf {
+    built("kreg-agent")
+}
+
+/// The `kreg` binary the tests run (cargo builds it for the package's integration tests).
+pub fn kreg_bin() -> PathBuf {
+    built("kreg")
+}
+
+/// A binary of the workspace beside the running test's (`target/debug/deps/..`).
+fn built(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join("kreg-agent");
+    let p = exe.parent().unwrap().parent().unwrap().join(name);
     assert!(
         p.exists(),
         "{} is missing: run `cargo build --workspace --bins` first",
@@ -188,16 +204,14 @@ impl Drop for Agent {
 
 /// `kreg` with the test's database and a private data dir.
 pub fn kreg(db: &TestDb, data_dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kreg"));
+    let mut c = Command::new(kreg_bin());
     c.env("DATABASE_URL", &db.url)
         .env("KREG_DATA_DIR", data_dir)
         .env("KREG_AGENT_BIN", agent_bin());
     c
 }
 
-/// Runs git in `dir` with a fixed identity; returns its trimmed stdout.
 /// `kreg run FILE`: whether it succeeded, and its stdout and stderr together.
-#[allow(dead_code)]
 pub fn kreg_run(db: &TestDb, data_dir: &Path, file: &Path) -> (bool, String) {
     let out = kreg(db, data_dir).arg("run").arg(file).output().unwrap();
     let text = format!(
@@ -208,6 +222,7 @@ pub fn kreg_run(db: &TestDb, data_dir: &Path, file: &Path) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// Runs git in `dir` with a fixed identity; returns its trimmed stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "user.name=kreg", "-c", "user.email=kreg@localhost"])

@@ -4,8 +4,6 @@
 //! (/usr/local/lib/kreg, /etc/kreg, /var/lib/kreg-agent, /var/lib/kreg-agent-ssh) are folders of the test. sshd is
 //! Debian's, with a private config, host key and authorized_keys made by the test.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

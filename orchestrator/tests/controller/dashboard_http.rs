@@ -2,7 +2,7 @@
 //! page and API answers; unknown things are 404 pages, malformed queries 400 with the
 //! reason; downloads are the CLI's reports; and serving never writes.
 
-mod common;
+use kreg_testkit as common;
 
 use common::web::{report_json, Server};
 use common::{assert_ok, fresh_db, kreg, Scratch, TestDb};

@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use kreg_agent::wire::{Envelope, ErrorKind, ExecRequest, Policy, Reply, Step, StepOutput};
 
-mod common;
-use common::{fake_bzimage, start, tar_of, Agent, TOKEN};
+use crate::common::{fake_bzimage, start, tar_of, Agent, TOKEN};
 
 fn http() -> reqwest::Client {
     reqwest::Client::builder()

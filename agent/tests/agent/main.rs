@@ -1,0 +1,8 @@
+//! The agent's integration tests, one binary: its HTTP API served for real on a loopback
+//! port (`api`), the agent under hostile or careless clients (`hostile`), and the binary
+//! serving HTTPS with the certificate it makes itself (`tls`).
+
+mod api;
+mod common;
+mod hostile;
+mod tls;
