@@ -389,8 +389,11 @@ pub async fn drive(
     store::set_run_state(db, run_id, RunState::Running).await?;
     put_back_leftovers(db, run_id, cfg, on_event).await?;
     let mut outages = 0;
+    // The jobs read above serve the first pass; a pass after a lost database reads them anew.
+    let mut known = Some(jobs);
     let result = loop {
-        let result = drive_jobs(db, &run, &scenario, cfg, std::mem::take(&mut reached), on_event).await;
+        let hosts = std::mem::take(&mut reached);
+        let result = drive_jobs(db, (&run, &scenario), cfg, hosts, known.take(), on_event).await;
         let lost = match &result {
             Err(EngineError::Store(e)) if e.is_connection_lost() && outages < DB_OUTAGES => e.to_string(),
             _ => break result,
@@ -459,12 +462,13 @@ async fn look(
 }
 
 /// The body of [`drive`], once the run is locked and marked running.
+/// `known`: the run's jobs when they were just read.
 async fn drive_jobs(
     db: &PgPool,
-    run: &store::RunRow,
-    scenario: &Scenario,
+    (run, scenario): (&store::RunRow, &Scenario),
     cfg: &Config,
     mut reached: reach::Reached,
+    known: Option<Vec<JobRow>>,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
     let run_dir = cfg.data_dir.join("runs").join(run.id.to_string());
@@ -484,7 +488,10 @@ async fn drive_jobs(
         })?;
         conns.insert(h.name.clone(), c);
     }
-    let mut jobs = store::jobs(db, run.id).await?;
+    let mut jobs = match known {
+        Some(jobs) => jobs,
+        None => store::jobs(db, run.id).await?,
+    };
     let mut driver = drive::Driver {
         db,
         run,
