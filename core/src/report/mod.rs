@@ -5,6 +5,7 @@
 
 mod compact;
 mod notes;
+mod provenance;
 mod render;
 pub mod sched_stats;
 mod table;

@@ -97,6 +97,13 @@ impl Progress {
                 self.bar.inc(jobs as u64);
                 self.say(format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"));
             }
+            e => self.show_job(e),
+        }
+    }
+
+    /// A job's events, and what the run says besides (kernels' are [`Self::show`]'s).
+    fn show_job(&mut self, e: Event) {
+        match e {
             Event::JobStarted {
                 ordinal,
                 total,
@@ -138,6 +145,8 @@ impl Progress {
                 killed.len(),
                 killed.join(", ")
             )),
+            // The kernels' events are said by `show`.
+            _ => {}
         }
     }
 }

@@ -437,13 +437,14 @@ fn started_boots(jobs: &[JobRow]) -> std::collections::HashSet<(String, i32)> {
 /// what is stored, so that a resume decides the same. Whether it added jobs.
 async fn look(
     db: &PgPool,
-    run_id: i64,
+    run: &store::RunRow,
     scenario: &Scenario,
     jobs: &[JobRow],
     on_event: &mut dyn FnMut(Event),
 ) -> Result<bool, EngineError> {
+    let run_id = run.id;
     let samples = store::samples(db, run_id).await?;
-    let plan = store::run(db, run_id).await?.plan_settings();
+    let plan = run.plan_settings();
     let cells = crate::report::next_round(scenario, &samples, &plan);
     let now: Vec<crate::plan::Job> = jobs.iter().map(|j| j.to_job()).collect();
     let more = crate::plan::extend(scenario, &now, &cells);
@@ -461,22 +462,18 @@ async fn look(
     Ok(true)
 }
 
-/// The body of [`drive`], once the run is locked and marked running.
-/// `known`: the run's jobs when they were just read.
-async fn drive_jobs(
-    db: &PgPool,
-    (run, scenario): (&store::RunRow, &Scenario),
+/// A connection to each host of the scenario (those the preflight reached, taken over).
+async fn open_conns(
+    scenario: &Scenario,
+    run_dir: &std::path::Path,
     cfg: &Config,
     mut reached: reach::Reached,
-    known: Option<Vec<JobRow>>,
-    on_event: &mut dyn FnMut(Event),
-) -> Result<Outcome, EngineError> {
-    let run_dir = cfg.data_dir.join("runs").join(run.id.to_string());
-    let mut conns: HashMap<String, host::Conn> = HashMap::new();
+) -> Result<HashMap<String, host::Conn>, EngineError> {
+    let mut conns = HashMap::new();
     for h in &scenario.hosts {
         let c = host::Conn::open(
             h,
-            &run_dir,
+            run_dir,
             cfg,
             scenario.needs_perf_on(&h.name),
             reached.remove(&h.name),
@@ -488,6 +485,26 @@ async fn drive_jobs(
         })?;
         conns.insert(h.name.clone(), c);
     }
+    Ok(conns)
+}
+
+/// The body of [`drive`], once the run is locked and marked running.
+/// `known`: the run's jobs when they were just read.
+async fn drive_jobs(
+    db: &PgPool,
+    (run, scenario): (&store::RunRow, &Scenario),
+    cfg: &Config,
+    reached: reach::Reached,
+    known: Option<Vec<JobRow>>,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Outcome, EngineError> {
+    let conns = open_conns(
+        scenario,
+        &cfg.data_dir.join("runs").join(run.id.to_string()),
+        cfg,
+        reached,
+    )
+    .await?;
     let mut jobs = match known {
         Some(jobs) => jobs,
         None => store::jobs(db, run.id).await?,
@@ -526,7 +543,7 @@ async fn drive_jobs(
         if !scenario.adaptive() {
             break;
         }
-        if !look(db, run.id, scenario, &jobs, &mut *driver.ledger.on_event).await? {
+        if !look(db, run, scenario, &jobs, &mut *driver.ledger.on_event).await? {
             break;
         }
         jobs = store::jobs(db, run.id).await?;

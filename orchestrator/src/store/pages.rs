@@ -72,6 +72,54 @@ pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem
     )
 }
 
+/// A run's stored row (its scenario's text, its plan's settings) with its jobs counted:
+/// what a run's page shows, read in one query.
+#[derive(sqlx::FromRow)]
+struct RunWithItem {
+    #[sqlx(flatten)]
+    row: super::RunRow,
+    finished_at: Option<DateTime<Utc>>,
+    updated_at: DateTime<Utc>,
+    jobs: i64,
+    done: i64,
+    failed: i64,
+    running: i64,
+    pending: i64,
+}
+
+pub async fn run_with_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<(super::RunRow, RunItem)>> {
+    let count = |s: JobState| format!("count(j.id) FILTER (WHERE j.state = '{s}') AS {s}");
+    let found: Option<RunWithItem> = sqlx::query_as(&format!(
+        "SELECT r.id, s.name AS scenario_name, s.yaml, r.source_path, r.state, r.created_at, r.plan_alpha,
+                r.plan_min_effect, r.finished_at, r.updated_at, count(j.id) AS jobs, {}, {}, {}, {}
+         FROM runs r JOIN scenarios s ON s.id = r.scenario_id LEFT JOIN jobs j ON j.run_id = r.id
+         WHERE r.id = $1 GROUP BY r.id, s.name, s.yaml",
+        count(JobState::Done),
+        count(JobState::Failed),
+        count(JobState::Running),
+        count(JobState::Pending)
+    ))
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
+    Ok(found.map(|f| {
+        let item = RunItem {
+            id: f.row.id,
+            scenario: f.row.scenario_name.clone(),
+            state: f.row.state,
+            created_at: f.row.created_at,
+            finished_at: f.finished_at,
+            updated_at: f.updated_at,
+            jobs: f.jobs,
+            done: f.done,
+            failed: f.failed,
+            running: f.running,
+            pending: f.pending,
+        };
+        (f.row, item)
+    }))
+}
+
 /// The runs of one scenario, oldest first.
 pub async fn runs_of(db: impl PgExecutor<'_>, scenario: &str) -> Result<Vec<RunItem>> {
     Ok(sqlx::query_as(&format!(

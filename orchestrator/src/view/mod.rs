@@ -52,6 +52,13 @@ pub mod queries {
             .ok_or_else(|| ViewError::NotFound(format!("run {id} does not exist")))
     }
 
+    /// A run's stored row and its page's item, in one query.
+    pub async fn run_and_row(db: impl PgExecutor<'_>, id: i64) -> Result<(crate::store::RunRow, RunItem)> {
+        run_with_item(db, id)
+            .await?
+            .ok_or_else(|| ViewError::NotFound(format!("run {id} does not exist")))
+    }
+
     pub async fn runs(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
         Ok(run_items(db).await?)
     }

@@ -115,8 +115,7 @@ fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
 }
 
 pub async fn run_view(db: &PgPool, id: i64) -> view::Result<RunView> {
-    let run = queries::run(db, id).await?;
-    let row = crate::store::run(db, id).await?;
+    let (row, run) = queries::run_and_row(db, id).await?;
     let jobs = crate::store::jobs(db, id).await?;
     let (prov, scenario_error) = match view::scenario_of(&row) {
         Ok(s) => (crate::store::provenance(db, id, &s.sut().name).await?, None),

@@ -1,0 +1,105 @@
+//! One boot a kernel: the report page shows the change as unconfirmed and the warm-ups
+//! marked.
+
+use super::*;
+
+/// Two kernels, each measured in a boot of its own (`boots: 1`), one warm-up run a boot:
+/// the report page shows the change as unconfirmed (in the CLI's words, marked as such),
+/// says the warm-ups were not judged, and the samples page lists them marked.
+///
+/// The loopback agent cannot boot a second kernel, so both kernels run on this machine's
+/// running kernel; what a second boot leaves in the database is then stood in: the jobs of
+/// `next` get a boot id of their own, and their values are made 10% higher.
+#[tokio::test]
+async fn one_boot_a_kernel_shows_an_unconfirmed_change_and_warmups_marked() {
+    let db = fresh_db("dash_unconfirmed").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("dash_unconfirmed");
+    let file = dir.0.join("s.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+name: dashboard-one-boot
+{hosts}kernels: [ {{ name: current, source: running }}, {{ name: next, source: running }} ]
+variants: [ {{ name: default }} ]
+workloads:
+  - name: probe
+    kind: command
+    argv: [sh, -c, "n=$(od -An -N1 -tu1 /dev/urandom); echo value: $((100 + n % 5))"]
+    timeout: 60
+    metrics:
+      value: {{ regex: "value: ([0-9.]+)", unit: ops, higher_is_better: true, kind: throughput }}
+iterations: 6
+warmup: 1
+"#,
+            hosts = agent.hosts_yaml()
+        ),
+    )
+    .unwrap();
+    let out = kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap();
+    common::assert_ok(&out, "run");
+    for sql in [
+        "UPDATE jobs SET boot_id = 'stand-in-boot-of-next' WHERE kernel = 'next'",
+        "UPDATE results r SET value = r.value * 1.1 FROM jobs j WHERE j.id = r.job_id AND j.kernel = 'next'",
+    ] {
+        sqlx::query(sql).execute(&db.pool).await.unwrap();
+    }
+    let rep = report_json(&db, &dir.0, 1);
+    let next = rep["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kernel"] == "next")
+        .expect("a row of next")
+        .clone();
+    assert_eq!(next["comparison"]["verdict"], "unconfirmed improvement", "{next}");
+
+    let server = Server::start(&db, &dir.0);
+    let b = Browser::start().await;
+    let base = &server.base;
+    visit(&b, &format!("{base}/runs/1/report?show=all"), "one-boot-report").await;
+    let page = b.text("main").await;
+    assert!(page.contains("unconfirmed improvement"), "{page}");
+    assert!(
+        page.contains("unconfirmed: each side's runs share boots of their own"),
+        "{page}"
+    );
+    assert!(
+        page.contains("warm-up (stored, not judged): kernel next, variant default, probe: 1 run"),
+        "{page}"
+    );
+    let marked = b
+        .js("return [...document.querySelectorAll('.v-unconfirmed-improvement')].map(e => e.textContent.trim())")
+        .await;
+    assert!(
+        marked
+            .as_array()
+            .is_some_and(|m| m.iter().any(|t| t == "unconfirmed improvement")),
+        "{marked}"
+    );
+    let samples = format!("{base}/runs/1/samples?workload=probe&metric=value&kernel=next&variant=default");
+    visit(&b, &samples, "one-boot-samples").await;
+    let rows = b
+        .js("return [...document.querySelectorAll('table.samples tbody tr')].map(tr => tr.children[0].textContent.trim())")
+        .await;
+    let rows: Vec<String> = serde_json::from_value(rows).unwrap();
+    assert_eq!(rows.len(), 7, "{rows:?}");
+    assert_eq!(rows[0], "warm-up, not judged", "{rows:?}");
+    assert!(rows[1..].iter().all(|r| r.parse::<u32>().is_ok()), "{rows:?}");
+    assert!(b.text("main").await.contains("1 warm-up run"));
+    let api: Value = reqwest::get(samples.replace("/runs/1/samples", "/api/v1/runs/1/samples"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let flags: Vec<bool> = api["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["warmup"].as_bool().unwrap())
+        .collect();
+    assert_eq!(flags.iter().filter(|w| **w).count(), 1, "{api}");
+    b.close().await;
+}

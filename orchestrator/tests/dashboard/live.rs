@@ -1,0 +1,250 @@
+//! A run's job states reach an open page while the engine runs; every page and its
+//! filters, in the browser.
+
+use super::*;
+
+#[tokio::test]
+async fn a_live_run_in_the_browser() {
+    let db = fresh_db("dash_live").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("dash_live");
+    let file = dir.0.join("s.yaml");
+    std::fs::write(&file, scenario(&agent)).unwrap();
+    let server = Server::start(&db, &dir.0);
+    let b = Browser::start().await;
+    let base = &server.base;
+
+    // The runs page, open before the run exists, shows it once it starts.
+    b.client.goto(&format!("{base}/")).await.unwrap();
+    assert!(b.text("main").await.contains("No runs yet"));
+    let mut run = kreg(&db, &dir.0)
+        .arg("run")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        if n > 0 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "no run recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let recorded = Instant::now();
+    loop {
+        let found = b
+            .js("return document.querySelector('a[href=\"/runs/1\"]') !== null")
+            .await;
+        if found == json!(true) {
+            break;
+        }
+        assert!(
+            recorded.elapsed() < Duration::from_secs(2),
+            "the new run did not reach the open runs page within 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The run page follows every job's state while the engine runs.
+    b.client.goto(&format!("{base}/runs/1")).await.unwrap();
+    let delays = watch_run(&b, &db, &mut run).await;
+    assert!(run.wait().unwrap().success(), "kreg run failed");
+    assert!(delays.len() >= 10, "too few state changes watched: {}", delays.len());
+    let worst = delays.iter().max().unwrap();
+    eprintln!(
+        "dashboard: {} state changes reached the page, the slowest in {worst:?}",
+        delays.len()
+    );
+    assert!(b.console_errors().await.is_empty());
+
+    // The finished run: kernels, variants, every cell done, provenance of the kernel.
+    b.client.refresh().await.unwrap();
+    let summary = b.text("#summary").await;
+    assert!(
+        summary.contains("current") && summary.contains("default, batch"),
+        "{summary}"
+    );
+    assert!(summary.contains("10/10 done"), "{summary}");
+    let states = page_states(&b).await;
+    assert_eq!(states.len(), 10);
+    assert!(states.iter().all(|(_, s)| s == "done"), "{states:?}");
+    let kernel = b.text("h3.kernel").await;
+    assert_eq!(kernel, "kernel current");
+
+    // The runs page: the run, its scenario, done.
+    b.client.goto(&format!("{base}/")).await.unwrap();
+    let row = b.text("table.runs tbody tr").await;
+    assert!(
+        row.contains("dashboard-live") && row.contains("done") && row.contains("10/10 done"),
+        "{row}"
+    );
+
+    // The comparison: the verdicts kreg report gives, row by row.
+    let rep = report_json(&db, &dir.0, 1);
+    b.client.goto(&format!("{base}/runs/1/report?show=all")).await.unwrap();
+    let rows = b
+        .js("return [...document.querySelectorAll('table.report tbody tr')].map(tr => [...tr.children].map(td => td.innerText.trim()))")
+        .await;
+    let rows: Vec<Vec<String>> = serde_json::from_value(rows).unwrap();
+    let want: Vec<(String, String, String)> = rep["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["kernel"].as_str().unwrap().to_string(),
+                r["variant"].as_str().unwrap().to_string(),
+                r["comparison"]["verdict"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let got: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r[0].clone(), r[1].clone(), r[7].clone()))
+        .collect();
+    assert_eq!(got, want);
+    let batch_verdict = want.iter().find(|w| w.1 == "batch").unwrap().2.clone();
+    assert_eq!(batch_verdict, "improvement", "a 50% higher throughput under batch");
+
+    // A filter changes the URL; that URL, loaded again, gives the same view.
+    b.client.goto(&format!("{base}/runs/1/report")).await.unwrap();
+    let select = b.client.find(Locator::Css("select[name=verdict]")).await.unwrap();
+    select.select_by_value("improvement").await.unwrap();
+    let t = Instant::now();
+    while !b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .contains("verdict=improvement")
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the filter did not change the URL"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = b.client.current_url().await.unwrap().to_string();
+    assert!(!url.contains("workload="), "empty filters stay out of the URL: {url}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let filtered = b.text("main").await;
+    let verdicts = b
+        .js("return [...document.querySelectorAll('table.report tbody tr')].map(tr => tr.children[7].innerText.trim())")
+        .await;
+    let verdicts: Vec<String> = serde_json::from_value(verdicts).unwrap();
+    assert_eq!(
+        verdicts,
+        ["", "improvement"],
+        "the baseline row and the improvement only"
+    );
+    b.client.goto(&url).await.unwrap();
+    assert_eq!(b.text("main").await, filtered);
+    let verdict_selected = b
+        .js("return document.querySelector('select[name=verdict]').value")
+        .await;
+    assert_eq!(verdict_selected, json!("improvement"));
+
+    // What the lab and kernel builds would have stored beside such a run (this machine has
+    // no /proc/schedstat, and builds take minutes): real snapshots from 6.1 and 6.12, and
+    // two build records, so that those pages are seen with data.
+    stand_ins(&db).await;
+    b.client
+        .goto(&format!("{base}/runs/1/schedstat?detail=cpu"))
+        .await
+        .unwrap();
+    let stats = b.text("main").await;
+    for want in [
+        "current/default (5 jobs)",
+        "current/batch (5 jobs)",
+        "avg wait per timeslice",
+        "cpu0",
+        "perf sched stats",
+        "probe: current/batch against current/default",
+        "fields zero in every job, not listed",
+    ] {
+        assert!(stats.contains(want), "schedstat page lacks {want:?}: {stats}");
+    }
+    // Only sched_count moved (in bold); every other listed field is noise or the same.
+    let calls = b
+        .js("return [...document.querySelectorAll('table.perfstats tbody tr')].map(tr => [tr.children[1].innerText.trim(), tr.children[8].innerText.trim(), tr.querySelector('strong') !== null])")
+        .await;
+    let calls: Vec<(String, String, bool)> = serde_json::from_value(calls).unwrap();
+    assert!(calls.len() > 20, "{calls:?}");
+    for (field, call, strong) in &calls {
+        let moved = field == "sched_count";
+        assert_eq!(
+            (call == "moved", *strong),
+            (moved, moved),
+            "{field}: {call} in {calls:?}"
+        );
+        assert!(moved || call == "noise" || call == "same", "{field}: {call}");
+    }
+    assert!(stats.contains("cross-check:"), "{stats}");
+    b.js("document.getElementById('perf-sched-stats').scrollIntoView(); return 0")
+        .await;
+    std::fs::write(
+        shots_dir().join("schedstat-perf-1280.png"),
+        b.client.screenshot().await.unwrap(),
+    )
+    .unwrap();
+    // The kernel's set-up: the variant's tuning, read back by the agent, and (stood in)
+    // the cgroup and the perf events a lab run records.
+    b.client.goto(&format!("{base}/runs/1")).await.unwrap();
+    let page = b.text("main").await;
+    for want in [
+        "variant batch, here: dma_latency=0; online CPUs",
+        "unavailable: governor (no cpufreq",
+        "changed: here: dma_latency /dev/cpu_dma_latency",
+        "variant batch, workload probe: cgroup quota 50% of 2 CPUs",
+        "perf stat could not count: cycles <not supported>, instructions <not supported>",
+    ] {
+        assert!(page.contains(want), "run page lacks {want:?}: {page}");
+    }
+    b.client
+        .goto(&format!("{base}/kernels/diff?a=key-a&b=key-b"))
+        .await
+        .unwrap();
+    let diff = b.text("table.configdiff").await;
+    assert!(
+        diff.contains("CONFIG_PREEMPT") && diff.contains("CONFIG_HZ_250") && !diff.contains("CONFIG_SCHED_DEBUG"),
+        "{diff}"
+    );
+
+    // Every page: a title, no console error, fits 800 px, a screenshot at each width.
+    let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    for (path, name) in [
+        ("/".to_string(), "runs"),
+        ("/runs/1".to_string(), "run"),
+        ("/runs/1/report".to_string(), "comparison"),
+        ("/runs/1/report?show=all".to_string(), "comparison-all"),
+        (
+            "/runs/1/samples?workload=probe&metric=value&kernel=current&variant=batch".to_string(),
+            "samples",
+        ),
+        ("/compare?a=1&b=1".to_string(), "compare"),
+        ("/runs/1/schedstat?detail=domain".to_string(), "schedstat"),
+        (format!("/jobs/{job}"), "job"),
+        ("/kernels".to_string(), "kernels"),
+        ("/kernels/key-a".to_string(), "kernel"),
+        ("/kernels/diff?a=key-a&b=key-b".to_string(), "kernel-diff"),
+        ("/history".to_string(), "history-choices"),
+        (
+            "/history?scenario=dashboard-live&workload=probe&metric=value".to_string(),
+            "history",
+        ),
+        ("/runs/999".to_string(), "not-found"),
+    ] {
+        visit_allowing_status(&b, &format!("{base}{path}"), name).await;
+    }
+    b.close().await;
+}
