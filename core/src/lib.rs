@@ -8,6 +8,7 @@
 //! The crate graph keeps it so: its manifest has no runtime, database or HTTP crate, and of
 //! the agent's protocol it takes only the plain types.
 
+pub mod bisect;
 pub mod cgroup;
 pub mod collect;
 pub mod kconfig;

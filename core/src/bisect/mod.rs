@@ -1,0 +1,296 @@
+//! Metric bisection's decisions, without I/O: a [`Bisection`] says what to measure next
+//! ([`Ask`]: a boot of which commit, and why) and takes each boot's value back, until it
+//! can say where the change came from ([`Outcome`]). The real bisector (builds, boots,
+//! workloads) and the simulator (`kreg bench bisect`) drive this same code.
+//!
+//! - **Endpoints first.** Good and bad are booted in turn (good, bad, good, bad …) until
+//!   their boots differ (Welch's test on the boots' values at `alpha`, spent evenly over the
+//!   looks, and a change of at least `min_effect`), or the cap is reached: then the change
+//!   does not reproduce, and nothing else is built.
+//! - **A step's position.** A tested commit's boots are interleaved with new boots of the
+//!   references (step, good, step, bad per round), and its position on the good→bad scale
+//!   (0 like good, 1 like bad) is estimated with Fieller's interval for the ratio
+//!   (step − good) / (bad − good) over every boot of the three, a boot being the unit (a
+//!   pooled boot-to-boot variance). The commit is `good` when the interval lies below ½,
+//!   `bad` when above; more rounds while it straddles ½, and `ambiguous` at the cap.
+//! - **The search** is `git bisect`'s: the commit nearest the middle of what is left; a
+//!   commit that cannot be built or booted is skipped, and when skips leave several
+//!   candidates the outcome is that range, never a guess.
+
+mod position;
+mod search;
+pub mod sim;
+
+use crate::stats::welch;
+pub use position::{position, Position};
+pub use search::{Mark, Next, Search};
+
+/// How a bisection decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rules {
+    /// The endpoints' test: the false alarm allowed over all its looks.
+    pub alpha: f64,
+    /// The smallest relative change between the endpoints that counts (0.02: 2 %).
+    pub min_effect: f64,
+    /// Boots of each endpoint before the first look, and at most.
+    pub endpoint_boots: (usize, usize),
+    /// Rounds (step, good, step, bad) a commit gets before its first look, and at most.
+    pub step_rounds: (usize, usize),
+    /// The chance allowed over all looks at one commit that its interval misses.
+    pub step_alpha: f64,
+}
+
+impl Default for Rules {
+    fn default() -> Rules {
+        Rules {
+            alpha: 0.01,
+            min_effect: 0.01,
+            endpoint_boots: (3, 12),
+            step_rounds: (2, 14),
+            step_alpha: 0.01,
+        }
+    }
+}
+
+/// Why a boot is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An endpoint, at the start.
+    Endpoint,
+    /// The commit under test.
+    Step,
+    /// A reference boot interleaved with a step's.
+    Reference,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ask {
+    /// Boot `commit` (an index into the range: 0 is good, the last is bad) and measure it.
+    Measure {
+        commit: usize,
+        role: Role,
+    },
+    Done(Outcome),
+}
+
+/// Where the bisection ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// An endpoint could not be built or booted: nothing to bisect (the reason).
+    EndpointFailed { commit: usize, reason: String },
+    /// The endpoints did not differ: their boots' means and the test's p.
+    DoesNotReproduce { good: f64, bad: f64, p: f64 },
+    /// The first commit that behaves like bad.
+    Culprit(usize),
+    /// The first bad commit is one of these (skipped commits left no way to tell).
+    Range { first: usize, last: usize },
+    /// A commit between the last good and the first bad one sits between them (two
+    /// culprits, or a change that only some boots show): its position, and the candidates.
+    Ambiguous {
+        commit: usize,
+        position: Option<Position>,
+        first: usize,
+        last: usize,
+    },
+}
+
+/// A tested commit and what was decided of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub commit: usize,
+    pub mark: Mark,
+    /// Its position with its interval (none for a skip).
+    pub position: Option<Position>,
+    pub boots: usize,
+}
+
+/// A bisection over `n` commits (0 is good, `n - 1` bad), fed one boot's value at a time.
+#[derive(Debug, Clone)]
+pub struct Bisection {
+    rules: Rules,
+    search: Search,
+    /// Every boot's value, by commit.
+    values: Vec<Vec<f64>>,
+    /// The commit under test, with the rounds it was given and the boots of this round
+    /// asked so far (0..4: step, good, step, bad).
+    current: Option<(usize, usize, usize)>,
+    reproduced: bool,
+    /// An endpoint that could not be built or booted, with why.
+    failed: Option<(usize, String)>,
+    steps: Vec<Step>,
+    /// Looks taken at the endpoints.
+    looks: usize,
+}
+
+impl Bisection {
+    pub fn new(n: usize, rules: Rules) -> Bisection {
+        assert!(n >= 2, "a range has a good and a bad end");
+        Bisection {
+            rules,
+            search: Search::new(n),
+            values: vec![Vec::new(); n],
+            current: None,
+            reproduced: false,
+            failed: None,
+            steps: Vec::new(),
+            looks: 0,
+        }
+    }
+
+    fn last(&self) -> usize {
+        self.values.len() - 1
+    }
+
+    /// The commits decided so far, in the order they were tested.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// Every boot's value of `commit`.
+    pub fn values(&self, commit: usize) -> &[f64] {
+        &self.values[commit]
+    }
+
+    /// Boots measured in all.
+    pub fn boots(&self) -> usize {
+        self.values.iter().map(Vec::len).sum()
+    }
+
+    /// A boot's value (`Ok`), or why the commit could not be built or booted (`Err`: it is
+    /// skipped; an endpoint that fails ends nothing here, the driver says why).
+    pub fn record(&mut self, commit: usize, value: Result<f64, String>) {
+        match value {
+            Ok(v) => {
+                self.values[commit].push(v);
+                if let Some((c, rounds, at)) = self.current {
+                    let at = at + 1;
+                    self.current = Some(if at == 4 { (c, rounds + 1, 0) } else { (c, rounds, at) });
+                }
+            }
+            Err(reason) if commit == 0 || commit == self.last() => self.failed = Some((commit, reason)),
+            Err(_) => {
+                self.search.mark(commit, Mark::Skip);
+                self.steps.push(Step {
+                    commit,
+                    mark: Mark::Skip,
+                    position: None,
+                    boots: self.values[commit].len(),
+                });
+                self.current = None;
+            }
+        }
+    }
+
+    /// What to measure next, or the outcome.
+    pub fn next(&mut self) -> Ask {
+        if let Some((commit, reason)) = self.failed.clone() {
+            return Ask::Done(Outcome::EndpointFailed { commit, reason });
+        }
+        if !self.reproduced {
+            if let Some(ask) = self.endpoints() {
+                return ask;
+            }
+        }
+        loop {
+            if let Some((commit, rounds, at)) = self.current {
+                if at != 0 || rounds < self.rules.step_rounds.0 {
+                    return self.round_boot(commit, at);
+                }
+                match self.decide(commit, rounds) {
+                    Some(Mark::Ambiguous) => {
+                        // Never guessed: the search stops at a commit it cannot place.
+                        let position = self.steps.last().and_then(|s| s.position);
+                        let (first, last) = self.search.candidates();
+                        return Ask::Done(Outcome::Ambiguous {
+                            commit,
+                            position,
+                            first,
+                            last,
+                        });
+                    }
+                    Some(mark) => {
+                        self.search.mark(commit, mark);
+                        self.current = None;
+                    }
+                    None => return self.round_boot(commit, 0),
+                }
+            }
+            match self.search.next() {
+                Next::Test(c) => self.current = Some((c, 0, 0)),
+                Next::Done(o) => return Ask::Done(o),
+            }
+        }
+    }
+
+    /// The `at`-th boot of a round: step, good, step, bad.
+    fn round_boot(&self, commit: usize, at: usize) -> Ask {
+        let (commit, role) = match at {
+            0 | 2 => (commit, Role::Step),
+            1 => (0, Role::Reference),
+            _ => (self.last(), Role::Reference),
+        };
+        Ask::Measure { commit, role }
+    }
+
+    /// The endpoints' next boot, or their outcome; `None` once they differ.
+    fn endpoints(&mut self) -> Option<Ask> {
+        let (first, cap) = self.rules.endpoint_boots;
+        let (g, b) = (self.values[0].len(), self.values[self.last()].len());
+        let ask = |commit| {
+            Some(Ask::Measure {
+                commit,
+                role: Role::Endpoint,
+            })
+        };
+        if g < first || g < b {
+            return ask(0);
+        }
+        if b < g {
+            return ask(self.last());
+        }
+        // A look: alpha spent evenly over the looks the cap allows.
+        self.looks += 1;
+        let looks = cap + 1 - first;
+        let (good, bad) = (&self.values[0], &self.values[self.last()]);
+        let p = welch(good, bad).map_or(1.0, |(_, _, p)| p);
+        let (mg, mb) = (mean(good), mean(bad));
+        let change = (mb - mg) / mg.abs();
+        if p < self.rules.alpha / looks as f64 && change.abs() >= self.rules.min_effect {
+            self.reproduced = true;
+            return None;
+        }
+        if g >= cap {
+            return Some(Ask::Done(Outcome::DoesNotReproduce { good: mg, bad: mb, p }));
+        }
+        ask(0)
+    }
+
+    /// A commit's mark after `rounds` rounds, or `None` for another round.
+    fn decide(&mut self, commit: usize, rounds: usize) -> Option<Mark> {
+        let (first, cap) = self.rules.step_rounds;
+        let looks = cap + 1 - first;
+        let alpha = self.rules.step_alpha / looks as f64;
+        let pos = position(&self.values[0], &self.values[self.last()], &self.values[commit], alpha);
+        let mark = match pos {
+            Some(p) if p.hi < 0.5 => Mark::Good,
+            Some(p) if p.lo > 0.5 => Mark::Bad,
+            _ if rounds >= cap => Mark::Ambiguous,
+            _ => return None,
+        };
+        self.steps.push(Step {
+            commit,
+            mark,
+            position: pos,
+            boots: self.values[commit].len(),
+        });
+        Some(mark)
+    }
+}
+
+fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+#[cfg(test)]
+mod tests;
