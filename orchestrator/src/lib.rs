@@ -6,8 +6,8 @@
 //! re-exported here under the same names.
 
 pub use kreg_core::{
-    cgroup, collect, kconfig, parse, plan, record, report, results, scenario, schedstat, stats, text, tuning, workload,
-    yaml,
+    bisect, cgroup, collect, kconfig, parse, plan, record, report, results, scenario, schedstat, stats, text, tuning,
+    workload, yaml,
 };
 
 pub mod boot;

@@ -183,7 +183,7 @@ impl Bisection {
     }
 
     /// What to measure next, or the outcome.
-    pub fn next(&mut self) -> Ask {
+    pub fn ask(&mut self) -> Ask {
         if let Some((commit, reason)) = self.failed.clone() {
             return Ask::Done(Outcome::EndpointFailed { commit, reason });
         }

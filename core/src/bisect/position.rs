@@ -41,7 +41,7 @@ pub fn position(good: &[f64], bad: &[f64], step: &[f64], alpha: f64) -> Option<P
     let t2 = t_quantile(alpha, df).powi(2);
     // The positions p for which a − p·b is within t of zero: qa·p² − 2·qb·p + qc ≤ 0.
     let qa = b * b - t2 * vb;
-    if !(qa > 0.0) {
+    if qa.is_nan() || qa <= 0.0 {
         return None;
     }
     let qb = a * b - t2 * cab;

@@ -66,7 +66,7 @@ pub fn trial(range: &[CommitModel], rules: Rules, runs: usize, rng: &mut Rng) ->
     let mut b = Bisection::new(range.len(), rules);
     let mut built = vec![false; range.len()];
     loop {
-        match b.next() {
+        match b.ask() {
             Ask::Done(outcome) => {
                 return Trial {
                     outcome,

@@ -33,6 +33,9 @@ pub enum BenchCmd {
     /// What the agent costs the machine it runs on: memory idle and during an upload, CPU
     /// idle, hackbench with it against without it.
     Agent(super::bench_agent::AgentArgs),
+    /// The bisection's decisions on described ranges: how often it names the right
+    /// commit, a wrong one, "does not reproduce", a range or "ambiguous", and its cost.
+    Bisect(super::bench_bisect::BisectArgs),
 }
 
 /// The plans a case is tried under: for cases of runs, the README's adaptive 3..10, a
@@ -62,6 +65,7 @@ pub async fn dispatch(cmd: BenchCmd, cfg: &kreg::config::Config) -> Result<ExitC
         BenchCmd::Verdicts { trials, seed } => verdicts(trials, seed),
         BenchCmd::Dashboard { samples, repeat } => super::bench_dashboard::run(cfg, samples, repeat).await,
         BenchCmd::Agent(args) => super::bench_agent::run(cfg, args).await,
+        BenchCmd::Bisect(args) => super::bench_bisect::run(args),
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod bench;
 pub mod bench_agent;
+pub mod bench_bisect;
 pub mod bench_dashboard;
 pub mod db;
 pub mod kernels;

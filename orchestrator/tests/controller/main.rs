@@ -4,6 +4,7 @@
 //! machine's tests are binaries of their own (scripts/test.sh runs them in lanes).
 
 mod adaptive;
+mod bench_bisect;
 mod cluster;
 mod dashboard_http;
 mod database_errors;

@@ -1,0 +1,170 @@
+//! `kreg bench bisect`: the bisection's decision code (`kreg::bisect`, the code the real
+//! bisector drives) run on described ranges: the synthetic ranges the README's table shows,
+//! or a range read from a file (`--replay`). Prints how often each outcome came out, and
+//! what the bisections cost in builds and boots.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use comfy_table::{presets, Table};
+
+use kreg::bisect::sim::{tally, CommitModel, Synthetic, Tally};
+use kreg::bisect::Rules;
+
+#[derive(clap::Args)]
+pub struct BisectArgs {
+    /// Bisections per range.
+    #[arg(long, default_value_t = 1000)]
+    trials: usize,
+    /// Seed of the simulations.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Runs of the workload in each boot.
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// A range described in a JSON file (its format is in the README) instead of the
+    /// synthetic ones.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<std::path::PathBuf>,
+}
+
+/// A range read from a file: its commits in order (the first good, the last bad) and,
+/// when known, the index of the first bad commit.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Replay {
+    commits: Vec<CommitModel>,
+    #[serde(default)]
+    culprit: Option<usize>,
+}
+
+/// The synthetic ranges: (what, range, the first bad commit when one commit is it).
+fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
+    let base = Synthetic {
+        commits: 64,
+        culprits: vec![(37, 0.03)],
+        cov: 0.01,
+        boot_cov: 0.01,
+        build_fails: vec![],
+    };
+    let drift = Synthetic {
+        culprits: (1..64).map(|i| (i, 0.0005)).collect(),
+        ..base.clone()
+    };
+    vec![
+        ("64 commits, +3% at 37, CoV 1%, boots 1%", base.clone(), Some(37)),
+        (
+            "the same without the change",
+            Synthetic {
+                culprits: vec![],
+                ..base.clone()
+            },
+            None,
+        ),
+        (
+            "two commits of +1.5% (20 and 40)",
+            Synthetic {
+                culprits: vec![(20, 0.015), (40, 0.015)],
+                ..base.clone()
+            },
+            None,
+        ),
+        ("a drift of +0.05% a commit (+3.2% in all)", drift, None),
+        (
+            "+3% at 37, 36 does not build",
+            Synthetic {
+                build_fails: vec![36],
+                ..base.clone()
+            },
+            Some(37),
+        ),
+        (
+            "16 commits, +5% at 9, CoV 3%, boots 2%",
+            Synthetic {
+                commits: 16,
+                culprits: vec![(9, 0.05)],
+                cov: 0.03,
+                boot_cov: 0.02,
+                build_fails: vec![],
+            },
+            Some(9),
+        ),
+        (
+            "256 commits, -3% at 200, CoV 1%, boots 1%",
+            Synthetic {
+                commits: 256,
+                culprits: vec![(200, -0.03)],
+                ..base
+            },
+            Some(200),
+        ),
+    ]
+}
+
+fn pct(n: usize, of: usize) -> String {
+    format!("{:.1}%", 100.0 * n as f64 / of.max(1) as f64)
+}
+
+fn row(t: &mut Table, what: &str, commits: usize, x: &Tally) {
+    let log2 = (commits as f64).log2().ceil() as usize;
+    t.add_row(vec![
+        what.to_string(),
+        pct(x.exact, x.trials),
+        pct(x.wrong, x.trials),
+        pct(x.does_not_reproduce, x.trials),
+        pct(x.ranges, x.trials),
+        pct(x.ambiguous, x.trials),
+        format!("{:.1} / {} (goal {})", x.mean_builds, x.max_builds, log2 + 3),
+        format!("{:.0} / {}", x.mean_boots, x.max_boots),
+    ]);
+}
+
+pub fn run(args: BisectArgs) -> Result<ExitCode> {
+    let rules = Rules::default();
+    let mut t = Table::new();
+    t.load_preset(presets::ASCII_MARKDOWN);
+    t.set_header(vec![
+        "range",
+        "exact culprit",
+        "wrong culprit",
+        "does not reproduce",
+        "a range",
+        "ambiguous",
+        "builds mean / max (goal)",
+        "boots mean / max",
+    ]);
+    match &args.replay {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let r: Replay = serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+            anyhow::ensure!(
+                r.commits.len() >= 2,
+                "{}: a range needs at least 2 commits",
+                path.display()
+            );
+            let x = tally(&r.commits, r.culprit, rules, args.runs, args.trials, args.seed);
+            row(&mut t, &path.display().to_string(), r.commits.len(), &x);
+        }
+        None => {
+            for (what, range, culprit) in ranges() {
+                let x = tally(&range.models(), culprit, rules, args.runs, args.trials, args.seed);
+                row(&mut t, what, range.commits, &x);
+            }
+        }
+    }
+    println!(
+        "bisections of described ranges: {} per range, {} runs a boot, seed {}; endpoints at alpha {} (min effect {}%), \
+         a step good or bad when its position's interval is clear of 1/2 ({}..{} rounds of step, good, step, bad); \
+         builds count every commit built (the endpoints, each step, each failed build); the goal is \
+         ceil(log2 commits) + 3",
+        args.trials,
+        args.runs,
+        args.seed,
+        rules.alpha,
+        rules.min_effect * 100.0,
+        rules.step_rounds.0,
+        rules.step_rounds.1
+    );
+    println!("{t}");
+    Ok(ExitCode::SUCCESS)
+}

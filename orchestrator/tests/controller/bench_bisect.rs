@@ -1,0 +1,64 @@
+//! `kreg bench bisect` as a user runs it: the synthetic ranges' table, a range replayed
+//! from a file, and a bad file refused with the reason.
+
+use std::process::Command;
+
+fn bench(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .args(["bench", "bisect"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The row of a table whose first cell starts with `what`, as its cells.
+fn cells(out: &str, what: &str) -> Vec<String> {
+    let line = out
+        .lines()
+        .find(|l| l.trim_start_matches("| ").starts_with(what))
+        .unwrap_or_else(|| panic!("no row {what}: {out}"));
+    line.split('|')
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[test]
+fn synthetic_ranges_and_a_replayed_one() {
+    let out = bench(&["--trials", "100"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = cells(&text, "64 commits, +3% at 37");
+    let exact: f64 = row[1].trim_end_matches('%').parse().unwrap();
+    assert!(exact >= 90.0, "{text}");
+    let row = cells(&text, "two commits");
+    assert_eq!(row[1], "0.0%", "never one commit when two share the change: {text}");
+
+    // A replayed range: 12 commits, the 8th (index 7) 4% slower, index 3 broken.
+    let scratch = kreg_testkit::Scratch::new("bench_bisect");
+    let dir = &scratch.0;
+    let commits: Vec<serde_json::Value> = (0..12)
+        .map(|i| {
+            let mean = if i >= 7 { 104.0 } else { 100.0 };
+            serde_json::json!({ "mean": mean, "sd": 1.0, "boot_sd": 0.5, "build_fails": i == 3 })
+        })
+        .collect();
+    let file = dir.join("range.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({ "commits": commits, "culprit": 7 }).to_string(),
+    )
+    .unwrap();
+    let out = bench(&["--trials", "50", "--replay", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = cells(&text, file.to_str().unwrap());
+    assert_eq!(row[1], "100.0%", "{text}");
+
+    // A misspelt field is refused, naming it.
+    std::fs::write(&file, r#"{"commits": [{"mean": 1, "sd": 1, "bootsd": 1}]}"#).unwrap();
+    let out = bench(&["--replay", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("range.json") && err.contains("bootsd"), "{err}");
+}
