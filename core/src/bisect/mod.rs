@@ -17,11 +17,14 @@
 //!   commit that cannot be built or booted is skipped, and when skips leave several
 //!   candidates the outcome is that range, never a guess.
 
+mod confirm;
 mod position;
 mod search;
 pub mod sim;
 
 use crate::stats::welch;
+use confirm::Confirm;
+pub use confirm::Confirmation;
 pub use position::{position, Position};
 pub use search::{Mark, Next, Search};
 
@@ -46,7 +49,7 @@ impl Default for Rules {
             alpha: 0.01,
             min_effect: 0.01,
             endpoint_boots: (3, 12),
-            step_rounds: (2, 14),
+            step_rounds: (2, 20),
             step_alpha: 0.01,
         }
     }
@@ -59,8 +62,14 @@ pub enum Role {
     Endpoint,
     /// The commit under test.
     Step,
-    /// A reference boot interleaved with a step's.
+    /// A boot of an endpoint interleaved with a step's or the confirmation's.
     Reference,
+    /// The culprit's parent, measured again beside it (the sandwich).
+    Parent,
+    /// The culprit, measured again beside its parent.
+    Culprit,
+    /// The bad end with `culprit` reverted on top (the commit asked is the bad end).
+    Revert { culprit: usize },
 }
 
 /// What to do next.
@@ -81,8 +90,9 @@ pub enum Outcome {
     EndpointFailed { commit: usize, reason: String },
     /// The endpoints did not differ: their boots' means and the test's p.
     DoesNotReproduce { good: f64, bad: f64, p: f64 },
-    /// The first commit that behaves like bad.
-    Culprit(usize),
+    /// The first commit that behaves like bad, and whether the sandwich and the revert
+    /// confirm it.
+    Culprit { commit: usize, confirmation: Confirmation },
     /// The first bad commit is one of these (skipped commits left no way to tell).
     Range { first: usize, last: usize },
     /// A commit between the last good and the first bad one sits between them (two
@@ -121,6 +131,8 @@ pub struct Bisection {
     steps: Vec<Step>,
     /// Looks taken at the endpoints.
     looks: usize,
+    /// The culprit being confirmed.
+    confirm: Option<Confirm>,
 }
 
 impl Bisection {
@@ -135,6 +147,7 @@ impl Bisection {
             failed: None,
             steps: Vec::new(),
             looks: 0,
+            confirm: None,
         }
     }
 
@@ -154,12 +167,22 @@ impl Bisection {
 
     /// Boots measured in all.
     pub fn boots(&self) -> usize {
-        self.values.iter().map(Vec::len).sum()
+        self.values.iter().map(Vec::len).sum::<usize>() + self.confirm.as_ref().map_or(0, Confirm::boots)
     }
 
     /// A boot's value (`Ok`), or why the commit could not be built or booted (`Err`: it is
     /// skipped; an endpoint that fails ends nothing here, the driver says why).
-    pub fn record(&mut self, commit: usize, value: Result<f64, String>) {
+    pub fn record(&mut self, commit: usize, role: Role, value: Result<f64, String>) {
+        if let Some(c) = self.confirm.as_mut() {
+            match (role, value) {
+                (Role::Reference, Ok(v)) => {
+                    self.values[commit].push(v);
+                    c.record(role, Ok(v));
+                }
+                (role, value) => c.record(role, value),
+            }
+            return;
+        }
         match value {
             Ok(v) => {
                 self.values[commit].push(v);
@@ -193,6 +216,16 @@ impl Bisection {
             }
         }
         loop {
+            if let Some(c) = self.confirm.as_mut() {
+                let last = self.values.len() - 1;
+                return match c.ask(&self.values[0], &self.values[last], last, &self.rules) {
+                    Ok((commit, role)) => Ask::Measure { commit, role },
+                    Err(confirmation) => Ask::Done(Outcome::Culprit {
+                        commit: c.culprit,
+                        confirmation,
+                    }),
+                };
+            }
             if let Some((commit, rounds, at)) = self.current {
                 if at != 0 || rounds < self.rules.step_rounds.0 {
                     return self.round_boot(commit, at);
@@ -218,7 +251,8 @@ impl Bisection {
             }
             match self.search.next() {
                 Next::Test(c) => self.current = Some((c, 0, 0)),
-                Next::Done(o) => return Ask::Done(o),
+                Next::Culprit(c) => self.confirm = Some(Confirm::new(c)),
+                Next::Range { first, last } => return Ask::Done(Outcome::Range { first, last }),
             }
         }
     }

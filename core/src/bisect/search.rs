@@ -2,8 +2,6 @@
 //! left for the first bad commit, and the next commit to test (the untested one nearest
 //! the middle of the candidates; skipped ones are stepped over, as `git bisect skip` does).
 
-use super::Outcome;
-
 /// What was decided of a commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mark {
@@ -19,7 +17,13 @@ pub enum Mark {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Next {
     Test(usize),
-    Done(Outcome),
+    /// The first bad commit.
+    Culprit(usize),
+    /// The first bad commit is one of these (skips left no way to tell).
+    Range {
+        first: usize,
+        last: usize,
+    },
 }
 
 /// The marks of commits `0..n`: 0 is good, `n - 1` bad.
@@ -66,11 +70,11 @@ impl Search {
         let open = (lo + 1..hi).filter(|&i| self.marks[i].is_none());
         match open.min_by(|&a, &b| (a as f64 - middle).abs().total_cmp(&(b as f64 - middle).abs())) {
             Some(c) => Next::Test(c),
-            None if hi == lo + 1 => Next::Done(Outcome::Culprit(hi)),
-            None => Next::Done(Outcome::Range {
+            None if hi == lo + 1 => Next::Culprit(hi),
+            None => Next::Range {
                 first: lo + 1,
                 last: hi,
-            }),
+            },
         }
     }
 }

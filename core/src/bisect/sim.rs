@@ -4,7 +4,7 @@
 //! culprits with their effects, spreads, broken commits) and ranges read from a file
 //! (`kreg bench bisect --replay`) are both lists of [`CommitModel`]s.
 
-use super::{Ask, Bisection, Outcome, Rules};
+use super::{Ask, Bisection, Outcome, Role, Rules};
 use crate::stats::rng::Rng;
 use crate::stats::sim::normal;
 
@@ -65,28 +65,49 @@ pub struct Trial {
 pub fn trial(range: &[CommitModel], rules: Rules, runs: usize, rng: &mut Rng) -> Trial {
     let mut b = Bisection::new(range.len(), rules);
     let mut built = vec![false; range.len()];
+    let mut built_revert = false;
     loop {
         match b.ask() {
             Ask::Done(outcome) => {
                 return Trial {
                     outcome,
                     boots: b.boots(),
-                    builds: built.iter().filter(|x| **x).count(),
+                    builds: built.iter().filter(|x| **x).count() + built_revert as usize,
                 }
             }
-            Ask::Measure { commit, .. } => {
-                built[commit] = true;
-                let c = &range[commit];
+            Ask::Measure { commit, role } => {
+                let c = match role {
+                    Role::Revert { culprit } => {
+                        built_revert = true;
+                        reverted(range, culprit)
+                    }
+                    _ => {
+                        built[commit] = true;
+                        range[commit].clone()
+                    }
+                };
                 if c.build_fails {
-                    b.record(commit, Err("the build failed".into()));
+                    b.record(commit, role, Err("the build failed".into()));
                     continue;
                 }
                 let boot = c.mean + c.boot_sd * normal(rng);
                 let runs = runs.max(1);
                 let value = (0..runs).map(|_| boot + c.sd * normal(rng)).sum::<f64>() / runs as f64;
-                b.record(commit, Ok(value));
+                b.record(commit, role, Ok(value));
             }
         }
+    }
+}
+
+/// The bad end with `culprit` reverted: its change (from its parent) taken off the bad
+/// end's mean, the changes being additive.
+pub fn reverted(range: &[CommitModel], culprit: usize) -> CommitModel {
+    let bad = &range[range.len() - 1];
+    let change = range[culprit].mean - range[culprit.saturating_sub(1)].mean;
+    CommitModel {
+        mean: bad.mean - change,
+        build_fails: false,
+        ..bad.clone()
     }
 }
 
@@ -97,6 +118,8 @@ pub struct Tally {
     pub trials: usize,
     /// The outcome named one commit, and it was `expected`.
     pub exact: usize,
+    /// Of the exact ones, those the sandwich and the revert confirmed.
+    pub confirmed: usize,
     /// The outcome named one commit, another.
     pub wrong: usize,
     pub does_not_reproduce: usize,
@@ -126,8 +149,11 @@ pub fn tally(
     for _ in 0..trials {
         let r = trial(range, rules, runs, &mut rng);
         match r.outcome {
-            Outcome::Culprit(c) if Some(c) == expected => t.exact += 1,
-            Outcome::Culprit(_) => t.wrong += 1,
+            Outcome::Culprit { commit, confirmation } if Some(commit) == expected => {
+                t.exact += 1;
+                t.confirmed += confirmation.confirmed as usize;
+            }
+            Outcome::Culprit { .. } => t.wrong += 1,
             Outcome::DoesNotReproduce { .. } | Outcome::EndpointFailed { .. } => t.does_not_reproduce += 1,
             Outcome::Range { .. } => t.ranges += 1,
             Outcome::Ambiguous { .. } => t.ambiguous += 1,

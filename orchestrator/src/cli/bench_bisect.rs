@@ -110,6 +110,7 @@ fn row(t: &mut Table, what: &str, commits: usize, x: &Tally) {
     t.add_row(vec![
         what.to_string(),
         pct(x.exact, x.trials),
+        pct(x.confirmed, x.trials),
         pct(x.wrong, x.trials),
         pct(x.does_not_reproduce, x.trials),
         pct(x.ranges, x.trials),
@@ -126,6 +127,7 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
     t.set_header(vec![
         "range",
         "exact culprit",
+        "confirmed",
         "wrong culprit",
         "does not reproduce",
         "a range",
@@ -155,8 +157,8 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
     println!(
         "bisections of described ranges: {} per range, {} runs a boot, seed {}; endpoints at alpha {} (min effect {}%), \
          a step good or bad when its position's interval is clear of 1/2 ({}..{} rounds of step, good, step, bad); \
-         builds count every commit built (the endpoints, each step, each failed build); the goal is \
-         ceil(log2 commits) + 3",
+         builds count every commit built (the endpoints, each step, each failed build, the revert); the goal is \
+         ceil(log2 commits) + 3; \"confirmed\": exact, and the sandwich and the revert agree",
         args.trials,
         args.runs,
         args.seed,
