@@ -55,6 +55,18 @@ const TOP: &[&str] = &[
     "perf",
 ];
 
+/// The one variant of a scenario that declares none: the default policy, nothing changed.
+fn default_variant() -> Variant {
+    Variant {
+        name: "default".into(),
+        policy: Policy::Other,
+        features: vec![],
+        cpus: None,
+        tuning: Default::default(),
+        cgroup: None,
+    }
+}
+
 impl<'a> Cx<'a> {
     fn scenario(&mut self, root: &Node) -> Option<Scenario> {
         let f = self.map(root, "the scenario", TOP)?;
@@ -78,14 +90,7 @@ impl<'a> Cx<'a> {
         let baseline = baseline_node.and_then(|n| self.name(n, "baseline"));
         let variants = match f.get("variants") {
             Some(n) => self.variants(n),
-            None => Some(vec![Variant {
-                name: "default".into(),
-                policy: Policy::Other,
-                features: vec![],
-                cpus: None,
-                tuning: Default::default(),
-                cgroup: None,
-            }]),
+            None => Some(vec![default_variant()]),
         };
         let workloads = match self.required(&f, "workloads", "the scenario") {
             Some(n) => self.workloads(n),

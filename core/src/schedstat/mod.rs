@@ -127,6 +127,55 @@ fn numbers(line: usize, fields: &[&str]) -> Result<Vec<u64>, SchedstatError> {
         .collect()
 }
 
+/// Line `n`, `cpuN` and its nine counters (`c`: what follows "cpu").
+fn cpu_line(n: usize, c: &str, words: &[&str]) -> Result<Cpu, SchedstatError> {
+    let cpu: u32 = c
+        .parse()
+        .map_err(|_| err(n, format!("{:?} is not cpuN", format!("cpu{c}"))))?;
+    let vals = numbers(n, &words[1..])?;
+    if vals.len() != 9 {
+        return Err(err(n, format!("cpu{cpu} has {} counters, expected 9", vals.len())));
+    }
+    let mut values = [0u64; 9];
+    values.copy_from_slice(&vals);
+    Ok(Cpu {
+        cpu,
+        values,
+        domains: Vec::new(),
+    })
+}
+
+/// Line `n`, `domainN` of version `v` (`d`: what follows "domain"): its name (v17), its CPU
+/// mask and its counters.
+fn domain_line(n: usize, v: u32, d: &str, words: &[&str]) -> Result<Domain, SchedstatError> {
+    let index: u32 = d
+        .parse()
+        .map_err(|_| err(n, format!("{:?} is not domainN", format!("domain{d}"))))?;
+    let (name, cpumask, rest) = if v >= 17 {
+        (
+            words.get(1).map(|s| s.to_string()),
+            words.get(2).unwrap_or(&""),
+            words.get(3..).unwrap_or(&[]),
+        )
+    } else {
+        (None, words.get(1).unwrap_or(&""), words.get(2..).unwrap_or(&[]))
+    };
+    let values = numbers(n, rest)?;
+    let want = domain_fields(v).len();
+    if values.len() != want {
+        return Err(err(
+            n,
+            format!("domain{index} has {} counters, version {v} has {want}", values.len()),
+        ));
+    }
+    Ok(Domain {
+        index,
+        name,
+        cpumask: cpumask.to_string(),
+        values,
+    })
+}
+
 pub fn parse(text: &str) -> Result<Snapshot, SchedstatError> {
     let mut version = None;
     let mut timestamp = None;
@@ -152,47 +201,14 @@ pub fn parse(text: &str) -> Result<Snapshot, SchedstatError> {
                     .ok_or_else(|| err(n, "bad timestamp line"))?,
             );
         } else if let Some(c) = first.strip_prefix("cpu") {
-            let cpu: u32 = c.parse().map_err(|_| err(n, format!("{first:?} is not cpuN")))?;
-            let vals = numbers(n, &words[1..])?;
-            if vals.len() != 9 {
-                return Err(err(n, format!("cpu{cpu} has {} counters, expected 9", vals.len())));
-            }
-            let mut values = [0u64; 9];
-            values.copy_from_slice(&vals);
-            cpus.push(Cpu {
-                cpu,
-                values,
-                domains: Vec::new(),
-            });
+            cpus.push(cpu_line(n, c, &words)?);
         } else if let Some(d) = first.strip_prefix("domain") {
             let v = version.ok_or_else(|| err(n, "a domain line before the version line"))?;
-            let index: u32 = d.parse().map_err(|_| err(n, format!("{first:?} is not domainN")))?;
-            let (name, cpumask, rest) = if v >= 17 {
-                (
-                    words.get(1).map(|s| s.to_string()),
-                    words.get(2).unwrap_or(&""),
-                    words.get(3..).unwrap_or(&[]),
-                )
-            } else {
-                (None, words.get(1).unwrap_or(&""), words.get(2..).unwrap_or(&[]))
-            };
-            let values = numbers(n, rest)?;
-            let want = domain_fields(v).len();
-            if values.len() != want {
-                return Err(err(
-                    n,
-                    format!("domain{index} has {} counters, version {v} has {want}", values.len()),
-                ));
-            }
+            let domain = domain_line(n, v, d, &words)?;
             let cpu = cpus
                 .last_mut()
                 .ok_or_else(|| err(n, "a domain line before any cpu line"))?;
-            cpu.domains.push(Domain {
-                index,
-                name,
-                cpumask: cpumask.to_string(),
-                values,
-            });
+            cpu.domains.push(domain);
         } else {
             return Err(err(n, format!("unexpected line starting with {first:?}")));
         }

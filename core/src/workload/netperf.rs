@@ -321,28 +321,29 @@ enum Table {
     UdpStream,
 }
 
+/// The table a banner (line `n`) announces.
+fn table_of(banner: &str, n: usize) -> Result<Table, ParseError> {
+    let upper = banner.to_ascii_uppercase();
+    if upper.contains("REQUEST/RESPONSE") {
+        Ok(Table::RequestResponse)
+    } else if upper.contains("UDP STREAM") || upper.contains("UDP MAERTS") {
+        Ok(Table::UdpStream)
+    } else if upper.contains("STREAM") || upper.contains("MAERTS") {
+        Ok(Table::Stream)
+    } else {
+        Err(perr(
+            TOOL,
+            format!("line {n}: a test whose table kreg does not read: {}", banner.trim()),
+        ))
+    }
+}
+
 /// netperf's default output: the banner, column headings ending with a line of units, a
 /// blank line, then the numbers; columns past the throughput (CPU use) are left aside.
 fn parse_table(text: &str) -> Result<Vec<Metric>, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
     let b = lines.iter().position(|l| is_banner(l)).unwrap_or(0);
-    let banner = lines[b].to_ascii_uppercase();
-    let table = if banner.contains("REQUEST/RESPONSE") {
-        Table::RequestResponse
-    } else if banner.contains("UDP STREAM") || banner.contains("UDP MAERTS") {
-        Table::UdpStream
-    } else if banner.contains("STREAM") || banner.contains("MAERTS") {
-        Table::Stream
-    } else {
-        return Err(perr(
-            TOOL,
-            format!(
-                "line {}: a test whose table kreg does not read: {}",
-                b + 1,
-                lines[b].trim()
-            ),
-        ));
-    };
+    let table = table_of(lines[b], b + 1)?;
     let blank = lines[b..]
         .iter()
         .position(|l| l.trim().is_empty())

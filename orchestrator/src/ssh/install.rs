@@ -258,23 +258,8 @@ pub async fn ensure(
     if !same_build {
         upload(session, slot, &bin, &want).await?;
     }
-    // Under TLS, the certificate (made now when missing) is read before the agent starts.
     let fingerprint = match setup.tls {
-        true => {
-            let from = if same_build {
-                slot.bin.to_string()
-            } else {
-                slot.upload_path()
-            };
-            let out = sh(
-                session,
-                r#""$1" --tls-fingerprint --data-dir "$2""#,
-                &[&from, slot.data],
-                None,
-            )
-            .await?;
-            Some(out.trim().to_string())
-        }
+        true => Some(fingerprint(session, slot, same_build).await?),
         false => None,
     };
     let client = match &fingerprint {
@@ -294,7 +279,12 @@ pub async fn ensure(
     }
     start(session, &p, token, setup, !same_build).await?;
     wait_up(session, slot, &client).await?;
-    let action = match (&p.sha256, &p.version) {
+    Ok((outcome(action_of(&p, same_build)), client))
+}
+
+/// What starting the agent did, from what the probe found before.
+fn action_of(p: &Probe, same_build: bool) -> Action {
+    match (&p.sha256, &p.version) {
         _ if same_build => Action::Restarted,
         (None, _) => Action::Installed,
         (Some(sha), v) => Action::Upgraded {
@@ -305,8 +295,25 @@ pub async fn ensure(
                 &sha[..12.min(sha.len())]
             ),
         },
+    }
+}
+
+/// The certificate's fingerprint of the agent in `slot` (the one just uploaded unless
+/// `same_build`), made now when missing: read before the agent starts.
+async fn fingerprint(session: &Session, slot: &Slot, same_build: bool) -> Result<String, String> {
+    let from = if same_build {
+        slot.bin.to_string()
+    } else {
+        slot.upload_path()
     };
-    Ok((outcome(action), client))
+    let out = sh(
+        session,
+        r#""$1" --tls-fingerprint --data-dir "$2""#,
+        &[&from, slot.data],
+        None,
+    )
+    .await?;
+    Ok(out.trim().to_string())
 }
 
 /// What the tunnel needs to start the agent again after a boot on a machine without
