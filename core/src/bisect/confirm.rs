@@ -4,7 +4,7 @@
 //! Each side is read as a position with its interval, as a step is; the culprit is
 //! `confirmed` only when both are clear and agree with the endpoints' change.
 
-use super::{position, Position, Role, Rules};
+use super::{look_rounds, position, Position, Role, Rules};
 
 /// Boots in a round of the confirmation.
 const ROUND: usize = 6;
@@ -111,11 +111,11 @@ impl Confirm {
             }
             self.rounds += 1;
             self.at = 0;
-            if self.rounds < rules.step_rounds.0 {
+            let looks = look_rounds(rules.step_rounds);
+            if !looks.contains(&self.rounds) {
                 continue;
             }
-            let looks = rules.step_rounds.1 + 1 - rules.step_rounds.0;
-            let alpha = rules.step_alpha / looks as f64;
+            let alpha = rules.step_alpha / looks.len() as f64;
             let sandwich = position(&self.parent, bad, &self.again, alpha);
             let revert = position(good, bad, &self.reverted, alpha);
             let carried = self.sandwich_failed.as_ref().map_or(side(sandwich), |_| Some(false));

@@ -5,14 +5,15 @@
 //!
 //! - **Endpoints first.** Good and bad are booted in turn (good, bad, good, bad …) until
 //!   their boots differ (Welch's test on the boots' values at `alpha`, spent evenly over the
-//!   looks, and a change of at least `min_effect`), or the cap is reached: then the change
+//!   looks of [`look_rounds`], and a change of at least `min_effect`), or the cap is reached: then the change
 //!   does not reproduce, and nothing else is built.
 //! - **A step's position.** A tested commit's boots are interleaved with new boots of the
 //!   references (step, good, step, bad per round), and its position on the good→bad scale
 //!   (0 like good, 1 like bad) is estimated with Fieller's interval for the ratio
 //!   (step − good) / (bad − good) over every boot of the three, a boot being the unit (a
 //!   pooled boot-to-boot variance). The commit is `good` when the interval lies below ½,
-//!   `bad` when above; more rounds while it straddles ½, and `ambiguous` at the cap.
+//!   `bad` when above; more rounds while it straddles ½ (looked at after rounds growing by
+//!   about a third, [`look_rounds`]), and `ambiguous` at the cap.
 //! - **The search** is `git bisect`'s: the commit nearest the middle of what is left; a
 //!   commit that cannot be built or booted is skipped, and when skips leave several
 //!   candidates the outcome is that range, never a guess.
@@ -283,9 +284,13 @@ impl Bisection {
         if b < g {
             return ask(self.last());
         }
-        // A look: alpha spent evenly over the looks the cap allows.
+        // A look at the boots `look_rounds` names: alpha spent evenly over those looks.
+        let looks = look_rounds((first, cap));
+        if !looks.contains(&g) {
+            return ask(0);
+        }
         self.looks += 1;
-        let looks = cap + 1 - first;
+        let looks = looks.len();
         let (good, bad) = (&self.values[0], &self.values[self.last()]);
         let p = welch(good, bad).map_or(1.0, |(_, _, p)| p);
         let (mg, mb) = (mean(good), mean(bad));
@@ -302,9 +307,12 @@ impl Bisection {
 
     /// A commit's mark after `rounds` rounds, or `None` for another round.
     fn decide(&mut self, commit: usize, rounds: usize) -> Option<Mark> {
-        let (first, cap) = self.rules.step_rounds;
-        let looks = cap + 1 - first;
-        let alpha = self.rules.step_alpha / looks as f64;
+        let looks = look_rounds(self.rules.step_rounds);
+        if !looks.contains(&rounds) {
+            return None;
+        }
+        let cap = self.rules.step_rounds.1;
+        let alpha = self.rules.step_alpha / looks.len() as f64;
         let pos = position(&self.values[0], &self.values[self.last()], &self.values[commit], alpha);
         let mark = match pos {
             Some(p) if p.hi < 0.5 => Mark::Good,
@@ -320,6 +328,18 @@ impl Bisection {
         });
         Some(mark)
     }
+}
+
+/// The rounds after which a commit is looked at, from `first` to `cap`: each about a third
+/// more than the one before, so that few looks share the error allowed and a clear commit is
+/// still decided early.
+pub fn look_rounds((first, cap): (usize, usize)) -> Vec<usize> {
+    let mut out = vec![first.max(1)];
+    while *out.last().expect("one") < cap {
+        let r = *out.last().expect("one");
+        out.push((r + 1).max((r * 4).div_ceil(3)).min(cap));
+    }
+    out
 }
 
 fn mean(x: &[f64]) -> f64 {

@@ -113,3 +113,10 @@ fn the_sandwich_and_the_revert_confirm_only_a_culprit_that_carries_the_change() 
         "{conflict:?}"
     );
 }
+
+#[test]
+fn looks_grow_by_about_a_third_up_to_the_cap() {
+    assert_eq!(look_rounds((2, 20)), [2, 3, 4, 6, 8, 11, 15, 20]);
+    assert_eq!(look_rounds((3, 12)), [3, 4, 6, 8, 11, 12]);
+    assert_eq!(look_rounds((5, 5)), [5]);
+}
