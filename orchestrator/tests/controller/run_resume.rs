@@ -206,3 +206,44 @@ async fn wrong_token_unreachable_host_or_missing_token_file_record_no_run() {
     );
     assert_eq!(runs(&db).await, 0);
 }
+
+/// A run is driven by one process at a time: a `kreg resume` of a run another controller is
+/// driving is refused (after the lock's wait), says why, and stores nothing; the first
+/// controller goes on to the end, each job once.
+#[tokio::test]
+async fn a_second_controller_on_a_run_being_driven_is_refused() {
+    let db = fresh_db("second_driver").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("second_driver");
+    let file = dir.0.join("s.yaml");
+    let argv = r#"[sh, -c, "sleep 1.5; echo value: 7; grep '^policy' /proc/self/sched"]"#;
+    std::fs::write(&file, scenario(&agent, "[ {name: default} ]", argv, 12)).unwrap();
+    let mut first = kreg(&db, &dir.0)
+        .arg("run")
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while count(&db, "SELECT count(*) FROM jobs WHERE state = 'done'").await < 1 {
+        assert!(std::time::Instant::now() < deadline, "no job done in time");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let run: i64 = count(&db, "SELECT max(id) FROM runs").await;
+    let second = kreg(&db, &dir.0).args(["resume", &run.to_string()]).output().unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "the second controller was let in: {said}");
+    assert!(said.contains("being driven by another kreg process"), "{said}");
+    assert!(
+        first.try_wait().unwrap().is_none(),
+        "the first controller stopped early"
+    );
+    assert_ok(&first.wait_with_output().unwrap(), "the first controller");
+    assert_eq!(count(&db, "SELECT count(*) FROM jobs WHERE state = 'done'").await, 12);
+    assert_eq!(count(&db, "SELECT count(*) FROM jobs WHERE attempts > 1").await, 0);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM results WHERE metric = 'value'").await,
+        12
+    );
+}
