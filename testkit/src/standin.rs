@@ -48,6 +48,38 @@ if ! grep -q '^CONFIG_PCI=y' .config; then
 fi
 "#;
 
+/// What a machine needs to mount its root and reach the network (ext4, virtio block and
+/// net) with what they depend on, and the module lists modules_install writes: copied from
+/// `mods` (a release's /lib/modules folder) to `to`.
+fn copy_modules(mods: &Path, to: &Path) {
+    let wanted = [
+        "kernel/fs/ext4",
+        "kernel/fs/jbd2",
+        "kernel/fs/mbcache.ko.xz",
+        "kernel/lib",
+        "kernel/crypto",
+        "kernel/arch",
+        "kernel/block",
+        "kernel/drivers/block/virtio_blk.ko.xz",
+        "kernel/drivers/virtio",
+        "kernel/drivers/net/virtio_net.ko.xz",
+        "kernel/drivers/net/net_failover.ko.xz",
+        "kernel/net/core",
+        "modules.order",
+        "modules.builtin",
+        "modules.builtin.modinfo",
+    ];
+    let present: Vec<&str> = wanted.iter().copied().filter(|w| mods.join(w).exists()).collect();
+    let status = Command::new("cp")
+        .current_dir(mods)
+        .args(["-r", "--parents"])
+        .args(&present)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// Builds the stand-in repository from Debian's 6.12 kernel package; returns (repo, release).
 pub fn standin_repo(dir: &Path) -> (PathBuf, String) {
     let cache = std::env::var("KREG_CACHE_DIR")
@@ -94,35 +126,7 @@ pub fn standin_repo(dir: &Path) -> (PathBuf, String) {
     .unwrap();
     std::fs::write(repo.join("README"), "stand-in tree\n").unwrap();
     std::fs::copy(&p.vmlinuz, repo.join("image")).unwrap();
-    // What a machine needs to mount its root and reach the network (ext4, virtio block and
-    // net) with what they depend on, and the module lists modules_install writes.
-    let mods = p.modules_dir.unwrap();
-    let wanted = [
-        "kernel/fs/ext4",
-        "kernel/fs/jbd2",
-        "kernel/fs/mbcache.ko.xz",
-        "kernel/lib",
-        "kernel/crypto",
-        "kernel/arch",
-        "kernel/block",
-        "kernel/drivers/block/virtio_blk.ko.xz",
-        "kernel/drivers/virtio",
-        "kernel/drivers/net/virtio_net.ko.xz",
-        "kernel/drivers/net/net_failover.ko.xz",
-        "kernel/net/core",
-        "modules.order",
-        "modules.builtin",
-        "modules.builtin.modinfo",
-    ];
-    let present: Vec<&str> = wanted.iter().copied().filter(|w| mods.join(w).exists()).collect();
-    let status = Command::new("cp")
-        .current_dir(&mods)
-        .args(["-r", "--parents"])
-        .args(&present)
-        .arg(repo.join("mods"))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    copy_modules(&p.modules_dir.unwrap(), &repo.join("mods"));
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-q", "-m", "stand-in v1"]);
     git(&repo, &["tag", "v1"]);
