@@ -2,8 +2,9 @@
 //! with the host's settings (transparent hugepages, NUMA balancing, a scheduler debugfs
 //! knob, the workload within one last-level cache, and the cpufreq settings a TCG guest
 //! lacks, marked optional) and a variant that takes CPU 1 offline. Each job's record says
-//! which CPUs were online; the CPU-bound workload (two busybox shells at once) and
-//! hackbench are slower on one CPU (the agent holding a CPU latency request of 0 µs meanwhile); every knob was read back and put back (the VM stops with the run, so the test
+//! which CPUs were online; the CPU-bound workload (two busybox shells at once) is slower on
+//! one CPU, and hackbench ran with CPU 0 alone online as /proc/schedstat shows (the agent
+//! holding a CPU latency request of 0 µs meanwhile); every knob was read back and put back (the VM stops with the run, so the test
 //! reads the database's account of it, and the loopback test `tuning` reads a machine's
 //! own values back). Two variants run in cgroups v2: one with half the CPUs' bandwidth
 //! (`cpu.max`), throttled and slower; one in a hierarchy 2/10/2 deep with a quarter each
@@ -120,11 +121,33 @@ async fn a_variant_with_a_cpu_offline_runs_on_one_cpu_and_every_knob_is_put_back
     // 1.4 to 1.5 times slower in the runs seen here (two CPU-bound shells on one vCPU).
     assert!(one > 1.25 * two, "spin2 median: {two} s on two CPUs, {one} s on one");
     let (hb2, hb1) = (walls("all", "time", "hb").await, walls("one-cpu", "time", "hb").await);
+    // hackbench's figure is printed, not asserted: under TCG a wakeup across vCPUs costs an
+    // exit to the emulator, so two vCPUs gain little on it (1.08 to 1.85 times slower on one
+    // CPU in runs here, depending on what the host's cores do meanwhile). That it ran on one
+    // CPU is read from the kernel itself: /proc/schedstat, snapshotted around each job,
+    // lists the online CPUs only.
     eprintln!("median wall: spin2 {two} s on 2 CPUs, {one} s on 1; hackbench {hb2} s on 2 CPUs, {hb1} s on 1");
-    // hackbench too, though less: under TCG a wakeup across vCPUs costs an exit to the
-    // emulator, so two vCPUs gain less on it than on the shells (medians 1.25 to 1.85 times
-    // slower on one CPU in clean runs here; with the host's cores busy, no gain at all).
-    assert!(hb1 > 1.1 * hb2, "hackbench median: {hb2} s on two CPUs, {hb1} s on one");
+    let snapshots: Vec<(String, String)> = sqlx::query_as(
+        "SELECT j.variant, o.content FROM raw_outputs o JOIN jobs j ON j.id = o.job_id
+         WHERE o.kind = 'schedstat_after' AND j.workload = 'hb' AND j.variant IN ('all', 'one-cpu')",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(snapshots.len(), 10, "a schedstat snapshot after each hackbench job");
+    for (variant, text) in &snapshots {
+        let cpus: Vec<u32> = kreg::schedstat::parse(text)
+            .unwrap()
+            .cpus
+            .iter()
+            .map(|c| c.cpu)
+            .collect();
+        let want: &[u32] = if variant == "one-cpu" { &[0] } else { &[0, 1] };
+        assert_eq!(
+            cpus, want,
+            "variant {variant}: the CPUs /proc/schedstat listed after hackbench"
+        );
+    }
 
     // Every knob kreg changed was put back (written, read back equal) before the VM stopped.
     let knobs: Vec<(String, String, String, bool)> = sqlx::query_as(
