@@ -53,3 +53,13 @@ mod tests {
         assert_eq!(one_line("line 1\nline 2\t|"), "line 1\\nline 2\\t|");
     }
 }
+
+/// A p-value as reports print it: `1.23e-4`; one too small for a double (it underflowed
+/// to 0) is `< 1e-300`, never `0.00e0`.
+pub fn p_value(p: f64) -> String {
+    if p < 1e-300 {
+        "< 1e-300".into()
+    } else {
+        format!("{p:.2e}")
+    }
+}

@@ -25,6 +25,9 @@ enum Cmd {
     Plan(cli::validate::PlanArgs),
     /// Record a new run of a scenario and drive it to the end.
     Run(cli::run::RunArgs),
+    /// Find the first commit between a good and a bad ref that changes a metric, and
+    /// confirm it (its parent measured again beside it, and the bad end with it reverted).
+    Bisect(cli::bisect::BisectArgs),
     /// Continue a run from its first job not done.
     Resume(cli::run::ResumeArgs),
     /// Show where runs stand.
@@ -98,6 +101,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Validate(a) => cli::validate::validate(&a),
         Cmd::Plan(a) => cli::validate::plan(&a),
         Cmd::Run(a) => cli::run::start(&a.file, cfg).await,
+        Cmd::Bisect(a) => cli::bisect::bisect(cfg, &a).await,
         Cmd::Resume(a) => cli::run::resume(a.run, cfg).await,
         Cmd::Status(a) => cli::status::status(&cli::db::connect(cfg).await?, a.run).await,
         Cmd::Report(a) => cli::report::report(cfg, &a).await,

@@ -10,7 +10,7 @@ use super::{look_rounds, position, Position, Role, Rules};
 const ROUND: usize = 6;
 
 /// What the confirmation found.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Confirmation {
     /// The culprit between its parent (0) and the bad end (1): near 1 when it carries the
     /// whole change; or why it could not be measured again.

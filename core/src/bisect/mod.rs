@@ -20,17 +20,20 @@
 
 mod confirm;
 mod position;
+pub mod report;
 mod search;
 pub mod sim;
+mod spec;
 
 use crate::stats::welch;
 use confirm::Confirm;
 pub use confirm::Confirmation;
 pub use position::{position, Position};
 pub use search::{Mark, Next, Search};
+pub use spec::{metric_of, Spec};
 
 /// How a bisection decides.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rules {
     /// The endpoints' test: the false alarm allowed over all its looks.
     pub alpha: f64,
@@ -57,7 +60,7 @@ impl Default for Rules {
 }
 
 /// Why a boot is asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Role {
     /// An endpoint, at the start.
     Endpoint,
@@ -73,6 +76,33 @@ pub enum Role {
     Revert { culprit: usize },
 }
 
+impl Role {
+    /// Its name as stored: endpoint, step, reference, parent, culprit or revert.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Role::Endpoint => "endpoint",
+            Role::Step => "step",
+            Role::Reference => "reference",
+            Role::Parent => "parent",
+            Role::Culprit => "culprit",
+            Role::Revert { .. } => "revert",
+        }
+    }
+
+    /// The role a stored name (and, for a revert, the commit reverted) stands for.
+    pub fn parse(name: &str, reverted: Option<usize>) -> Option<Role> {
+        Some(match (name, reverted) {
+            ("endpoint", _) => Role::Endpoint,
+            ("step", _) => Role::Step,
+            ("reference", _) => Role::Reference,
+            ("parent", _) => Role::Parent,
+            ("culprit", _) => Role::Culprit,
+            ("revert", Some(culprit)) => Role::Revert { culprit },
+            _ => return None,
+        })
+    }
+}
+
 /// What to do next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ask {
@@ -85,7 +115,8 @@ pub enum Ask {
 }
 
 /// Where the bisection ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
     /// An endpoint could not be built or booted: nothing to bisect (the reason).
     EndpointFailed { commit: usize, reason: String },
@@ -107,7 +138,7 @@ pub enum Outcome {
 }
 
 /// A tested commit and what was decided of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Step {
     pub commit: usize,
     pub mark: Mark,
@@ -278,15 +309,13 @@ impl Bisection {
                 role: Role::Endpoint,
             })
         };
-        if g < first || g < b {
-            return ask(0);
-        }
+        // Interleaved: good, bad, good, bad …, a look when both have the boots
+        // `look_rounds` names (alpha spent evenly over those looks).
         if b < g {
             return ask(self.last());
         }
-        // A look at the boots `look_rounds` names: alpha spent evenly over those looks.
         let looks = look_rounds((first, cap));
-        if !looks.contains(&g) {
+        if g < first || !looks.contains(&g) {
             return ask(0);
         }
         self.looks += 1;

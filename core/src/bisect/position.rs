@@ -6,7 +6,7 @@
 use crate::stats::t_quantile;
 
 /// A position with its interval.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Position {
     pub estimate: f64,
     pub lo: f64,

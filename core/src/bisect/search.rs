@@ -3,7 +3,8 @@
 //! the middle of the candidates; skipped ones are stepped over, as `git bisect skip` does).
 
 /// What was decided of a commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Mark {
     Good,
     Bad,

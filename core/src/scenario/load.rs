@@ -53,6 +53,7 @@ const TOP: &[&str] = &[
     "order",
     "collect",
     "perf",
+    "bisect",
 ];
 
 /// The one variant of a scenario that declares none: the default policy, nothing changed.
@@ -108,6 +109,10 @@ impl<'a> Cx<'a> {
             Some(n) => self.collect(n),
             None => Some(Default::default()),
         };
+        let bisect = match f.get("bisect") {
+            Some(n) => self.bisect(n).map(Some),
+            None => Some(None),
+        };
 
         // Cross-references, checked against the names the file declares even where an
         // entry has problems of its own: every independent problem in one pass.
@@ -138,6 +143,7 @@ impl<'a> Cx<'a> {
             tools: tools?,
             order: order?,
             collect: collect?,
+            bisect: bisect?,
             files: Vec::new(),
         })
     }
@@ -425,6 +431,7 @@ struct PendingWorkload {
     host_refs: Vec<(String, usize, usize)>,
 }
 
+mod bisect;
 mod cgroup;
 mod hosts;
 mod kernel;

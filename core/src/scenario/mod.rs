@@ -36,6 +36,8 @@ pub struct Scenario {
     pub order: Order,
     /// Collectors for every workload.
     pub collect: crate::collect::Collect,
+    /// What `kreg bisect` bisects (`bisect:`), when the scenario says.
+    pub bisect: Option<crate::bisect::Spec>,
     /// Every file the scenario names, with where: `kreg validate` checks them.
     pub files: Vec<FileRef>,
 }

@@ -4,6 +4,7 @@
 //! shown: the interval inside ±minimum effect), or inconclusive with the reason and the
 //! runs that would settle it. Deterministic: the same samples give the same verdict.
 
+use crate::text::p_value;
 use super::kind::MetricKind;
 use super::normal_quantile;
 use super::rank::{runs_to_reach, MONTE_CARLO_DRAWS};
@@ -252,9 +253,9 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     let within = c.ci.is_some_and(|(l, h)| l >= -min && h <= min);
     let significant = c.p_adjusted < alpha;
     let p_text = if c.p_adjusted != c.p {
-        format!("p={:.2e}, adjusted {:.2e}", c.p, c.p_adjusted)
+        format!("p={}, adjusted {}", p_value(c.p), p_value(c.p_adjusted))
     } else {
-        format!("p={:.2e}", c.p)
+        format!("p={}", p_value(c.p))
     };
     let change_verdict = |sign: f64| {
         if (sign < 0.0) == higher_is_better {

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod bench_agent;
 pub mod bench_bisect;
 pub mod bench_dashboard;
+pub mod bisect;
 pub mod db;
 pub mod kernels;
 pub mod lab;

@@ -20,7 +20,7 @@ use kreg::report::Format;
 
 /// What a run's progress looks like: lines on stderr (each stage with what it cost, each job
 /// with the time left), and a bar when stderr is a terminal.
-struct Progress {
+pub(super) struct Progress {
     bar: ProgressBar,
     tty: bool,
     /// When this process began driving the run (boots count as its jobs' time), and how
@@ -31,6 +31,27 @@ struct Progress {
 }
 
 impl Progress {
+    /// A bar on a terminal, plain lines otherwise.
+    pub(super) fn new() -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        let bar = if tty {
+            ProgressBar::new(0)
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} eta {eta} {wide_msg}")
+                .expect("template"),
+        );
+        Progress {
+            bar,
+            tty,
+            started: Instant::now(),
+            finished: 0,
+            total: 0,
+        }
+    }
+
     /// A progress line, its control characters escaped (a workload's stderr may hold any).
     fn say(&self, line: String) {
         let line = kreg::text::printable(&kreg::secrets::redact(&line)).into_owned();
@@ -61,13 +82,15 @@ impl Progress {
         format!("job #{ordinal}/{}", self.total)
     }
 
-    fn show(&mut self, e: Event) {
+    pub(super) fn show(&mut self, e: Event) {
         match e {
             Event::KernelBooting { kernel } => {
                 self.bar.set_message(format!("preparing kernel {kernel}"));
                 self.say(format!("kernel {kernel}: preparing (fetch and unpack, or build)"));
             }
-            Event::KernelPrepared { kernel, release, secs } => {
+            Event::KernelPrepared {
+                kernel, release, secs, ..
+            } => {
                 let what = release.map_or("the running kernel".to_string(), |r| format!("release {r}"));
                 self.bar.set_message(format!("booting kernel {kernel}"));
                 self.say(format!(
@@ -139,6 +162,7 @@ impl Progress {
                 self.say(format!("{head}: FAILED: {reason}{}", self.left(ordinal)));
             }
             Event::Warning { message } => self.say(format!("warning: {message}")),
+            Event::Bisect { message } => self.say(format!("bisect: {message}")),
             Event::Look { cells, jobs } => self.say(look_line(&cells, jobs)),
             Event::Leftovers { host, killed } => self.say(format!(
                 "{host}: killed {} process(es) an earlier attempt left running: {}",
@@ -176,23 +200,8 @@ fn look_line(cells: &[String], jobs: usize) -> String {
 
 /// `reached`: the agents the preflight reached (none on a resume).
 pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, reached: engine::reach::Reached) -> Result<ExitCode> {
-    let tty = std::io::stderr().is_terminal();
-    let bar = if tty {
-        ProgressBar::new(0)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} eta {eta} {wide_msg}")
-            .expect("template"),
-    );
-    let mut progress = Progress {
-        bar: bar.clone(),
-        tty,
-        started: Instant::now(),
-        finished: 0,
-        total: 0,
-    };
+    let mut progress = Progress::new();
+    let bar = progress.bar.clone();
     let mut on_event = |e: Event| progress.show(e);
     let outcome = tokio::select! {
         r = engine::drive(db, run_id, cfg, reached, &mut on_event) => r?,
@@ -221,7 +230,7 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, reached: engine::reac
 }
 
 /// The first SIGINT or SIGTERM.
-async fn interrupted() -> &'static str {
+pub(super) async fn interrupted() -> &'static str {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         return std::future::pending().await;
@@ -280,6 +289,14 @@ pub async fn start(file: &Path, cfg: &Config) -> Result<ExitCode> {
 /// `kreg resume`: a run driven on from its first job not done.
 pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
     let db = super::db::connect(cfg).await?;
+    if let Some(b) = store::bisect::bisection(&db, run).await? {
+        if b.outcome.is_some() {
+            println!("run {run}: a finished bisection; nothing to resume (`kreg bisect --show {run}`)");
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!("run {run}: resuming the bisection");
+        return super::bisect::drive(cfg, run, Default::default(), "text").await;
+    }
     let before = store::jobs(&db, run).await?;
     if before.is_empty() {
         store::run(&db, run).await?;

@@ -160,6 +160,10 @@ impl Driver<'_> {
             kernel: kernel.name.clone(),
             release: prepared.as_ref().map(|p| p.release.clone()),
             secs: started.elapsed().as_secs_f64(),
+            compiled: prepared
+                .as_ref()
+                .and_then(|p| p.built.as_ref())
+                .is_some_and(|b| b.built_now),
         });
         let started = std::time::Instant::now();
         if let Some(b) = prepared.as_ref().and_then(|p| p.built.as_ref()) {

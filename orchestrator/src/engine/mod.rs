@@ -2,6 +2,7 @@
 //! in `drive`), and stores every outcome as it happens, so that a run stopped at any point can be resumed from the
 //! first job not done. Progress goes out as [`Event`]s.
 
+pub mod bisect;
 mod cgroup;
 mod console;
 mod drive;
@@ -47,6 +48,8 @@ pub enum Event {
         kernel: String,
         release: Option<String>,
         secs: f64,
+        /// Whether it was compiled now (not found in the build cache).
+        compiled: bool,
     },
     /// The SUT runs the kernel, `secs` after its boot began.
     KernelReady {
@@ -83,6 +86,10 @@ pub enum Event {
     Look {
         cells: Vec<String>,
         jobs: usize,
+    },
+    /// A bisection's progress: what it measures, what a boot gave, what it decided.
+    Bisect {
+        message: String,
     },
     /// Something the user must know that fails no job.
     Warning {
@@ -287,6 +294,8 @@ pub enum EngineError {
     Scenario { run: i64, detail: String },
     #[error("host {host}: {detail}")]
     Host { host: String, detail: String },
+    #[error("bisection: {0}")]
+    Bisect(String),
 }
 
 /// Why a step of a drive gave no value: `Failed`, the step failed and its jobs fail with

@@ -149,6 +149,7 @@ impl BuildHost for Local {
             let modroot = out.join("modroot");
             run(
                 Command::new("make")
+                    .env("LOCALVERSION", "")
                     .arg("-C")
                     .arg(work)
                     .arg(format!("INSTALL_MOD_PATH={}", modroot.display()))
@@ -200,7 +201,7 @@ pub(super) fn compiler() -> Result<String, KernelError> {
 }
 
 /// A bare mirror of a git repository in the cache, fetched; returns (mirror, commit, tree).
-pub(super) fn git_tree(url: &str, git_ref: &str, cache: &Path) -> Result<(PathBuf, String, String), KernelError> {
+pub(crate) fn git_tree(url: &str, git_ref: &str, cache: &Path) -> Result<(PathBuf, String, String), KernelError> {
     let mirror = cache.join("git").join(&sha256_hex(url.as_bytes())[..16]);
     if mirror.join("HEAD").exists() {
         run(
@@ -274,7 +275,7 @@ fn input_key(
 }
 
 fn make(dir: &Path, args: &[&str], what: &str) -> Result<String, KernelError> {
-    run(Command::new("make").arg("-C").arg(dir).args(args), what)
+    run(Command::new("make").env("LOCALVERSION", "").arg("-C").arg(dir).args(args), what)
 }
 
 /// The Kconfig files of a tree that count on x86 (other architectures' are left out), for
@@ -338,22 +339,71 @@ pub fn build(
         }
     }
 
-    // A fresh work tree.
-    let work = cache.join("work").join(&ikey[..16]);
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).map_err(|e| msg(format!("{}: {e}", work.display())))?;
+    let shared = match (&spec.tree, &git) {
+        (TreeSource::Git { url, .. }, Some(_)) if host.place() == controller() => {
+            Some(shared_key(url, spec, &running_config, &compiler)?)
+        }
+        _ => None,
+    };
     let inputs = Inputs {
         tree_hash,
         git,
         patches,
         compiler,
     };
-    let result = build_in(spec, cache, &work, running_config, host, log, inputs);
-    let _ = std::fs::remove_dir_all(&work);
-    let built = result?;
+    let built = match shared {
+        Some(share) => {
+            // One work tree per repository, config request and compiler, kept between
+            // builds: a commit checked out there recompiles only what it changed.
+            let _lock = super::CacheLock::take_named(cache, &format!("work-{share}"))?;
+            let work = cache.join("work").join(format!("shared-{share}"));
+            let (mirror, commit) = inputs.git.as_ref().expect("a git tree");
+            checkout(mirror, commit, &work, log)?;
+            build_in(spec, cache, &work, running_config, host, log, inputs, false)?
+        }
+        None => {
+            // A fresh work tree.
+            let work = cache.join("work").join(&ikey[..16]);
+            let _ = std::fs::remove_dir_all(&work);
+            std::fs::create_dir_all(&work).map_err(|e| msg(format!("{}: {e}", work.display())))?;
+            let result = build_in(spec, cache, &work, running_config, host, log, inputs, true);
+            let _ = std::fs::remove_dir_all(&work);
+            result?
+        }
+    };
     std::fs::create_dir_all(index.parent().expect("has parent")).map_err(|e| msg(e.to_string()))?;
     std::fs::write(&index, &built.key).map_err(|e| msg(e.to_string()))?;
     Ok(built)
+}
+
+/// What names a shared work tree: the repository, the config request and the compiler
+/// (not the commit, nor the patches: a checkout and a clean put any commit there).
+fn shared_key(url: &str, spec: &BuildSpec, base_text: &Option<String>, compiler: &str) -> Result<String, KernelError> {
+    let request = input_key("", spec, base_text, "", compiler)?;
+    Ok(sha256_hex(format!("{url}\n{request}").as_bytes())[..16].to_string())
+}
+
+/// `commit` checked out in the shared work tree `work` (a clone of the mirror sharing its
+/// objects, made the first time): tracked files put back as the commit has them (a
+/// patch's changes undone), untracked ones that are not build output removed. Files the
+/// commit does not change keep their times, so make rebuilds only what it changed.
+fn checkout(mirror: &Path, commit: &str, work: &Path, log: &mut dyn FnMut(&str)) -> Result<(), KernelError> {
+    if !work.join(".git").exists() {
+        let _ = std::fs::remove_dir_all(work);
+        std::fs::create_dir_all(work.parent().expect("has parent")).map_err(|e| msg(e.to_string()))?;
+        run(
+            Command::new("git")
+                .args(["clone", "--quiet", "--shared", "--no-checkout", "--"])
+                .arg(mirror)
+                .arg(work),
+            "git clone --shared",
+        )?;
+    }
+    log(&format!("checking out {commit} in {}", work.display()));
+    let git = |args: &[&str], what: &str| run(Command::new("git").arg("-C").arg(work).args(args), what);
+    git(&["checkout", "--quiet", "--force", "--detach", commit], "git checkout")?;
+    git(&["clean", "-fdq"], "git clean")?;
+    Ok(())
 }
 
 /// A build in the cache, by key.
@@ -376,6 +426,7 @@ struct Inputs {
 
 /// The build in a fresh work tree: extract, patch, configure, then compile unless a build
 /// of the same content key is already in the cache.
+#[allow(clippy::too_many_arguments)]
 fn build_in(
     spec: &BuildSpec,
     cache: &Path,
@@ -384,8 +435,11 @@ fn build_in(
     host: &mut dyn BuildHost,
     log: &mut dyn FnMut(&str),
     inputs: Inputs,
+    fresh: bool,
 ) -> Result<Built, KernelError> {
-    extract(&spec.tree, inputs.git.as_ref(), work, log)?;
+    if fresh {
+        extract(&spec.tree, inputs.git.as_ref(), work, log)?;
+    }
     apply_patches(&spec.patches, work, log)?;
     let config = configure(spec, work, running_config)?;
     let config_hash = sha256_hex(kconfig::canonical(&config).as_bytes());
@@ -601,7 +655,9 @@ pub(super) fn stream_make(
     log: &mut dyn FnMut(&str),
 ) -> Result<(), KernelError> {
     let mut file = std::fs::File::create(log_path).map_err(|e| msg(e.to_string()))?;
+    // LOCALVERSION set (empty): no "+" appended for a tree that is a git checkout.
     let mut child = Command::new("make")
+        .env("LOCALVERSION", "")
         .arg("-C")
         .arg(work)
         .arg(format!("-j{jobs}"))

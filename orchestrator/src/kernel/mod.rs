@@ -9,6 +9,7 @@ use crate::scenario::KernelSource;
 
 pub mod build;
 pub mod perf;
+pub mod range;
 pub mod remote;
 
 #[derive(Debug, thiserror::Error)]

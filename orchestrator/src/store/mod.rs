@@ -1,6 +1,7 @@
 //! PostgreSQL through sqlx: the only module that speaks SQL. Functions take any executor
 //! (pool, connection or transaction) so callers choose the transaction boundaries.
 
+pub mod bisect;
 mod builds;
 pub mod cluster;
 pub mod pages;
@@ -460,6 +461,22 @@ pub async fn record_host(
 /// The judged samples of a run (warm-up runs left out).
 pub async fn samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>> {
     samples_where(db, run_id, false).await
+}
+
+/// The samples of one boot's jobs (warm-ups left out), by kernel name and boot number.
+pub async fn boot_samples(db: impl PgExecutor<'_>, run_id: i64, kernel: &str, boot: i32) -> Result<Vec<Sample>> {
+    let rows: Vec<SampleRow> = sqlx::query_as(
+        "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
+                r.kind, r.kernel_release, r.observed_policy, COALESCE(j.boot_id, '') AS boot_id
+         FROM results r JOIN jobs j ON j.id = r.job_id
+         WHERE r.run_id = $1 AND j.kernel = $2 AND j.boot = $3 AND NOT j.warmup ORDER BY j.iteration, r.metric",
+    )
+    .bind(run_id)
+    .bind(kernel)
+    .bind(boot)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(Sample::from).collect())
 }
 
 /// The samples of a run's warm-up runs (`warmup:`), which no verdict uses.

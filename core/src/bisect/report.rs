@@ -1,0 +1,385 @@
+//! A bisection's result, ready to paste: the first bad commit, the numbers at good, bad,
+//! the culprit's parent, the culprit and the revert (each a mean over boots with its
+//! interval, and the changes between them with theirs), every tested commit with its
+//! decision and position, the builds and boots it took, and the commands that reproduce it.
+//! As text, Markdown, or JSON (the [`Report`] itself).
+
+use std::fmt::Write;
+
+use super::{Bisection, Mark, Outcome, Position, Role};
+use crate::stats::{t_quantile, welch};
+
+/// A commit of the range.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Commit {
+    pub hash: String,
+    pub subject: String,
+    pub author: String,
+}
+
+/// One boot's measurement as stored: the commit, why, and its value or why there is none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Boot {
+    pub commit: usize,
+    pub role: Role,
+    pub value: Result<f64, String>,
+}
+
+/// A mean over boots with its interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Side {
+    pub boots: usize,
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// A relative change (0.05: 5 % more) with its interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Change {
+    pub change: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// A tested commit.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepRow {
+    pub index: usize,
+    pub hash: String,
+    pub subject: String,
+    pub decision: Mark,
+    pub position: Option<Position>,
+    pub boots: usize,
+    /// Why a skipped commit could not be measured.
+    pub reason: Option<String>,
+}
+
+/// What the report is about, as the caller knows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct About {
+    pub run: i64,
+    pub scenario_file: String,
+    pub kernel: String,
+    pub workload: String,
+    pub metric: String,
+    pub variant: String,
+    pub machine: String,
+    pub good_ref: String,
+    pub bad_ref: String,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Report {
+    pub about: About,
+    pub commits: usize,
+    pub good: Commit,
+    pub bad: Commit,
+    /// None while the bisection goes on.
+    pub outcome: Option<Outcome>,
+    pub culprit: Option<Commit>,
+    pub at_good: Option<Side>,
+    pub at_bad: Option<Side>,
+    pub endpoints_change: Option<Change>,
+    pub at_parent: Option<Side>,
+    pub at_culprit: Option<Side>,
+    pub at_revert: Option<Side>,
+    /// From the culprit's parent to the culprit, measured again side by side.
+    pub culprit_change: Option<Change>,
+    /// From bad to bad with the culprit reverted.
+    pub revert_change: Option<Change>,
+    pub steps: Vec<StepRow>,
+    pub builds: usize,
+    pub failed_builds: usize,
+    /// ⌈log2(commits)⌉ + 3, plus one per build that failed.
+    pub build_goal: usize,
+    pub boots: usize,
+    pub reproduce: Vec<String>,
+}
+
+/// The mean of `x` with its two-sided (1 − `alpha`) t interval.
+pub fn side(x: &[f64], alpha: f64) -> Option<Side> {
+    if x.is_empty() {
+        return None;
+    }
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let half = if x.len() > 1 {
+        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        t_quantile(alpha, n - 1.0) * (var / n).sqrt()
+    } else {
+        f64::NAN
+    };
+    Some(Side {
+        boots: x.len(),
+        mean,
+        lo: mean - half,
+        hi: mean + half,
+    })
+}
+
+/// The change from `a` to `b` relative to `a`'s mean, with Welch's interval on the
+/// difference scaled the same way.
+pub fn change(a: &[f64], b: &[f64], alpha: f64) -> Option<Change> {
+    let (sa, sb) = (side(a, alpha)?, side(b, alpha)?);
+    let (_, df, _) = welch(a, b)?;
+    let var = |x: &[f64], m: f64| x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0);
+    let se = (var(a, sa.mean) / a.len() as f64 + var(b, sb.mean) / b.len() as f64).sqrt();
+    let half = if se > 0.0 { t_quantile(alpha, df) * se } else { 0.0 };
+    let d = sb.mean - sa.mean;
+    let base = sa.mean.abs();
+    Some(Change {
+        change: d / base,
+        lo: (d - half) / base,
+        hi: (d + half) / base,
+    })
+}
+
+/// The values of the boots of `commit` taken for one of `roles`.
+fn values(boots: &[Boot], commit: Option<usize>, roles: &[&str]) -> Vec<f64> {
+    boots
+        .iter()
+        .filter(|b| commit.is_none_or(|c| b.commit == c) && roles.contains(&b.role.name()))
+        .filter_map(|b| b.value.as_ref().ok().copied())
+        .collect()
+}
+
+/// The report of a bisection replayed from `boots`; `compiled` counts the builds it did
+/// and `failed_builds` those that failed.
+pub fn report(
+    about: About,
+    commits: &[Commit],
+    bisection: &Bisection,
+    boots: &[Boot],
+    (compiled, failed_builds): (usize, usize),
+    outcome: Option<Outcome>,
+) -> Report {
+    let alpha = 0.05;
+    let last = commits.len() - 1;
+    let good = values(boots, Some(0), &["endpoint", "reference"]);
+    let bad = values(boots, Some(last), &["endpoint", "reference"]);
+    let culprit = match &outcome {
+        Some(Outcome::Culprit { commit, .. }) => Some(*commit),
+        _ => None,
+    };
+    let parent = values(boots, None, &["parent"]);
+    let again = values(boots, None, &["culprit"]);
+    let reverted = values(boots, None, &["revert"]);
+    let steps = bisection
+        .steps()
+        .iter()
+        .map(|s| StepRow {
+            index: s.commit,
+            hash: commits[s.commit].hash.clone(),
+            subject: commits[s.commit].subject.clone(),
+            decision: s.mark,
+            position: s.position,
+            boots: s.boots,
+            reason: boots
+                .iter()
+                .find(|b| b.commit == s.commit && b.value.is_err())
+                .and_then(|b| b.value.clone().err()),
+        })
+        .collect();
+    let log2 = (usize::BITS - (commits.len() - 1).leading_zeros()) as usize;
+    Report {
+        reproduce: reproduce(&about, commits, culprit),
+        about,
+        commits: commits.len(),
+        good: commits[0].clone(),
+        bad: commits[last].clone(),
+        culprit: culprit.map(|c| commits[c].clone()),
+        at_good: side(&good, alpha),
+        at_bad: side(&bad, alpha),
+        endpoints_change: change(&good, &bad, alpha),
+        at_parent: side(&parent, alpha),
+        at_culprit: side(&again, alpha),
+        at_revert: side(&reverted, alpha),
+        culprit_change: change(&parent, &again, alpha),
+        revert_change: change(&bad, &reverted, alpha),
+        steps,
+        builds: compiled,
+        failed_builds,
+        build_goal: log2 + 3 + failed_builds,
+        boots: boots.len(),
+        outcome,
+    }
+}
+
+/// The commands that reproduce the bisection and each of its sides.
+fn reproduce(about: &About, commits: &[Commit], culprit: Option<usize>) -> Vec<String> {
+    let mut out = vec![format!(
+        "kreg bisect {} --kernel {} --good {} --bad {} --metric {}/{} --variant {}",
+        about.scenario_file, about.kernel, about.good_ref, about.bad_ref, about.workload, about.metric, about.variant
+    )];
+    if let Some(c) = culprit {
+        let (p, c, b) = (&commits[c - 1].hash, &commits[c].hash, &commits[commits.len() - 1].hash);
+        out.push(format!(
+            "kreg bisect {} --kernel {} --good {p} --bad {c} --metric {}/{} --variant {}   # the culprit against its parent",
+            about.scenario_file, about.kernel, about.workload, about.metric, about.variant
+        ));
+        out.push(format!("git checkout {b} && git revert --no-edit {c}   # the bad end with the culprit reverted"));
+    }
+    out
+}
+
+fn pct(c: &Change) -> String {
+    format!("{:+.2}% [{:+.2}%, {:+.2}%]", c.change * 100.0, c.lo * 100.0, c.hi * 100.0)
+}
+
+fn num(s: &Side) -> String {
+    if s.boots > 1 {
+        format!("{:.6} [{:.6}, {:.6}] ({} boots)", s.mean, s.lo, s.hi, s.boots)
+    } else {
+        format!("{:.6} (1 boot)", s.mean)
+    }
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+/// One line saying where the bisection ended.
+pub fn verdict(r: &Report) -> String {
+    let at = |i: usize| format!("{}", i);
+    match &r.outcome {
+        None => "in progress".into(),
+        Some(Outcome::EndpointFailed { commit, reason }) => {
+            format!("stopped: endpoint {} could not be built or booted: {reason}", at(*commit))
+        }
+        Some(Outcome::DoesNotReproduce { p, .. }) => format!(
+            "does not reproduce here: good and bad do not differ by the minimum effect at the bisection's alpha (p = {})",
+            crate::text::p_value(*p)
+        ),
+        Some(Outcome::Culprit { confirmation, .. }) => {
+            let c = r.culprit.as_ref().expect("a culprit");
+            format!(
+                "first bad commit {} \"{}\" ({}): {}",
+                short(&c.hash),
+                c.subject,
+                c.author,
+                if confirmation.confirmed {
+                    "confirmed (the sandwich and the revert agree)"
+                } else {
+                    "NOT confirmed (see the sandwich and the revert below)"
+                }
+            )
+        }
+        Some(Outcome::Range { first, last }) => format!(
+            "the first bad commit is one of commits {first} to {last} (skipped commits leave no way to tell which)"
+        ),
+        Some(Outcome::Ambiguous { commit, first, last, .. }) => format!(
+            "ambiguous: commit {commit} sits between good and bad (two culprits, or a change only some boots show); the first bad commit is one of {first} to {last}"
+        ),
+    }
+}
+
+/// The report as text (`markdown`: as a Markdown document).
+pub fn render(r: &Report, markdown: bool) -> String {
+    let mut o = String::new();
+    let a = &r.about;
+    let (h, b) = if markdown { ("## ", "- ") } else { ("", "  ") };
+    let _ = writeln!(
+        o,
+        "{h}Bisection (run {}): {}/{} under variant {} on {}",
+        a.run, a.workload, a.metric, a.variant, a.machine
+    );
+    let _ = writeln!(
+        o,
+        "{b}range: {} commits, good {} ({}) .. bad {} ({}), kernel {}",
+        r.commits,
+        a.good_ref,
+        short(&r.good.hash),
+        a.bad_ref,
+        short(&r.bad.hash),
+        a.kernel
+    );
+    let _ = writeln!(o, "{b}result: {}", verdict(r));
+    let rows = [
+        ("good", r.at_good),
+        ("bad", r.at_bad),
+        ("parent", r.at_parent),
+        ("culprit", r.at_culprit),
+        ("bad with the culprit reverted", r.at_revert),
+    ];
+    for (name, s) in rows {
+        if let Some(s) = s {
+            let _ = writeln!(o, "{b}{name}: {}", num(&s));
+        }
+    }
+    let changes = [
+        ("good -> bad", r.endpoints_change),
+        ("parent -> culprit", r.culprit_change),
+        ("bad -> reverted", r.revert_change),
+    ];
+    for (name, c) in changes {
+        if let Some(c) = c {
+            let _ = writeln!(o, "{b}change {name}: {}", pct(&c));
+        }
+    }
+    if let Some(Outcome::Culprit { confirmation, .. }) = &r.outcome {
+        let pos = |p: &Result<Option<Position>, String>| match p {
+            Ok(Some(p)) => format!("{:.2} [{:.2}, {:.2}]", p.estimate, p.lo, p.hi),
+            Ok(None) => "not placed".into(),
+            Err(e) => format!("not measured: {e}"),
+        };
+        let _ = writeln!(
+            o,
+            "{b}sandwich: the culprit at {} between its parent (0) and bad (1); revert: at {} between good (0) and bad (1)",
+            pos(&confirmation.sandwich),
+            pos(&confirmation.revert)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{b}cost: {} build(s) ({} failed; goal {}), {} boot(s)",
+        r.builds, r.failed_builds, r.build_goal, r.boots
+    );
+    steps(&mut o, r, markdown);
+    let _ = writeln!(o, "{}to reproduce:", if markdown { "\n### " } else { "" });
+    for c in &r.reproduce {
+        let _ = writeln!(o, "{}{c}{}", if markdown { "    " } else { "  " }, "");
+    }
+    o
+}
+
+fn steps(o: &mut String, r: &Report, markdown: bool) {
+    if r.steps.is_empty() {
+        return;
+    }
+    if markdown {
+        let _ = writeln!(o, "\n### Steps\n\n| # | commit | subject | decision | position | boots |\n|---|---|---|---|---|---|");
+    } else {
+        let _ = writeln!(o, "steps:");
+    }
+    for s in &r.steps {
+        let pos = match (&s.position, &s.reason) {
+            (Some(p), _) => format!("{:.2} [{:.2}, {:.2}]", p.estimate, p.lo, p.hi),
+            (None, Some(reason)) => reason.lines().next().unwrap_or("").chars().take(100).collect(),
+            (None, None) => "-".into(),
+        };
+        let mark = format!("{:?}", s.decision).to_lowercase();
+        if markdown {
+            let subject = s.subject.replace('|', "\\|");
+            let _ = writeln!(
+                o,
+                "| {} | `{}` | {subject} | {mark} | {} | {} |",
+                s.index,
+                short(&s.hash),
+                pos.replace('|', "\\|"),
+                s.boots
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "  {:>4} {} {:<9} {:<24} {:>3} boots  {}",
+                s.index,
+                short(&s.hash),
+                mark,
+                pos,
+                s.boots,
+                s.subject
+            );
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! `kreg bisect`: from "this metric got worse between two refs" to the first bad commit,
+//! confirmed. The scenario gives the machines, the kernel's tree, config and patches, the
+//! workload and the variant; its `bisect:` section (or the options, which win) gives the
+//! range and the metric. The bisection is a run: `kreg resume` continues it, `kreg status`
+//! shows it, `kreg bisect --show RUN` prints its report.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Result};
+use sqlx::PgPool;
+
+use kreg::bisect::report::{self, About, Boot};
+use kreg::bisect::{metric_of, Outcome, Role, Spec};
+use kreg::config::Config;
+use kreg::engine::{self, bisect as eb};
+use kreg::scenario::{KernelSource, Scenario, TreeSource};
+use kreg::store::{self, bisect as sb};
+
+#[derive(clap::Args)]
+pub struct BisectArgs {
+    /// The scenario (its `bisect:` section, if any, gives what the options do not).
+    #[arg(required_unless_present = "show")]
+    pub file: Option<PathBuf>,
+    /// The ref (commit, tag, branch) that behaves well.
+    #[arg(long)]
+    pub good: Option<String>,
+    /// The ref that behaves badly.
+    #[arg(long)]
+    pub bad: Option<String>,
+    /// WORKLOAD/METRIC: the number followed (e.g. hb/time).
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// The variant the workload runs under (default: the scenario's only one).
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// The scenario's kernel built from git whose tree, config and patches each step uses
+    /// (default: its only such kernel).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Print the report of the bisection run RUN (as far as it went) and exit.
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["good", "bad", "metric", "variant", "kernel"])]
+    pub show: Option<i64>,
+    /// text, markdown or json.
+    #[arg(long, default_value = "text", value_parser = ["text", "markdown", "json"])]
+    pub format: String,
+}
+
+/// What to bisect: the section's settings under the options.
+fn spec_of(s: &Scenario, a: &BisectArgs) -> Result<Spec> {
+    let mut spec = s.bisect.clone().unwrap_or_default();
+    let or = |opt: &Option<String>, was: Option<String>| opt.clone().or(was);
+    spec.good = or(&a.good, spec.good);
+    spec.bad = or(&a.bad, spec.bad);
+    spec.variant = or(&a.variant, spec.variant);
+    spec.kernel = or(&a.kernel, spec.kernel);
+    if let Some(m) = &a.metric {
+        spec.metric = Some(metric_of(m).map_err(|e| anyhow!(e))?);
+    }
+    let git_kernels: Vec<&str> = s
+        .kernels
+        .iter()
+        .filter(|k| matches!(&k.source, KernelSource::Build(b) if matches!(b.tree, TreeSource::Git { .. })))
+        .map(|k| k.name.as_str())
+        .collect();
+    if spec.kernel.is_none() {
+        match git_kernels.as_slice() {
+            [one] => spec.kernel = Some(one.to_string()),
+            [] => bail!("the scenario has no kernel built from a git tree: a bisection builds commits of one"),
+            many => bail!("the scenario has several kernels built from git ({}): say which with --kernel", many.join(", ")),
+        }
+    }
+    if spec.variant.is_none() {
+        match s.variants.as_slice() {
+            [one] => spec.variant = Some(one.name.clone()),
+            many => bail!(
+                "the scenario has several variants ({}): say which with --variant",
+                many.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+    let missing: Vec<&str> = [("--good", spec.good.is_none()), ("--bad", spec.bad.is_none()), ("--metric", spec.metric.is_none())]
+        .iter()
+        .filter(|(_, m)| *m)
+        .map(|(n, _)| *n)
+        .collect();
+    if !missing.is_empty() {
+        bail!("missing {} (an option, or the scenario's `bisect:` section)", missing.join(", "));
+    }
+    let (w, _) = spec.metric.as_ref().expect("checked");
+    if s.workload(w).is_none() {
+        bail!("the scenario has no workload {w:?}");
+    }
+    let v = spec.variant.as_deref().expect("set");
+    if s.variant(v).is_none() {
+        bail!("the scenario has no variant {v:?}");
+    }
+    eb::source(s, spec.kernel.as_deref().expect("set")).map_err(|e| anyhow!(e))?;
+    Ok(spec)
+}
+
+/// `kreg bisect`.
+pub async fn bisect(cfg: &Config, a: &BisectArgs) -> Result<ExitCode> {
+    if let Some(run) = a.show {
+        let db = super::db::connect(cfg).await?;
+        print_report(&db, run, &a.format).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let file = a.file.as_deref().expect("clap requires it");
+    let (text, s) = super::validate::load(file)?;
+    let spec = spec_of(&s, a)?;
+    let found = kreg::preflight::check(&s, cfg).await;
+    for w in &found.warnings {
+        eprintln!("kreg: warning: {}", kreg::text::printable(w));
+    }
+    if !found.problems.is_empty() {
+        for p in &found.problems {
+            eprintln!("kreg: {}", kreg::text::printable(p));
+        }
+        bail!("{} cannot start: {} problem(s), nothing recorded", file.display(), found.problems.len());
+    }
+    let run_id = record(cfg, file, &text, &s, &spec).await?;
+    drive(cfg, run_id, found.agents, &a.format).await
+}
+
+/// The range resolved in the kernel's repository and the bisection recorded.
+async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec) -> Result<i64> {
+    let kernel = spec.kernel.clone().expect("set");
+    let url = eb::source(s, &kernel).map_err(|e| anyhow!(e))?.url.to_string();
+    let (good, bad) = (spec.good.clone().expect("set"), spec.bad.clone().expect("set"));
+    let cache = cfg.cache_dir.clone();
+    let (g, b) = (good.clone(), bad.clone());
+    let commits = tokio::task::spawn_blocking(move || kreg::kernel::range::commits(&url, &g, &b, &cache))
+        .await?
+        .map_err(|e| anyhow!("{e}"))?;
+    let (workload, metric) = spec.metric.clone().expect("set");
+    let db = super::db::connect(cfg).await?;
+    let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
+    let row = sb::BisectionRow {
+        run_id: 0,
+        kernel,
+        workload,
+        metric,
+        variant: spec.variant.clone().expect("set"),
+        good,
+        bad,
+        commits: sqlx::types::Json(commits),
+        rules: sqlx::types::Json(serde_json::to_value(spec.rules).expect("serialisable")),
+        outcome: None,
+    };
+    let n = row.commits.len();
+    let run_id = sb::record_bisection(&db, (&s.name, text, &source.display().to_string()), &row).await?;
+    println!(
+        "run {run_id}: bisecting {}/{} over {n} commits ({} .. {}); resume with `kreg resume {run_id}` if it stops",
+        row.workload, row.metric, row.good, row.bad
+    );
+    Ok(run_id)
+}
+
+/// Drives the bisection of `run_id` (new, or resumed) and prints its report.
+pub async fn drive(cfg: &Config, run_id: i64, reached: engine::reach::Reached, format: &str) -> Result<ExitCode> {
+    let db = super::db::connect(cfg).await?;
+    let mut progress = super::run::Progress::new();
+    let mut on_event = |e: engine::Event| progress.show(e);
+    let outcome = tokio::select! {
+        r = eb::bisect(&db, run_id, cfg, reached, &mut on_event) => r?,
+        signal = super::run::interrupted() => {
+            store::interrupt_run(&db, run_id).await?;
+            for line in engine::restore_settings(&db, run_id, cfg).await? {
+                eprintln!("{}", kreg::text::printable(&line));
+            }
+            eprintln!(
+                "run {run_id}: bisection interrupted by {signal}; the boot in progress is measured again on resume. Continue with `kreg resume {run_id}`"
+            );
+            return Ok(ExitCode::from(130));
+        }
+    };
+    print_report(&db, run_id, format).await?;
+    Ok(match outcome {
+        Outcome::Culprit { .. } | Outcome::DoesNotReproduce { .. } => ExitCode::SUCCESS,
+        _ => ExitCode::from(3),
+    })
+}
+
+/// The report of a bisection run as it stands.
+pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
+    let run = store::run(db, run_id).await?;
+    let row = sb::bisection(db, run_id)
+        .await?
+        .ok_or_else(|| anyhow!("run {run_id} is not a bisection"))?;
+    let ms = sb::measurements(db, run_id).await?;
+    let (bisection, _) = eb::replay(&row, &ms).map_err(|e| anyhow!(e))?;
+    let boots: Vec<Boot> = ms
+        .iter()
+        .filter(|m| m.measured())
+        .map(|m| Boot {
+            commit: m.commit_index as usize,
+            role: Role::parse(&m.role, m.reverted.map(|r| r as usize)).unwrap_or(Role::Step),
+            value: match (&m.value, &m.error) {
+                (Some(v), _) => Ok(*v),
+                (None, e) => Err(e.clone().unwrap_or_default()),
+            },
+        })
+        .collect();
+    let compiled = ms.iter().filter(|m| m.compiled).count();
+    let failed = ms.iter().filter(|m| m.compiled && m.error.is_some()).count();
+    let outcome: Option<Outcome> = row.outcome.as_ref().and_then(|o| serde_json::from_value(o.0.clone()).ok());
+    let scenario = engine::scenario_of(&run)?;
+    let sut = scenario.sut().name.clone();
+    let machine = store::provenance(db, run_id, &sut)
+        .await
+        .ok()
+        .and_then(|p| p.into_iter().find_map(|k| k.boots.into_iter().find(|b| b.host == sut)))
+        .map(|b| format!("{sut} ({}, {} CPUs)", b.cpu_model, b.cpus))
+        .unwrap_or(sut);
+    let about = About {
+        run: run_id,
+        scenario_file: run.source_path.clone(),
+        kernel: row.kernel.clone(),
+        workload: row.workload.clone(),
+        metric: row.metric.clone(),
+        variant: row.variant.clone(),
+        machine,
+        good_ref: row.good.clone(),
+        bad_ref: row.bad.clone(),
+    };
+    Ok(report::report(about, &row.commits.0, &bisection, &boots, (compiled, failed), outcome))
+}
+
+async fn print_report(db: &PgPool, run_id: i64, format: &str) -> Result<()> {
+    let r = load_report(db, run_id).await?;
+    match format {
+        "json" => println!("{}", serde_json::to_string_pretty(&r)?),
+        f => print!("{}", kreg::text::printable(&report::render(&r, f == "markdown"))),
+    }
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! Bisections: what a bisection run bisects, and each boot it asked for (a measurement),
+//! stored before its jobs run and completed with its value once they ran.
+
+use sqlx::{PgExecutor, PgPool};
+
+use super::Result;
+use crate::plan::Job;
+
+pub use crate::bisect::report::Commit;
+
+/// What a bisection run bisects.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct BisectionRow {
+    pub run_id: i64,
+    pub kernel: String,
+    pub workload: String,
+    pub metric: String,
+    pub variant: String,
+    pub good: String,
+    pub bad: String,
+    pub commits: sqlx::types::Json<Vec<Commit>>,
+    pub rules: sqlx::types::Json<serde_json::Value>,
+    pub outcome: Option<sqlx::types::Json<serde_json::Value>>,
+}
+
+/// A boot the bisection asked for.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Measurement {
+    pub seq: i32,
+    pub commit_index: i32,
+    pub role: String,
+    pub reverted: Option<i32>,
+    pub kernel: String,
+    pub boot: i32,
+    pub value: Option<f64>,
+    pub error: Option<String>,
+    pub compiled: bool,
+}
+
+impl Measurement {
+    /// Whether its value (or why there is none) is stored.
+    pub fn measured(&self) -> bool {
+        self.value.is_some() || self.error.is_some()
+    }
+}
+
+/// Records a bisection: its scenario's text, a run with no jobs yet, and what it bisects,
+/// in one transaction. Returns the run's id.
+pub async fn record_bisection(db: &PgPool, (name, yaml, source_path): (&str, &str, &str), b: &BisectionRow) -> Result<i64> {
+    use sha2::Digest;
+    let sha = hex::encode(sha2::Sha256::digest(yaml.as_bytes()));
+    let mut tx = db.begin().await?;
+    let scenario_id = super::upsert_scenario(&mut *tx, name, yaml, &sha).await?;
+    let run_id = super::create_run(&mut tx, scenario_id, source_path, &[]).await?;
+    sqlx::query(
+        "INSERT INTO bisections (run_id, kernel, workload, metric, variant, good, bad, commits, rules)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(run_id)
+    .bind(&b.kernel)
+    .bind(&b.workload)
+    .bind(&b.metric)
+    .bind(&b.variant)
+    .bind(&b.good)
+    .bind(&b.bad)
+    .bind(&b.commits)
+    .bind(&b.rules)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(run_id)
+}
+
+/// The bisection of a run, if it is one.
+pub async fn bisection(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<BisectionRow>> {
+    Ok(sqlx::query_as(
+        "SELECT run_id, kernel, workload, metric, variant, good, bad, commits, rules, outcome
+         FROM bisections WHERE run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Every measurement of a bisection, in the order asked.
+pub async fn measurements(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Measurement>> {
+    Ok(sqlx::query_as(
+        "SELECT seq, commit_index, role, reverted, kernel, boot, value, error, compiled
+         FROM bisect_measurements WHERE run_id = $1 ORDER BY seq",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?)
+}
+
+/// A measurement asked for, with its jobs, in one transaction: a resume finds both or
+/// neither.
+pub async fn ask_measurement(db: &PgPool, run_id: i64, m: &Measurement, jobs: &[Job]) -> Result<()> {
+    let mut tx = db.begin().await?;
+    sqlx::query(
+        "INSERT INTO bisect_measurements (run_id, seq, commit_index, role, reverted, kernel, boot)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(run_id)
+    .bind(m.seq)
+    .bind(m.commit_index)
+    .bind(&m.role)
+    .bind(m.reverted)
+    .bind(&m.kernel)
+    .bind(m.boot)
+    .execute(&mut *tx)
+    .await?;
+    super::insert_jobs(&mut tx, run_id, jobs).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A measurement cut off after some of its jobs ran moves to a new boot with new jobs
+/// (its boot is gone, and a value never mixes two boots); the jobs done in the old one stay
+/// stored, counted by nothing.
+pub async fn move_to_boot(db: &PgPool, run_id: i64, seq: i32, boot: i32, jobs: &[Job]) -> Result<()> {
+    let mut tx = db.begin().await?;
+    sqlx::query("UPDATE bisect_measurements SET boot = $3 WHERE run_id = $1 AND seq = $2")
+        .bind(run_id)
+        .bind(seq)
+        .bind(boot)
+        .execute(&mut *tx)
+        .await?;
+    super::insert_jobs(&mut tx, run_id, jobs).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A measurement's value, or why it has none.
+pub async fn measured(
+    db: impl PgExecutor<'_>,
+    run_id: i64,
+    seq: i32,
+    value: std::result::Result<f64, &str>,
+    compiled: bool,
+) -> Result<()> {
+    let (value, error) = match value {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some(e)),
+    };
+    sqlx::query(
+        "UPDATE bisect_measurements SET value = $3, error = $4, compiled = $5, measured_at = now()
+         WHERE run_id = $1 AND seq = $2",
+    )
+    .bind(run_id)
+    .bind(seq)
+    .bind(value)
+    .bind(error)
+    .bind(compiled)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// The outcome, once the bisection ended.
+pub async fn set_outcome(db: impl PgExecutor<'_>, run_id: i64, outcome: &serde_json::Value) -> Result<()> {
+    sqlx::query("UPDATE bisections SET outcome = $2 WHERE run_id = $1")
+        .bind(run_id)
+        .bind(sqlx::types::Json(outcome))
+        .execute(db)
+        .await?;
+    Ok(())
+}

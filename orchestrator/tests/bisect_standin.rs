@@ -1,0 +1,137 @@
+//! `kreg bisect` end to end on the stand-in tree (see testkit's standin.rs): the range's
+//! commits built through the cache in the shared work tree, each boot a fresh kexec in the
+//! lab VM, hackbench run and stored as any run's jobs. The stand-in's commits all build the
+//! same image, so the endpoints do not differ: the bisection must stop after them with
+//! "does not reproduce", building nothing else — even when kreg is SIGKILLed midway and
+//! resumed, with no finished measurement repeated. The bisection of a real range with a
+//! slow commit in it is tests/lab_bisect.rs (scripts/test-kernel.sh).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::standin::standin_repo;
+use common::{fresh_db, git, Scratch, TestDb};
+use kreg_testkit as common;
+
+async fn count(db: &TestDb, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_range_whose_ends_do_not_differ_stops_after_them_even_across_a_kill() {
+    let db = fresh_db("bstandin").await;
+    let dir = Scratch::new("bstandin");
+    let cache = dir.0.join("cache");
+    let (repo, _) = standin_repo(&dir.0);
+    // Two more commits: the range is v1 and three after it.
+    for i in 0..2 {
+        std::fs::write(repo.join("README"), format!("stand-in tree, commit {i}\n")).unwrap();
+        git(&repo, &["commit", "-q", "-am", &format!("README: commit {i}")]);
+    }
+    let scenario = format!(
+        r#"
+name: bisect-standin
+hosts:
+  sut: {{ role: sut, transport: {{ kind: lab, cpus: 2, memory_mib: 1024 }} }}
+kernels:
+  - name: standin
+    source: {{ git: "{repo}", ref: v1 }}
+    config: {{ base: defconfig, set: [CONFIG_SCHEDSTATS=y] }}
+baseline: standin
+boot: {{ timeout: 3m }}
+workloads:
+  - {{ name: hb, kind: hackbench, groups: 1, loops: 10, pipe: true }}
+iterations: 2
+bisect:
+  good: v1
+  metric: hb/time
+  # An A/A range: a false "reproduces" needs p < 0.001 and a 20 % change at once.
+  alpha: 0.001
+  min_effect: 0.2
+  endpoint_boots: {{ min: 2, max: 3 }}
+"#,
+        repo = repo.display()
+    );
+    let file = dir.0.join("b.yaml");
+    std::fs::write(&file, &scenario).unwrap();
+    let kreg = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_kreg"));
+        c.env("DATABASE_URL", &db.url)
+            .env("KREG_DATA_DIR", &dir.0)
+            .env("KREG_CACHE_DIR", &cache)
+            .env("KREG_AGENT_BIN", common::agent_bin());
+        c
+    };
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let mut child = kreg()
+        .args(["bisect", "--bad", &head])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once two boots are measured: the third may be half done.
+    let measured = "SELECT count(*) FROM bisect_measurements WHERE value IS NOT NULL OR error IS NOT NULL";
+    let deadline = Instant::now() + Duration::from_secs(900);
+    loop {
+        if count(&db, measured).await >= 2 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "kreg ended before two boots were measured");
+        assert!(Instant::now() < deadline, "two boots not measured in 15 minutes");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run: i64 = count(&db, "SELECT run_id FROM bisections").await;
+    let kept = count(&db, measured).await;
+
+    let out = kreg().args(["resume", &run.to_string()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{}", &stderr[stderr.len().saturating_sub(6000)..]);
+    assert!(stdout.contains("does not reproduce here"), "{stdout}");
+    assert!(stderr.contains(&format!("{kept} measurement(s) stored")), "{stderr}");
+
+    // Only the endpoints, three boots each (the cap: they never differ), each boot its own.
+    let rows: Vec<(i32, String, i32, Option<f64>)> =
+        sqlx::query_as("SELECT seq, role, commit_index, value FROM bisect_measurements ORDER BY seq")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    assert!(rows.iter().all(|r| r.1 == "endpoint" && r.3.is_some()), "{rows:?}");
+    let good = rows.iter().filter(|r| r.2 == 0).count();
+    assert_eq!(good, 3, "{rows:?}");
+    // The jobs each measurement counts: two per boot, each boot its own (a measurement the
+    // kill cut off was measured again in a new boot, its old jobs counted by nothing).
+    let counted = "FROM jobs j JOIN bisect_measurements m ON m.kernel = j.kernel AND m.boot = j.boot WHERE j.state = 'done'";
+    assert_eq!(count(&db, &format!("SELECT count(*) {counted}")).await, 12);
+    let boots = count(&db, &format!("SELECT count(DISTINCT j.boot_id) {counted}")).await;
+    assert_eq!(boots, 6, "every measurement in a boot of its own");
+    let twice = "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'done' GROUP BY kernel, boot, iteration HAVING count(*) > 1) x";
+    assert_eq!(count(&db, twice).await, 0, "a finished job ran again");
+    // Two builds (good and bad), each compiled once whatever the kill interrupted.
+    assert_eq!(count(&db, "SELECT count(*) FROM bisect_measurements WHERE compiled").await, 2);
+
+    let show = kreg()
+        .args(["bisect", "--show", &run.to_string(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(r["outcome"]["kind"], "does_not_reproduce", "{r:#}");
+    assert_eq!(r["commits"], 4);
+    assert_eq!(r["at_good"]["boots"], 3);
+    assert_eq!(r["at_bad"]["boots"], 3);
+    assert!(r["endpoints_change"]["lo"].as_f64().unwrap() < r["endpoints_change"]["hi"].as_f64().unwrap());
+    assert_eq!(r["builds"], 2);
+    let text = kreg().args(["bisect", "--show", &run.to_string()]).output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&text.stdout));
+    let md = kreg()
+        .args(["bisect", "--show", &run.to_string(), "--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.starts_with("## Bisection (run "), "{md}");
+    assert!(md.contains("kreg bisect "), "{md}");
+}

@@ -1,0 +1,150 @@
+//! The bisector for real, behind `scripts/test-kernel.sh` (feature `real-kernel`): a git
+//! repository made from Debian's linux-source-6.1 with eight commits after the tarball (one
+//! adds a 100 µs wait to every pipe write, one does not compile, the rest change comments
+//! and documentation), each step built by kreg's pipeline in the range's shared work tree,
+//! kexec'd into in the lab VM and measured with hackbench over pipes. The bisection is
+//! SIGKILLed at a random point and resumed; it must name the slow commit, skip the broken
+//! one, confirm the culprit by the sandwich and the revert, stay within the build goal,
+//! and repeat no finished measurement and no build. The same range without the slow commit
+//! stops after the endpoints: "does not reproduce".
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::linux::{bisect_repo, fragment_yaml};
+use common::{fresh_db, kreg, Scratch, TestDb};
+use kreg_testkit as common;
+
+fn scenario(repo: &std::path::Path, bad: &str) -> String {
+    format!(
+        "name: bisect-pipe
+hosts:
+  sut: {{ role: sut, transport: {{ kind: lab, cpus: 2, memory_mib: 1024 }} }}
+kernels:
+  - name: tiny61
+    source: {{ git: \"{}\", ref: {bad} }}
+    config:
+      base: tinyconfig
+      set:
+{}baseline: tiny61
+boot: {{ timeout: 5m }}
+workloads:
+  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true, threads: true, timeout: 5m }}
+iterations: 3
+bisect:
+  good: good
+  bad: {bad}
+  metric: hb/time
+  endpoint_boots: {{ min: 3, max: 6 }}
+  step_rounds: {{ min: 1, max: 4 }}
+",
+        repo.display(),
+        fragment_yaml()
+    )
+}
+
+async fn count(db: &TestDb, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap_or(0)
+}
+
+/// The bisection's report as JSON.
+fn report(db: &TestDb, dir: &std::path::Path, run: i64) -> serde_json::Value {
+    let out = kreg(db, dir)
+        .args(["bisect", "--show", &run.to_string(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
+    let repo = bisect_repo();
+    let db = fresh_db("lbisect").await;
+    let dir = Scratch::new("lbisect");
+    let file = dir.0.join("bisect.yaml");
+    std::fs::write(&file, scenario(&repo.path, "bad")).unwrap();
+    let started = Instant::now();
+
+    // Killed once a random number of measurements (1 to 12) is stored.
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let kill_at = 1 + (seed % 12) as i64;
+    eprintln!("kreg will be killed after {kill_at} measurement(s) are stored");
+    let mut child = kreg(&db, &dir.0)
+        .arg("bisect")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let measured = "SELECT count(*) FROM bisect_measurements WHERE value IS NOT NULL OR error IS NOT NULL";
+    let deadline = Instant::now() + Duration::from_secs(3 * 3600);
+    let killed = loop {
+        if count(&db, measured).await >= kill_at {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break true;
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            eprintln!("kreg ended ({st}) before {kill_at} measurements");
+            break false;
+        }
+        assert!(Instant::now() < deadline, "the bisection did not get that far in 3 hours");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let run: i64 = count(&db, "SELECT run_id FROM bisections").await;
+    let before = count(&db, measured).await;
+    eprintln!("killed: {killed}, {before} measurement(s) stored, after {:.0} s", started.elapsed().as_secs_f64());
+    let out = kreg(&db, &dir.0).args(["resume", &run.to_string()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}");
+    assert!(out.status.success(), "{stdout}\n{}", &stderr[stderr.len().saturating_sub(6000)..]);
+    eprintln!("bisection took {:.0} s in all", started.elapsed().as_secs_f64());
+
+    let r = report(&db, &dir.0, run);
+    assert_eq!(r["outcome"]["kind"], "culprit", "{r:#}");
+    assert_eq!(r["culprit"]["hash"], repo.commits[repo.culprit].as_str(), "{r:#}");
+    assert_eq!(r["outcome"]["confirmation"]["confirmed"], true, "{r:#}");
+    let steps = r["steps"].as_array().unwrap();
+    let broken = steps.iter().find(|s| s["index"] == repo.broken as u64);
+    if let Some(b) = broken {
+        assert_eq!(b["decision"], "skip", "{b:#}");
+        assert!(b["reason"].as_str().unwrap_or("").contains("build"), "{b:#}");
+    }
+    let (builds, goal) = (r["builds"].as_u64().unwrap(), r["build_goal"].as_u64().unwrap());
+    assert!(builds <= goal, "{builds} builds, goal {goal}");
+    // No finished measurement repeated, no build done twice.
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM (SELECT kernel FROM bisect_measurements WHERE compiled GROUP BY kernel HAVING count(*) > 1) x").await,
+        0
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'done' GROUP BY kernel, boot, iteration HAVING count(*) > 1) x").await,
+        0
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM bisect_measurements WHERE value IS NULL AND error IS NULL").await,
+        0
+    );
+    let text = kreg(&db, &dir.0).args(["bisect", "--show", &run.to_string()]).output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&text.stdout));
+
+    // The same range without the slow commit: the endpoints alone, then "does not reproduce".
+    let null = dir.0.join("null.yaml");
+    std::fs::write(&null, scenario(&repo.path, "bad-null")).unwrap();
+    let out = kreg(&db, &dir.0).arg("bisect").arg(&null).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("does not reproduce"), "{stdout}");
+    let run2: i64 = count(&db, &format!("SELECT max(run_id) FROM bisections WHERE run_id <> {run}")).await;
+    let roles: i64 = count(
+        &db,
+        &format!("SELECT count(*) FROM bisect_measurements WHERE run_id = {run2} AND role <> 'endpoint'"),
+    )
+    .await;
+    assert_eq!(roles, 0, "only the endpoints are measured");
+    eprintln!("both bisections took {:.0} s", started.elapsed().as_secs_f64());
+}
