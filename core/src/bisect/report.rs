@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::{Bisection, Mark, Outcome, Position, Role};
-use crate::stats::{t_quantile, welch};
+use crate::stats::t_quantile;
 
 /// A commit of the range.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -25,7 +25,8 @@ pub struct Boot {
     pub value: Result<f64, String>,
 }
 
-/// A mean over boots with its interval.
+/// A mean over boots with its interval (95 %, from the boot-to-boot variance pooled over
+/// every commit the bisection measured).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Side {
     pub boots: usize,
@@ -97,19 +98,28 @@ pub struct Report {
     pub reproduce: Vec<String>,
 }
 
-/// The mean of `x` with its two-sided (1 − `alpha`) t interval.
-pub fn side(x: &[f64], alpha: f64) -> Option<Side> {
+/// The boot-to-boot variance pooled over groups of boots (each a commit measured for one
+/// purpose), with its degrees of freedom: the unit the bisection decides with, so that the
+/// report's intervals are the ones its decisions saw.
+pub fn pooled(groups: &[&[f64]]) -> Option<(f64, f64)> {
+    let mut ss = 0.0;
+    let mut df = 0usize;
+    for g in groups.iter().filter(|g| g.len() > 1) {
+        let m = g.iter().sum::<f64>() / g.len() as f64;
+        ss += g.iter().map(|v| (v - m).powi(2)).sum::<f64>();
+        df += g.len() - 1;
+    }
+    (df > 0).then(|| (ss / df as f64, df as f64))
+}
+
+/// The mean of `x` with its two-sided (1 − `alpha`) interval from the pooled variance.
+pub fn side(x: &[f64], (s2, df): (f64, f64), alpha: f64) -> Option<Side> {
     if x.is_empty() {
         return None;
     }
     let n = x.len() as f64;
     let mean = x.iter().sum::<f64>() / n;
-    let half = if x.len() > 1 {
-        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        t_quantile(alpha, n - 1.0) * (var / n).sqrt()
-    } else {
-        f64::NAN
-    };
+    let half = t_quantile(alpha, df) * (s2 / n).sqrt();
     Some(Side {
         boots: x.len(),
         mean,
@@ -118,14 +128,11 @@ pub fn side(x: &[f64], alpha: f64) -> Option<Side> {
     })
 }
 
-/// The change from `a` to `b` relative to `a`'s mean, with Welch's interval on the
-/// difference scaled the same way.
-pub fn change(a: &[f64], b: &[f64], alpha: f64) -> Option<Change> {
-    let (sa, sb) = (side(a, alpha)?, side(b, alpha)?);
-    let (_, df, _) = welch(a, b)?;
-    let var = |x: &[f64], m: f64| x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0);
-    let se = (var(a, sa.mean) / a.len() as f64 + var(b, sb.mean) / b.len() as f64).sqrt();
-    let half = if se > 0.0 { t_quantile(alpha, df) * se } else { 0.0 };
+/// The change from `a` to `b` relative to `a`'s mean, with the interval of the difference
+/// (pooled variance) scaled the same way.
+pub fn change(a: &[f64], b: &[f64], (s2, df): (f64, f64), alpha: f64) -> Option<Change> {
+    let (sa, sb) = (side(a, (s2, df), alpha)?, side(b, (s2, df), alpha)?);
+    let half = t_quantile(alpha, df) * (s2 * (1.0 / a.len() as f64 + 1.0 / b.len() as f64)).sqrt();
     let d = sb.mean - sa.mean;
     let base = sa.mean.abs();
     Some(Change {
@@ -165,6 +172,10 @@ pub fn report(
     let parent = values(boots, None, &["parent"]);
     let again = values(boots, None, &["culprit"]);
     let reverted = values(boots, None, &["revert"]);
+    let mut groups: Vec<Vec<f64>> = vec![good.clone(), bad.clone(), parent.clone(), again.clone(), reverted.clone()];
+    groups.extend(bisection.steps().iter().map(|s| values(boots, Some(s.commit), &["step"])));
+    let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
+    let pool = pooled(&refs).unwrap_or((f64::NAN, 1.0));
     let steps = bisection
         .steps()
         .iter()
@@ -189,14 +200,14 @@ pub fn report(
         good: commits[0].clone(),
         bad: commits[last].clone(),
         culprit: culprit.map(|c| commits[c].clone()),
-        at_good: side(&good, alpha),
-        at_bad: side(&bad, alpha),
-        endpoints_change: change(&good, &bad, alpha),
-        at_parent: side(&parent, alpha),
-        at_culprit: side(&again, alpha),
-        at_revert: side(&reverted, alpha),
-        culprit_change: change(&parent, &again, alpha),
-        revert_change: change(&bad, &reverted, alpha),
+        at_good: side(&good, pool, alpha),
+        at_bad: side(&bad, pool, alpha),
+        endpoints_change: change(&good, &bad, pool, alpha),
+        at_parent: side(&parent, pool, alpha),
+        at_culprit: side(&again, pool, alpha),
+        at_revert: side(&reverted, pool, alpha),
+        culprit_change: change(&parent, &again, pool, alpha),
+        revert_change: change(&bad, &reverted, pool, alpha),
         steps,
         builds: compiled,
         failed_builds,

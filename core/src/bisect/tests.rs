@@ -120,3 +120,104 @@ fn looks_grow_by_about_a_third_up_to_the_cap() {
     assert_eq!(look_rounds((3, 12)), [3, 4, 6, 8, 11, 12]);
     assert_eq!(look_rounds((5, 5)), [5]);
 }
+
+fn with_bisect(section: &str) -> Result<crate::scenario::Scenario, Vec<crate::scenario::Diagnostic>> {
+    let text = format!("name: p\nhosts: {{ s: {{ role: sut, transport: {{ kind: lab }} }} }}\nkernels: [ {{name: a, source: {{ git: /r, ref: v1 }}, config: {{ base: tinyconfig }}}} ]\nworkloads: [ {{name: w, kind: hackbench}} ]\n{section}");
+    crate::scenario::from_str(&text, std::path::Path::new("/"))
+}
+
+#[test]
+fn the_bisect_section_gives_the_range_the_metric_and_the_rules() {
+    let s = with_bisect("bisect:\n  good: v1\n  bad: v2\n  metric: w/time\n  alpha: 0.001\n  step_rounds: { min: 1, max: 4 }\n")
+        .unwrap();
+    let b = s.bisect.unwrap();
+    assert_eq!((b.good.as_deref(), b.bad.as_deref()), (Some("v1"), Some("v2")));
+    assert_eq!(b.metric, Some(("w".into(), "time".into())));
+    assert_eq!(b.rules.alpha, 0.001);
+    assert_eq!(b.rules.step_rounds, (1, 4));
+    assert_eq!(b.rules.endpoint_boots, Rules::default().endpoint_boots);
+    assert!(with_bisect("").unwrap().bisect.is_none());
+}
+
+#[test]
+fn a_bad_bisect_section_is_said_where_it_is() {
+    let e = with_bisect("bisect:\n  good: v1\n  metrc: w/time\n  alpha: 2\n  metric: time\n  endpoint_boots: { min: 5, max: 3 }\n")
+        .unwrap_err();
+    let said: Vec<String> = e.iter().map(|d| format!("{}:{} {}", d.line, d.col, d.message)).collect();
+    let all = said.join("\n");
+    assert!(all.contains("7:3 unknown field `metrc` in bisect; did you mean `metric`?"), "{all}");
+    assert!(all.contains("8:10 bisect: alpha: \"2\" is not a number between 0 and 1"), "{all}");
+    assert!(all.contains("9:11 bisect: metric \"time\": expected WORKLOAD/METRIC"), "{all}");
+    assert!(all.contains("10:19 bisect: endpoint_boots: max 3 is below min 5"), "{all}");
+}
+
+#[test]
+fn the_endpoints_are_booted_in_turn() {
+    let mut b = Bisection::new(8, Rules::default());
+    let mut order = Vec::new();
+    for i in 0..6 {
+        match b.ask() {
+            Ask::Measure { commit, role } => {
+                assert_eq!(role, Role::Endpoint);
+                order.push(commit);
+                b.record(commit, role, Ok(100.0 + (i % 2) as f64 * 10.0 + i as f64 * 0.01));
+            }
+            Ask::Done(o) => panic!("{o:?}"),
+        }
+    }
+    assert_eq!(order, [0, 7, 0, 7, 0, 7]);
+}
+
+#[test]
+fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
+    use super::report::{render, report, About, Boot, Commit};
+    let commits: Vec<Commit> = (0..5)
+        .map(|i| Commit {
+            hash: format!("{i:040x}"),
+            subject: format!("commit {i}"),
+            author: "A U Thor <a@example.org>".into(),
+        })
+        .collect();
+    let mut b = Bisection::new(5, Rules::default());
+    let mut boots = Vec::new();
+    let mut rng = Rng::new(7);
+    let outcome = loop {
+        match b.ask() {
+            Ask::Measure { commit, role } => {
+                let slow = match role {
+                    Role::Revert { .. } => false,
+                    _ => commit >= 3,
+                };
+                let v = if slow { 110.0 } else { 100.0 } + crate::stats::sim::normal(&mut rng) * 0.5;
+                b.record(commit, role, Ok(v));
+                boots.push(Boot { commit, role, value: Ok(v) });
+            }
+            Ask::Done(o) => break o,
+        }
+    };
+    let about = About {
+        run: 9,
+        scenario_file: "s.yaml".into(),
+        kernel: "k".into(),
+        workload: "w".into(),
+        metric: "time".into(),
+        variant: "default".into(),
+        machine: "sut".into(),
+        good_ref: "v1".into(),
+        bad_ref: "v2".into(),
+    };
+    let r = report(about, &commits, &b, &boots, (4, 0), Some(outcome));
+    assert_eq!(r.culprit.as_ref().map(|c| c.subject.as_str()), Some("commit 3"));
+    let c = r.endpoints_change.unwrap();
+    assert!(c.lo < 0.1 && 0.1 < c.hi, "{c:?}");
+    let revert = r.revert_change.unwrap();
+    assert!(revert.hi < 0.0, "the revert undoes the change: {revert:?}");
+    let again = r.culprit_change.unwrap();
+    assert!(again.lo > 0.05, "the culprit carries the change from its parent: {again:?}");
+    let text = render(&r, false);
+    assert!(text.contains("first bad commit 000000000000 \"commit 3\" (A U Thor <a@example.org>): confirmed"), "{text}");
+    assert!(text.contains("cost: 4 build(s) (0 failed; goal 6)"), "{text}");
+    assert!(text.contains("kreg bisect s.yaml --kernel k --good v1 --bad v2 --metric w/time --variant default"), "{text}");
+    let md = render(&r, true);
+    assert!(md.contains("| 3 | `000000000000` | commit 3 | bad |"), "{md}");
+}

@@ -235,3 +235,27 @@ async fn print_report(db: &PgPool, run_id: i64, format: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// `kreg status RUN` of a bisection: its report as it stands, then every measurement in
+/// the order asked (its commit, why, and what the boot gave); `None` for another run.
+pub async fn status(db: &PgPool, run_id: i64) -> Result<Option<String>> {
+    let Some(row) = sb::bisection(db, run_id).await? else {
+        return Ok(None);
+    };
+    let mut out = report::render(&load_report(db, run_id).await?, false);
+    out.push_str("measurements:\n");
+    for m in sb::measurements(db, run_id).await? {
+        let c = &row.commits.0[m.commit_index as usize];
+        let got = match (&m.value, &m.error) {
+            (Some(v), _) => format!("{} = {v:.6}", row.metric),
+            (None, Some(e)) => format!("no value: {}", kreg::text::one_line(e.lines().next().unwrap_or(""))),
+            (None, None) => "being measured".into(),
+        };
+        let built = if m.compiled { ", built for it" } else { "" };
+        out.push_str(&format!(
+            "  {:>3} {:<9} {:<20} boot {:<3} {got}{built}  ({})\n",
+            m.seq, m.role, m.kernel, m.boot, c.subject
+        ));
+    }
+    Ok(Some(out))
+}

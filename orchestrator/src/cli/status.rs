@@ -41,6 +41,10 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
         );
     }
     if let Some(id) = run {
+        if let Some(log) = super::bisect::status(db, id).await? {
+            print!("{}", kreg::text::printable(&log));
+            return Ok(ExitCode::SUCCESS);
+        }
         for j in store::jobs(db, id).await? {
             let err = j
                 .error

@@ -5,6 +5,7 @@
 
 mod adaptive;
 mod bench_bisect;
+mod bisect_cli;
 mod cluster;
 mod dashboard_http;
 mod database_errors;
