@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use anyhow::{anyhow, bail, Result};
 use sqlx::PgPool;
 
-use kreg::bisect::report::{self, About, Boot};
-use kreg::bisect::{metric_of, Outcome, Role, Spec};
+use kreg::bisect::report;
+use kreg::bisect::{metric_of, Outcome, Spec};
 use kreg::config::Config;
 use kreg::engine::{self, bisect as eb};
 use kreg::scenario::{KernelSource, Scenario, TreeSource};
@@ -182,53 +182,8 @@ pub async fn drive(cfg: &Config, run_id: i64, reached: engine::reach::Reached, f
     })
 }
 
-/// The report of a bisection run as it stands.
-pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
-    let run = store::run(db, run_id).await?;
-    let row = sb::bisection(db, run_id)
-        .await?
-        .ok_or_else(|| anyhow!("run {run_id} is not a bisection"))?;
-    let ms = sb::measurements(db, run_id).await?;
-    let (bisection, _) = eb::replay(&row, &ms).map_err(|e| anyhow!(e))?;
-    let boots: Vec<Boot> = ms
-        .iter()
-        .filter(|m| m.measured())
-        .map(|m| Boot {
-            commit: m.commit_index as usize,
-            role: Role::parse(&m.role, m.reverted.map(|r| r as usize)).unwrap_or(Role::Step),
-            value: match (&m.value, &m.error) {
-                (Some(v), _) => Ok(*v),
-                (None, e) => Err(e.clone().unwrap_or_default()),
-            },
-        })
-        .collect();
-    let compiled = ms.iter().filter(|m| m.compiled).count();
-    let failed = ms.iter().filter(|m| m.compiled && m.error.is_some()).count();
-    let outcome: Option<Outcome> = row.outcome.as_ref().and_then(|o| serde_json::from_value(o.0.clone()).ok());
-    let scenario = engine::scenario_of(&run)?;
-    let sut = scenario.sut().name.clone();
-    let machine = store::provenance(db, run_id, &sut)
-        .await
-        .ok()
-        .and_then(|p| p.into_iter().find_map(|k| k.boots.into_iter().find(|b| b.host == sut)))
-        .map(|b| format!("{sut} ({}, {} CPUs)", b.cpu_model, b.cpus))
-        .unwrap_or(sut);
-    let about = About {
-        run: run_id,
-        scenario_file: run.source_path.clone(),
-        kernel: row.kernel.clone(),
-        workload: row.workload.clone(),
-        metric: row.metric.clone(),
-        variant: row.variant.clone(),
-        machine,
-        good_ref: row.good.clone(),
-        bad_ref: row.bad.clone(),
-    };
-    Ok(report::report(about, &row.commits.0, &bisection, &boots, (compiled, failed), outcome))
-}
-
 async fn print_report(db: &PgPool, run_id: i64, format: &str) -> Result<()> {
-    let r = load_report(db, run_id).await?;
+    let r = kreg::view::bisect::load_report(db, run_id).await?;
     match format {
         "json" => println!("{}", serde_json::to_string_pretty(&r)?),
         f => print!("{}", kreg::text::printable(&report::render(&r, f == "markdown"))),
@@ -242,7 +197,7 @@ pub async fn status(db: &PgPool, run_id: i64) -> Result<Option<String>> {
     let Some(row) = sb::bisection(db, run_id).await? else {
         return Ok(None);
     };
-    let mut out = report::render(&load_report(db, run_id).await?, false);
+    let mut out = report::render(&kreg::view::bisect::load_report(db, run_id).await?, false);
     out.push_str("measurements:\n");
     for m in sb::measurements(db, run_id).await? {
         let c = &row.commits.0[m.commit_index as usize];

@@ -4,6 +4,8 @@
 
 use sqlx::PgPool;
 
+pub mod bisect;
+
 use crate::report::{self, Baseline, FailedCell, MetricTable, Report};
 use crate::results::KernelProvenance;
 use crate::scenario::Scenario;

@@ -6,6 +6,7 @@
 //! Each page has its data under `/api/v1/` as JSON, from the same function that feeds the
 //! page. Live pages follow server-sent events fed by PostgreSQL LISTEN/NOTIFY (`live`).
 
+mod bisect;
 mod compare;
 pub mod guard;
 mod history;
@@ -52,6 +53,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/runs/{id}/download/{file}", get(compare::report_download))
         .route("/runs/{id}/samples", get(compare::samples_page))
         .route("/runs/{id}/schedstat", get(schedstat::page))
+        .route("/runs/{id}/bisect", get(bisect::page))
         .route("/compare", get(compare::compare_page))
         .route("/jobs/{id}", get(job::page))
         .route("/jobs/{id}/raw/{kind}", get(job::raw))
@@ -64,6 +66,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/api/v1/runs/{id}/report", get(compare::report_api))
         .route("/api/v1/runs/{id}/samples", get(compare::samples_api))
         .route("/api/v1/runs/{id}/schedstat", get(schedstat::api))
+        .route("/api/v1/runs/{id}/bisect", get(bisect::api))
         .route("/api/v1/compare", get(compare::compare_api))
         .route("/api/v1/jobs/{id}", get(job::api))
         .route("/api/v1/kernels", get(kernels::list_api))

@@ -102,6 +102,8 @@ pub struct RunView {
     pub builds: Vec<(String, String)>,
     /// Why the scenario could not be read back, when it could not.
     pub scenario_error: Option<String>,
+    /// Whether the run is a bisection (its page: /runs/ID/bisect).
+    pub bisection: bool,
 }
 
 fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
@@ -123,7 +125,9 @@ pub async fn run_view(db: &PgPool, id: i64) -> view::Result<RunView> {
     };
     let kernels = first_seen(jobs.iter().map(|j| &j.kernel));
     let builds = queries::builds_of_run(db, id).await?;
+    let bisection = crate::store::bisect::bisection(db, id).await?.is_some();
     Ok(RunView {
+        bisection,
         variants: first_seen(jobs.iter().map(|j| &j.variant)),
         workloads: first_seen(jobs.iter().map(|j| &j.workload)),
         kernels,
@@ -163,6 +167,13 @@ pub async fn run_page(State(st): State<AppState>, Path(id): Path<String>) -> Pag
             ("workloads", esc(&v.workloads.join(", "))),
         ])
     );
+    if v.bisection {
+        let _ = write!(
+            body,
+            "<p class=\"links\">This run is a bisection: {}</p>",
+            html::link(&format!("/runs/{id}/bisect"), "its range, steps and result")
+        );
+    }
     let _ = write!(
         body,
         "<p class=\"links\">{} {} {}</p>",

@@ -387,5 +387,6 @@ async fn visit_allowing_status(b: &Browser, url: &str, name: &str) {
     assert!(errors.iter().all(|e| e.contains("404")), "{errors:?}");
 }
 
+mod bisect;
 mod boots;
 mod live;
