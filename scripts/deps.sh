@@ -331,6 +331,14 @@ kreg_need_demo() {
     @static_busybox:busybox-static hackbench:rt-tests modinfo:kmod xz:xz-utils ldd:libc-bin dpkg-deb:dpkg
 }
 
+# What compiling a real kernel needs besides a compiler (the lab bisection builds
+# linux-source-6.1; scripts/test-kernel.sh too).
+kreg_need_kernel_build() {
+  kreg_group "the kernel's own build needs (build-essential, bc, libelf, libssl)" \
+    /usr/share/doc/build-essential:build-essential bc:bc /usr/include/libelf.h:libelf-dev \
+    /usr/include/openssl/ssl.h:libssl-dev
+}
+
 # What the tests need besides the demo's.
 kreg_need_tests() {
   kreg_group "PostgreSQL for the tests" @initdb:postgresql
@@ -339,6 +347,7 @@ kreg_need_tests() {
   kreg_group "kernel builds from a tree (a compiler, make, flex, bison, Debian's 6.1 source)" \
     gcc:gcc make:make flex:flex bison:bison patch:patch git:git readelf:binutils \
     /usr/src/linux-source-6.1.tar.xz:linux-source-6.1
+  kreg_need_kernel_build
   kreg_group "machines over SSH in network namespaces (sshd, ip)" /usr/sbin/sshd:openssh-server ip:iproute2
   kreg_group "MySQL workloads (MariaDB, sysbench)" /usr/sbin/mariadbd:mariadb-server sysbench:sysbench
   KREG_COMPONENT=non-free kreg_group "netperf (from Debian's non-free component)" netperf:netperf netserver:netperf

@@ -5,11 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-kreg_need_kernel_build() {
-  kreg_group "the kernel's own build needs (build-essential, bc, libelf, libssl)" \
-    /usr/share/doc/build-essential:build-essential bc:bc /usr/include/libelf.h:libelf-dev \
-    /usr/include/openssl/ssl.h:libssl-dev
-}
 kreg_set_up demo tests kernel_build
 cargo build --workspace --bins
 if [ -z "${DATABASE_URL:-}" ]; then

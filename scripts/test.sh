@@ -31,14 +31,17 @@ fi
 export KREG_LAB_ACCEL=${KREG_LAB_ACCEL:-tcg}
 cargo test --workspace --no-run
 # A lab VM under TCG keeps one core busy and leaves the other mostly idle, so the suite runs
-# in two lanes. Beside: tests/machine.rs (a disk machine booted about ten times, its only
-# figures boot timeouts of 600 s), started now. Meanwhile, the tests whose assertions hold
-# whatever else the machine does (kreg's outputs against the tools' own, states, errors).
-# Then, alone once the machine test is over, everything else: the lab's
-# calibrated figures (one CPU against two, quotas, A/A boots), the dashboard's latencies, the
-# unit tests. Every test target runs exactly once: the last lane is "all the others".
-beside=(machine)
-meanwhile=(hammerdb kernel_build lab_sched_stats kconfig_real ssh two_hosts netperf setup_packages parse_cli)
+# in two lanes. Beside: tests/lab_bisect.rs (a git repository made from linux-source-6.1,
+# its commits built and bisected in the lab, about 20 minutes: the change it must find more
+# than doubles hackbench's time, and a change under 20 % does not count), started now.
+# Meanwhile, the tests whose assertions hold whatever else the machine does (kreg's outputs
+# against the tools' own, states, errors; tests/machine.rs, a disk machine booted about ten
+# times, its only figures boot timeouts of 600 s). Then, alone once both lanes are over,
+# everything else: the lab's calibrated figures (one CPU against two, quotas, A/A boots),
+# the dashboard's latencies, the unit tests. Every test target runs exactly once: the last
+# lane is "all the others".
+beside=(lab_bisect)
+meanwhile=(machine hammerdb kernel_build lab_sched_stats kconfig_real ssh two_hosts netperf setup_packages parse_cli)
 lanes_log=$(mktemp /tmp/kreg-test-beside.XXXXXX)
 echo "tests in the background lane: ${beside[*]} (their output follows when they end)" >&2
 args=(); for t in "${beside[@]}"; do args+=(--test "$t"); done
@@ -55,8 +58,8 @@ if [ "$beside_rc" -ne 0 ]; then
   echo "tests ${beside[*]} failed (exit $beside_rc)" >&2
   exit "$beside_rc"
 fi
-# kernel_real compiles Debian's linux-source-6.1 (about 20 minutes): it needs the feature
-# real-kernel and runs by scripts/test-kernel.sh; `cargo test` alone leaves it out too.
+# kernel_real compiles Debian's linux-source-6.1 and the perf of its tree: it needs the
+# feature real-kernel and runs by scripts/test-kernel.sh; `cargo test` alone leaves it out too.
 featured=(kernel_real)
 args=()
 # A test target is a file of tests/ or a folder of it with a main.rs (several modules, one

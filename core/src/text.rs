@@ -38,6 +38,16 @@ pub fn one_line(s: &str) -> Cow<'_, str> {
     escape(s, &[])
 }
 
+/// A p-value as reports print it, with its name: `p=1.23e-4`; one too small for a double
+/// (it underflowed to 0) is `p < 1e-300`, never `p=0.00e0`.
+pub fn p_value(p: f64) -> String {
+    if p < 1e-300 {
+        "p < 1e-300".into()
+    } else {
+        format!("p={p:.2e}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,15 +61,5 @@ mod tests {
         );
         assert_eq!(printable("a\rb\u{9b}c\u{202e}d"), "a\\rb\\u{9b}c\\u{202e}d");
         assert_eq!(one_line("line 1\nline 2\t|"), "line 1\\nline 2\\t|");
-    }
-}
-
-/// A p-value as reports print it: `1.23e-4`; one too small for a double (it underflowed
-/// to 0) is `< 1e-300`, never `0.00e0`.
-pub fn p_value(p: f64) -> String {
-    if p < 1e-300 {
-        "< 1e-300".into()
-    } else {
-        format!("{p:.2e}")
     }
 }

@@ -102,7 +102,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Plan(a) => cli::validate::plan(&a),
         Cmd::Run(a) => cli::run::start(&a.file, cfg).await,
         Cmd::Bisect(a) => cli::bisect::bisect(cfg, &a).await,
-        Cmd::Resume(a) => cli::run::resume(a.run, cfg).await,
+        Cmd::Resume(a) => cli::bisect::resume(a.run, cfg).await,
         Cmd::Status(a) => cli::status::status(&cli::db::connect(cfg).await?, a.run).await,
         Cmd::Report(a) => cli::report::report(cfg, &a).await,
         Cmd::Schedstat { command } => cli::schedstat::dispatch(command, cfg).await,

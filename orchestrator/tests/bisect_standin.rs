@@ -41,7 +41,7 @@ baseline: standin
 boot: {{ timeout: 3m }}
 workloads:
   - {{ name: hb, kind: hackbench, groups: 1, loops: 10, pipe: true }}
-iterations: 2
+iterations: 3
 bisect:
   good: v1
   metric: hb/time
@@ -69,21 +69,24 @@ bisect:
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    // Killed once two boots are measured: the third may be half done.
+    // Killed once the first run of the third boot is stored: that boot is cut off with two
+    // runs to go (each takes longer than the poll's 20 ms).
     let measured = "SELECT count(*) FROM bisect_measurements WHERE value IS NOT NULL OR error IS NOT NULL";
+    let done = "SELECT count(*) FROM jobs WHERE state = 'done'";
     let deadline = Instant::now() + Duration::from_secs(900);
     loop {
-        if count(&db, measured).await >= 2 {
+        if count(&db, done).await >= 7 {
             break;
         }
-        assert!(child.try_wait().unwrap().is_none(), "kreg ended before two boots were measured");
-        assert!(Instant::now() < deadline, "two boots not measured in 15 minutes");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(child.try_wait().unwrap().is_none(), "kreg ended before its seventh run");
+        assert!(Instant::now() < deadline, "seven runs not stored in 15 minutes");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     child.kill().unwrap();
     child.wait().unwrap();
     let run: i64 = count(&db, "SELECT run_id FROM bisections").await;
     let kept = count(&db, measured).await;
+    assert_eq!(kept, 2, "two boots measured, the third cut off");
 
     let out = kreg().args(["resume", &run.to_string()]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -102,14 +105,30 @@ bisect:
     assert!(rows.iter().all(|r| r.1 == "endpoint" && r.3.is_some()), "{rows:?}");
     let good = rows.iter().filter(|r| r.2 == 0).count();
     assert_eq!(good, 3, "{rows:?}");
-    // The jobs each measurement counts: two per boot, each boot its own (a measurement the
+    // The jobs each measurement counts: three per boot, each boot its own (a measurement the
     // kill cut off was measured again in a new boot, its old jobs counted by nothing).
     let counted = "FROM jobs j JOIN bisect_measurements m ON m.kernel = j.kernel AND m.boot = j.boot WHERE j.state = 'done'";
-    assert_eq!(count(&db, &format!("SELECT count(*) {counted}")).await, 12);
+    assert_eq!(count(&db, &format!("SELECT count(*) {counted}")).await, 18);
     let boots = count(&db, &format!("SELECT count(DISTINCT j.boot_id) {counted}")).await;
     assert_eq!(boots, 6, "every measurement in a boot of its own");
     let twice = "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'done' GROUP BY kernel, boot, iteration HAVING count(*) > 1) x";
     assert_eq!(count(&db, twice).await, 0, "a finished job ran again");
+    // The cut-off boot: its run stays stored, counted by nothing; its other run failed with why.
+    let third: (i32, String) = sqlx::query_as("SELECT boot, kernel FROM bisect_measurements WHERE seq = 3")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_ne!(third.0, 3, "measurement 3 was taken again in a new boot");
+    let old: Vec<(String, Option<String>)> = sqlx::query_as("SELECT state, error FROM jobs WHERE boot = 3 ORDER BY iteration")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(old.len(), 3, "{old:?}");
+    assert_eq!(old[0].0, "done", "{old:?}");
+    for o in &old[1..] {
+        assert_eq!(o.0, "failed", "{old:?}");
+        assert!(o.1.as_deref().unwrap_or("").contains("measurement 3 was taken again in boot"), "{old:?}");
+    }
     // Two builds (good and bad), each compiled once whatever the kill interrupted.
     assert_eq!(count(&db, "SELECT count(*) FROM bisect_measurements WHERE compiled").await, 2);
 
@@ -127,6 +146,19 @@ bisect:
     assert_eq!(r["builds"], 2);
     let text = kreg().args(["bisect", "--show", &run.to_string()]).output().unwrap();
     eprintln!("{}", String::from_utf8_lossy(&text.stdout));
+    // One commit's measurement, again with `kreg run`: the scenario pinned to that commit.
+    let v1 = git(&repo, &["rev-parse", "v1"]);
+    let pinned = kreg()
+        .args(["bisect", "--show", &run.to_string(), "--at", &v1[..10]])
+        .output()
+        .unwrap();
+    assert!(pinned.status.success(), "{}", String::from_utf8_lossy(&pinned.stderr));
+    let pinned_file = dir.0.join("pinned.yaml");
+    std::fs::write(&pinned_file, &pinned.stdout).unwrap();
+    let text = String::from_utf8_lossy(&pinned.stdout);
+    assert!(text.contains(&format!("ref: {v1} }}")), "{text}");
+    let plan = kreg().arg("plan").arg(&pinned_file).output().unwrap();
+    assert!(plan.status.success(), "{}", String::from_utf8_lossy(&plan.stderr));
     let md = kreg()
         .args(["bisect", "--show", &run.to_string(), "--format", "markdown"])
         .output()

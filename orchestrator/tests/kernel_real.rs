@@ -1,62 +1,15 @@
 //! The real thing, behind `scripts/test-kernel.sh` (feature `real-kernel`): Debian's
-//! linux-source-6.1 built with tinyconfig plus a fragment that boots in the lab, kexec'd
+//! linux-source-6.1 (as the bisection test's repository holds it at `good`) built with
+//! tinyconfig plus a fragment that boots in the lab, kexec'd
 //! into from Debian's 6.12 kernel, running hackbench counted by the perf built from the
 //! same tree (`perf: tree`); its release carries kreg's LOCALVERSION. The default suite drives the same pipeline on a stand-in tree
 //! (tests/kernel_build.rs).
 
 use std::time::Instant;
 
+use common::linux::{bisect_repo, fragment_yaml, TARBALL};
 use common::{fresh_db, kreg, Scratch};
 use kreg_testkit as common;
-
-const TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
-
-/// What a tinyconfig kernel needs to boot kreg's lab initramfs and run its agent.
-const FRAGMENT: &[&str] = &[
-    "CONFIG_64BIT=y",
-    "CONFIG_SMP=y",
-    "CONFIG_NR_CPUS=8",
-    "CONFIG_ACPI=y",
-    "CONFIG_X86_MPPARSE=y",
-    "CONFIG_RELOCATABLE=y",
-    "CONFIG_PRINTK=y",
-    "CONFIG_TTY=y",
-    "CONFIG_SERIAL_8250=y",
-    "CONFIG_SERIAL_8250_CONSOLE=y",
-    "CONFIG_BLK_DEV_INITRD=y",
-    "CONFIG_PROC_FS=y",
-    "CONFIG_PROC_SYSCTL=y",
-    "CONFIG_SYSFS=y",
-    "CONFIG_DEVTMPFS=y",
-    "CONFIG_TMPFS=y",
-    "CONFIG_SHMEM=y",
-    "CONFIG_BINFMT_ELF=y",
-    "CONFIG_BINFMT_SCRIPT=y",
-    "CONFIG_FUTEX=y",
-    "CONFIG_EPOLL=y",
-    "CONFIG_EVENTFD=y",
-    "CONFIG_SIGNALFD=y",
-    "CONFIG_TIMERFD=y",
-    "CONFIG_UNIX=y",
-    "CONFIG_NET=y",
-    "CONFIG_INET=y",
-    "CONFIG_PCI=y",
-    "CONFIG_NETDEVICES=y",
-    "CONFIG_NET_CORE=y",
-    "CONFIG_VIRTIO_MENU=y",
-    "CONFIG_VIRTIO=y",
-    "CONFIG_VIRTIO_PCI=y",
-    "CONFIG_VIRTIO_NET=y",
-    "CONFIG_DEBUG_FS=y",
-    "CONFIG_SCHED_DEBUG=y",
-    "CONFIG_SCHEDSTATS=y",
-    "CONFIG_KEXEC=y",
-    "CONFIG_CRYPTO=y",
-    "CONFIG_CRYPTO_SHA256=y",
-    "CONFIG_KEXEC_FILE=y",
-    "CONFIG_HZ_250=y",
-    "CONFIG_PERF_EVENTS=y",
-];
 
 #[tokio::test]
 async fn linux_source_6_1_tinyconfig_builds_kexecs_and_runs() {
@@ -66,10 +19,13 @@ async fn linux_source_6_1_tinyconfig_builds_kexecs_and_runs() {
     );
     let db = fresh_db("kreal").await;
     let dir = Scratch::new("kreal");
-    let set: Vec<String> = FRAGMENT.iter().map(|s| format!("      - {s}\n")).collect();
+    // The bisection test's repository at `good` (the tarball as it is) with the same config:
+    // the two tests share one work tree and one build.
+    let repo = bisect_repo();
     let scenario = format!(
-        "name: real-kernel\nhosts:\n  sut: {{ role: sut, transport: {{ kind: lab }} }}\nkernels:\n  - {{ name: deb612, source: {{ deb: linux-image-6.12-amd64 }} }}\n  - name: tiny61\n    source: {{ tarball: {TARBALL} }}\n    perf: tree\n    config:\n      base: tinyconfig\n      set:\n{}baseline: deb612\nboot: {{ timeout: 5m }}\nvariants: [ {{ name: batch, policy: batch }} ]\nworkloads:\n  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true, threads: true }}\ncollect: [perf_stat]\n",
-        set.concat()
+        "name: real-kernel\nhosts:\n  sut: {{ role: sut, transport: {{ kind: lab }} }}\nkernels:\n  - {{ name: deb612, source: {{ deb: linux-image-6.12-amd64 }} }}\n  - name: tiny61\n    source: {{ git: \"{}\", ref: good }}\n    perf: tree\n    config:\n      base: tinyconfig\n      set:\n{}baseline: deb612\nboot: {{ timeout: 5m }}\nvariants: [ {{ name: batch, policy: batch }} ]\nworkloads:\n  - {{ name: hb, kind: hackbench, groups: 1, loops: 20, pipe: true, threads: true }}\ncollect: [perf_stat]\n",
+        repo.path.display(),
+        fragment_yaml()
     );
     let file = dir.0.join("real.yaml");
     std::fs::write(&file, scenario).unwrap();

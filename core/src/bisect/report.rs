@@ -192,9 +192,15 @@ pub fn report(
                 .and_then(|b| b.value.clone().err()),
         })
         .collect();
+    let tested: Vec<usize> = bisection
+        .steps()
+        .iter()
+        .filter(|s| s.position.is_some())
+        .map(|s| s.commit)
+        .collect();
     let log2 = (usize::BITS - (commits.len() - 1).leading_zeros()) as usize;
     Report {
-        reproduce: reproduce(&about, commits, culprit),
+        reproduce: reproduce(&about, commits, &tested, culprit),
         about,
         commits: commits.len(),
         good: commits[0].clone(),
@@ -217,19 +223,32 @@ pub fn report(
     }
 }
 
-/// The commands that reproduce the bisection and each of its sides.
-fn reproduce(about: &About, commits: &[Commit], culprit: Option<usize>) -> Vec<String> {
+/// The commands that reproduce the bisection, its confirmation, and each commit measured:
+/// the scenario pinned to that commit (`kreg bisect --show RUN --at COMMIT`) run as any run.
+fn reproduce(about: &About, commits: &[Commit], tested: &[usize], culprit: Option<usize>) -> Vec<String> {
     let mut out = vec![format!(
         "kreg bisect {} --kernel {} --good {} --bad {} --metric {}/{} --variant {}",
         about.scenario_file, about.kernel, about.good_ref, about.bad_ref, about.workload, about.metric, about.variant
     )];
-    if let Some(c) = culprit {
-        let (p, c, b) = (&commits[c - 1].hash, &commits[c].hash, &commits[commits.len() - 1].hash);
+    let last = commits.len() - 1;
+    let mut each: Vec<usize> = vec![0, last];
+    each.extend(tested.iter().copied());
+    each.sort_unstable();
+    each.dedup();
+    for i in each {
+        let h = short(&commits[i].hash);
         out.push(format!(
-            "kreg bisect {} --kernel {} --good {p} --bad {c} --metric {}/{} --variant {}   # the culprit against its parent",
-            about.scenario_file, about.kernel, about.workload, about.metric, about.variant
+            "kreg bisect --show {} --at {h} > {h}.yaml && kreg run {h}.yaml   # commit {i}: {}",
+            about.run, commits[i].subject
         ));
-        out.push(format!("git checkout {b} && git revert --no-edit {c}   # the bad end with the culprit reverted"));
+    }
+    if let Some(c) = culprit {
+        let (c, b) = (&commits[c].hash, &commits[last].hash);
+        out.push(format!(
+            "git checkout {} && git revert --no-edit {}   # bad with the culprit reverted (then build and run it as above)",
+            short(b),
+            short(c)
+        ));
     }
     out
 }
@@ -259,7 +278,7 @@ pub fn verdict(r: &Report) -> String {
             format!("stopped: endpoint {} could not be built or booted: {reason}", at(*commit))
         }
         Some(Outcome::DoesNotReproduce { p, .. }) => format!(
-            "does not reproduce here: good and bad do not differ by the minimum effect at the bisection's alpha (p = {})",
+            "does not reproduce here: good and bad do not differ by the minimum effect at the bisection's alpha ({})",
             crate::text::p_value(*p)
         ),
         Some(Outcome::Culprit { confirmation, .. }) => {
@@ -349,7 +368,7 @@ pub fn render(r: &Report, markdown: bool) -> String {
     steps(&mut o, r, markdown);
     let _ = writeln!(o, "{}to reproduce:", if markdown { "\n### " } else { "" });
     for c in &r.reproduce {
-        let _ = writeln!(o, "{}{c}{}", if markdown { "    " } else { "  " }, "");
+        let _ = writeln!(o, "{}{c}", if markdown { "    " } else { "  " });
     }
     o
 }

@@ -5,6 +5,7 @@
 //! derive: serde stops at the first error, and users want all of them at once.
 
 mod load;
+pub mod pin;
 
 use std::path::{Path, PathBuf};
 

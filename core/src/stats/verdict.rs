@@ -253,9 +253,10 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     let within = c.ci.is_some_and(|(l, h)| l >= -min && h <= min);
     let significant = c.p_adjusted < alpha;
     let p_text = if c.p_adjusted != c.p {
-        format!("p={}, adjusted {}", p_value(c.p), p_value(c.p_adjusted))
+        let adjusted = p_value(c.p_adjusted);
+        format!("{}, adjusted {}", p_value(c.p), adjusted.trim_start_matches("p=").trim_start_matches("p "))
     } else {
-        format!("p={}", p_value(c.p))
+        p_value(c.p)
     };
     let change_verdict = |sign: f64| {
         if (sign < 0.0) == higher_is_better {

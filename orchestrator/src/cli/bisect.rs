@@ -41,6 +41,10 @@ pub struct BisectArgs {
     /// Print the report of the bisection run RUN (as far as it went) and exit.
     #[arg(long, value_name = "RUN", conflicts_with_all = ["good", "bad", "metric", "variant", "kernel"])]
     pub show: Option<i64>,
+    /// With --show: print instead the bisection's scenario with its kernel at COMMIT (a
+    /// commit of the range, by a prefix of its hash), to measure that commit with `kreg run`.
+    #[arg(long, value_name = "COMMIT", requires = "show")]
+    pub at: Option<String>,
     /// text, markdown or json.
     #[arg(long, default_value = "text", value_parser = ["text", "markdown", "json"])]
     pub format: String,
@@ -103,7 +107,10 @@ fn spec_of(s: &Scenario, a: &BisectArgs) -> Result<Spec> {
 pub async fn bisect(cfg: &Config, a: &BisectArgs) -> Result<ExitCode> {
     if let Some(run) = a.show {
         let db = super::db::connect(cfg).await?;
-        print_report(&db, run, &a.format).await?;
+        match &a.at {
+            Some(at) => print!("{}", pinned(&db, run, at).await?),
+            None => print_report(&db, run, &a.format).await?,
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let file = a.file.as_deref().expect("clap requires it");
@@ -155,6 +162,20 @@ async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec
         row.workload, row.metric, row.good, row.bad
     );
     Ok(run_id)
+}
+
+/// `kreg resume RUN`: a bisection goes on where it stands; any other run as runs do.
+pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
+    let db = super::db::connect(cfg).await?;
+    let Some(b) = sb::bisection(&db, run).await? else {
+        return super::run::resume(run, cfg).await;
+    };
+    if b.outcome.is_some() {
+        println!("run {run}: a finished bisection; nothing to resume (`kreg bisect --show {run}`)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("run {run}: resuming the bisection");
+    drive(cfg, run, Default::default(), "text").await
 }
 
 /// Drives the bisection of `run_id` (new, or resumed) and prints its report.
@@ -213,4 +234,28 @@ pub async fn status(db: &PgPool, run_id: i64) -> Result<Option<String>> {
         ));
     }
     Ok(Some(out))
+}
+
+/// The bisection's stored scenario with its kernel pinned to the commit `at` names.
+async fn pinned(db: &PgPool, run_id: i64, at: &str) -> Result<String> {
+    let run = store::run(db, run_id).await?;
+    let row = sb::bisection(db, run_id)
+        .await?
+        .ok_or_else(|| anyhow!("run {run_id} is not a bisection"))?;
+    let found: Vec<&report::Commit> = row
+        .commits
+        .0
+        .iter()
+        .filter(|c| at.len() >= 4 && c.hash.starts_with(&at.to_lowercase()))
+        .collect();
+    let commit = match found.as_slice() {
+        [one] => one,
+        [] => bail!("{at:?} is not a commit of run {run_id}'s range (give at least 4 characters of its hash)"),
+        _ => bail!("{at:?} names several commits of the range: give more of the hash"),
+    };
+    let text = kreg::scenario::pin::with_kernel_ref(&run.yaml, &row.kernel, &commit.hash).map_err(|e| anyhow!(e))?;
+    Ok(format!(
+        "# {} with kernel {} at {} ({}), from bisection run {run_id};\n# its relative paths are those of {}: save it in that folder\n{text}",
+        run.scenario_name, row.kernel, commit.hash, commit.subject, run.source_path
+    ))
 }

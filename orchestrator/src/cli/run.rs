@@ -289,14 +289,6 @@ pub async fn start(file: &Path, cfg: &Config) -> Result<ExitCode> {
 /// `kreg resume`: a run driven on from its first job not done.
 pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
     let db = super::db::connect(cfg).await?;
-    if let Some(b) = store::bisect::bisection(&db, run).await? {
-        if b.outcome.is_some() {
-            println!("run {run}: a finished bisection; nothing to resume (`kreg bisect --show {run}`)");
-            return Ok(ExitCode::SUCCESS);
-        }
-        println!("run {run}: resuming the bisection");
-        return super::bisect::drive(cfg, run, Default::default(), "text").await;
-    }
     let before = store::jobs(&db, run).await?;
     if before.is_empty() {
         store::run(&db, run).await?;

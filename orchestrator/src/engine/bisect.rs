@@ -231,7 +231,7 @@ impl Bisector<'_> {
             .any(|j| j.kernel == m.kernel && j.boot == m.boot && j.state != crate::plan::JobState::Pending);
         if started {
             let (boot, new) = self.jobs_for(&m.kernel).await?;
-            store::bisect::move_to_boot(self.db, self.run.id, m.seq, boot as i32, &new).await?;
+            store::bisect::move_to_boot(self.db, self.run.id, &m, boot as i32, &new).await?;
             m.boot = boot as i32;
         }
         Ok(m)

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::build::{git_tree, run, sha256_hex};
 use super::{msg, KernelError};
-use crate::store::bisect::Commit;
+use crate::bisect::report::Commit;
 
 /// The commits from `good` to `bad` (both included, good first) along bad's first-parent
 /// line, as `git bisect` would need them in a line: `good` must be an ancestor of `bad`.

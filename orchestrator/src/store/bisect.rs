@@ -24,7 +24,7 @@ pub struct BisectionRow {
 }
 
 /// A boot the bisection asked for.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
 pub struct Measurement {
     pub seq: i32,
     pub commit_index: i32,
@@ -118,14 +118,28 @@ pub async fn ask_measurement(db: &PgPool, run_id: i64, m: &Measurement, jobs: &[
 /// A measurement cut off after some of its jobs ran moves to a new boot with new jobs
 /// (its boot is gone, and a value never mixes two boots); the jobs done in the old one stay
 /// stored, counted by nothing.
-pub async fn move_to_boot(db: &PgPool, run_id: i64, seq: i32, boot: i32, jobs: &[Job]) -> Result<()> {
+/// The old boot's jobs not done fail with the reason.
+pub async fn move_to_boot(db: &PgPool, run_id: i64, m: &Measurement, boot: i32, jobs: &[Job]) -> Result<()> {
     let mut tx = db.begin().await?;
     sqlx::query("UPDATE bisect_measurements SET boot = $3 WHERE run_id = $1 AND seq = $2")
         .bind(run_id)
-        .bind(seq)
+        .bind(m.seq)
         .bind(boot)
         .execute(&mut *tx)
         .await?;
+    sqlx::query(
+        "UPDATE jobs SET state = 'failed', error = $4
+         WHERE run_id = $1 AND kernel = $2 AND boot = $3 AND state IN ('pending', 'running')",
+    )
+    .bind(run_id)
+    .bind(&m.kernel)
+    .bind(m.boot)
+    .bind(format!(
+        "the controller stopped during this boot; measurement {} was taken again in boot {boot}",
+        m.seq
+    ))
+    .execute(&mut *tx)
+    .await?;
     super::insert_jobs(&mut tx, run_id, jobs).await?;
     tx.commit().await?;
     Ok(())

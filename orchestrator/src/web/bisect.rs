@@ -19,19 +19,7 @@ use crate::view::ViewError;
 #[derive(Serialize)]
 pub struct BisectView {
     pub report: Report,
-    pub measurements: Vec<MeasurementItem>,
-}
-
-#[derive(Serialize)]
-pub struct MeasurementItem {
-    pub seq: i32,
-    pub commit: i32,
-    pub role: String,
-    pub kernel: String,
-    pub boot: i32,
-    pub value: Option<f64>,
-    pub error: Option<String>,
-    pub compiled: bool,
+    pub measurements: Vec<sb::Measurement>,
 }
 
 pub async fn bisect_view(db: &sqlx::PgPool, id: i64) -> Result<BisectView, ViewError> {
@@ -42,19 +30,7 @@ pub async fn bisect_view(db: &sqlx::PgPool, id: i64) -> Result<BisectView, ViewE
     let report = crate::view::bisect::load_report(db, id).await?;
     let measurements = sb::measurements(db, id)
         .await
-        .map_err(|e| ViewError::Other(e.into()))?
-        .into_iter()
-        .map(|m| MeasurementItem {
-            seq: m.seq,
-            commit: m.commit_index,
-            role: m.role,
-            kernel: m.kernel,
-            boot: m.boot,
-            value: m.value,
-            error: m.error,
-            compiled: m.compiled,
-        })
-        .collect();
+        .map_err(|e| ViewError::Other(e.into()))?;
     Ok(BisectView { report, measurements })
 }
 
