@@ -32,16 +32,17 @@ export KREG_LAB_ACCEL=${KREG_LAB_ACCEL:-tcg}
 cargo test --workspace --no-run
 # A lab VM under TCG keeps one core busy and leaves the other mostly idle, so the suite runs
 # in two lanes. Beside: tests/lab_bisect.rs (a git repository made from linux-source-6.1,
-# its commits built and bisected in the lab, about 20 minutes: the change it must find more
+# its commits built and bisected in the lab, about 25 minutes in CI: the change it must find more
 # than doubles hackbench's time, and a change under 20 % does not count), started now.
 # Meanwhile, the tests whose assertions hold whatever else the machine does (kreg's outputs
 # against the tools' own, states, errors; tests/machine.rs, a disk machine booted about ten
-# times, its only figures boot timeouts of 600 s). Then, alone once both lanes are over,
+# times, its only figures boot timeouts of 600 s; tests/bisect_standin.rs, an A/A range that
+# must not pass for a 20 % change). Then, alone once both lanes are over,
 # everything else: the lab's calibrated figures (one CPU against two, quotas, A/A boots),
 # the dashboard's latencies, the unit tests. Every test target runs exactly once: the last
 # lane is "all the others".
 beside=(lab_bisect)
-meanwhile=(machine hammerdb kernel_build lab_sched_stats kconfig_real ssh two_hosts netperf setup_packages parse_cli)
+meanwhile=(machine bisect_standin hammerdb kernel_build lab_sched_stats kconfig_real ssh two_hosts netperf setup_packages parse_cli)
 lanes_log=$(mktemp /tmp/kreg-test-beside.XXXXXX)
 echo "tests in the background lane: ${beside[*]} (their output follows when they end)" >&2
 args=(); for t in "${beside[@]}"; do args+=(--test "$t"); done

@@ -144,6 +144,8 @@ bisect:
     assert_eq!(r["at_bad"]["boots"], 3);
     assert!(r["endpoints_change"]["lo"].as_f64().unwrap() < r["endpoints_change"]["hi"].as_f64().unwrap());
     assert_eq!(r["builds"], 2);
+    let report = kreg().args(["report", &run.to_string()]).output().unwrap();
+    assert!(String::from_utf8_lossy(&report.stdout).starts_with("Bisection (run "), "kreg report of a bisection");
     let text = kreg().args(["bisect", "--show", &run.to_string()]).output().unwrap();
     eprintln!("{}", String::from_utf8_lossy(&text.stdout));
     // One commit's measurement, again with `kreg run`: the scenario pinned to that commit.

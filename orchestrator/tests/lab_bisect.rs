@@ -69,13 +69,15 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
     std::fs::write(&file, scenario(&repo.path, "bad")).unwrap();
     let started = Instant::now();
 
-    // Killed once a random number of measurements (1 to 12) is stored.
+    // Killed at a random point: 0 to 20 s after a random number of measurements (1 to 12)
+    // is stored, so in a build, a boot, a run or between them.
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos();
     let kill_at = 1 + (seed % 12) as i64;
-    eprintln!("kreg will be killed after {kill_at} measurement(s) are stored");
+    let after = Duration::from_millis(((seed / 12) % 20_000) as u64);
+    eprintln!("kreg will be killed {after:?} after {kill_at} measurement(s) are stored");
     let mut child = kreg(&db, &dir.0)
         .arg("bisect")
         .arg(&file)
@@ -86,6 +88,10 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
     let deadline = Instant::now() + Duration::from_secs(3 * 3600);
     let killed = loop {
         if count(&db, measured).await >= kill_at {
+            tokio::time::sleep(after).await;
+            if child.try_wait().unwrap().is_some() {
+                break false;
+            }
             child.kill().unwrap();
             child.wait().unwrap();
             break true;

@@ -58,6 +58,21 @@ fn samples() -> Vec<Sample> {
     out
 }
 
+/// [`samples`] with a latency metric beside the time (its rows summarised by median and IQR).
+fn with_latency() -> Vec<Sample> {
+    let mut all = samples();
+    for x in samples() {
+        all.push(Sample {
+            metric: "lat_p99".into(),
+            unit: "us".into(),
+            kind: MetricKind::Latency,
+            value: x.value * 100.0,
+            ..x
+        });
+    }
+    all
+}
+
 #[test]
 fn change_is_against_baseline_with_same_variant() {
     let s = scenario();
@@ -98,17 +113,7 @@ fn change_is_against_baseline_with_same_variant() {
 fn text_is_one_compact_ascii_table_per_workload_and_variant_with_reasons() {
     let s = scenario();
     let base = Baseline::Kernel("a".into());
-    let mut all = samples();
-    // A latency metric beside the time: its rows are summarised by median and IQR.
-    for x in samples() {
-        all.push(Sample {
-            metric: "lat_p99".into(),
-            unit: "us".into(),
-            kind: MetricKind::Latency,
-            value: x.value * 100.0,
-            ..x
-        });
-    }
+    let all = with_latency();
     let t = tables(&s, &all, &base, &Settings::default());
     let out = report(1, &s, &base, &t, &[]).render(Format::Text);
     // Two tables (variant other, variant batch), each with both metrics as rows.
@@ -241,16 +246,7 @@ fn markdown_has_a_well_formed_table_per_block() {
 fn the_text_and_markdown_reports_read_as_kept() {
     let s = scenario();
     let base = Baseline::Kernel("a".into());
-    let mut all = samples();
-    for x in samples() {
-        all.push(Sample {
-            metric: "lat_p99".into(),
-            unit: "us".into(),
-            kind: MetricKind::Latency,
-            value: x.value * 100.0,
-            ..x
-        });
-    }
+    let all = with_latency();
     let t = tables(&s, &all, &base, &Settings::default());
     let r = report(7, &s, &base, &t, &[]);
     expect_test::expect_file!["snapshots/report.txt"].assert_eq(&r.render(Format::Text));

@@ -107,6 +107,19 @@ pub async fn report(cfg: &kreg::config::Config, a: &ReportArgs) -> Result<ExitCo
     };
     let settings = kreg::stats::Settings::checked(a.alpha, a.min_effect).map_err(anyhow::Error::msg)?;
     let db = super::db::connect(cfg).await?;
+    if kreg::store::bisect::bisection(&db, a.run).await?.is_some() {
+        // A bisection's kernels are its commits, with no baseline among them: its report is
+        // the bisection's.
+        let r = kreg::view::bisect::load_report(&db, a.run).await?;
+        let text = match a.style.format {
+            Format::Json => serde_json::to_string_pretty(&r)?,
+            Format::Markdown => kreg::bisect::report::render(&r, true),
+            Format::Text => kreg::bisect::report::render(&r, false),
+            Format::Csv => anyhow::bail!("run {} is a bisection: its report is text, markdown or json", a.run),
+        };
+        print(&text, a.style.format);
+        return Ok(ExitCode::SUCCESS);
+    }
     let loaded = view::load_report(&db, a.run, baseline, &settings).await?;
     print(
         &loaded.report(boxes(a.style.boxes)).render(a.style.format),
