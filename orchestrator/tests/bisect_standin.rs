@@ -91,7 +91,11 @@ bisect:
     let out = kreg().args(["resume", &run.to_string()]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{}", &stderr[stderr.len().saturating_sub(6000)..]);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        &stderr[stderr.len().saturating_sub(6000)..]
+    );
     assert!(stdout.contains("does not reproduce here"), "{stdout}");
     assert!(stderr.contains(&format!("{kept} measurement(s) stored")), "{stderr}");
 
@@ -107,7 +111,8 @@ bisect:
     assert_eq!(good, 3, "{rows:?}");
     // The jobs each measurement counts: three per boot, each boot its own (a measurement the
     // kill cut off was measured again in a new boot, its old jobs counted by nothing).
-    let counted = "FROM jobs j JOIN bisect_measurements m ON m.kernel = j.kernel AND m.boot = j.boot WHERE j.state = 'done'";
+    let counted =
+        "FROM jobs j JOIN bisect_measurements m ON m.kernel = j.kernel AND m.boot = j.boot WHERE j.state = 'done'";
     assert_eq!(count(&db, &format!("SELECT count(*) {counted}")).await, 18);
     let boots = count(&db, &format!("SELECT count(DISTINCT j.boot_id) {counted}")).await;
     assert_eq!(boots, 6, "every measurement in a boot of its own");
@@ -119,18 +124,27 @@ bisect:
         .await
         .unwrap();
     assert_ne!(third.0, 3, "measurement 3 was taken again in a new boot");
-    let old: Vec<(String, Option<String>)> = sqlx::query_as("SELECT state, error FROM jobs WHERE boot = 3 ORDER BY iteration")
-        .fetch_all(&db.pool)
-        .await
-        .unwrap();
+    let old: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT state, error FROM jobs WHERE boot = 3 ORDER BY iteration")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
     assert_eq!(old.len(), 3, "{old:?}");
     assert_eq!(old[0].0, "done", "{old:?}");
     for o in &old[1..] {
         assert_eq!(o.0, "failed", "{old:?}");
-        assert!(o.1.as_deref().unwrap_or("").contains("measurement 3 was taken again in boot"), "{old:?}");
+        assert!(
+            o.1.as_deref()
+                .unwrap_or("")
+                .contains("measurement 3 was taken again in boot"),
+            "{old:?}"
+        );
     }
     // Two builds (good and bad), each compiled once whatever the kill interrupted.
-    assert_eq!(count(&db, "SELECT count(*) FROM bisect_measurements WHERE compiled").await, 2);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM bisect_measurements WHERE compiled").await,
+        2
+    );
 
     let show = kreg()
         .args(["bisect", "--show", &run.to_string(), "--format", "json"])
@@ -145,7 +159,10 @@ bisect:
     assert!(r["endpoints_change"]["lo"].as_f64().unwrap() < r["endpoints_change"]["hi"].as_f64().unwrap());
     assert_eq!(r["builds"], 2);
     let report = kreg().args(["report", &run.to_string()]).output().unwrap();
-    assert!(String::from_utf8_lossy(&report.stdout).starts_with("Bisection (run "), "kreg report of a bisection");
+    assert!(
+        String::from_utf8_lossy(&report.stdout).starts_with("Bisection (run "),
+        "kreg report of a bisection"
+    );
     let text = kreg().args(["bisect", "--show", &run.to_string()]).output().unwrap();
     eprintln!("{}", String::from_utf8_lossy(&text.stdout));
     // One commit's measurement, again with `kreg run`: the scenario pinned to that commit.

@@ -100,17 +100,27 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
             eprintln!("kreg ended ({st}) before {kill_at} measurements");
             break false;
         }
-        assert!(Instant::now() < deadline, "the bisection did not get that far in 3 hours");
+        assert!(
+            Instant::now() < deadline,
+            "the bisection did not get that far in 3 hours"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     let run: i64 = count(&db, "SELECT run_id FROM bisections").await;
     let before = count(&db, measured).await;
-    eprintln!("killed: {killed}, {before} measurement(s) stored, after {:.0} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "killed: {killed}, {before} measurement(s) stored, after {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     let out = kreg(&db, &dir.0).args(["resume", &run.to_string()]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}");
-    assert!(out.status.success(), "{stdout}\n{}", &stderr[stderr.len().saturating_sub(6000)..]);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        &stderr[stderr.len().saturating_sub(6000)..]
+    );
     eprintln!("bisection took {:.0} s in all", started.elapsed().as_secs_f64());
 
     let r = report(&db, &dir.0, run);
@@ -135,10 +145,17 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
         0
     );
     assert_eq!(
-        count(&db, "SELECT count(*) FROM bisect_measurements WHERE value IS NULL AND error IS NULL").await,
+        count(
+            &db,
+            "SELECT count(*) FROM bisect_measurements WHERE value IS NULL AND error IS NULL"
+        )
+        .await,
         0
     );
-    let text = kreg(&db, &dir.0).args(["bisect", "--show", &run.to_string()]).output().unwrap();
+    let text = kreg(&db, &dir.0)
+        .args(["bisect", "--show", &run.to_string()])
+        .output()
+        .unwrap();
     eprintln!("{}", String::from_utf8_lossy(&text.stdout));
 
     // The same range without the slow commit: the endpoints alone, then "does not reproduce".
@@ -146,9 +163,17 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
     std::fs::write(&null, scenario(&repo.path, "bad-null")).unwrap();
     let out = kreg(&db, &dir.0).arg("bisect").arg(&null).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("does not reproduce"), "{stdout}");
-    let run2: i64 = count(&db, &format!("SELECT max(run_id) FROM bisections WHERE run_id <> {run}")).await;
+    let run2: i64 = count(
+        &db,
+        &format!("SELECT max(run_id) FROM bisections WHERE run_id <> {run}"),
+    )
+    .await;
     let roles: i64 = count(
         &db,
         &format!("SELECT count(*) FROM bisect_measurements WHERE run_id = {run2} AND role <> 'endpoint'"),

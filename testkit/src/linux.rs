@@ -69,7 +69,11 @@ fn git(repo: &Path, args: &[&str]) -> String {
         .current_dir(repo)
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -78,7 +82,10 @@ fn edit(repo: &Path, file: &str, after: &str, from: &str, to: &str) {
     let path = repo.join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     let start = text.find(after).unwrap_or_else(|| panic!("{file}: no {after:?}"));
-    let at = start + text[start..].find(from).unwrap_or_else(|| panic!("{file}: no {from:?}"));
+    let at = start
+        + text[start..]
+            .find(from)
+            .unwrap_or_else(|| panic!("{file}: no {from:?}"));
     let new = format!("{}{to}{}", &text[..at], &text[at + from.len()..]);
     std::fs::write(&path, new).unwrap();
 }
@@ -110,12 +117,38 @@ pub struct BisectRepo {
 /// makes the kernel slower, which [`bisect_repo`] leaves out of the null branch.
 fn harmless(repo: &Path, i: usize) {
     match i {
-        1 => append(repo, "Documentation/scheduler/sched-design-CFS.rst", "\n.. A note of the bisection test.\n"),
-        2 => edit(repo, "kernel/sched/core.c", "// SPDX", "\n", "\n/* Bisection test: a comment in the scheduler's core. */\n"),
+        1 => append(
+            repo,
+            "Documentation/scheduler/sched-design-CFS.rst",
+            "\n.. A note of the bisection test.\n",
+        ),
+        2 => edit(
+            repo,
+            "kernel/sched/core.c",
+            "// SPDX",
+            "\n",
+            "\n/* Bisection test: a comment in the scheduler's core. */\n",
+        ),
         3 => append(repo, "README", "\nA line of the bisection test.\n"),
-        5 => edit(repo, "fs/pipe.c", "#include \"internal.h\"", "\n", "\n/* Bisection test: fixed. */\n"),
-        7 => append(repo, "Documentation/scheduler/sched-design-CFS.rst", "\n.. Another note.\n"),
-        8 => edit(repo, "kernel/sched/fair.c", "// SPDX", "\n", "\n/* Bisection test: a comment in CFS. */\n"),
+        5 => edit(
+            repo,
+            "fs/pipe.c",
+            "#include \"internal.h\"",
+            "\n",
+            "\n/* Bisection test: fixed. */\n",
+        ),
+        7 => append(
+            repo,
+            "Documentation/scheduler/sched-design-CFS.rst",
+            "\n.. Another note.\n",
+        ),
+        8 => edit(
+            repo,
+            "kernel/sched/fair.c",
+            "// SPDX",
+            "\n",
+            "\n/* Bisection test: a comment in CFS. */\n",
+        ),
         _ => unreachable!(),
     }
 }
@@ -160,12 +193,30 @@ pub fn bisect_repo() -> BisectRepo {
             match i {
                 4 => append(&path, "fs/pipe.c", "\nthis line is not C;\n"),
                 5 => {
-                    edit(&path, "fs/pipe.c", "\nthis line is not C;", "\nthis line is not C;\n", "");
+                    edit(
+                        &path,
+                        "fs/pipe.c",
+                        "\nthis line is not C;",
+                        "\nthis line is not C;\n",
+                        "",
+                    );
                     harmless(&path, 5);
                 }
                 6 => {
-                    edit(&path, "fs/pipe.c", "#include <linux/uaccess.h>", "\n", "\n#include <linux/delay.h>\n");
-                    edit(&path, "fs/pipe.c", "pipe_write(struct kiocb", "\t__pipe_lock(pipe);", "\tudelay(100);\n\t__pipe_lock(pipe);");
+                    edit(
+                        &path,
+                        "fs/pipe.c",
+                        "#include <linux/uaccess.h>",
+                        "\n",
+                        "\n#include <linux/delay.h>\n",
+                    );
+                    edit(
+                        &path,
+                        "fs/pipe.c",
+                        "pipe_write(struct kiocb",
+                        "\t__pipe_lock(pipe);",
+                        "\tudelay(100);\n\t__pipe_lock(pipe);",
+                    );
                 }
                 i => harmless(&path, i),
             }

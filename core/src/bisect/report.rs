@@ -172,8 +172,19 @@ pub fn report(
     let parent = values(boots, None, &["parent"]);
     let again = values(boots, None, &["culprit"]);
     let reverted = values(boots, None, &["revert"]);
-    let mut groups: Vec<Vec<f64>> = vec![good.clone(), bad.clone(), parent.clone(), again.clone(), reverted.clone()];
-    groups.extend(bisection.steps().iter().map(|s| values(boots, Some(s.commit), &["step"])));
+    let mut groups: Vec<Vec<f64>> = vec![
+        good.clone(),
+        bad.clone(),
+        parent.clone(),
+        again.clone(),
+        reverted.clone(),
+    ];
+    groups.extend(
+        bisection
+            .steps()
+            .iter()
+            .map(|s| values(boots, Some(s.commit), &["step"])),
+    );
     let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
     let pool = pooled(&refs).unwrap_or((f64::NAN, 1.0));
     let steps = bisection
@@ -254,7 +265,12 @@ fn reproduce(about: &About, commits: &[Commit], tested: &[usize], culprit: Optio
 }
 
 fn pct(c: &Change) -> String {
-    format!("{:+.2}% [{:+.2}%, {:+.2}%]", c.change * 100.0, c.lo * 100.0, c.hi * 100.0)
+    format!(
+        "{:+.2}% [{:+.2}%, {:+.2}%]",
+        c.change * 100.0,
+        c.lo * 100.0,
+        c.hi * 100.0
+    )
 }
 
 fn num(s: &Side) -> String {
@@ -265,8 +281,31 @@ fn num(s: &Side) -> String {
     }
 }
 
-fn short(hash: &str) -> &str {
+/// A commit's hash as reports show it: its first 12 characters.
+pub fn short(hash: &str) -> &str {
     &hash[..hash.len().min(12)]
+}
+
+/// "9 commits, good v1 (…) .. bad v2 (…), kernel K".
+pub fn range_text(r: &Report) -> String {
+    let a = &r.about;
+    format!(
+        "{} commits, good {} ({}) .. bad {} ({}), kernel {}",
+        r.commits,
+        a.good_ref,
+        short(&r.good.hash),
+        a.bad_ref,
+        short(&r.bad.hash),
+        a.kernel
+    )
+}
+
+/// "7 build(s) (1 failed; goal 8), 37 boot(s)".
+pub fn cost_text(r: &Report) -> String {
+    format!(
+        "{} build(s) ({} failed; goal {}), {} boot(s)",
+        r.builds, r.failed_builds, r.build_goal, r.boots
+    )
 }
 
 /// One line saying where the bisection ended.
@@ -314,16 +353,7 @@ pub fn render(r: &Report, markdown: bool) -> String {
         "{h}Bisection (run {}): {}/{} under variant {} on {}",
         a.run, a.workload, a.metric, a.variant, a.machine
     );
-    let _ = writeln!(
-        o,
-        "{b}range: {} commits, good {} ({}) .. bad {} ({}), kernel {}",
-        r.commits,
-        a.good_ref,
-        short(&r.good.hash),
-        a.bad_ref,
-        short(&r.bad.hash),
-        a.kernel
-    );
+    let _ = writeln!(o, "{b}range: {}", range_text(r));
     let _ = writeln!(o, "{b}result: {}", verdict(r));
     let rows = [
         ("good", r.at_good),
@@ -360,11 +390,7 @@ pub fn render(r: &Report, markdown: bool) -> String {
             pos(&confirmation.revert)
         );
     }
-    let _ = writeln!(
-        o,
-        "{b}cost: {} build(s) ({} failed; goal {}), {} boot(s)",
-        r.builds, r.failed_builds, r.build_goal, r.boots
-    );
+    let _ = writeln!(o, "{b}cost: {}", cost_text(r));
     steps(&mut o, r, markdown);
     let _ = writeln!(o, "{}to reproduce:", if markdown { "\n### " } else { "" });
     for c in &r.reproduce {
@@ -378,7 +404,10 @@ fn steps(o: &mut String, r: &Report, markdown: bool) {
         return;
     }
     if markdown {
-        let _ = writeln!(o, "\n### Steps\n\n| # | commit | subject | decision | position | boots |\n|---|---|---|---|---|---|");
+        let _ = writeln!(
+            o,
+            "\n### Steps\n\n| # | commit | subject | decision | position | boots |\n|---|---|---|---|---|---|"
+        );
     } else {
         let _ = writeln!(o, "steps:");
     }

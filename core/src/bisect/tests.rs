@@ -128,8 +128,10 @@ fn with_bisect(section: &str) -> Result<crate::scenario::Scenario, Vec<crate::sc
 
 #[test]
 fn the_bisect_section_gives_the_range_the_metric_and_the_rules() {
-    let s = with_bisect("bisect:\n  good: v1\n  bad: v2\n  metric: w/time\n  alpha: 0.001\n  step_rounds: { min: 1, max: 4 }\n")
-        .unwrap();
+    let s = with_bisect(
+        "bisect:\n  good: v1\n  bad: v2\n  metric: w/time\n  alpha: 0.001\n  step_rounds: { min: 1, max: 4 }\n",
+    )
+    .unwrap();
     let b = s.bisect.unwrap();
     assert_eq!((b.good.as_deref(), b.bad.as_deref()), (Some("v1"), Some("v2")));
     assert_eq!(b.metric, Some(("w".into(), "time".into())));
@@ -141,14 +143,31 @@ fn the_bisect_section_gives_the_range_the_metric_and_the_rules() {
 
 #[test]
 fn a_bad_bisect_section_is_said_where_it_is() {
-    let e = with_bisect("bisect:\n  good: v1\n  metrc: w/time\n  alpha: 2\n  metric: time\n  endpoint_boots: { min: 5, max: 3 }\n")
-        .unwrap_err();
-    let said: Vec<String> = e.iter().map(|d| format!("{}:{} {}", d.line, d.col, d.message)).collect();
+    let e = with_bisect(
+        "bisect:\n  good: v1\n  metrc: w/time\n  alpha: 2\n  metric: time\n  endpoint_boots: { min: 5, max: 3 }\n",
+    )
+    .unwrap_err();
+    let said: Vec<String> = e
+        .iter()
+        .map(|d| format!("{}:{} {}", d.line, d.col, d.message))
+        .collect();
     let all = said.join("\n");
-    assert!(all.contains("7:3 unknown field `metrc` in bisect; did you mean `metric`?"), "{all}");
-    assert!(all.contains("8:10 bisect: alpha: \"2\" is not a number between 0 and 1"), "{all}");
-    assert!(all.contains("9:11 bisect: metric \"time\": expected WORKLOAD/METRIC"), "{all}");
-    assert!(all.contains("10:19 bisect: endpoint_boots: max 3 is below min 5"), "{all}");
+    assert!(
+        all.contains("7:3 unknown field `metrc` in bisect; did you mean `metric`?"),
+        "{all}"
+    );
+    assert!(
+        all.contains("8:10 bisect: alpha: \"2\" is not a number between 0 and 1"),
+        "{all}"
+    );
+    assert!(
+        all.contains("9:11 bisect: metric \"time\": expected WORKLOAD/METRIC"),
+        "{all}"
+    );
+    assert!(
+        all.contains("10:19 bisect: endpoint_boots: max 3 is below min 5"),
+        "{all}"
+    );
 }
 
 #[test]
@@ -190,7 +209,11 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
                 };
                 let v = if slow { 110.0 } else { 100.0 } + crate::stats::sim::normal(&mut rng) * 0.5;
                 b.record(commit, role, Ok(v));
-                boots.push(Boot { commit, role, value: Ok(v) });
+                boots.push(Boot {
+                    commit,
+                    role,
+                    value: Ok(v),
+                });
             }
             Ask::Done(o) => break o,
         }
@@ -213,11 +236,20 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
     let revert = r.revert_change.unwrap();
     assert!(revert.hi < 0.0, "the revert undoes the change: {revert:?}");
     let again = r.culprit_change.unwrap();
-    assert!(again.lo > 0.05, "the culprit carries the change from its parent: {again:?}");
+    assert!(
+        again.lo > 0.05,
+        "the culprit carries the change from its parent: {again:?}"
+    );
     let text = render(&r, false);
-    assert!(text.contains("first bad commit 000000000000 \"commit 3\" (A U Thor <a@example.org>): confirmed"), "{text}");
+    assert!(
+        text.contains("first bad commit 000000000000 \"commit 3\" (A U Thor <a@example.org>): confirmed"),
+        "{text}"
+    );
     assert!(text.contains("cost: 4 build(s) (0 failed; goal 6)"), "{text}");
-    assert!(text.contains("kreg bisect s.yaml --kernel k --good v1 --bad v2 --metric w/time --variant default"), "{text}");
+    assert!(
+        text.contains("kreg bisect s.yaml --kernel k --good v1 --bad v2 --metric w/time --variant default"),
+        "{text}"
+    );
     let md = render(&r, true);
     assert!(md.contains("| 3 | `000000000000` | commit 3 | bad |"), "{md}");
 }

@@ -76,7 +76,9 @@ mod tests {
         let block = "kernels:\n  - name: k\n    source:\n      git: /r\n      ref: main # the branch\n    config: { base: tinyconfig }\n";
         let out = with_kernel_ref(block, "k", "deadbeef").unwrap();
         assert_eq!(out, block.replace("ref: main #", "ref: deadbeef #"));
-        assert!(with_kernel_ref(block, "nope", "x").unwrap_err().contains("no kernel \"nope\""));
+        assert!(with_kernel_ref(block, "nope", "x")
+            .unwrap_err()
+            .contains("no kernel \"nope\""));
         let s = crate::scenario::from_str(
             &format!("name: p\nhosts: {{ s: {{ role: sut, transport: {{ kind: lab }} }} }}\n{out}workloads: [ {{ name: w, kind: hackbench }} ]\n"),
             std::path::Path::new("/"),

@@ -4,10 +4,10 @@
 //! shown: the interval inside ±minimum effect), or inconclusive with the reason and the
 //! runs that would settle it. Deterministic: the same samples give the same verdict.
 
-use crate::text::p_value;
 use super::kind::MetricKind;
 use super::normal_quantile;
 use super::rank::{runs_to_reach, MONTE_CARLO_DRAWS};
+use crate::text::p_value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Verdict {
@@ -254,7 +254,11 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     let significant = c.p_adjusted < alpha;
     let p_text = if c.p_adjusted != c.p {
         let adjusted = p_value(c.p_adjusted);
-        format!("{}, adjusted {}", p_value(c.p), adjusted.trim_start_matches("p=").trim_start_matches("p "))
+        format!(
+            "{}, adjusted {}",
+            p_value(c.p),
+            adjusted.trim_start_matches("p=").trim_start_matches("p ")
+        )
     } else {
         p_value(c.p)
     };

@@ -71,7 +71,10 @@ fn spec_of(s: &Scenario, a: &BisectArgs) -> Result<Spec> {
         match git_kernels.as_slice() {
             [one] => spec.kernel = Some(one.to_string()),
             [] => bail!("the scenario has no kernel built from a git tree: a bisection builds commits of one"),
-            many => bail!("the scenario has several kernels built from git ({}): say which with --kernel", many.join(", ")),
+            many => bail!(
+                "the scenario has several kernels built from git ({}): say which with --kernel",
+                many.join(", ")
+            ),
         }
     }
     if spec.variant.is_none() {
@@ -83,13 +86,20 @@ fn spec_of(s: &Scenario, a: &BisectArgs) -> Result<Spec> {
             ),
         }
     }
-    let missing: Vec<&str> = [("--good", spec.good.is_none()), ("--bad", spec.bad.is_none()), ("--metric", spec.metric.is_none())]
-        .iter()
-        .filter(|(_, m)| *m)
-        .map(|(n, _)| *n)
-        .collect();
+    let missing: Vec<&str> = [
+        ("--good", spec.good.is_none()),
+        ("--bad", spec.bad.is_none()),
+        ("--metric", spec.metric.is_none()),
+    ]
+    .iter()
+    .filter(|(_, m)| *m)
+    .map(|(n, _)| *n)
+    .collect();
     if !missing.is_empty() {
-        bail!("missing {} (an option, or the scenario's `bisect:` section)", missing.join(", "));
+        bail!(
+            "missing {} (an option, or the scenario's `bisect:` section)",
+            missing.join(", ")
+        );
     }
     let (w, _) = spec.metric.as_ref().expect("checked");
     if s.workload(w).is_none() {
@@ -124,7 +134,11 @@ pub async fn bisect(cfg: &Config, a: &BisectArgs) -> Result<ExitCode> {
         for p in &found.problems {
             eprintln!("kreg: {}", kreg::text::printable(p));
         }
-        bail!("{} cannot start: {} problem(s), nothing recorded", file.display(), found.problems.len());
+        bail!(
+            "{} cannot start: {} problem(s), nothing recorded",
+            file.display(),
+            found.problems.len()
+        );
     }
     let run_id = record(cfg, file, &text, &s, &spec).await?;
     drive(cfg, run_id, found.agents, &a.format).await

@@ -155,13 +155,20 @@ struct Measured {
 }
 
 impl Bisector<'_> {
-    async fn go(&self, reached: super::reach::Reached, on_event: &mut dyn FnMut(Event)) -> Result<Outcome, EngineError> {
+    async fn go(
+        &self,
+        reached: super::reach::Reached,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Outcome, EngineError> {
         let ms = store::bisect::measurements(self.db, self.run.id).await?;
         let (mut bisection, mut pending) = replay(self.row, &ms).map_err(EngineError::Bisect)?;
         let mut seq = ms.iter().map(|m| m.seq).max().unwrap_or(0);
         if !ms.is_empty() {
             let done = ms.iter().filter(|m| m.measured()).count();
-            say(on_event, format!("{done} measurement(s) stored: the bisection goes on from there"));
+            say(
+                on_event,
+                format!("{done} measurement(s) stored: the bisection goes on from there"),
+            );
         }
         let run_dir = self.cfg.data_dir.join("runs").join(self.run.id.to_string());
         let mut conns = open_conns(self.scenario, &run_dir, self.cfg, reached).await?;

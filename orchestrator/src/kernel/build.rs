@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use sha2::{Digest, Sha256};
 
 use super::{msg, KernelError};
-use crate::failure::CommandFailed;
+pub(crate) use super::{sha256_hex, stdout_of as run};
 use crate::kconfig;
 use crate::scenario::{BuildSpec, ConfigBase, TreeSource};
 
@@ -174,24 +174,11 @@ impl BuildHost for Local {
     }
 }
 
-pub(super) fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 pub(super) fn sha256_file(path: &Path) -> Result<String, KernelError> {
     let mut f = std::fs::File::open(path).map_err(|e| msg(format!("{}: {e}", path.display())))?;
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h).map_err(|e| msg(format!("{}: {e}", path.display())))?;
     Ok(hex::encode(h.finalize()))
-}
-
-/// Runs a command on the controller; its stdout, trimmed, or an error with the output's tail.
-pub(crate) fn run(cmd: &mut Command, what: &str) -> Result<String, KernelError> {
-    let out = cmd.output().map_err(|e| msg(format!("cannot run {what}: {e}")))?;
-    if !out.status.success() {
-        return Err(msg(CommandFailed::of_output(what, &out).to_string()));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// The compiler the build uses, as `gcc --version` names it.
@@ -275,7 +262,14 @@ fn input_key(
 }
 
 fn make(dir: &Path, args: &[&str], what: &str) -> Result<String, KernelError> {
-    run(Command::new("make").env("LOCALVERSION", "").arg("-C").arg(dir).args(args), what)
+    run(
+        Command::new("make")
+            .env("LOCALVERSION", "")
+            .arg("-C")
+            .arg(dir)
+            .args(args),
+        what,
+    )
 }
 
 /// The Kconfig files of a tree that count on x86 (other architectures' are left out), for
@@ -340,9 +334,10 @@ pub fn build(
     }
 
     let shared = match (&spec.tree, &git) {
-        (TreeSource::Git { url, .. }, Some(_)) if host.place() == controller() => {
-            Some(shared_key(url, spec, &running_config, &compiler)?)
-        }
+        (TreeSource::Git { url, .. }, Some(_)) if host.place() == controller() => Some(super::worktree::shared_key(
+            url,
+            &input_key("", spec, &running_config, "", &compiler)?,
+        )),
         _ => None,
     };
     let inputs = Inputs {
@@ -358,7 +353,7 @@ pub fn build(
             let _lock = super::CacheLock::take_named(cache, &format!("work-{share}"))?;
             let work = cache.join("work").join(format!("shared-{share}"));
             let (mirror, commit) = inputs.git.as_ref().expect("a git tree");
-            checkout(mirror, commit, &work, log)?;
+            super::worktree::checkout(mirror, commit, &work, log)?;
             build_in(spec, cache, &work, running_config, host, log, inputs, false)?
         }
         None => {
@@ -374,36 +369,6 @@ pub fn build(
     std::fs::create_dir_all(index.parent().expect("has parent")).map_err(|e| msg(e.to_string()))?;
     std::fs::write(&index, &built.key).map_err(|e| msg(e.to_string()))?;
     Ok(built)
-}
-
-/// What names a shared work tree: the repository, the config request and the compiler
-/// (not the commit, nor the patches: a checkout and a clean put any commit there).
-fn shared_key(url: &str, spec: &BuildSpec, base_text: &Option<String>, compiler: &str) -> Result<String, KernelError> {
-    let request = input_key("", spec, base_text, "", compiler)?;
-    Ok(sha256_hex(format!("{url}\n{request}").as_bytes())[..16].to_string())
-}
-
-/// `commit` checked out in the shared work tree `work` (a clone of the mirror sharing its
-/// objects, made the first time): tracked files put back as the commit has them (a
-/// patch's changes undone), untracked ones that are not build output removed. Files the
-/// commit does not change keep their times, so make rebuilds only what it changed.
-fn checkout(mirror: &Path, commit: &str, work: &Path, log: &mut dyn FnMut(&str)) -> Result<(), KernelError> {
-    if !work.join(".git").exists() {
-        let _ = std::fs::remove_dir_all(work);
-        std::fs::create_dir_all(work.parent().expect("has parent")).map_err(|e| msg(e.to_string()))?;
-        run(
-            Command::new("git")
-                .args(["clone", "--quiet", "--shared", "--no-checkout", "--"])
-                .arg(mirror)
-                .arg(work),
-            "git clone --shared",
-        )?;
-    }
-    log(&format!("checking out {commit} in {}", work.display()));
-    let git = |args: &[&str], what: &str| run(Command::new("git").arg("-C").arg(work).args(args), what);
-    git(&["checkout", "--quiet", "--force", "--detach", commit], "git checkout")?;
-    git(&["clean", "-fdq"], "git clean")?;
-    Ok(())
 }
 
 /// A build in the cache, by key.

@@ -11,6 +11,7 @@ pub mod build;
 pub mod perf;
 pub mod range;
 pub mod remote;
+mod worktree;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
@@ -105,6 +106,17 @@ fn run(cmd: &mut Command, what: &str) -> Result<std::process::Output, KernelErro
         return Err(msg(CommandFailed::of_output(what, &out).to_string()));
     }
     Ok(out)
+}
+
+/// Runs a command on the controller; its stdout, trimmed, or an error with the output's tail.
+pub(crate) fn stdout_of(cmd: &mut Command, what: &str) -> Result<String, KernelError> {
+    let out = run(cmd, what)?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {

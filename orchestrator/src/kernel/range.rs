@@ -77,7 +77,10 @@ pub fn revert_patch(url: &str, bad: &str, culprit: &str, cache: &Path) -> Result
         return Ok(patch);
     }
     std::fs::create_dir_all(&dir).map_err(|e| msg(format!("{}: {e}", dir.display())))?;
-    let scratch = dir.join(format!(".work-{}", &sha256_hex(patch.to_string_lossy().as_bytes())[..12]));
+    let scratch = dir.join(format!(
+        ".work-{}",
+        &sha256_hex(patch.to_string_lossy().as_bytes())[..12]
+    ));
     let _ = std::fs::remove_dir_all(&scratch);
     run(
         Command::new("git")
@@ -110,7 +113,11 @@ pub fn revert_patch(url: &str, bad: &str, culprit: &str, cache: &Path) -> Result
     let _ = std::fs::remove_dir_all(&scratch);
     let diff = result?;
     if diff.trim().is_empty() {
-        return Err(msg(format!("reverting {} on top of {} changes nothing", &culprit[..12], &bad[..12])));
+        return Err(msg(format!(
+            "reverting {} on top of {} changes nothing",
+            &culprit[..12],
+            &bad[..12]
+        )));
     }
     let tmp = patch.with_extension("tmp");
     std::fs::write(&tmp, format!("{diff}\n")).map_err(|e| msg(e.to_string()))?;

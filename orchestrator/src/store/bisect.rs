@@ -46,7 +46,11 @@ impl Measurement {
 
 /// Records a bisection: its scenario's text, a run with no jobs yet, and what it bisects,
 /// in one transaction. Returns the run's id.
-pub async fn record_bisection(db: &PgPool, (name, yaml, source_path): (&str, &str, &str), b: &BisectionRow) -> Result<i64> {
+pub async fn record_bisection(
+    db: &PgPool,
+    (name, yaml, source_path): (&str, &str, &str),
+    b: &BisectionRow,
+) -> Result<i64> {
     use sha2::Digest;
     let sha = hex::encode(sha2::Sha256::digest(yaml.as_bytes()));
     let mut tx = db.begin().await?;

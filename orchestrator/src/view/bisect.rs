@@ -32,7 +32,10 @@ pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
         .collect();
     let compiled = ms.iter().filter(|m| m.compiled).count();
     let failed = ms.iter().filter(|m| m.compiled && m.error.is_some()).count();
-    let outcome: Option<Outcome> = row.outcome.as_ref().and_then(|o| serde_json::from_value(o.0.clone()).ok());
+    let outcome: Option<Outcome> = row
+        .outcome
+        .as_ref()
+        .and_then(|o| serde_json::from_value(o.0.clone()).ok());
     // The machine is named as the scenario names its SUT (when the stored text still loads).
     let sut = engine::scenario_of(&run)
         .map(|s| s.sut().name.clone())
@@ -54,6 +57,12 @@ pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
         good_ref: row.good.clone(),
         bad_ref: row.bad.clone(),
     };
-    Ok(report::report(about, &row.commits.0, &bisection, &boots, (compiled, failed), outcome))
+    Ok(report::report(
+        about,
+        &row.commits.0,
+        &bisection,
+        &boots,
+        (compiled, failed),
+        outcome,
+    ))
 }
-

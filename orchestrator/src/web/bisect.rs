@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::html::{self, esc, Live};
 use super::{id_of, json, ApiResult, AppState, PageResult};
-use crate::bisect::report::{self, Report, Side};
+use crate::bisect::report::{self, short, Report, Side};
 use crate::bisect::Mark;
 use crate::store::bisect as sb;
 use crate::view::ViewError;
@@ -24,13 +24,15 @@ pub struct BisectView {
 
 pub async fn bisect_view(db: &sqlx::PgPool, id: i64) -> Result<BisectView, ViewError> {
     crate::store::run(db, id).await?;
-    if sb::bisection(db, id).await.map_err(|e| ViewError::Other(e.into()))?.is_none() {
+    if sb::bisection(db, id)
+        .await
+        .map_err(|e| ViewError::Other(e.into()))?
+        .is_none()
+    {
         return Err(ViewError::NotFound(format!("run {id} is not a bisection")));
     }
     let report = crate::view::bisect::load_report(db, id).await?;
-    let measurements = sb::measurements(db, id)
-        .await
-        .map_err(|e| ViewError::Other(e.into()))?;
+    let measurements = sb::measurements(db, id).await.map_err(|e| ViewError::Other(e.into()))?;
     Ok(BisectView { report, measurements })
 }
 
@@ -45,27 +47,13 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageRes
     let a = &r.about;
     let mut body = html::facts(&[
         ("result", esc(&report::verdict(r))),
-        ("metric", esc(&format!("{}/{} under variant {}", a.workload, a.metric, a.variant))),
+        (
+            "metric",
+            esc(&format!("{}/{} under variant {}", a.workload, a.metric, a.variant)),
+        ),
         ("machine", esc(&a.machine)),
-        (
-            "range",
-            esc(&format!(
-                "{} commits: good {} ({}) .. bad {} ({}), kernel {}",
-                r.commits,
-                a.good_ref,
-                short(&r.good.hash),
-                a.bad_ref,
-                short(&r.bad.hash),
-                a.kernel
-            )),
-        ),
-        (
-            "cost",
-            esc(&format!(
-                "{} build(s), {} failed (goal {}); {} boot(s)",
-                r.builds, r.failed_builds, r.build_goal, r.boots
-            )),
-        ),
+        ("range", esc(&report::range_text(r))),
+        ("cost", esc(&report::cost_text(r))),
     ]);
     let _ = write!(
         body,
@@ -78,11 +66,11 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageRes
     body.push_str(&steps(r));
     body.push_str(&log(&v));
     let _ = write!(body, "<h2>To reproduce</h2>{}", html::pre(&r.reproduce.join("\n")));
-    Ok(Html(html::layout(&format!("Bisection (run {id})"), &body, &Live::Run(id))))
-}
-
-fn short(hash: &str) -> &str {
-    &hash[..hash.len().min(12)]
+    Ok(Html(html::layout(
+        &format!("Bisection (run {id})"),
+        &body,
+        &Live::Run(id),
+    )))
 }
 
 fn mark_class(m: Mark) -> &'static str {
@@ -247,7 +235,11 @@ fn steps(r: &Report) -> String {
         .collect();
     format!(
         "<h2>Steps</h2>{}",
-        html::table("steps", &["#", "commit", "subject", "decision", "position", "boots"], &rows)
+        html::table(
+            "steps",
+            &["#", "commit", "subject", "decision", "position", "boots"],
+            &rows
+        )
     )
 }
 

@@ -25,22 +25,71 @@ async fn what_cannot_be_bisected_is_refused_and_nothing_recorded() {
     }
     let git_src = format!("{{ git: \"{}\", ref: t2 }}", repo.display());
     let cases: Vec<(String, Vec<&str>, &str)> = vec![
-        (scenario(&git_src, ""), vec!["--good", "t0", "--bad", "t2", "--metric", "hb/time"], "several variants (default, batch): say which with --variant"),
-        (scenario(&git_src, ""), vec!["--bad", "t2", "--metric", "hb/time", "--variant", "default"], "missing --good"),
-        (scenario(&git_src, ""), vec!["--good", "t0", "--bad", "t2", "--metric", "time", "--variant", "default"], "expected WORKLOAD/METRIC"),
-        (scenario(&git_src, ""), vec!["--good", "t0", "--bad", "t2", "--metric", "nope/time", "--variant", "default"], "the scenario has no workload \"nope\""),
+        (
+            scenario(&git_src, ""),
+            vec!["--good", "t0", "--bad", "t2", "--metric", "hb/time"],
+            "several variants (default, batch): say which with --variant",
+        ),
+        (
+            scenario(&git_src, ""),
+            vec!["--bad", "t2", "--metric", "hb/time", "--variant", "default"],
+            "missing --good",
+        ),
+        (
+            scenario(&git_src, ""),
+            vec![
+                "--good",
+                "t0",
+                "--bad",
+                "t2",
+                "--metric",
+                "time",
+                "--variant",
+                "default",
+            ],
+            "expected WORKLOAD/METRIC",
+        ),
+        (
+            scenario(&git_src, ""),
+            vec![
+                "--good",
+                "t0",
+                "--bad",
+                "t2",
+                "--metric",
+                "nope/time",
+                "--variant",
+                "default",
+            ],
+            "the scenario has no workload \"nope\"",
+        ),
         (
             scenario("{ tarball: /usr/src/linux-source-6.1.tar.xz }", ""),
-            vec!["--good", "t0", "--bad", "t2", "--metric", "hb/time", "--variant", "default"],
+            vec![
+                "--good",
+                "t0",
+                "--bad",
+                "t2",
+                "--metric",
+                "hb/time",
+                "--variant",
+                "default",
+            ],
             "the scenario has no kernel built from a git tree",
         ),
         (
-            scenario(&git_src, "bisect: { good: t2, bad: t0, metric: hb/time, variant: batch }\n"),
+            scenario(
+                &git_src,
+                "bisect: { good: t2, bad: t0, metric: hb/time, variant: batch }\n",
+            ),
             vec![],
             "is not an ancestor of bad t0",
         ),
         (
-            scenario(&git_src, "bisect: { good: t0, bad: nosuchref, metric: hb/time, variant: batch }\n"),
+            scenario(
+                &git_src,
+                "bisect: { good: t0, bad: nosuchref, metric: hb/time, variant: batch }\n",
+            ),
             vec![],
             "ref \"nosuchref\" does not exist",
         ),
@@ -59,7 +108,10 @@ async fn what_cannot_be_bisected_is_refused_and_nothing_recorded() {
         assert_eq!(out.status.code(), Some(1), "case {i}: {stderr}");
         assert!(stderr.contains(said), "case {i}: {stderr}");
     }
-    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs").fetch_one(&db.pool).await.unwrap_or(0);
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap_or(0);
     assert_eq!(runs, 0, "nothing recorded");
     let out = kreg(&db, &dir.0).args(["bisect", "--show", "99"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));

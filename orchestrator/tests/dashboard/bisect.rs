@@ -68,15 +68,23 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
                     (_, Role::Revert { .. }) => Ok(1.0),
                     (c, _) => Ok(if c >= 6 { 1.1 } else { 1.0 } + 0.004 * ((seq * 7 % 5) as f64 - 2.0)),
                 };
-                sb::measured(&pool, run, seq, value.as_ref().map(|v| *v).map_err(String::as_str), seq < 6)
-                    .await
-                    .unwrap();
+                sb::measured(
+                    &pool,
+                    run,
+                    seq,
+                    value.as_ref().map(|v| *v).map_err(String::as_str),
+                    seq < 6,
+                )
+                .await
+                .unwrap();
                 b.record(commit, role, value);
             }
             Ask::Done(o) => break o,
         }
     };
-    sb::set_outcome(&pool, run, &serde_json::to_value(&outcome).unwrap()).await.unwrap();
+    sb::set_outcome(&pool, run, &serde_json::to_value(&outcome).unwrap())
+        .await
+        .unwrap();
     run
 }
 
@@ -93,19 +101,36 @@ async fn a_bisection_page_draws_the_range_and_names_the_culprit() {
         .await
         .unwrap();
     assert_eq!(api["report"]["outcome"]["kind"], "culprit", "{api:#}");
-    assert_eq!(api["report"]["culprit"]["subject"], "sched: change number 6 <with markup & quotes\">");
+    assert_eq!(
+        api["report"]["culprit"]["subject"],
+        "sched: change number 6 <with markup & quotes\">"
+    );
     let b = Browser::start().await;
     visit(&b, &format!("{}/runs/{run}/bisect", server.base), "bisect").await;
     let result = b.text("dl.facts dd").await;
     assert!(result.starts_with("first bad commit abc600000000"), "{result}");
-    let steps = b.js("return document.querySelectorAll('svg.bisect-range g.step').length").await;
-    let skips = b.js("return document.querySelectorAll('svg.bisect-range g.step.skip').length").await;
-    let culprit = b.js("return document.querySelectorAll('svg.bisect-range line.culprit').length").await;
-    assert_eq!(steps.as_u64(), Some(api["report"]["steps"].as_array().unwrap().len() as u64));
+    let steps = b
+        .js("return document.querySelectorAll('svg.bisect-range g.step').length")
+        .await;
+    let skips = b
+        .js("return document.querySelectorAll('svg.bisect-range g.step.skip').length")
+        .await;
+    let culprit = b
+        .js("return document.querySelectorAll('svg.bisect-range line.culprit').length")
+        .await;
+    assert_eq!(
+        steps.as_u64(),
+        Some(api["report"]["steps"].as_array().unwrap().len() as u64)
+    );
     assert_eq!(skips.as_u64(), Some(1), "the commit that does not build is a cross");
     assert_eq!(culprit.as_u64(), Some(1));
-    let log_rows = b.js("return document.querySelectorAll('#bisect-log tbody tr').length").await;
-    assert_eq!(log_rows.as_u64(), Some(api["measurements"].as_array().unwrap().len() as u64));
+    let log_rows = b
+        .js("return document.querySelectorAll('#bisect-log tbody tr').length")
+        .await;
+    assert_eq!(
+        log_rows.as_u64(),
+        Some(api["measurements"].as_array().unwrap().len() as u64)
+    );
     let steps_text = b.text("table.steps").await;
     assert!(steps_text.contains("boot failed: make bzImage failed"), "{steps_text}");
     // The run's page links to it.

@@ -39,7 +39,12 @@ impl Cx<'_> {
         let d = Rules::default();
         let alpha = self.fraction(f.get("alpha"), "bisect: alpha", d.alpha);
         let min_effect = self.fraction(f.get("min_effect"), "bisect: min_effect", d.min_effect);
-        let endpoint_boots = self.range(f.get("endpoint_boots"), "bisect: endpoint_boots", (2, 100), d.endpoint_boots);
+        let endpoint_boots = self.range(
+            f.get("endpoint_boots"),
+            "bisect: endpoint_boots",
+            (2, 100),
+            d.endpoint_boots,
+        );
         let step_rounds = self.range(f.get("step_rounds"), "bisect: step_rounds", (1, 100), d.step_rounds);
         Some(Spec {
             kernel: kernel?,
