@@ -241,15 +241,27 @@ impl AgentClient {
                 req.owner = self.owner.read().expect("owner lock").clone();
             }
         }
-        let resp = self
-            .http
-            .post(format!("{}/v1/step", self.base))
-            .bearer_auth(&self.token)
-            .timeout(timeout)
-            .json(&step)
-            .send()
-            .await
-            .map_err(|e| self.unreachable(e))?;
+        // A kept-alive connection outlives a reboot of the machine on some paths (qemu's
+        // user network, NAT): the first request on it is cut off unanswered. A step that
+        // only reads is sent again on a new connection; any other is reported, since the
+        // agent may have acted on it.
+        let mut attempt = 0;
+        let resp = loop {
+            attempt += 1;
+            let sent = self
+                .http
+                .post(format!("{}/v1/step", self.base))
+                .bearer_auth(&self.token)
+                .timeout(timeout)
+                .json(&step)
+                .send()
+                .await;
+            match sent {
+                Ok(resp) => break resp,
+                Err(e) if attempt < 3 && step.reads_only() && e.is_request() && !e.is_timeout() => continue,
+                Err(e) => return Err(self.unreachable(e)),
+            }
+        };
         self.decode(name, resp).await
     }
 

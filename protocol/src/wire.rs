@@ -229,6 +229,23 @@ impl Step {
         }
     }
 
+    /// Whether the step only reads: sending it twice does what sending it once does, so a
+    /// request lost with its connection (a kept-alive connection to a machine that has
+    /// rebooted since) can be sent again.
+    pub fn reads_only(&self) -> bool {
+        matches!(
+            self,
+            Step::Identity
+                | Step::ReadKnob { .. }
+                | Step::Schedstat
+                | Step::Interrupts
+                | Step::Poll { .. }
+                | Step::Threads { .. }
+                | Step::Listeners { .. }
+                | Step::InstalledKernels
+        )
+    }
+
     /// Whether the agent reboots after a successful answer to this step.
     pub fn reboots(&self) -> bool {
         matches!(
