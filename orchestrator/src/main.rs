@@ -44,6 +44,12 @@ enum Cmd {
     Compare(cli::report::CompareArgs),
     /// Kernels kreg built: release, content key, where, and the runs that used them.
     Kernels,
+    /// Change points in the histories of finished runs, kept as alerts to triage (new,
+    /// acknowledged, invalid, fixed); without a subcommand, the new ones.
+    Alerts {
+        #[command(subcommand)]
+        command: Option<cli::alerts::AlertsCmd>,
+    },
     /// /proc/schedstat: the difference between two snapshots, or between two kernels or
     /// variants of a run.
     Schedstat {
@@ -108,6 +114,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Schedstat { command } => cli::schedstat::dispatch(command, cfg).await,
         Cmd::Compare(a) => cli::report::compare(cfg, &a).await,
         Cmd::Kernels => cli::kernels::kernels(&cli::db::connect(cfg).await?).await,
+        Cmd::Alerts { command } => cli::alerts::dispatch(command, &cli::db::connect(cfg).await?).await,
         Cmd::Parse(a) => cli::parse::parse(&a),
         Cmd::Stats(args) => cli::stats::stats(&args),
         Cmd::Serve(a) => cli::serve::serve(cfg, &a).await,

@@ -193,17 +193,19 @@ collect: [perf_stat]
     assert_eq!(stored_key, key);
     assert_eq!(stored_config, config);
     assert!(log.contains("BUILD   arch/x86/boot/bzImage"), "{log}");
-    let uses: Vec<(i64, String)> =
-        sqlx::query_as("SELECT run_id, kernel FROM kernel_build_runs ORDER BY run_id, kernel")
+    // Each use with the commit its ref named then (what an alert's bisection starts from).
+    let v1 = git(&repo, &["rev-parse", "v1^{commit}"]);
+    let uses: Vec<(i64, String, Option<String>)> =
+        sqlx::query_as("SELECT run_id, kernel, git_commit FROM kernel_build_runs ORDER BY run_id, kernel")
             .fetch_all(&db.pool)
             .await
             .unwrap();
     assert_eq!(
         uses,
         [
-            (1, "bad-init".to_string()),
-            (1, "built".to_string()),
-            (2, "built".to_string())
+            (1, "bad-init".to_string(), Some(v1.clone())),
+            (1, "built".to_string(), Some(v1.clone())),
+            (2, "built".to_string(), Some(v1.clone()))
         ]
     );
     let out = Command::new(env!("CARGO_BIN_EXE_kreg"))

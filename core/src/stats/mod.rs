@@ -3,6 +3,7 @@
 //! baseline. Pure.
 
 mod hypothesis;
+pub mod changepoint;
 pub mod judge;
 pub mod kind;
 pub mod looks;

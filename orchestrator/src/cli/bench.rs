@@ -36,6 +36,9 @@ pub enum BenchCmd {
     /// The bisection's decisions on described ranges: how often it names the right
     /// commit, a wrong one, "does not reproduce", a range or "ambiguous", and its cost.
     Bisect(super::bench_bisect::BisectArgs),
+    /// The history's change-point search on synthetic series: steps found at their run,
+    /// false change points in series without one.
+    Changepoints(super::bench_changepoints::ChangepointArgs),
 }
 
 /// The plans a case is tried under: for cases of runs, the README's adaptive 3..10, a
@@ -66,6 +69,7 @@ pub async fn dispatch(cmd: BenchCmd, cfg: &kreg::config::Config) -> Result<ExitC
         BenchCmd::Dashboard { samples, repeat } => super::bench_dashboard::run(cfg, samples, repeat).await,
         BenchCmd::Agent(args) => super::bench_agent::run(cfg, args).await,
         BenchCmd::Bisect(args) => super::bench_bisect::run(args),
+        BenchCmd::Changepoints(args) => super::bench_changepoints::run(args),
     }
 }
 

@@ -1,9 +1,11 @@
 //! One file per command of `kreg`; `main` parses the arguments and dispatches here.
 
 pub mod agent;
+pub mod alerts;
 pub mod bench;
 pub mod bench_agent;
 pub mod bench_bisect;
+pub mod bench_changepoints;
 pub mod bench_dashboard;
 pub mod bisect;
 pub mod db;

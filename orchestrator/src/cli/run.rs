@@ -222,6 +222,7 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, reached: engine::reac
     bar.finish_and_clear();
     print_report(db, run_id, (Format::Text, false)).await?;
     println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
+    super::alerts::after_run(db, run_id).await;
     Ok(if outcome.failed == 0 {
         ExitCode::SUCCESS
     } else {

@@ -168,7 +168,7 @@ impl Driver<'_> {
         let started = std::time::Instant::now();
         if let Some(b) = prepared.as_ref().and_then(|p| p.built.as_ref()) {
             store::record_build(self.db, b, &b.built_on).await?;
-            store::link_build(self.db, &b.key, self.run.id, &kernel.name).await?;
+            store::link_build(self.db, &b.key, self.run.id, &kernel.name, b.commit.as_deref()).await?;
         }
         let timeout = Duration::from_secs(self.scenario.boot.timeout_secs);
         let conn = self.conns.get_mut(&self.sut).expect("the SUT has a connection");

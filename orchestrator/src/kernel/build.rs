@@ -32,6 +32,10 @@ pub struct Built {
     /// Whether this call compiled it (false: taken from the cache).
     #[serde(skip)]
     pub built_now: bool,
+    /// The commit its git tree was checked out at for this call (a cached build found by
+    /// its tree's content says which commit asked for it now); `None` for a tarball.
+    #[serde(skip)]
+    pub commit: Option<String>,
 }
 
 /// What a build was made from and what it says it is: stored with it, shown on the kernels'
@@ -323,12 +327,14 @@ pub fn build(
     };
     let ikey = input_key(&tree_hash, spec, &running_config, &patches, &compiler)?;
     let index = cache.join("builds").join("by-input").join(&ikey);
+    let commit = git.as_ref().map(|g| g.1.clone());
     if let Ok(key) = std::fs::read_to_string(&index) {
-        if let Some(b) = load(cache, key.trim()) {
+        if let Some(mut b) = load(cache, key.trim()) {
             log(&format!(
                 "kernel {} is in the cache ({}), nothing to build",
                 b.release, b.key
             ));
+            b.commit = commit;
             return Ok(b);
         }
     }
@@ -368,7 +374,7 @@ pub fn build(
     };
     std::fs::create_dir_all(index.parent().expect("has parent")).map_err(|e| msg(e.to_string()))?;
     std::fs::write(&index, &built.key).map_err(|e| msg(e.to_string()))?;
-    Ok(built)
+    Ok(Built { commit, ..built })
 }
 
 /// A build in the cache, by key.
@@ -602,6 +608,7 @@ fn compile(
         has_modules,
         built_on: place,
         built_now: true,
+        commit: None,
     };
     std::fs::write(
         out.join("meta.json"),

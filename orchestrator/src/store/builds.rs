@@ -31,12 +31,24 @@ pub async fn record_build(db: impl PgExecutor<'_>, b: &Built, built_on: &str) ->
     Ok(())
 }
 
-pub async fn link_build(db: impl PgExecutor<'_>, key: &str, run_id: i64, kernel: &str) -> Result<()> {
-    sqlx::query("INSERT INTO kernel_build_runs (build_key, run_id, kernel) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-        .bind(key)
-        .bind(run_id)
-        .bind(kernel)
-        .execute(db)
-        .await?;
+/// Says that `run_id` used build `key` as kernel `kernel`, checked out at `commit` (for a
+/// git tree): what a history's change point is bisected between.
+pub async fn link_build(
+    db: impl PgExecutor<'_>,
+    key: &str,
+    run_id: i64,
+    kernel: &str,
+    commit: Option<&str>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO kernel_build_runs (build_key, run_id, kernel, git_commit) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (build_key, run_id, kernel) DO UPDATE SET git_commit = coalesce(EXCLUDED.git_commit, kernel_build_runs.git_commit)",
+    )
+    .bind(key)
+    .bind(run_id)
+    .bind(kernel)
+    .bind(commit)
+    .execute(db)
+    .await?;
     Ok(())
 }

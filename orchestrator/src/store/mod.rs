@@ -1,6 +1,7 @@
 //! PostgreSQL through sqlx: the only module that speaks SQL. Functions take any executor
 //! (pool, connection or transaction) so callers choose the transaction boundaries.
 
+pub mod alerts;
 pub mod bisect;
 mod builds;
 pub mod cluster;

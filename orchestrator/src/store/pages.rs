@@ -302,6 +302,8 @@ pub async fn build_of(db: impl PgExecutor<'_>, run_id: i64, kernel: &str) -> Res
 pub struct HistoryPoint {
     pub run_id: i64,
     pub created_at: DateTime<Utc>,
+    /// The run's state: only finished runs (`done`) count for change points.
+    pub run_state: String,
     pub kernel: String,
     pub variant: String,
     pub value: f64,
@@ -317,7 +319,8 @@ pub async fn history(
     metric: &str,
 ) -> Result<Vec<HistoryPoint>> {
     Ok(sqlx::query_as(
-        "SELECT r.id AS run_id, r.created_at, j.kernel, j.variant, x.value, x.unit, x.kind, x.higher_is_better
+        "SELECT r.id AS run_id, r.created_at, r.state AS run_state, j.kernel, j.variant, x.value, x.unit, x.kind,
+                x.higher_is_better
          FROM results x JOIN jobs j ON j.id = x.job_id JOIN runs r ON r.id = x.run_id
          JOIN scenarios s ON s.id = r.scenario_id
          WHERE s.name = $1 AND j.workload = $2 AND x.metric = $3 AND NOT j.warmup

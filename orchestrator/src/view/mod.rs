@@ -5,6 +5,7 @@
 use sqlx::PgPool;
 
 pub mod bisect;
+pub mod history;
 
 use crate::report::{self, Baseline, FailedCell, MetricTable, Report};
 use crate::results::KernelProvenance;

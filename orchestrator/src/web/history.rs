@@ -1,6 +1,8 @@
 //! History: one metric of one workload across the runs of a scenario, per kernel and
 //! variant: the centre the reports use (mean, or median for rank kinds) with its spread
-//! (±1 sd, or the quartiles), as a chart and a table.
+//! (±1 sd, or the quartiles), as a chart and a table; the change points of each line marked
+//! on the chart and listed with the alerts raised on them (their triage state, and the
+//! `kreg bisect` command for the range).
 
 use std::fmt::Write;
 
@@ -10,26 +12,19 @@ use serde::Serialize;
 
 use super::html::{self, esc, Live};
 use super::params::{query_string, Params};
-use super::svg::{self, Series};
+use super::svg::{self, Mark, Series};
 use super::{json, ApiResult, AppState, PageResult};
 use crate::stats::MetricKind;
+use crate::store::alerts::{self, Alert};
+use crate::view::history::{lines, Line};
 use crate::view::{self, queries, ViewError};
 
 #[derive(Serialize)]
-pub struct Point {
-    pub run: i64,
-    pub created_at: chrono::DateTime<chrono::Utc>,
-    pub n: usize,
-    pub centre: f64,
-    pub low: f64,
-    pub high: f64,
-}
-
-#[derive(Serialize)]
-pub struct Line {
-    /// "kernel/variant".
-    pub name: String,
-    pub points: Vec<Point>,
+pub struct AlertView {
+    #[serde(flatten)]
+    pub alert: Alert,
+    /// The `kreg bisect` command for the alert's range, or why there is none.
+    pub bisect: Result<String, String>,
 }
 
 #[derive(Serialize)]
@@ -41,69 +36,8 @@ pub struct HistoryView {
     pub kind: String,
     pub runs: Vec<i64>,
     pub lines: Vec<Line>,
-}
-
-/// Centre and spread of one run's samples, as a report states them for the kind.
-fn summarise(values: &mut [f64], kind: MetricKind) -> (f64, f64, f64) {
-    if kind.by_ranks() {
-        let (q1, q3) = crate::stats::quartiles(values);
-        (crate::stats::median(values), q1, q3)
-    } else {
-        let n = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / n;
-        let sd = if values.len() > 1 {
-            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        } else {
-            0.0
-        };
-        (mean, mean - sd, mean + sd)
-    }
-}
-
-pub fn lines(points: Vec<queries::HistoryPoint>, kind: MetricKind) -> (Vec<i64>, Vec<Line>) {
-    let mut runs: Vec<i64> = Vec::new();
-    // Per kernel/variant, per run: (run, its start, the values).
-    type PerRun = Vec<(i64, chrono::DateTime<chrono::Utc>, Vec<f64>)>;
-    let mut groups: Vec<(String, PerRun)> = Vec::new();
-    for p in points {
-        if !runs.contains(&p.run_id) {
-            runs.push(p.run_id);
-        }
-        let name = format!("{}/{}", p.kernel, p.variant);
-        let at = match groups.iter().position(|g| g.0 == name) {
-            Some(i) => i,
-            None => {
-                groups.push((name, Vec::new()));
-                groups.len() - 1
-            }
-        };
-        let g = &mut groups[at].1;
-        match g.last_mut() {
-            Some(last) if last.0 == p.run_id => last.2.push(p.value),
-            _ => g.push((p.run_id, p.created_at, vec![p.value])),
-        }
-    }
-    let lines = groups
-        .into_iter()
-        .map(|(name, per_run)| Line {
-            name,
-            points: per_run
-                .into_iter()
-                .map(|(run, created_at, mut v)| {
-                    let (centre, low, high) = summarise(&mut v, kind);
-                    Point {
-                        run,
-                        created_at,
-                        n: v.len(),
-                        centre,
-                        low,
-                        high,
-                    }
-                })
-                .collect(),
-        })
-        .collect();
-    (runs, lines)
+    /// The alerts raised on this history, with their triage state (set by `kreg alerts`).
+    pub alerts: Vec<AlertView>,
 }
 
 async fn history_view(st: &AppState, p: &Params) -> view::Result<Option<HistoryView>> {
@@ -119,6 +53,11 @@ async fn history_view(st: &AppState, p: &Params) -> view::Result<Option<HistoryV
     let (unit, kind_name) = (first.unit.clone(), first.kind.clone());
     let kind = MetricKind::try_from(kind_name.clone()).map_err(|e| ViewError::Other(anyhow::anyhow!("{e}")))?;
     let (runs, lines) = lines(points, kind);
+    let mut views = Vec::new();
+    for alert in alerts::of_history(&st.db, scenario, workload, metric).await? {
+        let bisect = view::history::bisect_command(&st.db, &alert).await?;
+        views.push(AlertView { alert, bisect });
+    }
     Ok(Some(HistoryView {
         scenario: scenario.into(),
         workload: workload.into(),
@@ -127,6 +66,7 @@ async fn history_view(st: &AppState, p: &Params) -> view::Result<Option<HistoryV
         kind: kind_name,
         runs,
         lines,
+        alerts: views,
     }))
 }
 
@@ -164,8 +104,9 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
         esc(&v.metric),
         esc(&v.unit),
         esc(&v.kind),
-        svg::history(&series, &v.runs, &v.unit)
+        svg::history(&series, &v.runs, &v.unit, &marks(&v))
     );
+    body.push_str(&change_points(&v));
     let rows: Vec<Vec<String>> = v
         .lines
         .iter()
@@ -196,6 +137,141 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
         &body,
         &Live::No,
     )))
+}
+
+/// The change points of every line, for the chart: labelled with their alert's number when
+/// one was raised.
+fn marks(v: &HistoryView) -> Vec<Mark> {
+    v.lines
+        .iter()
+        .flat_map(|l| {
+            l.changes.iter().map(move |c| {
+                let alert = alert_of(v, l, c.run);
+                Mark {
+                    before: c.previous_run,
+                    after: c.run,
+                    label: match alert {
+                        Some(a) => format!("#{} {}", a.alert.id, pct(c.change)),
+                        None => pct(c.change),
+                    },
+                    class: c.direction,
+                }
+            })
+        })
+        .collect()
+}
+
+fn alert_of<'a>(v: &'a HistoryView, l: &Line, run: i64) -> Option<&'a AlertView> {
+    v.alerts
+        .iter()
+        .find(|a| a.alert.kernel == l.kernel && a.alert.variant == l.variant && a.alert.run_id == run)
+}
+
+fn pct(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:+.1}%", 100.0 * x)
+    } else {
+        "n/a".into()
+    }
+}
+
+fn run_link(id: i64) -> String {
+    html::link(&format!("/runs/{id}"), &id.to_string())
+}
+
+/// The section on change points: each line's, with its alert (number and triage state) and
+/// the command that bisects it; then alerts raised earlier on changes the series no longer
+/// shows.
+fn change_points(v: &HistoryView) -> String {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for l in &v.lines {
+        for c in &l.changes {
+            let alert = alert_of(v, l, c.run);
+            rows.push(vec![
+                esc(&l.name),
+                format!("{} → {}", run_link(c.previous_run), run_link(c.run)),
+                format!(
+                    "<span class=\"v-{}\">{} {}</span>",
+                    c.direction,
+                    esc(c.direction),
+                    esc(&format!("{} {}", pct(c.change), crate::stats::interval_text(c.interval)))
+                ),
+                esc(&format!(
+                    "{} → {} ({} and {} runs)",
+                    crate::report::fmt_value(c.centres[0]),
+                    crate::report::fmt_value(c.centres[1]),
+                    c.runs[0],
+                    c.runs[1]
+                )),
+                esc(&crate::text::p_value(c.p)),
+                match alert {
+                    Some(a) => alert_cell(a),
+                    None => "not raised yet (<code>kreg alerts scan</code>)".into(),
+                },
+            ]);
+        }
+    }
+    let mut out = String::from("<h2>Change points</h2>");
+    if rows.is_empty() {
+        out.push_str(
+            "<p>No change point in the finished runs (E-Divisive means, permutation test at p ≤ 0.005, \
+             three runs at least on each side).</p>",
+        );
+    } else {
+        out.push_str(
+            "<p>E-Divisive means over each line's finished runs, each change point tested by \
+             permutation (p ≤ 0.005); the change is the level after against the level before, \
+             with its 95% interval.</p>",
+        );
+        out.push_str(&html::table(
+            "changes",
+            &["kernel/variant", "runs", "change", "level", "p", "alert"],
+            &rows,
+        ));
+    }
+    let stale: Vec<&AlertView> = v
+        .alerts
+        .iter()
+        .filter(|a| {
+            !v.lines.iter().any(|l| {
+                l.kernel == a.alert.kernel && l.variant == a.alert.variant && l.changes.iter().any(|c| c.run == a.alert.run_id)
+            })
+        })
+        .collect();
+    if !stale.is_empty() {
+        out.push_str("<h3>Alerts on changes the series no longer shows</h3><ul class=\"alerts\">");
+        for a in stale {
+            let _ = write!(
+                out,
+                "<li>{}/{} at run {}: {}</li>",
+                esc(&a.alert.kernel),
+                esc(&a.alert.variant),
+                run_link(a.alert.run_id),
+                alert_cell(a)
+            );
+        }
+        out.push_str("</ul>");
+    }
+    out
+}
+
+/// An alert's number, state (and note), and its bisect command or why there is none.
+fn alert_cell(a: &AlertView) -> String {
+    let note = if a.alert.note.is_empty() {
+        String::new()
+    } else {
+        format!(" — {}", esc(&a.alert.note))
+    };
+    let bisect = match &a.bisect {
+        Ok(cmd) => format!("<pre class=\"cmd\">{}</pre>", esc(cmd)),
+        Err(why) => format!("<small>{}</small>", esc(why)),
+    };
+    format!(
+        "<span class=\"alert a-{}\">#{} {}</span>{note}{bisect}",
+        esc(&a.alert.state),
+        a.alert.id,
+        esc(&a.alert.state)
+    )
 }
 
 async fn choices(st: &AppState) -> PageResult {

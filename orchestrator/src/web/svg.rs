@@ -123,8 +123,19 @@ pub struct Series {
 
 const PALETTE: [&str; 6] = ["#1f6fb2", "#c2410c", "#15803d", "#7e22ce", "#a16207", "#be185d"];
 
-/// Centres joined by lines with their spread as whiskers, runs along x in `runs`' order.
-pub fn history(series: &[Series], runs: &[i64], unit: &str) -> String {
+/// A change point on the history chart: a dashed line between the last run before it and
+/// the first run after, labelled.
+pub struct Mark {
+    pub before: i64,
+    pub after: i64,
+    pub label: String,
+    /// `regression`, `improvement` or `change`: the line's colour.
+    pub class: &'static str,
+}
+
+/// Centres joined by lines with their spread as whiskers, runs along x in `runs`' order,
+/// change points as dashed lines.
+pub fn history(series: &[Series], runs: &[i64], unit: &str, marks: &[Mark]) -> String {
     let (w, h, left, bottom) = (760.0, 280.0, 64.0, 28.0);
     let y = Scale::over(
         series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.2, p.3])),
@@ -158,6 +169,19 @@ pub fn history(series: &[Series], runs: &[i64], unit: &str) -> String {
             "<text x=\"{:.1}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{r}</text>",
             xs(*r),
             h - 8.0
+        );
+    }
+    for (i, m) in marks.iter().enumerate() {
+        let x = (xs(m.before) + xs(m.after)) / 2.0;
+        let _ = write!(
+            out,
+            "<line class=\"mark m-{}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"6\" y2=\"{:.1}\"/>\
+<text class=\"mark-label\" x=\"{:.1}\" y=\"{}\">{}</text>",
+            m.class,
+            h - bottom,
+            x + 3.0,
+            16.0 + 12.0 * (i % 3) as f64,
+            esc(&m.label)
         );
     }
     for (i, s) in series.iter().enumerate() {

@@ -4,6 +4,7 @@
 //! machine's tests are binaries of their own (scripts/test.sh runs them in lanes).
 
 mod adaptive;
+mod alerts;
 mod bench_bisect;
 mod bisect_cli;
 mod cluster;

@@ -1,0 +1,195 @@
+//! A history: one metric of one workload across the runs of a scenario, one line per kernel
+//! and variant, each run's centre (mean, or median for rank kinds) with its spread, and the
+//! change points of each line over its finished runs (E-Divisive means, see
+//! [`crate::stats::changepoint`]). The dashboard draws it, `kreg alerts scan` raises an alert
+//! for each change point, and both say how to bisect one.
+
+use serde::Serialize;
+use sqlx::PgExecutor;
+
+use crate::stats::changepoint::{self, ChangePoint};
+use crate::stats::MetricKind;
+use crate::store::alerts::Alert;
+use crate::store::pages::HistoryPoint;
+
+#[derive(Debug, Serialize)]
+pub struct Point {
+    pub run: i64,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// Whether the run finished: only finished runs are searched for change points.
+    pub done: bool,
+    pub n: usize,
+    pub centre: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// A change point of a line: `run` is the first run of the new level, `previous_run` the
+/// last finished run before it.
+#[derive(Debug, Serialize)]
+pub struct Change {
+    pub run: i64,
+    pub previous_run: i64,
+    /// regression, improvement, or change (when the metric has no better direction).
+    pub direction: &'static str,
+    pub p: f64,
+    pub centres: [f64; 2],
+    pub runs: [usize; 2],
+    /// As a fraction of the level before, with its 95 % interval.
+    pub change: f64,
+    pub interval: Option<(f64, f64)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Line {
+    /// "kernel/variant".
+    pub name: String,
+    pub kernel: String,
+    pub variant: String,
+    pub points: Vec<Point>,
+    pub changes: Vec<Change>,
+}
+
+/// Centre and spread of one run's samples, as a report states them for the kind.
+fn summarise(values: &mut [f64], kind: MetricKind) -> (f64, f64, f64) {
+    if kind.by_ranks() {
+        let (q1, q3) = crate::stats::quartiles(values);
+        (crate::stats::median(values), q1, q3)
+    } else {
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let sd = if values.len() > 1 {
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        (mean, mean - sd, mean + sd)
+    }
+}
+
+/// The runs in order and the lines of a history's samples (as the store gives them: by
+/// run, kernel, variant).
+pub fn lines(points: Vec<HistoryPoint>, kind: MetricKind) -> (Vec<i64>, Vec<Line>) {
+    let higher_is_better = points.first().map(|p| p.higher_is_better);
+    let mut runs: Vec<i64> = Vec::new();
+    // Per kernel/variant, per run: (run, its start, done, the values).
+    type PerRun = Vec<(i64, chrono::DateTime<chrono::Utc>, bool, Vec<f64>)>;
+    let mut groups: Vec<((String, String), PerRun)> = Vec::new();
+    for p in points {
+        if !runs.contains(&p.run_id) {
+            runs.push(p.run_id);
+        }
+        let key = (p.kernel, p.variant);
+        let at = match groups.iter().position(|g| g.0 == key) {
+            Some(i) => i,
+            None => {
+                groups.push((key, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let g = &mut groups[at].1;
+        match g.last_mut() {
+            Some(last) if last.0 == p.run_id => last.3.push(p.value),
+            _ => g.push((p.run_id, p.created_at, p.run_state == "done", vec![p.value])),
+        }
+    }
+    let lines = groups
+        .into_iter()
+        .map(|((kernel, variant), per_run)| {
+            let points: Vec<Point> = per_run
+                .into_iter()
+                .map(|(run, created_at, done, mut v)| {
+                    let (centre, low, high) = summarise(&mut v, kind);
+                    Point {
+                        run,
+                        created_at,
+                        done,
+                        n: v.len(),
+                        centre,
+                        low,
+                        high,
+                    }
+                })
+                .collect();
+            let changes = changes(&points, kind, higher_is_better);
+            Line {
+                name: format!("{kernel}/{variant}"),
+                kernel,
+                variant,
+                points,
+                changes,
+            }
+        })
+        .collect();
+    (runs, lines)
+}
+
+/// The change points of a line's finished runs.
+fn changes(points: &[Point], kind: MetricKind, higher_is_better: Option<bool>) -> Vec<Change> {
+    let done: Vec<&Point> = points.iter().filter(|p| p.done).collect();
+    let centres: Vec<f64> = done.iter().map(|p| p.centre).collect();
+    // The series is of run centres: means compared by their mean, whatever the samples'
+    // kind (a median per run is as good an observation as a mean).
+    let kind = if kind.by_ranks() { MetricKind::Mean } else { kind };
+    changepoint::detect(&centres, kind, &changepoint::Settings::default())
+        .into_iter()
+        .map(|c: ChangePoint| {
+            let cmp = &c.comparison;
+            let worse = match higher_is_better {
+                Some(true) => cmp.change < 0.0,
+                Some(false) => cmp.change > 0.0,
+                None => false,
+            };
+            Change {
+                run: done[c.at].run,
+                previous_run: done[c.at - 1].run,
+                direction: match higher_is_better {
+                    None => "change",
+                    Some(_) if worse => "regression",
+                    Some(_) => "improvement",
+                },
+                p: c.p,
+                centres: cmp.centre,
+                runs: [c.before, c.after],
+                change: cmp.change,
+                interval: cmp.ci,
+            }
+        })
+        .collect()
+}
+
+/// The command that bisects an alert's change, or why there is none: the scenario file
+/// the run came from, the commits of its kernel in the last run before and the first run
+/// after the change.
+pub async fn bisect_command(db: impl PgExecutor<'_> + Copy, a: &Alert) -> crate::store::Result<Result<String, String>> {
+    use crate::store::alerts::commit_of;
+    let before = commit_of(db, a.previous_run_id, &a.kernel).await?;
+    let after = commit_of(db, a.run_id, &a.kernel).await?;
+    let (Some(good), Some(bad)) = (before, after) else {
+        return Ok(Err(format!(
+            "kernel {} of runs {} and {} was not built from git by kreg: there is no commit range to bisect",
+            a.kernel, a.previous_run_id, a.run_id
+        )));
+    };
+    if good == bad {
+        return Ok(Err(format!(
+            "kernel {} is commit {} in runs {} and {}: the change is not in the kernel's source \
+             (compare the runs' machines, tools and settings: kreg compare {} {})",
+            a.kernel,
+            &good[..good.len().min(12)],
+            a.previous_run_id,
+            a.run_id,
+            a.previous_run_id,
+            a.run_id
+        )));
+    }
+    let file = crate::store::run(db, a.run_id).await?.source_path;
+    let q = crate::ssh::session::quote;
+    Ok(Ok(format!(
+        "kreg bisect {} --kernel {} --good {good} --bad {bad} --metric {} --variant {}",
+        q(&file),
+        q(&a.kernel),
+        q(&format!("{}/{}", a.workload, a.metric)),
+        q(&a.variant)
+    )))
+}
