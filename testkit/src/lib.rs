@@ -3,6 +3,7 @@
 //! (scripts/test.sh starts one), real kreg-agent processes on loopback ports, `kreg` with a
 //! test's database, and the helpers in the modules below.
 
+pub mod history;
 pub mod linux;
 pub mod netns;
 pub mod sshd;

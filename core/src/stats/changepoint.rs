@@ -274,7 +274,10 @@ mod tests {
             m * n / (m + n) * (2.0 * mean_d(l, r, false) - mean_d(l, l, true) - mean_d(r, r, true))
         };
         let (t, q) = best_split(&y, 3).unwrap();
-        let (dt, dq) = (3..=13).map(|t| (t, direct(t))).max_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+        let (dt, dq) = (3..=13)
+            .map(|t| (t, direct(t)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
         assert_eq!(t, dt);
         assert!((q - dq).abs() < 1e-9 * dq.abs(), "{q} {dq}");
     }

@@ -2,8 +2,8 @@
 //! calls for, multiple-comparison control, sequential plans, and verdicts against a
 //! baseline. Pure.
 
-mod hypothesis;
 pub mod changepoint;
+mod hypothesis;
 pub mod judge;
 pub mod kind;
 pub mod looks;

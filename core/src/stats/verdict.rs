@@ -252,16 +252,7 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     let ci = interval_text(c.ci);
     let within = c.ci.is_some_and(|(l, h)| l >= -min && h <= min);
     let significant = c.p_adjusted < alpha;
-    let p_text = if c.p_adjusted != c.p {
-        let adjusted = p_value(c.p_adjusted);
-        format!(
-            "{}, adjusted {}",
-            p_value(c.p),
-            adjusted.trim_start_matches("p=").trim_start_matches("p ")
-        )
-    } else {
-        p_value(c.p)
-    };
+    let p_text = p_text(c);
     let change_verdict = |sign: f64| {
         if (sign < 0.0) == higher_is_better {
             Verdict::Regression
@@ -323,6 +314,20 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
     c.verdict = verdict;
     c.reason = reason;
     note_step(c, min);
+}
+
+/// The p-value as a reason gives it: "p=0.001, adjusted 0.004" after an adjustment.
+fn p_text(c: &Comparison) -> String {
+    if c.p_adjusted != c.p {
+        let adjusted = p_value(c.p_adjusted);
+        format!(
+            "{}, adjusted {}",
+            p_value(c.p),
+            adjusted.trim_start_matches("p=").trim_start_matches("p ")
+        )
+    } else {
+        p_value(c.p)
+    }
 }
 
 /// An inconclusive row whose interval was widened to the data's step says so; when the step

@@ -178,7 +178,15 @@ async fn list(db: &PgPool, state: &str, scenario: Option<&str>, json: bool) -> R
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
     table.set_header([
-        "id", "state", "scenario", "workload/metric", "kernel/variant", "change", "95% interval", "runs", "raised",
+        "id",
+        "state",
+        "scenario",
+        "workload/metric",
+        "kernel/variant",
+        "change",
+        "95% interval",
+        "runs",
+        "raised",
     ]);
     for a in &found {
         table.add_row(vec![
@@ -245,7 +253,10 @@ async fn show(db: &PgPool, id: i64) -> Result<ExitCode> {
     if let Some(at) = a.state_changed_at {
         out.push_str(&format!(", set {} {}", a.state, at.format("%Y-%m-%d %H:%M:%S UTC")));
     }
-    out.push_str(&format!("\ncompare the runs: kreg compare {} {}\n", a.previous_run_id, a.run_id));
+    out.push_str(&format!(
+        "\ncompare the runs: kreg compare {} {}\n",
+        a.previous_run_id, a.run_id
+    ));
     match history::bisect_command(db, &a).await? {
         Ok(cmd) => out.push_str(&format!("bisect the kernel's commits between them:\n  {cmd}\n")),
         Err(why) => out.push_str(&format!("no bisection: {why}\n")),

@@ -124,14 +124,13 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Alert>> {
 /// Sets an alert's triage state (and its note, when given); false when there is no such
 /// alert. The state must be one of [`STATES`] (the table refuses any other).
 pub async fn set_state(db: impl PgExecutor<'_>, id: i64, state: &str, note: Option<&str>) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE alerts SET state = $2, note = coalesce($3, note), state_changed_at = now() WHERE id = $1",
-    )
-    .bind(id)
-    .bind(state)
-    .bind(note)
-    .execute(db)
-    .await?;
+    let done =
+        sqlx::query("UPDATE alerts SET state = $2, note = coalesce($3, note), state_changed_at = now() WHERE id = $1")
+            .bind(id)
+            .bind(state)
+            .bind(note)
+            .execute(db)
+            .await?;
     Ok(done.rows_affected() == 1)
 }
 

@@ -194,7 +194,11 @@ fn change_points(v: &HistoryView) -> String {
                     "<span class=\"v-{}\">{} {}</span>",
                     c.direction,
                     esc(c.direction),
-                    esc(&format!("{} {}", pct(c.change), crate::stats::interval_text(c.interval)))
+                    esc(&format!(
+                        "{} {}",
+                        pct(c.change),
+                        crate::stats::interval_text(c.interval)
+                    ))
                 ),
                 esc(&format!(
                     "{} → {} ({} and {} runs)",
@@ -203,7 +207,7 @@ fn change_points(v: &HistoryView) -> String {
                     c.runs[0],
                     c.runs[1]
                 )),
-                esc(&crate::text::p_value(c.p)),
+                format!("{:.4}", c.p),
                 match alert {
                     Some(a) => alert_cell(a),
                     None => "not raised yet (<code>kreg alerts scan</code>)".into(),
@@ -234,7 +238,9 @@ fn change_points(v: &HistoryView) -> String {
         .iter()
         .filter(|a| {
             !v.lines.iter().any(|l| {
-                l.kernel == a.alert.kernel && l.variant == a.alert.variant && l.changes.iter().any(|c| c.run == a.alert.run_id)
+                l.kernel == a.alert.kernel
+                    && l.variant == a.alert.variant
+                    && l.changes.iter().any(|c| c.run == a.alert.run_id)
             })
         })
         .collect();

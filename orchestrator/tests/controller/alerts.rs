@@ -1,5 +1,6 @@
 //! Alerts on a history: thirteen real runs of one scenario against a real agent, the
-//! workload's value stepping up 5 % (noise about 1 %) from the eighth; each `kreg run` scans
+//! workload's value stepping up 5 % (noise about 1 %) from the eighth (testkit's
+//! `history::step_runs`); each `kreg run` scans
 //! its scenario's histories when it ends, and the change point is raised once, at the right
 //! run, when enough runs stand on its far side. Triage through `kreg alerts`, kept across a
 //! restart of PostgreSQL (kreg's private cluster, stopped and started again).
@@ -31,42 +32,13 @@ fn a_step_in_a_history_is_raised_once_at_its_run_and_triaged_through_the_cli() {
     let data = dir.0.join("data");
     std::fs::create_dir_all(&data).unwrap();
     let agent = common::Agent::start();
-    let level = dir.0.join("level");
-    let scenario = dir.0.join("steps.yaml");
-    std::fs::write(
-        &scenario,
-        format!(
-            r#"
-name: steps
-{hosts}kernels: [ {{ name: current, source: running }} ]
-workloads:
-  - name: probe
-    kind: command
-    argv: [cat, "{level}"]
-    metrics: {{ latency: {{ regex: "value: ([0-9.]+)", unit: ms, higher_is_better: false }} }}
-iterations: 2
-"#,
-            hosts = agent.hosts_yaml(),
-            level = level.display()
-        ),
-    )
-    .unwrap();
-    // About 1 % of noise, the same on every run of the test.
-    let noise = [0.4, -1.1, 0.7, -0.2, 1.3, -0.8, 0.1, -1.2, 0.9, -0.5, 0.3, 1.0, -0.6];
-    let mut raised_by: Vec<(usize, String)> = Vec::new();
-    for (i, n) in noise.iter().enumerate() {
-        let run = i + 1;
-        let base = if run >= 8 { 105.0 } else { 100.0 };
-        std::fs::write(&level, format!("value: {:.2}\n", base * (1.0 + n / 100.0))).unwrap();
-        let (code, out, err) = kreg(&data, &["run", scenario.to_str().unwrap()]);
-        assert_eq!(code, Some(0), "run {run}: {out}\n{err}");
-        for line in err.lines().filter(|l| l.starts_with("kreg: alert ")) {
-            raised_by.push((run, line.to_string()));
-        }
-    }
+    let raised_by = common::history::step_runs(&dir.0, &agent, |args| kreg(&data, args));
     assert_eq!(raised_by.len(), 1, "one alert, once: {raised_by:?}");
     let (run, line) = &raised_by[0];
-    assert!(*run >= 11, "raised after run {run}, with too few runs after the step: {line}");
+    assert!(
+        *run >= 11,
+        "raised after run {run}, with too few runs after the step: {line}"
+    );
     assert!(
         line.contains("#1 [new] steps: probe/latency on current/default: regression +")
             && line.contains("at run 8 (after run 7)"),
@@ -78,7 +50,10 @@ iterations: 2
     let alerts: serde_json::Value = serde_json::from_str(&out).unwrap();
     let a = &alerts[0];
     assert_eq!(alerts.as_array().unwrap().len(), 1, "{out}");
-    assert_eq!((a["run_id"].as_i64(), a["previous_run_id"].as_i64()), (Some(8), Some(7)));
+    assert_eq!(
+        (a["run_id"].as_i64(), a["previous_run_id"].as_i64()),
+        (Some(8), Some(7))
+    );
     // The numbers of the scan that raised it: the runs up to the one that ended then.
     assert_eq!(
         (a["before_runs"].as_i64(), a["after_runs"].as_i64()),
@@ -89,13 +64,19 @@ iterations: 2
         a["change_low"].as_f64().unwrap(),
         a["change_high"].as_f64().unwrap(),
     );
-    assert!((change - 0.05).abs() < 0.01 && low < 0.05 && high > 0.05 && low > 0.0, "{a}");
+    assert!(
+        (change - 0.05).abs() < 0.01 && low < 0.05 && high > 0.05 && low > 0.0,
+        "{a}"
+    );
     assert_eq!(a["direction"], "regression");
     assert_eq!(a["state"], "new");
 
     let (code, out, _) = kreg(&data, &["alerts", "show", "1"]);
     assert_eq!(code, Some(0));
-    assert!(out.contains("change point between run 7 and run 8: regression +"), "{out}");
+    assert!(
+        out.contains("change point between run 7 and run 8: regression +"),
+        "{out}"
+    );
     assert!(out.contains("kreg compare 7 8"), "{out}");
     assert!(
         out.contains("no bisection: kernel current of runs 7 and 8 was not built from git by kreg"),
@@ -105,11 +86,17 @@ iterations: 2
     // Triage: a bad state and a missing alert are refused with the reason.
     let (code, _, err) = kreg(&data, &["alerts", "set", "1", "closed"]);
     assert_ne!(code, Some(0));
-    assert!(err.contains("\"closed\" is not a state of an alert: use one of new, acknowledged, invalid, fixed"), "{err}");
+    assert!(
+        err.contains("\"closed\" is not a state of an alert: use one of new, acknowledged, invalid, fixed"),
+        "{err}"
+    );
     let (code, _, err) = kreg(&data, &["alerts", "set", "99", "fixed"]);
     assert_ne!(code, Some(0));
     assert!(err.contains("there is no alert 99"), "{err}");
-    let (code, out, err) = kreg(&data, &["alerts", "set", "1", "ack", "--note", "THP default changed on the SUT"]);
+    let (code, out, err) = kreg(
+        &data,
+        &["alerts", "set", "1", "ack", "--note", "THP default changed on the SUT"],
+    );
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(out.trim(), "alert #1: acknowledged");
 

@@ -6,6 +6,7 @@
 mod adaptive;
 mod alerts;
 mod bench_bisect;
+mod bench_changepoints;
 mod bisect_cli;
 mod cluster;
 mod dashboard_http;

@@ -389,4 +389,5 @@ async fn visit_allowing_status(b: &Browser, url: &str, name: &str) {
 
 mod bisect;
 mod boots;
+mod history;
 mod live;

@@ -1,0 +1,100 @@
+//! The history page with a change point: thirteen real runs stepping up 5 % at the eighth
+//! (testkit's `history::step_runs`), the alert they raised triaged through `kreg alerts`,
+//! and the kernel's commits on each side of the step stood in (as a build of a git kernel
+//! records them) so that the page gives the `kreg bisect` command for the range.
+
+use super::*;
+
+fn kreg_out(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = kreg(db, dir).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command() {
+    let db = fresh_db("dash_history").await;
+    let dir = Scratch::new("dash_history");
+    let agent = Agent::start();
+    let raised = common::history::step_runs(&dir.0, &agent, |args| kreg_out(&db, &dir.0, args));
+    assert_eq!(raised.len(), 1, "{raised:?}");
+    // The commits a git kernel's runs record: one before the step, another from it on.
+    let (good, bad) = ("1".repeat(40), "2".repeat(40));
+    sqlx::query(
+        "INSERT INTO kernel_builds (key, release, localversion, tree_hash, config_hash, patches_hash, compiler,
+                                    build_id, built_on, path, config, build_log)
+         VALUES ('key-h', '6.18.0-kreg', '-kreg', 'tree', 'c', 'none', 'gcc', 'id', 'controller', '/nowhere', '', '')",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO kernel_build_runs (build_key, run_id, kernel, git_commit)
+         SELECT 'key-h', id, 'current', CASE WHEN id < $1 THEN $2 ELSE $3 END FROM runs",
+    )
+    .bind(common::history::STEP_RUN as i64)
+    .bind(&good)
+    .bind(&bad)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let (code, _, err) = kreg_out(
+        &db,
+        &dir.0,
+        &["alerts", "set", "1", "acknowledged", "--note", "<looked at>"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+
+    let server = Server::start(&db, &dir.0);
+    let query = "scenario=steps&workload=probe&metric=latency";
+    let api: Value = reqwest::get(format!("{}/api/v1/history?{query}", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let change = &api["lines"][0]["changes"][0];
+    assert_eq!(
+        (change["previous_run"].as_i64(), change["run"].as_i64()),
+        (Some(7), Some(8)),
+        "{api:#}"
+    );
+    assert_eq!(change["direction"], "regression");
+    assert_eq!(api["lines"][0]["changes"].as_array().unwrap().len(), 1);
+    assert_eq!(api["alerts"][0]["state"], "acknowledged");
+    let command = api["alerts"][0]["bisect"]["Ok"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{api:#}"));
+    assert!(
+        command.starts_with("kreg bisect ")
+            && command.ends_with(&format!(
+                "steps.yaml --kernel current --good {good} --bad {bad} --metric probe/latency --variant default"
+            )),
+        "{command}"
+    );
+
+    let b = Browser::start().await;
+    visit(&b, &format!("{}/history?{query}", server.base), "history-alert").await;
+    let marks = b
+        .js("return document.querySelectorAll('svg.history line.mark.m-regression').length")
+        .await;
+    assert_eq!(marks.as_u64(), Some(1));
+    let label = b.text("svg.history text.mark-label").await;
+    assert!(label.starts_with("#1 +"), "{label}");
+    let row = b.text("table.changes tbody tr").await;
+    for part in [
+        "current/default",
+        "7 → 8",
+        "regression +",
+        "#1 acknowledged",
+        "<looked at>",
+        &good,
+        &bad,
+    ] {
+        assert!(row.contains(part), "{part:?} not in {row}");
+    }
+    b.close().await;
+}
