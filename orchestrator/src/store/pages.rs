@@ -63,6 +63,39 @@ pub async fn run_items(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
     )
 }
 
+/// Which runs a page of the list holds, newest first: those older than run `after` (when
+/// given), less the first `skip`, at most `limit`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunsPage {
+    pub after: Option<i64>,
+    pub skip: i64,
+    pub limit: i64,
+}
+
+/// One page of the runs, newest first (only its runs' jobs are counted).
+pub async fn run_items_page(db: impl PgExecutor<'_>, page: RunsPage) -> Result<Vec<RunItem>> {
+    Ok(sqlx::query_as(&format!(
+        "{} WHERE r.id IN (SELECT id FROM runs WHERE $1::bigint IS NULL OR id < $1 ORDER BY id DESC OFFSET $2 LIMIT $3)
+         GROUP BY r.id, s.name ORDER BY r.id DESC",
+        *RUN_ITEMS
+    ))
+    .bind(page.after)
+    .bind(page.skip)
+    .bind(page.limit)
+    .fetch_all(db)
+    .await?)
+}
+
+/// How many runs there are, and how many of them are older than run `after`.
+pub async fn run_counts(db: impl PgExecutor<'_>, after: Option<i64>) -> Result<(i64, i64)> {
+    Ok(
+        sqlx::query_as("SELECT count(*), count(*) FILTER (WHERE $1::bigint IS NULL OR id < $1) FROM runs")
+            .bind(after)
+            .fetch_one(db)
+            .await?,
+    )
+}
+
 pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem>> {
     Ok(
         sqlx::query_as(&format!("{} WHERE r.id = $1 GROUP BY r.id, s.name", *RUN_ITEMS))

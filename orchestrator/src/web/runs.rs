@@ -3,25 +3,115 @@
 
 use std::fmt::Write;
 
-use axum::extract::{Path, State};
-use axum::response::Html;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue};
+use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 use sqlx::PgPool;
 
 use super::html::{self, esc, Live};
-use super::{id_of, json, ApiResult, AppState, PageResult};
+use super::params::Params;
+use super::{id_of, json, ApiError, ApiResult, AppState, PageResult};
 use crate::plan::JobState;
 use crate::report::FailedCell;
 use crate::results::KernelProvenance;
+use crate::store::pages::RunsPage;
 use crate::store::JobRow;
-use crate::view::{self, queries, queries::BootItem, queries::RunItem};
+use crate::view::{self, queries, queries::BootItem, queries::RunItem, ViewError};
 
-pub async fn runs_api(State(st): State<AppState>) -> ApiResult {
-    json(&queries::runs(&st.db).await?)
+/// Runs a page lists unless `limit` says otherwise, and the most it may say.
+const PAGE_RUNS: i64 = 50;
+const MAX_PAGE_RUNS: i64 = 500;
+
+/// A page of the runs list as asked: `after=ID` (the runs older than run ID, newest first),
+/// `page=N` (1-based, counted from the newest or from `after`), `limit=N` (1 to 500).
+struct Listing {
+    page: RunsPage,
+    runs: Vec<RunItem>,
+    /// All runs, and those from this page on.
+    total: i64,
+    from_here: i64,
 }
 
-pub async fn runs_page(State(st): State<AppState>) -> PageResult {
-    let runs = queries::runs(&st.db).await?;
+impl Listing {
+    async fn load(db: &PgPool, q: Vec<(String, String)>) -> view::Result<Listing> {
+        let p = Params::new(q, &["after", "page", "limit"])?;
+        let limit = p.int("limit")?.unwrap_or(PAGE_RUNS);
+        if !(1..=MAX_PAGE_RUNS).contains(&limit) {
+            return Err(ViewError::Invalid(format!(
+                "limit must be 1 to {MAX_PAGE_RUNS}, not {limit}"
+            )));
+        }
+        let number = p.int("page")?.unwrap_or(1);
+        if number < 1 {
+            return Err(ViewError::Invalid(format!("page counts from 1, not {number}")));
+        }
+        let page = RunsPage {
+            after: p.int("after")?,
+            skip: (number - 1).saturating_mul(limit),
+            limit,
+        };
+        let runs = queries::run_items_page(db, page).await?;
+        let (total, after) = queries::run_counts(db, page.after).await?;
+        Ok(Listing {
+            page,
+            runs,
+            total,
+            from_here: after - page.skip,
+        })
+    }
+
+    /// The query of the next (older) page, when there is one.
+    fn next(&self) -> Option<String> {
+        let last = self.runs.last()?;
+        (self.from_here > self.runs.len() as i64).then(|| {
+            let limit = if self.page.limit == PAGE_RUNS {
+                String::new()
+            } else {
+                format!("&limit={}", self.page.limit)
+            };
+            format!("?after={}{limit}", last.id)
+        })
+    }
+
+    /// Where this page's runs sit in the whole list: "runs 51–100 of 5000".
+    fn position(&self) -> String {
+        let first = self.total - self.from_here + 1;
+        format!(
+            "runs {}–{} of {} (newest first)",
+            first,
+            first + self.runs.len() as i64 - 1,
+            self.total
+        )
+    }
+}
+
+/// The runs, newest first, a page at a time: the next page in a `Link` header (rel="next")
+/// and the count of all runs in `X-Total-Count`.
+pub async fn runs_api(State(st): State<AppState>, Query(q): Query<Vec<(String, String)>>) -> Response {
+    let listing = match Listing::load(&st.db, q).await {
+        Ok(l) => l,
+        Err(e) => return ApiError(e).into_response(),
+    };
+    let mut res = match json(&listing.runs) {
+        Ok(body) => body.into_response(),
+        Err(e) => return e.into_response(),
+    };
+    let headers = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&listing.total.to_string()) {
+        headers.insert("x-total-count", v);
+    }
+    if let Some(next) = listing.next() {
+        if let Ok(v) = HeaderValue::from_str(&format!("</api/v1/runs{next}>; rel=\"next\"")) {
+            headers.insert(header::LINK, v);
+        }
+    }
+    res
+}
+
+pub async fn runs_page(State(st): State<AppState>, Query(q): Query<Vec<(String, String)>>) -> PageResult {
+    let listing = Listing::load(&st.db, q).await?;
+    let runs = &listing.runs;
     let now = chrono::Utc::now();
     let rows: Vec<Vec<String>> = runs
         .iter()
@@ -58,9 +148,20 @@ pub async fn runs_page(State(st): State<AppState>) -> PageResult {
     } else {
         String::new()
     };
+    let mut nav = String::new();
+    if !runs.is_empty() {
+        let _ = write!(nav, "<p class=\"pages\">{}", esc(&listing.position()));
+        if listing.page.after.is_some() || listing.page.skip > 0 {
+            nav.push_str(" · <a href=\"/\">newest</a>");
+        }
+        if let Some(next) = listing.next() {
+            let _ = write!(nav, " · <a href=\"/{}\" rel=\"next\">older runs</a>", esc(&next));
+        }
+        nav.push_str("</p>");
+    }
     Ok(Html(html::layout(
         "Runs",
-        &format!("<div id=\"runs\" data-live>{body}</div>{compare}"),
+        &format!("<div id=\"runs\" data-live>{body}{nav}</div>{compare}"),
         &Live::All,
     )))
 }
