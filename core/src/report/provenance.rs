@@ -117,6 +117,18 @@ impl KernelProvenance {
         distinct(&self.settings)
     }
 
+    /// The knobs kreg changed as a run still going has them: one not put back yet is "in
+    /// effect" (kreg puts it back when the run ends), not "NOT restored".
+    pub fn setting_lines_running(&self) -> Vec<String> {
+        distinct(self.settings.iter().map(|s| {
+            if s.restored {
+                s.to_string()
+            } else {
+                format!("{}, in effect", s.change())
+            }
+        }))
+    }
+
     /// "variant V, HOST: settings; online CPUs".
     pub fn tuning_lines(&self) -> Vec<String> {
         distinct(&self.tuning)

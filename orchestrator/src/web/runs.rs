@@ -205,6 +205,9 @@ pub struct RunView {
     pub scenario_error: Option<String>,
     /// Whether the run is a bisection (its page: /runs/ID/bisect).
     pub bisection: bool,
+    /// Runs per cell the scenario plans: (at least, at most); they differ for an adaptive
+    /// plan, which adds runs to the cells still open after each look.
+    pub planned_runs: Option<(u32, u32)>,
 }
 
 fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
@@ -220,15 +223,20 @@ fn first_seen<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
 pub async fn run_view(db: &PgPool, id: i64) -> view::Result<RunView> {
     let (row, run) = queries::run_and_row(db, id).await?;
     let jobs = crate::store::jobs(db, id).await?;
-    let (prov, scenario_error) = match view::scenario_of(&row) {
-        Ok(s) => (crate::store::provenance(db, id, &s.sut().name).await?, None),
-        Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+    let (prov, scenario_error, planned_runs) = match view::scenario_of(&row) {
+        Ok(s) => (
+            crate::store::provenance(db, id, &s.sut().name).await?,
+            None,
+            Some((s.iterations, s.max_iterations)),
+        ),
+        Err(e) => (Vec::new(), Some(format!("{e:#}")), None),
     };
     let kernels = first_seen(jobs.iter().map(|j| &j.kernel));
     let builds = queries::builds_of_run(db, id).await?;
     let bisection = crate::store::bisect::bisection(db, id).await?.is_some();
     Ok(RunView {
         bisection,
+        planned_runs,
         variants: first_seen(jobs.iter().map(|j| &j.variant)),
         workloads: first_seen(jobs.iter().map(|j| &j.workload)),
         kernels,
@@ -345,13 +353,30 @@ fn matrix(v: &RunView) -> String {
     }
     let _ = write!(
         out,
-        "</tbody></table></div><p class=\"legend\">{} up to {max_iter} iterations per cell</p>",
+        "</tbody></table></div><p class=\"legend\">{} {}</p>",
         ["pending", "running", "done", "failed"]
             .iter()
             .map(|s| format!("<span><i class=\"cell s-{s}\"></i>{s}</span>"))
-            .collect::<String>()
+            .collect::<String>(),
+        esc(&plan_size(v, max_iter))
     );
     out
+}
+
+/// How many runs a cell has and may still get: a running adaptive plan adds runs to the
+/// cells still open after each look, up to its maximum.
+fn plan_size(v: &RunView, most: i32) -> String {
+    let running = v.run.state == crate::plan::RunState::Running;
+    match v.planned_runs {
+        Some((min, max)) if max > min && running => format!(
+            "up to {most} iterations per cell so far; the adaptive plan runs {min} to {max} per cell \
+             and may still add runs to the cells not yet settled"
+        ),
+        Some((min, max)) if max > min => {
+            format!("up to {most} iterations per cell (adaptive plan: {min} to {max} per cell)")
+        }
+        _ => format!("up to {most} iterations per cell"),
+    }
 }
 
 fn failed_list(v: &RunView) -> String {
@@ -386,7 +411,9 @@ fn failed_list(v: &RunView) -> String {
 }
 
 /// A kernel's tuning as read back per variant, and the knobs kreg changed.
-fn tuning_cell(p: Option<&crate::results::KernelProvenance>) -> String {
+/// While the run goes, a knob kreg changed and has not put back is in effect, as planned;
+/// only a run that ended (or stopped) without putting it back says "NOT restored".
+fn tuning_cell(p: Option<&crate::results::KernelProvenance>, running: bool) -> String {
     match p {
         Some(p) if !p.tuning.is_empty() || !p.settings.is_empty() || !p.setup.is_empty() => {
             let mut lines: Vec<String> = p
@@ -396,7 +423,12 @@ fn tuning_cell(p: Option<&crate::results::KernelProvenance>) -> String {
                 .map(|t| esc(t))
                 .collect();
             if !p.settings.is_empty() {
-                lines.push(format!("changed: {}", esc(&p.setting_lines().join(", "))));
+                let settings = if running {
+                    p.setting_lines_running()
+                } else {
+                    p.setting_lines()
+                };
+                lines.push(format!("changed: {}", esc(&settings.join(", "))));
             }
             lines.join("<br>")
         }
@@ -444,7 +476,7 @@ fn provenance(v: &RunView) -> String {
             .map(|(_, key)| html::link(&format!("/kernels/{key}"), key))
             .unwrap_or_else(|| "not built by kreg".into());
         let tools = p.map(|p| esc(&p.tool_lines().join(", "))).unwrap_or_default();
-        let tuning = tuning_cell(p);
+        let tuning = tuning_cell(p, v.run.state == crate::plan::RunState::Running);
         let _ = write!(
             out,
             "<h3 class=\"kernel\" data-kernel=\"{}\">kernel {}</h3>{}{}",

@@ -306,13 +306,18 @@ async fn other_sites_bad_bytes_and_held_connections_get_nothing() {
 /// Stores a finished run of `kernels` kernels (two iterations each, one metric) and returns
 /// its id.
 async fn stored_run(db: &TestDb, kernels: usize) -> i64 {
+    stored_run_with(db, kernels, "2").await
+}
+
+/// `stored_run` with the scenario's `iterations:` as given (e.g. "{ min: 2, max: 6 }").
+async fn stored_run_with(db: &TestDb, kernels: usize, iterations: &str) -> i64 {
     let list: String = (0..kernels)
         .map(|k| format!("  - {{ name: k{k}, source: {{ deb: linux-image-amd64 }} }}\n"))
         .collect();
     let yaml = format!(
         "name: queries-{kernels}\nhosts:\n  sut: {{ role: sut, transport: {{ kind: lab, cpus: 2, memory_mib: 1024 }} }}\n\
 kernels:\n{list}baseline: k0\nworkloads:\n  - name: probe\n    kind: command\n    argv: [true]\n    timeout: 60\n    \
-metrics:\n      m: {{ regex: \"m=([0-9.]+)\", unit: us, higher_is_better: false }}\niterations: 2\n"
+metrics:\n      m: {{ regex: \"m=([0-9.]+)\", unit: us, higher_is_better: false }}\niterations: {iterations}\n"
     );
     let s = kreg::scenario::from_str(&yaml, std::path::Path::new("."))
         .unwrap_or_else(|d| panic!("{}", d[0].render("queries")));
@@ -566,4 +571,56 @@ async fn answers_are_gzipped_and_tagged_and_runs_come_a_page_at_a_time() {
     assert_eq!(events.status().as_u16(), 200);
     assert_eq!(events.headers().get("content-encoding"), None);
     assert_eq!(events.headers().get("etag"), None);
+}
+
+/// While a run goes, a knob kreg changed is "in effect" and an adaptive plan says it may
+/// still add runs; once the run ended without putting the knob back, it is "NOT restored".
+#[tokio::test]
+async fn a_running_run_says_its_settings_are_in_effect_and_its_plan_may_grow() {
+    let db = fresh_db("dash_running").await;
+    let dir = Scratch::new("dash_running");
+    let run = stored_run_with(&db, 2, "{ min: 2, max: 6 }").await;
+    kreg::store::record_setting(
+        &db.pool,
+        run,
+        "sut",
+        "boot-k0-1",
+        "/proc/sys/kernel/sched_schedstats",
+        "0",
+        "1",
+    )
+    .await
+    .unwrap();
+    let server = Server::start(&db, &dir.0);
+    let page = || async {
+        reqwest::get(format!("{}/runs/{run}", server.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    kreg::store::set_run_state(&db.pool, run, kreg::plan::RunState::Running)
+        .await
+        .unwrap();
+    let going = page().await;
+    assert!(
+        going.contains("sut: /proc/sys/kernel/sched_schedstats 0 → 1, in effect") && !going.contains("NOT restored"),
+        "{going}"
+    );
+    assert!(
+        going.contains(
+            "up to 2 iterations per cell so far; the adaptive plan runs 2 to 6 per cell and may still add runs"
+        ),
+        "{going}"
+    );
+    kreg::store::set_run_state(&db.pool, run, kreg::plan::RunState::Done)
+        .await
+        .unwrap();
+    let ended = page().await;
+    assert!(ended.contains("sched_schedstats 0 → 1, NOT restored"), "{ended}");
+    assert!(
+        ended.contains("up to 2 iterations per cell (adaptive plan: 2 to 6 per cell)"),
+        "{ended}"
+    );
 }
