@@ -19,6 +19,23 @@ pub const CPU_FIELDS: [&str; 9] = [
     "pcount",
 ];
 
+/// What a per-CPU counter counts and in what unit (the kernel's sched-stats.rst):
+/// (unit, meaning). The two times are nanoseconds since 2.6.23.
+pub fn cpu_field_meaning(field: &str) -> (&'static str, &'static str) {
+    match field {
+        "yld_count" => ("calls", "sched_yield() calls"),
+        "array_exp" => ("events", "legacy, always 0"),
+        "sched_count" => ("calls", "schedule() calls"),
+        "sched_goidle" => ("calls", "schedule() calls that left the CPU idle"),
+        "ttwu_count" => ("wakeups", "try_to_wake_up() calls"),
+        "ttwu_local" => ("wakeups", "wakeups of a task last run on the waking CPU"),
+        "rq_cpu_time" => ("ns", "time tasks ran on this CPU"),
+        "run_delay" => ("ns", "time tasks waited on a runqueue to run"),
+        "pcount" => ("timeslices", "timeslices run"),
+        _ => ("", ""),
+    }
+}
+
 /// Load-balance counters per idle type: v15 and v16.
 const LB_V15: [&str; 8] = [
     "lb_count",

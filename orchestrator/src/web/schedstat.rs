@@ -140,6 +140,40 @@ fn num(v: f64) -> String {
     }
 }
 
+/// A counter's value in its unit: nanoseconds as ns, µs, ms or s; counts whole.
+fn in_unit(field: &str, v: f64) -> String {
+    if !v.is_finite() {
+        return "—".into();
+    }
+    match schedstat::cpu_field_meaning(field).0 {
+        "ns" => {
+            let (scaled, unit) = match v.abs() {
+                a if a >= 1e9 => (v / 1e9, "s"),
+                a if a >= 1e6 => (v / 1e6, "ms"),
+                a if a >= 1e3 => (v / 1e3, "µs"),
+                _ => (v, "ns"),
+            };
+            format!("{scaled:.2} {unit}")
+        }
+        _ if v.fract() == 0.0 || v.abs() >= 100.0 => format!("{v:.0}"),
+        _ => format!("{v:.2}"),
+    }
+}
+
+/// A counter's name with its unit, its meaning on hover.
+fn field_label(field: &str) -> String {
+    let (unit, meaning) = schedstat::cpu_field_meaning(field);
+    if unit.is_empty() {
+        return esc(field);
+    }
+    format!(
+        "<abbr title=\"{}\">{}</abbr> <small>({})</small>",
+        esc(meaning),
+        esc(field),
+        esc(unit)
+    )
+}
+
 pub async fn page(
     State(st): State<AppState>,
     Path(id): Path<String>,
@@ -173,11 +207,11 @@ pub async fn page(
     let base = &v.sides[0];
     let mut rows: Vec<Vec<String>> = Vec::new();
     for (i, f) in v.fields.iter().enumerate().filter(|(_, f)| *f != "array_exp") {
-        let mut r = vec![esc(f)];
+        let mut r = vec![field_label(f)];
         r.extend(
             v.sides
                 .iter()
-                .map(|s| format!("{}{}", num(s.totals[i]), change(base.totals[i], s.totals[i]))),
+                .map(|s| format!("{}{}", in_unit(f, s.totals[i]), change(base.totals[i], s.totals[i]))),
         );
         rows.push(r);
     }
@@ -210,15 +244,23 @@ pub async fn page(
 
 fn per_cpu(v: &SchedstatView) -> String {
     let mut out = String::new();
+    let labels: Vec<String> = v
+        .fields
+        .iter()
+        .map(|f| match schedstat::cpu_field_meaning(f).0 {
+            "" => f.clone(),
+            unit => format!("{f} ({unit})"),
+        })
+        .collect();
     let mut head = vec!["cpu"];
-    head.extend(v.fields.iter().map(|s| s.as_str()));
+    head.extend(labels.iter().map(|s| s.as_str()));
     for s in &v.sides {
         let rows: Vec<Vec<String>> = s
             .per_cpu
             .iter()
             .map(|(cpu, vals)| {
                 let mut r = vec![format!("cpu{cpu}")];
-                r.extend(vals.iter().map(|x| num(*x)));
+                r.extend(vals.iter().zip(&v.fields).map(|(x, f)| in_unit(f, *x)));
                 r
             })
             .collect();

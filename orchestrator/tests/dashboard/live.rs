@@ -168,9 +168,23 @@ async fn a_live_run_in_the_browser() {
         "perf sched stats",
         "probe: current/batch against current/default",
         "fields zero in every job, not listed",
+        "run_delay (ns)",
+        "rq_cpu_time (ns)",
+        "sched_count (calls)",
     ] {
         assert!(stats.contains(want), "schedstat page lacks {want:?}: {stats}");
     }
+    // Times in a time unit scaled to their size, counters whole.
+    let delay = b
+        .js("return [...document.querySelectorAll('table.schedstat tbody tr')].find(tr => tr.children[0].innerText.startsWith('run_delay')).children[1].innerText")
+        .await;
+    let delay = delay.as_str().unwrap();
+    let mut words = delay.split_whitespace();
+    let (number, unit) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    assert!(
+        number.parse::<f64>().is_ok() && ["s", "ms", "µs", "ns"].contains(&unit),
+        "{delay:?}"
+    );
     // Only sched_count moved (in bold); every other listed field is noise or the same.
     let calls = b
         .js("return [...document.querySelectorAll('table.perfstats tbody tr')].map(tr => [tr.children[1].innerText.trim(), tr.children[8].innerText.trim(), tr.querySelector('strong') !== null])")
