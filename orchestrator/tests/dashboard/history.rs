@@ -96,5 +96,35 @@ async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command(
     ] {
         assert!(row.contains(part), "{part:?} not in {row}");
     }
+    // In dark mode: the page's own dark colours, and the marks still stand out.
+    b.dark(true).await;
+    b.client.set_window_size(1280, 900).await.unwrap();
+    b.client
+        .goto(&format!("{}/history?{query}", server.base))
+        .await
+        .unwrap();
+    let colours = b
+        .js("const s = getComputedStyle(document.body); return [s.backgroundColor, s.color]")
+        .await;
+    assert_eq!(colours, json!(["rgb(21, 24, 30)", "rgb(222, 226, 230)"]));
+    std::fs::write(
+        shots_dir().join("history-alert-dark-1280.png"),
+        b.client.screenshot().await.unwrap(),
+    )
+    .unwrap();
+    b.dark(false).await;
+    // Keyboard: the first Tab lands on a link, with a visible focus ring.
+    b.js("document.activeElement.blur(); return 0").await;
+    b.client
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E004}")
+        .await
+        .unwrap();
+    let focus = b
+        .js("const e = document.activeElement; return [e.tagName, getComputedStyle(e).outlineStyle]")
+        .await;
+    assert_eq!(focus, json!(["A", "solid"]), "{focus}");
     b.close().await;
 }

@@ -109,6 +109,24 @@ impl Browser {
             .collect()
     }
 
+    /// Pages from now on as a reader whose system asks for dark colours sees them
+    /// (`prefers-color-scheme: dark`, through the DevTools protocol), or light again.
+    async fn dark(&self, on: bool) {
+        let id = self.client.session_id().await.unwrap().unwrap();
+        let value = if on { "dark" } else { "light" };
+        let res: Value = reqwest::Client::new()
+            .post(format!("{}/session/{id}/goog/cdp/execute", self.driver_url))
+            .json(&json!({ "cmd": "Emulation.setEmulatedMedia",
+                           "params": { "features": [{ "name": "prefers-color-scheme", "value": value }] } }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(res.get("value").is_some_and(|v| v.get("error").is_none()), "{res}");
+    }
+
     async fn js(&self, script: &str) -> Value {
         self.client.execute(script, vec![]).await.unwrap()
     }
