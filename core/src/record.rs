@@ -63,6 +63,9 @@ pub enum RawKind {
     HammerdbScript,
     HammerdbVersion,
     HammerdbProfile,
+    /// The command lines the measured phase ran, one per process: the host, the policy,
+    /// CPUs and cgroup it was given, and its argv as a shell would take it.
+    Commands,
 }
 
 /// The kinds with a fixed name, for reading a name back.
@@ -87,6 +90,7 @@ const FIXED: &[(&str, RawKind)] = &[
     ("hammerdb_script", RawKind::HammerdbScript),
     ("hammerdb_version", RawKind::HammerdbVersion),
     ("hammerdb_profile", RawKind::HammerdbProfile),
+    ("commands", RawKind::Commands),
 ];
 
 impl RawKind {
@@ -177,6 +181,17 @@ pub struct Outputs {
 impl Outputs {
     pub fn push(&mut self, kind: RawKind, content: impl Into<String>) {
         self.raw.push((kind, content.into()));
+    }
+
+    /// A line at the end of the output of `kind` (made when there is none yet).
+    pub fn append_line(&mut self, kind: RawKind, line: &str) {
+        match self.raw.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, text)) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            None => self.raw.push((kind, format!("{line}\n"))),
+        }
     }
 
     /// The first output of `kind`.

@@ -79,6 +79,44 @@ pub struct Ctx<'a> {
     pub cgroup: Option<&'a super::cgroup::Placed>,
     /// A name of the job's own for files on the SUT (run and job ordinal).
     pub tag: String,
+    /// The name of the host the workload (or its client side) runs on.
+    pub on: &'a str,
+}
+
+/// The line a process of the measured phase leaves in the job's `commands`: the host, the
+/// argv as a shell would take it (the program where kreg put it), and what kreg set around
+/// it: environment, working folder, policy, CPUs, cgroup, standard input.
+fn command_line(ctx: &Ctx<'_>, req: &ExecRequest) -> String {
+    let mut argv = req.argv.clone();
+    if let Some(first) = argv.first_mut() {
+        *first = ctx.runner.program_path(first);
+    }
+    let mut words: Vec<String> = req.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    words.extend(argv);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let mut with = Vec::new();
+    if let Some(d) = &req.cwd {
+        with.push(format!("in {d}"));
+    }
+    if let Some(p) = req.policy {
+        with.push(format!("policy {}", p.name()));
+    }
+    if let Some(c) = &req.cpus {
+        let c: Vec<String> = c.iter().map(u32::to_string).collect();
+        with.push(format!("CPUs {}", c.join(",")));
+    }
+    if let Some(g) = &req.cgroups {
+        with.push(format!("cgroup {}", g.join(" ")));
+    }
+    if let Some(i) = &req.stdin {
+        with.push(format!("{} bytes on stdin", i.len()));
+    }
+    let line = format!("{}$ {}", ctx.on, crate::ssh::session::command_line(&words));
+    if with.is_empty() {
+        line
+    } else {
+        format!("{line}    # {}", with.join(", "))
+    }
 }
 
 /// The programs a workload runs, with the host each runs on and that host's agent.
@@ -227,6 +265,7 @@ async fn measured_exec(
         task_stats: ctx.collect.task_schedstat,
         ..Default::default()
     };
+    raw.append_line(RawKind::Commands, &command_line(ctx, &req));
     let res = ctx.runner.exec(req).await.map_err(|e| agent_fail("", &e))?;
     col.after(raw).await?;
     raw.push(RawKind::Stdout, res.stdout.clone());
@@ -340,6 +379,7 @@ async fn netperf_clients(
             timeout_secs,
             ..Default::default()
         };
+        raw.append_line(RawKind::Commands, &command_line(ctx, &req));
         ids.push(ctx.runner.spawn(req).await.map_err(|e| agent_fail("", &e))?.id);
     }
     let mut per_client = Vec::new();
@@ -421,11 +461,9 @@ async fn hammerdb_measured(
     col: &mut Collectors<'_>,
     raw: &mut Outputs,
 ) -> Result<Vec<Metric>, Stopped> {
-    let p = ctx
-        .runner
-        .spawn(run.request(timeout_secs))
-        .await
-        .map_err(|e| agent_fail("", &e))?;
+    let req = run.request(timeout_secs);
+    raw.append_line(RawKind::Commands, &command_line(ctx, &req));
+    let p = ctx.runner.spawn(req).await.map_err(|e| agent_fail("", &e))?;
     let limit = Duration::from_secs(timeout_secs);
     let started = Instant::now();
     let rampup = until(limit, Duration::from_millis(500), async || {

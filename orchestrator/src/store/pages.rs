@@ -398,6 +398,10 @@ pub struct SampleItem {
     pub unit: String,
     /// A warm-up run (`warmup:`): stored and shown, never judged.
     pub warmup: bool,
+    /// The command lines its measured phase ran (`commands`), when recorded.
+    pub commands: Option<String>,
+    /// The kernel release it ran on.
+    pub kernel_release: Option<String>,
 }
 
 /// The samples of one row (workload, metric, kernel, variant) of a run, in iteration order,
@@ -411,8 +415,10 @@ pub async fn row_samples(
     variant: &str,
 ) -> Result<Vec<SampleItem>> {
     Ok(sqlx::query_as(
-        "SELECT j.id AS job_id, j.iteration, j.boot, j.boot_id, x.value, x.unit, j.warmup
+        "SELECT j.id AS job_id, j.iteration, j.boot, j.boot_id, x.value, x.unit, j.warmup, o.content AS commands,
+                j.kernel_release
          FROM results x JOIN jobs j ON j.id = x.job_id
+         LEFT JOIN raw_outputs o ON o.job_id = j.id AND o.kind = 'commands'
          WHERE x.run_id = $1 AND j.workload = $2 AND x.metric = $3 AND j.kernel = $4 AND j.variant = $5
          ORDER BY j.ordinal",
     )

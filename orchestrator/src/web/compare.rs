@@ -362,7 +362,8 @@ fn tables_html(l: &Loaded, q: &ReportQuery) -> String {
     out
 }
 
-/// A row's samples as a strip plot that opens the list of them.
+/// A row's samples as a strip plot that opens the list of them, with links to that list
+/// and to the command lines the row's jobs ran.
 fn samples_cell(run: i64, t: &MetricTable, r: &Row, scale: &Scale) -> String {
     let href = format!(
         "/runs/{run}/samples?workload={}&metric={}&kernel={}&variant={}",
@@ -378,9 +379,10 @@ fn samples_cell(run: i64, t: &MetricTable, r: &Row, scale: &Scale) -> String {
         report::fmt_value(r.summary.max)
     );
     format!(
-        "<a href=\"{}\">{}</a>",
-        esc(&href),
-        svg::strip(&r.side.values, r.centre(t.kind), scale, &label)
+        "<a href=\"{h}\">{}</a><br><small class=\"row-links\"><a href=\"{h}\">values</a> · \
+<a href=\"{h}#commands\">command lines</a></small>",
+        svg::strip(&r.side.values, r.centre(t.kind), scale, &label),
+        h = esc(&href),
     )
 }
 
@@ -482,6 +484,9 @@ struct SamplesView {
     kernel: String,
     variant: String,
     samples: Vec<queries::SampleItem>,
+    /// The scenario file the run was recorded from, and the commands that reproduce it.
+    source_path: String,
+    reproduce: Vec<String>,
 }
 
 async fn samples_view(st: &AppState, id: &str, q: Vec<(String, String)>) -> view::Result<SamplesView> {
@@ -493,14 +498,25 @@ async fn samples_view(st: &AppState, id: &str, q: Vec<(String, String)>) -> view
             .ok_or_else(|| ViewError::Invalid(format!("{k} is required")))
     };
     let (workload, metric, kernel, variant) = (need("workload")?, need("metric")?, need("kernel")?, need("variant")?);
-    queries::run(&st.db, run).await?;
+    let (row, _) = queries::run_and_row(&st.db, run).await?;
     let samples = queries::row_samples(&st.db, run, &workload, &metric, &kernel, &variant).await?;
     if samples.is_empty() {
         return Err(ViewError::NotFound(format!(
             "run {run} has no samples of {workload} / {metric} for kernel {kernel}, variant {variant}"
         )));
     }
+    let q = crate::ssh::session::quote;
+    let reproduce = vec![
+        format!("kreg run {}", q(&row.source_path)),
+        format!(
+            "kreg report <NEW RUN> --format json   # row {}/{}, kernel {}, variant {}",
+            workload, metric, kernel, variant
+        ),
+        format!("kreg compare {run} <NEW RUN>"),
+    ];
     Ok(SamplesView {
+        source_path: row.source_path,
+        reproduce,
         run,
         workload,
         metric,
@@ -544,17 +560,71 @@ pub async fn samples_page(State(st): State<AppState>, Path(id): Path<String>, Qu
         ),
     };
     let body = format!(
-        "<p>{} · kernel {} · variant {}</p>{note}{}",
+        "<p>{} · kernel {} · variant {}</p>{note}{}{}",
         html::link(&format!("/runs/{}/report", v.run), &format!("run {} comparison", v.run)),
         esc(&v.kernel),
         esc(&v.variant),
-        html::table("samples", &["iteration", "boot", "boot id", "value", "job"], &rows)
+        html::table("samples", &["iteration", "boot", "boot id", "value", "job"], &rows),
+        commands_section(&v)
     );
     Ok(Html(html::layout(
         &format!("Samples of {} / {}, run {}", v.workload, v.metric, v.run),
         &body,
         &Live::No,
     )))
+}
+
+/// The command lines the row's jobs ran (identical ones together, with their jobs), on
+/// which host, kernel and boot; then how to reproduce the row.
+fn commands_section(v: &SamplesView) -> String {
+    let mut groups: Vec<(&str, Vec<&queries::SampleItem>)> = Vec::new();
+    for s in &v.samples {
+        let text = s.commands.as_deref().unwrap_or("");
+        match groups.iter_mut().find(|g| g.0 == text) {
+            Some(g) => g.1.push(s),
+            None => groups.push((text, vec![s])),
+        }
+    }
+    let mut out = String::from("<h2 id=\"commands\">Command lines</h2>");
+    for (text, jobs) in groups {
+        let links: Vec<String> = jobs
+            .iter()
+            .map(|s| html::link(&format!("/jobs/{}", s.job_id), &s.job_id.to_string()))
+            .collect();
+        let mut boots: Vec<String> = jobs
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} boot {}",
+                    s.kernel_release.as_deref().unwrap_or("?"),
+                    s.boot_id.as_deref().unwrap_or("?")
+                )
+            })
+            .collect();
+        boots.dedup();
+        let _ = write!(
+            out,
+            "<p>job{} {} · {}</p>",
+            if links.len() == 1 { "" } else { "s" },
+            links.join(", "),
+            esc(&boots.join("; "))
+        );
+        if text.is_empty() {
+            out.push_str("<p class=\"note\">not recorded (runs stored before kreg kept command lines)</p>");
+        } else {
+            let _ = write!(out, "<pre class=\"cmd\">{}</pre>", esc(text.trim_end()));
+        }
+    }
+    let _ = write!(
+        out,
+        "<h2 id=\"reproduce\">To reproduce</h2><p>The scenario file this run was recorded from: <code>{}</code> \
+         (its text as recorded is on the {} page). Run it again, then read this row in the new run and \
+         compare the runs:</p><pre class=\"cmd\">{}</pre>",
+        esc(&v.source_path),
+        html::link(&format!("/runs/{}", v.run), &format!("run {}", v.run)),
+        esc(&v.reproduce.join("\n"))
+    );
+    out
 }
 
 fn run_pair(q: Vec<(String, String)>) -> view::Result<(i64, i64)> {

@@ -231,6 +231,31 @@ async fn a_live_run_in_the_browser() {
         "{diff}"
     );
 
+    // Each report row links to the command lines its jobs ran, and says how to reproduce.
+    b.client.goto(&format!("{base}/runs/1/report?show=all")).await.unwrap();
+    let links = b
+        .js("return [...document.querySelectorAll('small.row-links a')].filter(a => a.innerText === 'command lines').length")
+        .await;
+    let rows = b
+        .js("return document.querySelectorAll('table.report tbody tr, table.comparison tbody tr').length")
+        .await;
+    assert!(
+        links.as_u64().unwrap() >= 2 && links == rows,
+        "{links} links for {rows} rows"
+    );
+    b.js("[...document.querySelectorAll('small.row-links a')].find(a => a.href.includes('variant=batch') && a.innerText === 'command lines').click(); return 0")
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let url = b.client.current_url().await.unwrap();
+    assert!(url.as_str().ends_with("variant=batch#commands"), "{url}");
+    let cmds = b.text("pre.cmd").await;
+    assert!(
+        cmds.starts_with("here$ sh -c ") && cmds.contains("# policy batch"),
+        "{cmds}"
+    );
+    let reproduce = b.text("#reproduce + p + pre.cmd").await;
+    assert!(reproduce.starts_with("kreg run /"), "{reproduce}");
+
     // Every page: a title, no console error, fits 800 px, a screenshot at each width.
     let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs")
         .fetch_one(&db.pool)

@@ -131,6 +131,7 @@ impl Driver<'_> {
             collect: self.scenario.collect.or(workload.collect),
             cgroup,
             tag: format!("{}-{}", self.run.id, j.ordinal),
+            on: &workload.on,
         };
         let result = match self.run_with_retries(&ctx, booted, variant, workload, j).await {
             Ok(outcome) => Ok(outcome),
