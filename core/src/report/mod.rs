@@ -6,6 +6,7 @@
 mod compact;
 mod notes;
 mod provenance;
+pub mod provisional;
 mod render;
 pub mod sched_stats;
 mod table;
@@ -60,6 +61,8 @@ pub struct Report<'a> {
     pub boxes: bool,
     /// The `perf sched stats` section, when jobs recorded it.
     pub sched_stats: Option<&'a sched_stats::SchedStats>,
+    /// Where the run stands when it has not finished: its verdicts are provisional.
+    pub provisional: Option<&'a provisional::Provisional>,
 }
 
 impl Report<'_> {
@@ -75,10 +78,12 @@ impl Report<'_> {
     /// What the reader must see before any number: environments that differ, settings not
     /// put back, the caller's warnings, and failed jobs.
     pub fn warning_lines(&self) -> Vec<String> {
-        let mut out: Vec<String> = provenance_lines(self.prov)
-            .into_iter()
-            .filter(|l| l.starts_with("WARNING"))
-            .collect();
+        let mut out: Vec<String> = self.provisional.iter().map(|p| p.line()).collect();
+        out.extend(
+            provenance_lines(self.prov)
+                .into_iter()
+                .filter(|l| l.starts_with("WARNING")),
+        );
         out.extend(self.warnings.iter().map(|w| format!("WARNING: {w}")));
         if !self.failed.is_empty() {
             let n: usize = self.failed.iter().map(|c| c.failed).sum();

@@ -117,9 +117,17 @@ fn csv_row(t: &super::MetricTable, r: &super::Row) -> Vec<String> {
 pub(super) fn render_csv(rep: &Report) -> String {
     let tables = rep.tables;
     let mut out = format!("{}\n", CSV_HEADER.join(","));
+    let reason = CSV_HEADER.iter().position(|h| *h == "reason").expect("a CSV column");
     for t in tables {
         for r in &t.rows {
-            out.push_str(&csv_row(t, r).join(","));
+            let mut fields = csv_row(t, r);
+            if let Some(p) = rep.provisional {
+                // The row's mark before its reason, as the other formats' top line says.
+                let note = p.row_note(&t.workload, &r.kernel, &r.variant, r.summary.n);
+                let was = r.comparison.as_ref().map(|c| c.reason.as_str()).unwrap_or("");
+                fields[reason] = csv_field(&if was.is_empty() { note } else { format!("{note}; {was}") });
+            }
+            out.push_str(&fields.join(","));
             out.push('\n');
         }
     }
@@ -202,6 +210,10 @@ pub(super) fn render_json(rep: &Report) -> String {
                     "summary": r.summary, "ci95": r.summary.ci95(), "samples": r.side.values, "boot_ids": r.side.boots,
                     "outliers": r.outliers, "bimodal": r.bimodal,
                     "comparison": r.comparison,
+                    "provisional": rep.provisional.map(|p| serde_json::json!({
+                        "observations": r.summary.n,
+                        "may_add": p.left_in(&t.workload, &r.kernel, &r.variant),
+                    })),
                 })
             })
         })
@@ -217,6 +229,7 @@ pub(super) fn render_json(rep: &Report) -> String {
                       "equivalence_alpha": settings.equivalence_alpha,
                       "looks": if rep.scenario.looks().is_fixed() { serde_json::Value::Null } else { serde_json::json!(rep.scenario.looks().at) },
                       "multiple_comparisons": "benjamini-hochberg", "comparisons": super::comparisons(tables) },
+        "provisional": rep.provisional,
         "rows": rows,
         "sched_stats": rep.sched_stats,
     });

@@ -38,6 +38,7 @@ fn report<'a>(
         failed: Vec::new(),
         boxes: false,
         sched_stats: None,
+        provisional: None,
     }
 }
 

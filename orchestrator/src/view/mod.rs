@@ -96,6 +96,8 @@ pub struct Loaded {
     pub warnings: Vec<String>,
     pub failed: Vec<FailedCell>,
     pub sched_stats: Option<report::sched_stats::SchedStats>,
+    /// Where the run stands when it has not finished (its verdicts are provisional).
+    pub provisional: Option<report::provisional::Provisional>,
 }
 
 impl Loaded {
@@ -111,6 +113,7 @@ impl Loaded {
             failed: self.failed.clone(),
             boxes,
             sched_stats: self.sched_stats.as_ref(),
+            provisional: self.provisional.as_ref(),
         }
     }
 }
@@ -175,6 +178,7 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
     let prov = store::provenance(db, run_id, &s.sut().name).await?;
     let jobs = sched_stats_jobs(db, run_id).await?;
     let sched_stats = report::sched_stats::section(&s, &jobs, &baseline, settings.alpha);
+    let provisional = provisional_of(db, run_id, run.state.as_str(), &s).await?;
     Ok(Loaded {
         run_id,
         baseline,
@@ -185,7 +189,35 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         failed: failed_of(db, run_id).await?,
         scenario: s,
         sched_stats,
+        provisional,
     })
+}
+
+/// Where a run that has not finished stands (its jobs counted per cell), or `None` once it
+/// ended.
+pub async fn provisional_of(
+    db: &PgPool,
+    run_id: i64,
+    state: &str,
+    s: &Scenario,
+) -> Result<Option<report::provisional::Provisional>> {
+    if !matches!(state, "running" | "interrupted") {
+        return Ok(None);
+    }
+    let jobs = store::jobs(db, run_id).await?;
+    Ok(report::provisional::Provisional::of(
+        state,
+        jobs.iter().map(|j| {
+            (
+                j.workload.as_str(),
+                j.kernel.as_str(),
+                j.variant.as_str(),
+                j.state.as_str(),
+                j.warmup,
+            )
+        }),
+        s.max_iterations,
+    ))
 }
 
 /// What a report of an adaptive run says when it judges with other settings than the run's
@@ -297,7 +329,9 @@ pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded>
             prov.push(p);
         }
     }
+    let provisional = provisional_of(db, run_b, rb.state.as_str(), &sb).await?;
     Ok(Loaded {
+        provisional,
         run_id: run_b,
         scenario: sb,
         baseline: Baseline::Run(run_a),

@@ -432,10 +432,14 @@ fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
                     .unwrap_or_else(|| base_label(r)),
                 c.map(|c| svg::change_bar(c.change, c.ci, me, reach, &format!("v-{}", verdict.replace(' ', "-"))))
                     .unwrap_or_default(),
-                if verdict.is_empty() {
-                    String::new()
-                } else {
-                    html::verdict(verdict)
+                match (verdict.is_empty(), &l.provisional) {
+                    (true, _) => String::new(),
+                    (false, None) => html::verdict(verdict),
+                    (false, Some(p)) => format!(
+                        "{}<br><small class=\"provisional\">{}</small>",
+                        html::verdict(verdict),
+                        esc(&p.row_note(&t.workload, &r.kernel, &r.variant, r.summary.n))
+                    ),
                 },
                 format!(
                     "<span class=\"reason\">{}</span>",

@@ -614,9 +614,42 @@ async fn a_running_run_says_its_settings_are_in_effect_and_its_plan_may_grow() {
         ),
         "{going}"
     );
+    // Its report, in the page and every download, says the verdicts are provisional.
+    let get = |path: String| async move { reqwest::get(path).await.unwrap().text().await.unwrap() };
+    let report = get(format!("{}/runs/{run}/report?show=all", server.base)).await;
+    assert!(
+        report.contains("PROVISIONAL: the run is still running: 4 of 4 jobs done so far; every verdict below stands on the runs done so far and may change, as the plan may still add up to 4 run(s) to a cell"),
+        "{report}"
+    );
+    assert!(
+        report.contains("<small class=\"provisional\">provisional: 2 runs so far, up to 4 more</small>"),
+        "{report}"
+    );
+    let json: Value =
+        serde_json::from_str(&get(format!("{}/runs/{run}/download/report.json", server.base)).await).unwrap();
+    assert_eq!(json["provisional"]["state"], "running");
+    assert_eq!(
+        json["rows"][1]["provisional"],
+        serde_json::json!({ "observations": 2, "may_add": 4 })
+    );
+    let csv = get(format!("{}/runs/{run}/download/report.csv", server.base)).await;
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .contains("provisional: 2 runs so far, up to 4 more"),
+        "{csv}"
+    );
+    let text = get(format!("{}/runs/{run}/download/report.md", server.base)).await;
+    assert!(text.contains("- PROVISIONAL: the run is still running"), "{text}");
     kreg::store::set_run_state(&db.pool, run, kreg::plan::RunState::Done)
         .await
         .unwrap();
+    let report = get(format!("{}/runs/{run}/report?show=all", server.base)).await;
+    assert!(!report.contains("PROVISIONAL") && !report.contains("class=\"provisional\""));
+    let json: Value =
+        serde_json::from_str(&get(format!("{}/runs/{run}/download/report.json", server.base)).await).unwrap();
+    assert_eq!(json["provisional"], Value::Null);
     let ended = page().await;
     assert!(ended.contains("sched_schedstats 0 → 1, NOT restored"), "{ended}");
     assert!(

@@ -234,6 +234,7 @@ fn every_format_carries_the_section() {
         failed: Vec::new(),
         boxes: false,
         sched_stats: Some(&sec),
+        provisional: None,
     };
     use super::super::Format;
     let text = rep.render(Format::Text);
