@@ -43,8 +43,9 @@ impl Provisional {
             jobs: 0,
             cells: Vec::new(),
         };
-        // Per cell: (done, failed, planned).
-        let mut counts: Vec<((&str, &str, &str), [usize; 3])> = Vec::new();
+        // Per cell (workload, kernel, variant): done, failed, planned.
+        type Cell<'c> = (&'c str, &'c str, &'c str);
+        let mut counts: Vec<(Cell, [usize; 3])> = Vec::new();
         for (workload, kernel, variant, job_state, warmup) in jobs {
             if warmup {
                 continue;
