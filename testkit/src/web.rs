@@ -14,8 +14,13 @@ pub struct Server {
 
 impl Server {
     pub fn start(db: &TestDb, dir: &std::path::Path) -> Server {
+        Server::start_on(db, dir, "127.0.0.1:0")
+    }
+
+    /// On a given address (a server started again where a page still points).
+    pub fn start_on(db: &TestDb, dir: &std::path::Path, listen: &str) -> Server {
         let mut child = kreg(db, dir)
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", listen])
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()

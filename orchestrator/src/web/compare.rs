@@ -188,9 +188,45 @@ pub async fn report_page(State(st): State<AppState>, Path(id): Path<String>, Que
         ),
         html::link(&format!("/runs/{run}"), &format!("run {run}")),
     );
-    body.push_str(&notes(&loaded));
+    // A run still going: the page follows it, row by row (see `report_rows`).
+    let live = if loaded.provisional.is_some() {
+        let query = q.params.with_all(&[]);
+        let _ = write!(
+            body,
+            "<div id=\"report-live\" data-rows=\"/runs/{run}/report/rows{}\" hidden></div>",
+            esc(&query)
+        );
+        Live::Run(run)
+    } else {
+        Live::No
+    };
+    let _ = write!(body, "<div id=\"report-notes\">{}</div>", notes(&loaded));
     body.push_str(&tables_html(&loaded, &q));
-    Ok(Html(html::layout(&format!("Comparison, run {run}"), &body, &Live::No)))
+    Ok(Html(html::layout(&format!("Comparison, run {run}"), &body, &live)))
+}
+
+/// What a live report page updates in place as jobs finish: its notes and each shown row's
+/// cells by row id (a row not on the page yet makes the page fetch its tables again).
+#[derive(Serialize)]
+struct LiveRows {
+    provisional: bool,
+    notes: String,
+    rows: Vec<(String, Vec<String>)>,
+}
+
+pub async fn report_rows(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> ApiResult {
+    let q = ReportQuery::parse(q, &REPORT_PARAMS)?;
+    let loaded = load(&st, &id, &q).await?;
+    let mut rows = Vec::new();
+    for t in loaded.tables.iter().filter(|t| q.table_shown(t)) {
+        let shown: Vec<&Row> = t.rows.iter().filter(|r| q.row_shown(&loaded.baseline, r)).collect();
+        rows.extend(table_rows(&loaded, t, &shown));
+    }
+    json(&LiveRows {
+        provisional: loaded.provisional.is_some(),
+        notes: notes(&loaded),
+        rows,
+    })
 }
 
 /// The report's own settings as a query (for downloads of the same report).
@@ -400,7 +436,49 @@ fn bar_reach(rows: &[&Row], me: f64) -> f64 {
         * 1.1
 }
 
+/// A report row's id in the page: the same for the same row on every load.
+fn row_id(t: &MetricTable, r: &Row) -> String {
+    use sha2::Digest;
+    let key = format!("{}\0{}\0{}\0{}", t.workload, t.metric, r.kernel, r.variant);
+    format!("r-{}", hex::encode(&sha2::Sha256::digest(key.as_bytes())[..6]))
+}
+
 fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
+    let (ids, body): (Vec<String>, Vec<Vec<String>>) = table_rows(l, t, rows).into_iter().unzip();
+    let history = format!(
+        "/history{}",
+        super::params::query_string(&[
+            ("scenario", &l.scenario.name),
+            ("workload", &t.workload),
+            ("metric", &t.metric)
+        ])
+    );
+    let direction = if t.higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    format!(
+        "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {} · <a href=\"{}\">history</a></small></h2>{}</section>",
+        esc(&t.workload),
+        esc(&t.metric),
+        esc(&t.workload),
+        esc(&t.metric),
+        esc(&t.unit),
+        t.kind,
+        direction,
+        esc(&history),
+        html::table_with_ids(
+            "report",
+            &["kernel", "variant", "n", "centre", "spread", "change", "interval", "verdict", "reason", "samples"],
+            &body,
+            &ids
+        )
+    )
+}
+
+/// A table's rows as the page shows them: (row id, cells).
+fn table_rows(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> Vec<(String, Vec<String>)> {
     let scale = Scale::over(
         rows.iter().flat_map(|r| r.side.values.iter().copied()),
         3.0,
@@ -449,35 +527,7 @@ fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
             ]
         })
         .collect();
-    let history = format!(
-        "/history{}",
-        super::params::query_string(&[
-            ("scenario", &l.scenario.name),
-            ("workload", &t.workload),
-            ("metric", &t.metric)
-        ])
-    );
-    let direction = if t.higher_is_better {
-        "higher is better"
-    } else {
-        "lower is better"
-    };
-    format!(
-        "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {} · <a href=\"{}\">history</a></small></h2>{}</section>",
-        esc(&t.workload),
-        esc(&t.metric),
-        esc(&t.workload),
-        esc(&t.metric),
-        esc(&t.unit),
-        t.kind,
-        direction,
-        esc(&history),
-        html::table(
-            "report",
-            &["kernel", "variant", "n", "centre", "spread", "change", "interval", "verdict", "reason", "samples"],
-            &body
-        )
-    )
+    rows.iter().map(|r| row_id(t, r)).zip(body).collect()
 }
 
 #[derive(Serialize)]

@@ -49,13 +49,24 @@ pub fn layout(title: &str, body: &str, live: &Live) -> String {
 
 /// A table in a horizontally scrolling box (narrow windows scroll the table, not the page).
 pub fn table(class: &str, head: &[&str], rows: &[Vec<String>]) -> String {
+    table_with_ids(class, head, rows, &[])
+}
+
+/// [`table`] whose rows carry ids (`ids[i]` for row i; rows past the ids have none), so that
+/// a live page can update a row in place.
+pub fn table_with_ids(class: &str, head: &[&str], rows: &[Vec<String>], ids: &[String]) -> String {
     let mut out = format!("<div class=\"scroll\"><table class=\"{class}\"><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
     out.push_str("</tr></thead><tbody>");
-    for r in rows {
-        out.push_str("<tr>");
+    for (i, r) in rows.iter().enumerate() {
+        match ids.get(i) {
+            Some(id) => {
+                let _ = write!(out, "<tr id=\"{}\">", esc(id));
+            }
+            None => out.push_str("<tr>"),
+        }
         for c in r {
             let _ = write!(out, "<td>{c}</td>");
         }

@@ -51,6 +51,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/", get(runs::runs_page))
         .route("/runs/{id}", get(runs::run_page))
         .route("/runs/{id}/report", get(compare::report_page))
+        .route("/runs/{id}/report/rows", get(compare::report_rows))
         .route("/runs/{id}/download/{file}", get(compare::report_download))
         .route("/runs/{id}/samples", get(compare::samples_page))
         .route("/runs/{id}/schedstat", get(schedstat::page))

@@ -409,3 +409,4 @@ mod bisect;
 mod boots;
 mod history;
 mod live;
+mod provisional;

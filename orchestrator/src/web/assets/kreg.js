@@ -3,6 +3,7 @@
 (function () {
   const events = document.body.dataset.events;
   if (events && window.EventSource) {
+    // A part marked data-live with an id is made again from the page fetched anew.
     let pending = null;
     let busy = false;
     const refresh = async function () {
@@ -25,21 +26,104 @@
         busy = false;
       }
     };
-    const source = new EventSource(events);
-    source.addEventListener("change", function (ev) {
+    // A report of a running run: its rows updated in place, cell by cell.
+    const live = document.getElementById("report-live");
+    const same = function (td, html) {
+      const t = document.createElement("template");
+      t.innerHTML = html;
+      return t.innerHTML === td.innerHTML;
+    };
+    let rowsPending = null;
+    let rowsBusy = false;
+    const updateRows = async function () {
+      rowsPending = null;
+      if (rowsBusy) { rowsPending = setTimeout(updateRows, 100); return; }
+      rowsBusy = true;
       try {
-        const change = JSON.parse(ev.data);
-        if (change.job) {
-          const cell = document.querySelector('[data-job="' + change.job + '"]');
-          if (cell) {
-            cell.className = "cell s-" + change.state;
-            cell.dataset.state = change.state;
-            cell.title = cell.title.replace(/: [a-z]+$/, ": " + change.state);
-          }
+        const res = await fetch(live.dataset.rows, { headers: { Accept: "application/json" }, cache: "no-store" });
+        if (res.ok) {
+          const data = await res.json();
+          const notes = document.getElementById("report-notes");
+          if (notes && !same(notes, data.notes)) { notes.innerHTML = data.notes; }
+          let missing = false;
+          data.rows.forEach(function (pair) {
+            const tr = document.getElementById(pair[0]);
+            if (!tr) { missing = true; return; }
+            let changed = false;
+            pair[1].forEach(function (html, i) {
+              const td = tr.children[i];
+              if (td && !same(td, html)) { td.innerHTML = html; changed = true; }
+            });
+            if (changed) {
+              tr.dataset.updated = String(Date.now());
+              tr.classList.remove("flash");
+              void tr.offsetWidth;
+              tr.classList.add("flash");
+            }
+          });
+          // A row that was not there yet: the tables are made again from the page.
+          if (missing) { location.reload(); }
+          document.body.dataset.refreshed = String(Date.now());
         }
-      } catch (e) { /* a malformed event only triggers the refresh */ }
-      if (!pending) { pending = setTimeout(refresh, 150); }
-    });
+      } catch (e) {
+        // Tried again on the next event, or when the stream comes back.
+      } finally {
+        rowsBusy = false;
+      }
+    };
+    const update = function () {
+      if (live) {
+        if (!rowsPending) { rowsPending = setTimeout(updateRows, 150); }
+      } else if (!pending) {
+        pending = setTimeout(refresh, 150);
+      }
+    };
+    // While the stream is down the page says so; when it is back the page catches up.
+    const banner = document.createElement("p");
+    banner.id = "stream-down";
+    banner.className = "warning";
+    banner.setAttribute("role", "status");
+    banner.hidden = true;
+    const main = document.querySelector("main");
+    if (main) { main.prepend(banner); }
+    let lost = false;
+    const connect = function () {
+      const source = new EventSource(events);
+      source.addEventListener("open", function () {
+        if (lost) {
+          lost = false;
+          banner.hidden = true;
+          document.body.dataset.stream = "up";
+          update();
+        }
+      });
+      source.addEventListener("error", function () {
+        if (!lost) {
+          lost = true;
+          banner.textContent = "Live updates stopped at " + new Date().toLocaleTimeString() +
+            ": this page shows what it knew then. Reconnecting…";
+          banner.hidden = false;
+          document.body.dataset.stream = "down";
+        }
+        // A stream the browser gave up on is opened again by hand.
+        if (source.readyState === EventSource.CLOSED) { setTimeout(connect, 2000); }
+      });
+      source.addEventListener("change", function (ev) {
+        try {
+          const change = JSON.parse(ev.data);
+          if (change.job) {
+            const cell = document.querySelector('[data-job="' + change.job + '"]');
+            if (cell) {
+              cell.className = "cell s-" + change.state;
+              cell.dataset.state = change.state;
+              cell.title = cell.title.replace(/: [a-z]+$/, ": " + change.state);
+            }
+          }
+        } catch (e) { /* a malformed event only triggers the update */ }
+        update();
+      });
+    };
+    connect();
   }
   // Empty filters stay out of the URL; a changed select applies at once.
   document.querySelectorAll("form.filters").forEach(function (form) {
