@@ -98,6 +98,9 @@ pub struct Loaded {
     pub sched_stats: Option<report::sched_stats::SchedStats>,
     /// Where the run stands when it has not finished (its verdicts are provisional).
     pub provisional: Option<report::provisional::Provisional>,
+    /// Of two runs compared: the base run's own rows (its samples and summaries), to show
+    /// beside the new run's.
+    pub base_tables: Vec<MetricTable>,
 }
 
 impl Loaded {
@@ -190,6 +193,7 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         scenario: s,
         sched_stats,
         provisional,
+        base_tables: Vec::new(),
     })
 }
 
@@ -318,6 +322,7 @@ pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded>
     let settings = Settings::default();
     let (samples_a, samples_b) = (store::samples(db, run_a).await?, store::samples(db, run_b).await?);
     let tables = report::compare_runs(&sa, &samples_a, &sb, &samples_b, &settings);
+    let base_tables = report::tables(&sa, &samples_a, &report::default_baseline(&sa), &settings);
     let prov_a = store::provenance(db, run_a, &sa.sut().name).await?;
     let prov_b = store::provenance(db, run_b, &sb.sut().name).await?;
     warnings.extend(report::environment_changes(&prov_a, &prov_b));
@@ -332,6 +337,7 @@ pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded>
     let provisional = provisional_of(db, run_b, rb.state.as_str(), &sb).await?;
     Ok(Loaded {
         provisional,
+        base_tables,
         run_id: run_b,
         scenario: sb,
         baseline: Baseline::Run(run_a),

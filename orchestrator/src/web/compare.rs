@@ -39,7 +39,7 @@ const VERDICTS: [&str; 6] = [
 ];
 
 /// What a comparison view asks for: the report's own settings, and what is shown of it.
-struct ReportQuery {
+pub(super) struct ReportQuery {
     params: Params,
     baseline: Option<Baseline>,
     settings: Settings,
@@ -52,7 +52,7 @@ struct ReportQuery {
 }
 
 impl ReportQuery {
-    fn parse(pairs: Vec<(String, String)>, known: &[&str]) -> view::Result<ReportQuery> {
+    pub(super) fn parse(pairs: Vec<(String, String)>, known: &[&str]) -> view::Result<ReportQuery> {
         let params = Params::new(pairs, known)?;
         let baseline = params.get("baseline").map(|b| match b.split_once(':') {
             Some(("variant", v)) => Baseline::Variant(v.to_string()),
@@ -76,7 +76,7 @@ impl ReportQuery {
     }
 
     /// Unknown names in the filters are pages that do not exist.
-    fn check_names(&self, tables: &[MetricTable]) -> view::Result<()> {
+    pub(super) fn check_names(&self, tables: &[MetricTable]) -> view::Result<()> {
         let missing = |what: &str, v: &Option<String>, has: &dyn Fn(&MetricTable, &str) -> bool| match v {
             Some(v) if !tables.iter().any(|t| has(t, v)) => {
                 Err(ViewError::NotFound(format!("no {what} {v:?} in this report")))
@@ -88,11 +88,11 @@ impl ReportQuery {
         missing("variant", &self.variant, &|t, v| t.rows.iter().any(|r| r.variant == v))
     }
 
-    fn table_shown(&self, t: &MetricTable) -> bool {
+    pub(super) fn table_shown(&self, t: &MetricTable) -> bool {
         self.workload.as_ref().is_none_or(|w| &t.workload == w) && self.metric.as_ref().is_none_or(|m| &t.metric == m)
     }
 
-    fn row_shown(&self, baseline: &Baseline, r: &Row) -> bool {
+    pub(super) fn row_shown(&self, baseline: &Baseline, r: &Row) -> bool {
         if self.variant.as_ref().is_some_and(|v| &r.variant != v) {
             return false;
         }
@@ -312,7 +312,7 @@ fn filters(l: &Loaded, q: &ReportQuery) -> String {
 
 /// Warnings first, then the report's settings and provenance lines, as `kreg report` says
 /// them.
-fn notes(l: &Loaded) -> String {
+pub(super) fn notes(l: &Loaded) -> String {
     let rep = l.report(false);
     let mut out = String::new();
     for w in rep.warning_lines() {
@@ -424,7 +424,7 @@ fn samples_cell(run: i64, t: &MetricTable, r: &Row, scale: &Scale) -> String {
 
 /// How far the change bars of a table reach: every change and finite interval bound, and
 /// twice the minimum effect, with a margin.
-fn bar_reach(rows: &[&Row], me: f64) -> f64 {
+pub(super) fn bar_reach(rows: &[&Row], me: f64) -> f64 {
     rows.iter()
         .filter_map(|r| r.comparison.as_ref())
         .flat_map(|c| {
@@ -437,7 +437,7 @@ fn bar_reach(rows: &[&Row], me: f64) -> f64 {
 }
 
 /// A report row's id in the page: the same for the same row on every load.
-fn row_id(t: &MetricTable, r: &Row) -> String {
+pub(super) fn row_id(t: &MetricTable, r: &Row) -> String {
     use sha2::Digest;
     let key = format!("{}\0{}\0{}\0{}", t.workload, t.metric, r.kernel, r.variant);
     format!("r-{}", hex::encode(&sha2::Sha256::digest(key.as_bytes())[..6]))
@@ -679,39 +679,4 @@ fn commands_section(v: &SamplesView) -> String {
         esc(&v.reproduce.join("\n"))
     );
     out
-}
-
-fn run_pair(q: Vec<(String, String)>) -> view::Result<(i64, i64)> {
-    let p = Params::new(q, &["a", "b"])?;
-    match (p.int("a")?, p.int("b")?) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(ViewError::Invalid("give two runs: ?a=RUN&b=RUN".into())),
-    }
-}
-
-pub async fn compare_api(State(st): State<AppState>, Query(q): Q) -> ApiResult {
-    let (a, b) = run_pair(q)?;
-    let loaded = view::load_compare(&st.db, a, b).await?;
-    let doc: serde_json::Value = serde_json::from_str(&loaded.report(false).render(report::Format::Json))
-        .map_err(|e| ViewError::Other(e.into()))?;
-    Ok(axum::Json(doc))
-}
-
-pub async fn compare_page(State(st): State<AppState>, Query(q): Q) -> PageResult {
-    let (a, b) = run_pair(q)?;
-    let loaded = view::load_compare(&st.db, a, b).await?;
-    let q = ReportQuery::parse(vec![("show".into(), "all".into())], &REPORT_PARAMS)?;
-    let mut body = format!(
-        "<p>Run {}'s rows against run {}'s: same kernel, variant and workload. {}</p>",
-        html::link(&format!("/runs/{b}"), &b.to_string()),
-        html::link(&format!("/runs/{a}"), &a.to_string()),
-        html::link(&format!("/api/v1/compare?a={a}&b={b}"), "JSON")
-    );
-    body.push_str(&notes(&loaded));
-    body.push_str(&tables_html(&loaded, &q));
-    Ok(Html(html::layout(
-        &format!("Run {b} against run {a}"),
-        &body,
-        &Live::No,
-    )))
 }

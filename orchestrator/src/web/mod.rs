@@ -7,6 +7,7 @@
 //! page. Live pages follow server-sent events fed by PostgreSQL LISTEN/NOTIFY (`live`).
 
 mod bisect;
+mod both;
 mod compare;
 pub mod guard;
 mod history;
@@ -56,7 +57,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/runs/{id}/samples", get(compare::samples_page))
         .route("/runs/{id}/schedstat", get(schedstat::page))
         .route("/runs/{id}/bisect", get(bisect::page))
-        .route("/compare", get(compare::compare_page))
+        .route("/compare", get(both::compare_page))
         .route("/jobs/{id}", get(job::page))
         .route("/jobs/{id}/raw/{kind}", get(job::raw))
         .route("/kernels", get(kernels::list_page))
@@ -69,7 +70,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/api/v1/runs/{id}/samples", get(compare::samples_api))
         .route("/api/v1/runs/{id}/schedstat", get(schedstat::api))
         .route("/api/v1/runs/{id}/bisect", get(bisect::api))
-        .route("/api/v1/compare", get(compare::compare_api))
+        .route("/api/v1/compare", get(both::compare_api))
         .route("/api/v1/jobs/{id}", get(job::api))
         .route("/api/v1/kernels", get(kernels::list_api))
         .route("/api/v1/kernels/diff", get(kernels::diff_api))

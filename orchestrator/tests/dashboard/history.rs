@@ -96,6 +96,45 @@ async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command(
     ] {
         assert!(row.contains(part), "{part:?} not in {row}");
     }
+    // The two runs around the step, both sides in the page: every value of each as text.
+    visit(
+        &b,
+        &format!("{}/compare?a=7&b=8&sort=verdict", server.base),
+        "compare-both",
+    )
+    .await;
+    let sides = b
+        .js("return [...document.querySelectorAll('table.both tbody tr td .side')].map(d => [d.querySelector('b').innerText, d.querySelector('small.values').innerText])")
+        .await;
+    let level = |run: usize| {
+        let noise = [0.4, -1.1, 0.7, -0.2, 1.3, -0.8, 0.1, -1.2][run - 1];
+        let base = if run >= common::history::STEP_RUN { 105.0 } else { 100.0 };
+        format!("{:.2}", base * (1.0 + noise / 100.0))
+    };
+    let (seven, eight) = (level(7), level(8));
+    assert_eq!(
+        sides,
+        json!([[seven, format!("{seven} {seven}")], [eight, format!("{eight} {eight}")]]),
+        "{sides}"
+    );
+    // Two runs a side of one value each: too few to judge, and the page says so.
+    let verdict = b.text("table.both td .verdict").await;
+    assert_eq!(verdict, "inconclusive");
+    let api: Value = reqwest::get(format!("{}/api/v1/compare?a=7&b=8", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let base_samples: Vec<f64> = serde_json::from_value(api["rows"][0]["base"]["samples"].clone()).unwrap();
+    assert_eq!(base_samples.len(), 2, "{api:#}");
+    assert_eq!(format!("{:.2}", base_samples[0]), seven);
+    assert_eq!(api["rows"][0]["base"]["run"], 7);
+    let bad = reqwest::get(format!("{}/compare?a=7&b=8&sort=size", server.base))
+        .await
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 400);
+
     // In dark mode: the page's own dark colours, and the marks still stand out.
     b.dark(true).await;
     b.client.set_window_size(1280, 900).await.unwrap();
