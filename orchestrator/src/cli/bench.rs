@@ -29,6 +29,13 @@ pub enum BenchCmd {
         /// Loads of each page.
         #[arg(long, default_value_t = 5)]
         repeat: usize,
+        /// Small finished runs stored besides, for the runs list.
+        #[arg(long, default_value_t = 0)]
+        runs: usize,
+        /// Pages following the run live (each fetching the report's live rows on every
+        /// change): the server time each change costs per viewer.
+        #[arg(long, default_value_t = 0)]
+        viewers: usize,
     },
     /// What the agent costs the machine it runs on: memory idle and during an upload, CPU
     /// idle, hackbench with it against without it.
@@ -66,7 +73,12 @@ fn designs(case: &Case) -> Vec<(String, Design)> {
 pub async fn dispatch(cmd: BenchCmd, cfg: &kreg::config::Config) -> Result<ExitCode> {
     match cmd {
         BenchCmd::Verdicts { trials, seed } => verdicts(trials, seed),
-        BenchCmd::Dashboard { samples, repeat } => super::bench_dashboard::run(cfg, samples, repeat).await,
+        BenchCmd::Dashboard {
+            samples,
+            repeat,
+            runs,
+            viewers,
+        } => super::bench_dashboard::run(cfg, samples, repeat, runs, viewers).await,
         BenchCmd::Agent(args) => super::bench_agent::run(cfg, args).await,
         BenchCmd::Bisect(args) => super::bench_bisect::run(args),
         BenchCmd::Changepoints(args) => super::bench_changepoints::run(args),

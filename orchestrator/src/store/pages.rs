@@ -96,6 +96,24 @@ pub async fn run_counts(db: impl PgExecutor<'_>, after: Option<i64>) -> Result<(
     )
 }
 
+/// What a run's pages depend on, as text: its state and last change, the settings put
+/// back, and while it has not finished its jobs done and failed and the last to finish.
+/// `None` for no such run.
+pub async fn run_version(db: impl PgExecutor<'_>, id: i64) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT r.state || ' ' || r.updated_at::text
+                || ' ' || (SELECT count(restored_at) FROM host_settings WHERE run_id = r.id) || CASE WHEN r.state IN ('running', 'interrupted') THEN
+                  ' ' || (SELECT count(*) FILTER (WHERE state = 'done') || ' ' || count(*) FILTER (WHERE state = 'failed')
+                                 || ' ' || count(*) || ' ' || coalesce(max(finished_at)::text, '-')
+                          FROM jobs WHERE run_id = r.id)
+                  ELSE '' END
+         FROM runs r WHERE r.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?)
+}
+
 pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem>> {
     Ok(
         sqlx::query_as(&format!("{} WHERE r.id = $1 GROUP BY r.id, s.name", *RUN_ITEMS))

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::html::{self, esc, Live};
 use super::params::{enc, Params};
 use super::svg::{self, Scale};
-use super::{id_of, json, ApiResult, AppState, PageError, PageResult};
+use super::{id_of, json, ApiError, ApiResult, AppState, PageError, PageResult};
 use crate::report::{self, Baseline, MetricTable, Row};
 use crate::stats::{Settings, Verdict};
 use crate::view::{self, queries, Loaded, ViewError};
@@ -170,8 +170,28 @@ pub async fn report_download(
 }
 
 pub async fn report_page(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> PageResult {
+    let page = cached(&st, &id, format!("report {q:?}"), report_html(&st, &id, q)).await?;
+    Ok(Html(page.as_str().to_string()))
+}
+
+/// A page of run `id` made once per state of the run (see `cache`).
+async fn cached(
+    st: &AppState,
+    id: &str,
+    key: String,
+    make: impl std::future::Future<Output = view::Result<String>>,
+) -> view::Result<std::sync::Arc<String>> {
+    let run = id_of("run", id)?;
+    match queries::run_version(&st.db, run).await? {
+        Some(version) => st.pages.page(format!("{run} {key}"), version, make).await,
+        None => Err(ViewError::NotFound(format!("run {run} does not exist"))),
+    }
+}
+
+/// The report page, made (see `cache`) once per state of its run and query.
+async fn report_html(st: &AppState, id: &str, q: Vec<(String, String)>) -> view::Result<String> {
     let q = ReportQuery::parse(q, &REPORT_PARAMS)?;
-    let loaded = load(&st, &id, &q).await?;
+    let loaded = load(st, id, &q).await?;
     let run = loaded.run_id;
     let mut body = filters(&loaded, &q);
     let _ = write!(
@@ -202,7 +222,7 @@ pub async fn report_page(State(st): State<AppState>, Path(id): Path<String>, Que
     };
     let _ = write!(body, "<div id=\"report-notes\">{}</div>", notes(&loaded));
     body.push_str(&tables_html(&loaded, &q));
-    Ok(Html(html::layout(&format!("Comparison, run {run}"), &body, &live)))
+    Ok(html::layout(&format!("Comparison, run {run}"), &body, &live))
 }
 
 /// What a live report page updates in place as jobs finish: its notes and each shown row's
@@ -214,19 +234,30 @@ struct LiveRows {
     rows: Vec<(String, Vec<String>)>,
 }
 
-pub async fn report_rows(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> ApiResult {
+pub async fn report_rows(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Q,
+) -> Result<Response, ApiError> {
+    let body = cached(&st, &id, format!("rows {q:?}"), rows_json(&st, &id, q)).await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body.as_str().to_string()).into_response())
+}
+
+/// The live rows' JSON, made once per state of the run and query.
+async fn rows_json(st: &AppState, id: &str, q: Vec<(String, String)>) -> view::Result<String> {
     let q = ReportQuery::parse(q, &REPORT_PARAMS)?;
-    let loaded = load(&st, &id, &q).await?;
+    let loaded = load(st, id, &q).await?;
     let mut rows = Vec::new();
     for t in loaded.tables.iter().filter(|t| q.table_shown(t)) {
         let shown: Vec<&Row> = t.rows.iter().filter(|r| q.row_shown(&loaded.baseline, r)).collect();
         rows.extend(table_rows(&loaded, t, &shown));
     }
-    json(&LiveRows {
+    serde_json::to_string(&LiveRows {
         provisional: loaded.provisional.is_some(),
         notes: notes(&loaded),
         rows,
     })
+    .map_err(|e| ViewError::Other(e.into()))
 }
 
 /// The report's own settings as a query (for downloads of the same report).

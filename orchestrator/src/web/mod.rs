@@ -8,6 +8,7 @@
 
 mod bisect;
 mod both;
+pub mod cache;
 mod compare;
 pub mod guard;
 mod history;
@@ -35,6 +36,18 @@ use crate::view::ViewError;
 pub struct AppState {
     pub db: PgPool,
     pub changes: tokio::sync::broadcast::Sender<String>,
+    /// Pages made once per state of their run (see `cache`).
+    pub pages: std::sync::Arc<cache::PageCache>,
+}
+
+impl AppState {
+    /// A state on `db`, following its changes (LISTEN) for live pages and the page cache.
+    pub fn listening(db: PgPool) -> AppState {
+        let (changes, _) = tokio::sync::broadcast::channel(1024);
+        let pages = std::sync::Arc::new(cache::PageCache::default());
+        tokio::spawn(live::listen(db.clone(), changes.clone()));
+        AppState { db, changes, pages }
+    }
 }
 
 /// A pool whose every transaction is read-only: the dashboard cannot write, whatever a
@@ -154,10 +167,7 @@ pub async fn serve(
     guard: guard::Guard,
     header_timeout: std::time::Duration,
 ) -> anyhow::Result<()> {
-    let db = read_only_pool(options);
-    let (changes, _) = tokio::sync::broadcast::channel(1024);
-    tokio::spawn(live::listen(db.clone(), changes.clone()));
-    let app = router(AppState { db, changes }, guard);
+    let app = router(AppState::listening(read_only_pool(options)), guard);
     let socket = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
