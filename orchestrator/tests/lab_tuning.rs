@@ -2,8 +2,8 @@
 //! with the host's settings (transparent hugepages, NUMA balancing, a scheduler debugfs
 //! knob, the workload within one last-level cache, and the cpufreq settings a TCG guest
 //! lacks, marked optional) and a variant that takes CPU 1 offline. Each job's record says
-//! which CPUs were online; the CPU-bound workload (two busybox shells at once) is slower on
-//! one CPU, and hackbench ran with CPU 0 alone online as /proc/schedstat shows (the agent
+//! which CPUs were online; the CPU-bound workload (two busybox shells at once) takes turns
+//! on one CPU (each waiting on the run queue about as long as it runs), and hackbench ran with CPU 0 alone online as /proc/schedstat shows (the agent
 //! holding a CPU latency request of 0 µs meanwhile); every knob was read back and put back (the VM stops with the run, so the test
 //! reads the database's account of it, and the loopback test `tuning` reads a machine's
 //! own values back). Two variants run in cgroups v2: one with half the CPUs' bandwidth
@@ -118,8 +118,25 @@ async fn a_variant_with_a_cpu_offline_runs_on_one_cpu_and_every_knob_is_put_back
         walls("all", "wall", "spin2").await,
         walls("one-cpu", "wall", "spin2").await,
     );
-    // 1.4 to 1.5 times slower in the runs seen here (two CPU-bound shells on one vCPU).
-    assert!(one > 1.25 * two, "spin2 median: {two} s on two CPUs, {one} s on one");
+    // The wall time is printed, not asserted: 1.4 to 1.5 times slower on one vCPU on a
+    // quiet host, but 1.2 when the host's two cores also run other guests (the two vCPUs
+    // then do not get two cores either). What the guest's own scheduler saw is asserted:
+    // on one CPU the two shells take turns, each waiting on the run queue about as long as
+    // it runs; on two they hardly wait (host contention is steal time, not run delay).
+    let (delay2, run2) = (
+        walls("all", "task_delay_ms", "spin2").await,
+        walls("all", "task_run_ms", "spin2").await,
+    );
+    let (delay1, run1) = (
+        walls("one-cpu", "task_delay_ms", "spin2").await,
+        walls("one-cpu", "task_run_ms", "spin2").await,
+    );
+    let (waits2, waits1) = (delay2 / run2, delay1 / run1);
+    eprintln!("spin2 run delay per ms run, median over jobs: {waits2:.2} on 2 CPUs, {waits1:.2} on 1");
+    assert!(
+        waits1 > 0.5 && waits1 > 2.0 * waits2,
+        "spin2 waited {waits2:.2} ms per ms run on two CPUs, {waits1:.2} on one (wall {two} s and {one} s)"
+    );
     let (hb2, hb1) = (walls("all", "time", "hb").await, walls("one-cpu", "time", "hb").await);
     // hackbench's figure is printed, not asserted: under TCG a wakeup across vCPUs costs an
     // exit to the emulator, so two vCPUs gain little on it (1.08 to 1.85 times slower on one
@@ -215,12 +232,27 @@ async fn a_variant_with_a_cpu_offline_runs_on_one_cpu_and_every_knob_is_put_back
     .await
     .unwrap();
     assert!(tasks.len() == 20 && tasks.iter().all(|n| *n == 81.0), "{tasks:?}");
-    let (d2, d1) = (
+    // Per ms run, as for spin2: the guest's time stretches with the host's load for both
+    // variants alike, and the ratio does not.
+    let (d2, r2) = (
         walls("all", "task_delay_ms", "hb").await,
-        walls("one-cpu", "task_delay_ms", "hb").await,
+        walls("all", "task_run_ms", "hb").await,
     );
-    eprintln!("hackbench run delay, median over jobs: {d2} ms on 2 CPUs, {d1} ms on 1");
-    assert!(d2 > 0.0 && d1 > d2, "run delay: {d2} ms on two CPUs, {d1} ms on one");
+    let (d1, r1) = (
+        walls("one-cpu", "task_delay_ms", "hb").await,
+        walls("one-cpu", "task_run_ms", "hb").await,
+    );
+    eprintln!(
+        "hackbench run delay, median over jobs: {d2} ms ({:.2} per ms run) on 2 CPUs, {d1} ms ({:.2}) on 1",
+        d2 / r2,
+        d1 / r1
+    );
+    assert!(
+        d2 > 0.0 && d1 / r1 > d2 / r2,
+        "run delay per ms run: {:.2} on two CPUs, {:.2} on one",
+        d2 / r2,
+        d1 / r1
+    );
     assert!(walls("all", "task_run_ms", "spin2").await > 100.0);
     assert!(text.contains("task_delay_ms") && text.contains("task_slices"), "{text}");
     let table: String = sqlx::query_scalar("SELECT content FROM raw_outputs WHERE kind = 'task_schedstat' LIMIT 1")

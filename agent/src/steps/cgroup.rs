@@ -429,6 +429,39 @@ impl Spread {
         }
     }
 
+    /// Deals `root`'s children out from a thread of its own until [`Watch::finish`]: every
+    /// 2 ms while the workload starts (its first 2 s), then every 100 ms. The thread asks
+    /// for the lowest real-time priority (SCHED_FIFO 1) so that a workload keeping every CPU
+    /// busy (hackbench's 80 processes) cannot starve it while it forks; each look is one
+    /// small read, so the workload loses microseconds. Without the privilege it runs as
+    /// any thread.
+    pub fn watch(mut self, root: u32) -> Watch {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen_stop = stop.clone();
+        let thread = std::thread::Builder::new().name("kreg-spread".into()).spawn(move || {
+            let param = libc::sched_param { sched_priority: 1 };
+            // SAFETY: sets this thread's own policy; `param` outlives the call.
+            let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+            let started = std::time::Instant::now();
+            while !seen_stop.load(std::sync::atomic::Ordering::Relaxed) {
+                self.tick(root);
+                let pause = if started.elapsed() < std::time::Duration::from_secs(2) {
+                    2
+                } else {
+                    100
+                };
+                std::thread::sleep(std::time::Duration::from_millis(pause));
+            }
+            // A last look at what is still there.
+            self.tick(root);
+            self
+        });
+        Watch {
+            stop,
+            thread: thread.ok(),
+        }
+    }
+
     /// Distinct processes seen per cgroup, as absolute paths under the mount.
     pub fn observed(&self) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
@@ -437,6 +470,32 @@ impl Spread {
             *out.entry(path.display().to_string()).or_insert(0) += 1;
         }
         out
+    }
+}
+
+/// A [`Spread`] at work in its thread.
+pub struct Watch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Spread>>,
+}
+
+impl Watch {
+    /// Stops the thread (within its pause) and gives what it saw.
+    pub async fn finish(mut self) -> BTreeMap<String, u32> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let Some(thread) = self.thread.take() else {
+            return BTreeMap::new();
+        };
+        tokio::task::spawn_blocking(move || thread.join().map(|s| s.observed()).unwrap_or_default())
+            .await
+            .unwrap_or_default()
+    }
+}
+
+/// A step that ends early (its request gone) stops the thread too.
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

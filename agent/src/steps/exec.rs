@@ -336,10 +336,7 @@ pub async fn run(mut req: ExecRequest) -> Result<ExecResult, StepError> {
     feed_stdin(&mut child, req.stdin.take());
     let mut observed = Vec::new();
     observe(pid, &mut observed);
-    let mut spread = super::cgroup::Spread::for_request(req.cgroups.as_deref(), pid)?;
-    // New processes are dealt out over the leaves quickly while the workload starts up.
-    let mut spread_tick = tokio::time::interval(Duration::from_millis(2));
-    spread_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let spread = super::cgroup::Spread::for_request(req.cgroups.as_deref(), pid)?.map(|s| s.watch(pid));
 
     let out_task = tokio::spawn(read_capped(child.stdout.take().expect("piped")));
     let err_task = tokio::spawn(read_capped(child.stderr.take().expect("piped")));
@@ -355,14 +352,6 @@ pub async fn run(mut req: ExecRequest) -> Result<ExecResult, StepError> {
                 observe(pid, &mut observed);
                 if let Some(Ok(l)) = listener.as_mut() {
                     l.drain();
-                }
-            }
-            _ = spread_tick.tick(), if spread.is_some() => {
-                if let Some(s) = spread.as_mut() {
-                    s.tick(pid);
-                }
-                if started.elapsed() > Duration::from_secs(2) {
-                    spread_tick.reset_after(Duration::from_millis(100));
                 }
             }
             _ = &mut deadline, if !timed_out => {
@@ -391,7 +380,10 @@ pub async fn run(mut req: ExecRequest) -> Result<ExecResult, StepError> {
         stdout_dropped,
         stderr_dropped,
         observed_policies: observed,
-        observed_cgroups: spread.map(|s| s.observed()).unwrap_or_default(),
+        observed_cgroups: match spread {
+            Some(w) => w.finish().await,
+            None => Default::default(),
+        },
         task_stats,
     })
 }
