@@ -182,23 +182,11 @@ async fn viewers(
     Ok(out)
 }
 
-pub async fn run(cfg: &Config, samples: usize, repeat: usize, runs: usize, watchers: usize) -> Result<ExitCode> {
-    let options = super::db::options(cfg).await?;
-    let db = store::open(options.clone()).await?;
-    let started = std::time::Instant::now();
-    more_runs(&db, runs).await?;
-    let (run, stored) = seed(&db, samples).await?;
-    let seeded = started.elapsed().as_secs_f64();
-    let app = kreg::web::router(
-        kreg::web::AppState::listening(kreg::web::read_only_pool(options)),
-        kreg::web::guard::Guard::loopback(),
-    );
-    let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", socket.local_addr()?);
-    tokio::spawn(async move { axum::serve(socket, app).await });
+/// Each page loaded `repeat` times: server time of the first and later loads, weights.
+async fn pages_table(base: &str, run: i64, repeat: usize) -> Result<Table> {
     let client = reqwest::Client::new();
-    let (_, css, _) = load_once(&client, &format!("{base}/assets/kreg.css")).await?;
-    let (_, js, _) = load_once(&client, &format!("{base}/assets/kreg.js")).await?;
+    let (_, _, css) = load_once(&client, &format!("{base}/assets/kreg.css")).await?;
+    let (_, _, js) = load_once(&client, &format!("{base}/assets/kreg.js")).await?;
     let mut table = Table::new();
     table.load_preset(presets::ASCII_MARKDOWN);
     table.set_header([
@@ -233,9 +221,27 @@ pub async fn run(cfg: &Config, samples: usize, repeat: usize, runs: usize, watch
             format!("{:.1}", again[again.len() - 1]),
             format!("{:.1}", bytes as f64 / 1024.0),
             format!("{:.1}", gzipped as f64 / 1024.0),
-            format!("{:.1}", (gzipped + (css + js) / 3) as f64 / 1024.0),
+            format!("{:.1}", (gzipped + css + js) as f64 / 1024.0),
         ]);
     }
+    Ok(table)
+}
+
+pub async fn run(cfg: &Config, samples: usize, repeat: usize, runs: usize, watchers: usize) -> Result<ExitCode> {
+    let options = super::db::options(cfg).await?;
+    let db = store::open(options.clone()).await?;
+    let started = std::time::Instant::now();
+    more_runs(&db, runs).await?;
+    let (run, stored) = seed(&db, samples).await?;
+    let seeded = started.elapsed().as_secs_f64();
+    let app = kreg::web::router(
+        kreg::web::AppState::listening(kreg::web::read_only_pool(options)),
+        kreg::web::guard::Guard::loopback(),
+    );
+    let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", socket.local_addr()?);
+    tokio::spawn(async move { axum::serve(socket, app).await });
+    let table = pages_table(&base, run, repeat).await?;
     println!(
         "dashboard: run {run} with {stored} samples, {} runs in all (stored in {seeded:.1} s), {repeat} loads per page \
          (the first judges the report; later loads of an unchanged run are made once and kept); goals: \
