@@ -4,8 +4,8 @@
 //! - the runs page, a run page and the comparison show the right kernels, variants and
 //!   verdicts (the verdicts `kreg report --format json` gives);
 //! - a filter changes the URL, and reloading that URL gives the same view;
-//! - no page logs a console error, no page scrolls sideways at 800 px;
-//! - screenshots of every page at 1280 and 800 px go to target/screenshots/.
+//! - no page logs a console error, no page scrolls sideways at 800 px or on a phone (390 px);
+//! - screenshots of every page at 1280, 800 and 390 px go to target/screenshots/.
 //!
 //! A live run (`live`); one boot a kernel, unconfirmed changes and warm-ups (`boots`).
 //! Bad requests and the server's read-only promise: `controller/dashboard_http.rs`.
@@ -160,10 +160,11 @@ fn shots_dir() -> PathBuf {
     dir
 }
 
-/// Opens a page at 1280 and 800 px: a title, no console error, no sideways scrolling at
-/// 800 px; a screenshot at each width.
+/// Opens a page at 1280 and 800 px and a phone's 390 px: a title, no console error, no
+/// sideways scrolling of the page at any of them (wide tables scroll in their own boxes);
+/// a screenshot at each width.
 async fn visit(b: &Browser, url: &str, name: &str) {
-    for width in [1280u32, 800] {
+    for width in [1280u32, 800, 390] {
         b.client.set_window_size(width, 900).await.unwrap();
         b.client.goto(url).await.unwrap();
         let title = b.client.title().await.unwrap();
