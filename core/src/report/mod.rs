@@ -80,7 +80,7 @@ impl Report<'_> {
     pub fn warning_lines(&self) -> Vec<String> {
         let mut out: Vec<String> = self.provisional.iter().map(|p| p.line()).collect();
         out.extend(
-            provenance_lines(self.prov)
+            provenance_lines(self.prov, self.running())
                 .into_iter()
                 .filter(|l| l.starts_with("WARNING")),
         );
@@ -95,9 +95,14 @@ impl Report<'_> {
         out
     }
 
+    /// Whether the run is still going: what kreg changed is in effect, not left behind.
+    fn running(&self) -> bool {
+        self.provisional.is_some_and(|p| p.state == "running")
+    }
+
     /// Provenance lines that are not warnings.
     pub fn info_lines(&self) -> Vec<String> {
-        provenance_lines(self.prov)
+        provenance_lines(self.prov, self.running())
             .into_iter()
             .filter(|l| !l.starts_with("WARNING"))
             .collect()
@@ -130,7 +135,7 @@ fn comparable_cmdline(c: &str) -> String {
 
 /// Provenance lines for the top of a report, warnings first: compared sides that ran on
 /// other CPU models or with other kernel command lines.
-pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
+pub fn provenance_lines(prov: &[KernelProvenance], running: bool) -> Vec<String> {
     let mut out = Vec::new();
     let models: Vec<String> = {
         let mut m: Vec<String> = prov
@@ -170,7 +175,7 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
         .filter(|s| !s.restored)
         .map(|s| s.to_string())
         .collect();
-    if !not_restored.is_empty() {
+    if !not_restored.is_empty() && !running {
         out.push(format!(
             "WARNING: settings kreg changed and could not put back yet (`kreg resume` or a reboot does): {}",
             not_restored.join("; ")
@@ -186,7 +191,12 @@ pub fn provenance_lines(prov: &[KernelProvenance]) -> Vec<String> {
             parts.push(p.setup_lines().join(" | "));
         }
         if !p.settings.is_empty() {
-            parts.push(format!("settings changed {}", p.setting_lines().join(", ")));
+            let settings = if running {
+                p.setting_lines_running()
+            } else {
+                p.setting_lines()
+            };
+            parts.push(format!("settings changed {}", settings.join(", ")));
         }
         if p.no_schedstat {
             parts.push("no /proc/schedstat on the SUT: no scheduler statistics".to_string());

@@ -29,6 +29,23 @@ pub struct Row {
 }
 
 impl Row {
+    /// What a report says of the row besides its verdict: the share of its variance between
+    /// boots, its outliers, two modes, and the look of a sequential plan that judged it.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(share) = self.boot_share {
+            out.push(format!("{:.0}% of its variance between boots", 100.0 * share));
+        }
+        let flags = self.flags();
+        if !flags.is_empty() {
+            out.push(flags);
+        }
+        if let Some(c) = self.comparison.as_ref().filter(|c| c.looks > 1) {
+            out.push(format!("judged at look {} of {}", c.look + 1, c.looks));
+        }
+        out
+    }
+
     /// "outliers: 31.0; bimodal" or empty.
     pub fn flags(&self) -> String {
         let mut f = Vec::new();

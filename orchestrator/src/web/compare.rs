@@ -551,8 +551,12 @@ fn table_rows(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> Vec<(String, Vec<St
                     ),
                 },
                 format!(
-                    "<span class=\"reason\">{}</span>",
-                    esc(c.map(|c| c.reason.as_str()).unwrap_or(""))
+                    "<span class=\"reason\">{}</span>{}",
+                    esc(c.map(|c| c.reason.as_str()).unwrap_or("")),
+                    match r.notes() {
+                        n if n.is_empty() => String::new(),
+                        n => format!("<br><small class=\"notes\">{}</small>", esc(&n.join("; "))),
+                    }
                 ),
                 samples_cell(l.run_id, t, r, &scale),
             ]

@@ -625,6 +625,13 @@ async fn a_running_run_says_its_settings_are_in_effect_and_its_plan_may_grow() {
         report.contains("<small class=\"provisional\">provisional: 2 runs so far, up to 4 more</small>"),
         "{report}"
     );
+    // The notes `kreg report` prints under its table, on the row: here the plan's look.
+    assert!(report.contains("<small class=\"notes\">judged at look "), "{report}");
+    // And the knob kreg changed is in effect, as on the run page.
+    assert!(
+        report.contains("sched_schedstats 0 → 1, in effect") && !report.contains("NOT restored"),
+        "{report}"
+    );
     let json: Value =
         serde_json::from_str(&get(format!("{}/runs/{run}/download/report.json", server.base)).await).unwrap();
     assert_eq!(json["provisional"]["state"], "running");
