@@ -161,10 +161,16 @@ pub fn check_baseline(s: &Scenario, run_id: i64, baseline: &Baseline) -> Result<
 
 /// `kreg report`'s tables of a run against a baseline (the scenario's unless given).
 pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, settings: &Settings) -> Result<Loaded> {
+    let started = std::time::Instant::now();
     let (run, s) = scenario(db, run_id).await?;
     let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
     check_baseline(&s, run_id, &baseline)?;
     let samples = store::samples(db, run_id).await?;
+    tracing::debug!(
+        "report of run {run_id}: {} samples read in {:?}",
+        samples.len(),
+        started.elapsed()
+    );
     let mut warnings: Vec<String> = plan_differs(&s, &run.plan_settings(), settings, &baseline)
         .into_iter()
         .collect();
@@ -178,10 +184,12 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
     let tables = tokio::task::spawn_blocking(move || report::tables(&s2, &samples, &b2, &set))
         .await
         .map_err(|e| ViewError::Other(anyhow::anyhow!("judging the report: {e}")))?;
+    tracing::debug!("report of run {run_id}: judged by {:?}", started.elapsed());
     let prov = store::provenance(db, run_id, &s.sut().name).await?;
     let jobs = sched_stats_jobs(db, run_id).await?;
     let sched_stats = report::sched_stats::section(&s, &jobs, &baseline, settings.alpha);
     let provisional = provisional_of(db, run_id, run.state.as_str(), &s).await?;
+    tracing::debug!("report of run {run_id}: loaded in {:?}", started.elapsed());
     Ok(Loaded {
         run_id,
         baseline,
