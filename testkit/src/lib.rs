@@ -8,6 +8,7 @@ pub mod linux;
 pub mod netns;
 pub mod sshd;
 pub mod standin;
+pub mod stored;
 pub mod web;
 
 use std::io::{BufRead, BufReader};

@@ -62,10 +62,6 @@ pub mod queries {
             .ok_or_else(|| ViewError::NotFound(format!("run {id} does not exist")))
     }
 
-    pub async fn runs(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
-        Ok(run_items(db).await?)
-    }
-
     pub async fn job(db: impl PgExecutor<'_>, id: i64) -> Result<JobItem> {
         crate::store::pages::job(db, id)
             .await?

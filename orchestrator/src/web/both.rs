@@ -9,7 +9,7 @@ use std::fmt::Write;
 use axum::extract::{Query, State};
 use axum::response::Html;
 
-use super::compare::{bar_reach, notes, row_id, ReportQuery};
+use super::compare::{bar_reach, metric_section, notes, row_id, ReportQuery};
 use super::html::{self, esc, Live};
 use super::params::{enc, Params};
 use super::svg::{self, Scale};
@@ -150,21 +150,17 @@ fn both_table(l: &Loaded, base_run: i64, t: &MetricTable, rows: &[&Row]) -> Stri
         .collect();
     let base_head = format!("run {base_run} (base)");
     let new_head = format!("run {} (new)", l.run_id);
-    format!(
-        "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {}</small></h2>{}</section>",
-        esc(&t.workload),
-        esc(&t.metric),
-        esc(&t.workload),
-        esc(&t.metric),
-        esc(&t.unit),
-        t.kind,
-        if t.higher_is_better { "higher is better" } else { "lower is better" },
-        html::table_with_ids(
+    metric_section(
+        t,
+        "",
+        &html::table_with_ids(
             "report both",
-            &["kernel", "variant", &base_head, &new_head, "change", "interval", "verdict", "reason"],
+            &[
+                "kernel", "variant", &base_head, &new_head, "change", "interval", "verdict", "reason",
+            ],
             &body,
-            &ids
-        )
+            &ids,
+        ),
     )
 }
 

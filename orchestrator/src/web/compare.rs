@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::html::{self, esc, Live};
 use super::params::{enc, Params};
 use super::svg::{self, Scale};
-use super::{id_of, json, ApiError, ApiResult, AppState, PageError, PageResult};
+use super::{id_of, ApiError, ApiResult, AppState, PageError, PageResult};
 use crate::report::{self, Baseline, MetricTable, Row};
 use crate::stats::{Settings, Verdict};
 use crate::view::{self, queries, Loaded, ViewError};
@@ -484,27 +484,32 @@ fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
             ("metric", &t.metric)
         ])
     );
-    let direction = if t.higher_is_better {
-        "higher is better"
-    } else {
-        "lower is better"
-    };
+    metric_section(
+        t,
+        &format!(" · <a href=\"{}\">history</a>", esc(&history)),
+        &html::table_with_ids(
+            "report",
+            &[
+                "kernel", "variant", "n", "centre", "spread", "change", "interval", "verdict", "reason", "samples",
+            ],
+            &body,
+            &ids,
+        ),
+    )
+}
+
+/// A metric's section of a comparison: its heading (unit, kind, direction, then `extra`,
+/// already HTML) over its table.
+pub(super) fn metric_section(t: &MetricTable, extra: &str, table: &str) -> String {
     format!(
-        "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {} · <a href=\"{}\">history</a></small></h2>{}</section>",
+        "<section class=\"metric\" data-workload=\"{}\" data-metric=\"{}\"><h2>{} / {} <small>{}, {}, {}{extra}</small></h2>{table}</section>",
         esc(&t.workload),
         esc(&t.metric),
         esc(&t.workload),
         esc(&t.metric),
         esc(&t.unit),
         t.kind,
-        direction,
-        esc(&history),
-        html::table_with_ids(
-            "report",
-            &["kernel", "variant", "n", "centre", "spread", "change", "interval", "verdict", "reason", "samples"],
-            &body,
-            &ids
-        )
+        if t.higher_is_better { "higher is better" } else { "lower is better" },
     )
 }
 
@@ -563,155 +568,4 @@ fn table_rows(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> Vec<(String, Vec<St
         })
         .collect();
     rows.iter().map(|r| row_id(t, r)).zip(body).collect()
-}
-
-#[derive(Serialize)]
-struct SamplesView {
-    run: i64,
-    workload: String,
-    metric: String,
-    kernel: String,
-    variant: String,
-    samples: Vec<queries::SampleItem>,
-    /// The scenario file the run was recorded from, and the commands that reproduce it.
-    source_path: String,
-    reproduce: Vec<String>,
-}
-
-async fn samples_view(st: &AppState, id: &str, q: Vec<(String, String)>) -> view::Result<SamplesView> {
-    let run = id_of("run", id)?;
-    let p = Params::new(q, &["workload", "metric", "kernel", "variant"])?;
-    let need = |k: &str| {
-        p.get(k)
-            .map(String::from)
-            .ok_or_else(|| ViewError::Invalid(format!("{k} is required")))
-    };
-    let (workload, metric, kernel, variant) = (need("workload")?, need("metric")?, need("kernel")?, need("variant")?);
-    let (row, _) = queries::run_and_row(&st.db, run).await?;
-    let samples = queries::row_samples(&st.db, run, &workload, &metric, &kernel, &variant).await?;
-    if samples.is_empty() {
-        return Err(ViewError::NotFound(format!(
-            "run {run} has no samples of {workload} / {metric} for kernel {kernel}, variant {variant}"
-        )));
-    }
-    let q = crate::ssh::session::quote;
-    let reproduce = vec![
-        format!("kreg run {}", q(&row.source_path)),
-        format!(
-            "kreg report <NEW RUN> --format json   # row {}/{}, kernel {}, variant {}",
-            workload, metric, kernel, variant
-        ),
-        format!("kreg compare {run} <NEW RUN>"),
-    ];
-    Ok(SamplesView {
-        source_path: row.source_path,
-        reproduce,
-        run,
-        workload,
-        metric,
-        kernel,
-        variant,
-        samples,
-    })
-}
-
-pub async fn samples_api(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> ApiResult {
-    json(&samples_view(&st, &id, q).await?)
-}
-
-pub async fn samples_page(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> PageResult {
-    let v = samples_view(&st, &id, q).await?;
-    let rows: Vec<Vec<String>> = v
-        .samples
-        .iter()
-        .map(|s| {
-            let iteration = if s.warmup {
-                "<span class=\"warmup\">warm-up, not judged</span>".to_string()
-            } else {
-                s.iteration.to_string()
-            };
-            vec![
-                iteration,
-                s.boot.to_string(),
-                format!("<code>{}</code>", esc(s.boot_id.as_deref().unwrap_or(""))),
-                format!("{} {}", esc(&report::fmt_value(s.value)), esc(&s.unit)),
-                html::link(&format!("/jobs/{}", s.job_id), &format!("job {}", s.job_id)),
-            ]
-        })
-        .collect();
-    let warmups = v.samples.iter().filter(|s| s.warmup).count();
-    let note = match warmups {
-        0 => String::new(),
-        n => format!(
-            "<p class=\"note\">{n} warm-up run{} (<code>warmup:</code>, at the start of a boot) listed and marked: no verdict uses {}.</p>",
-            if n == 1 { "" } else { "s" },
-            if n == 1 { "it" } else { "them" }
-        ),
-    };
-    let body = format!(
-        "<p>{} · kernel {} · variant {}</p>{note}{}{}",
-        html::link(&format!("/runs/{}/report", v.run), &format!("run {} comparison", v.run)),
-        esc(&v.kernel),
-        esc(&v.variant),
-        html::table("samples", &["iteration", "boot", "boot id", "value", "job"], &rows),
-        commands_section(&v)
-    );
-    Ok(Html(html::layout(
-        &format!("Samples of {} / {}, run {}", v.workload, v.metric, v.run),
-        &body,
-        &Live::No,
-    )))
-}
-
-/// The command lines the row's jobs ran (identical ones together, with their jobs), on
-/// which host, kernel and boot; then how to reproduce the row.
-fn commands_section(v: &SamplesView) -> String {
-    let mut groups: Vec<(&str, Vec<&queries::SampleItem>)> = Vec::new();
-    for s in &v.samples {
-        let text = s.commands.as_deref().unwrap_or("");
-        match groups.iter_mut().find(|g| g.0 == text) {
-            Some(g) => g.1.push(s),
-            None => groups.push((text, vec![s])),
-        }
-    }
-    let mut out = String::from("<h2 id=\"commands\">Command lines</h2>");
-    for (text, jobs) in groups {
-        let links: Vec<String> = jobs
-            .iter()
-            .map(|s| html::link(&format!("/jobs/{}", s.job_id), &s.job_id.to_string()))
-            .collect();
-        let mut boots: Vec<String> = jobs
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} boot {}",
-                    s.kernel_release.as_deref().unwrap_or("?"),
-                    s.boot_id.as_deref().unwrap_or("?")
-                )
-            })
-            .collect();
-        boots.dedup();
-        let _ = write!(
-            out,
-            "<p>job{} {} · {}</p>",
-            if links.len() == 1 { "" } else { "s" },
-            links.join(", "),
-            esc(&boots.join("; "))
-        );
-        if text.is_empty() {
-            out.push_str("<p class=\"note\">not recorded (runs stored before kreg kept command lines)</p>");
-        } else {
-            let _ = write!(out, "<pre class=\"cmd\">{}</pre>", esc(text.trim_end()));
-        }
-    }
-    let _ = write!(
-        out,
-        "<h2 id=\"reproduce\">To reproduce</h2><p>The scenario file this run was recorded from: <code>{}</code> \
-         (its text as recorded is on the {} page). Run it again, then read this row in the new run and \
-         compare the runs:</p><pre class=\"cmd\">{}</pre>",
-        esc(&v.source_path),
-        html::link(&format!("/runs/{}", v.run), &format!("run {}", v.run)),
-        esc(&v.reproduce.join("\n"))
-    );
-    out
 }

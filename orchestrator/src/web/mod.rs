@@ -18,6 +18,7 @@ mod kernels;
 mod live;
 mod params;
 mod runs;
+mod samples;
 mod schedstat;
 mod svg;
 
@@ -67,7 +68,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/runs/{id}/report", get(compare::report_page))
         .route("/runs/{id}/report/rows", get(compare::report_rows))
         .route("/runs/{id}/download/{file}", get(compare::report_download))
-        .route("/runs/{id}/samples", get(compare::samples_page))
+        .route("/runs/{id}/samples", get(samples::samples_page))
         .route("/runs/{id}/schedstat", get(schedstat::page))
         .route("/runs/{id}/bisect", get(bisect::page))
         .route("/compare", get(both::compare_page))
@@ -80,7 +81,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/api/v1/runs", get(runs::runs_api))
         .route("/api/v1/runs/{id}", get(runs::run_api))
         .route("/api/v1/runs/{id}/report", get(compare::report_api))
-        .route("/api/v1/runs/{id}/samples", get(compare::samples_api))
+        .route("/api/v1/runs/{id}/samples", get(samples::samples_api))
         .route("/api/v1/runs/{id}/schedstat", get(schedstat::api))
         .route("/api/v1/runs/{id}/bisect", get(bisect::api))
         .route("/api/v1/compare", get(both::compare_api))

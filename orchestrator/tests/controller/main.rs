@@ -10,6 +10,7 @@ mod bench_changepoints;
 mod bisect_cli;
 mod cluster;
 mod dashboard_http;
+mod dashboard_pages;
 mod database_errors;
 mod interrupt;
 mod report_notes;

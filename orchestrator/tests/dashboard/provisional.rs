@@ -8,31 +8,6 @@
 
 use super::*;
 
-/// Stores job `j`'s outcome (one sample of `m`) as the engine does, in one transaction
-/// that notifies the dashboard.
-async fn finish(db: &TestDb, run: i64, j: &kreg::store::JobRow, value: f64) {
-    let mut raw = kreg::record::Outputs::default();
-    raw.push(kreg::record::RawKind::Stdout, format!("m={value}\n"));
-    let outcome = kreg::store::JobOutcome {
-        kernel_release: format!("6.1.0-{}", j.kernel),
-        boot_id: format!("boot-{}-{}", j.kernel, j.boot),
-        observed_policy: "SCHED_OTHER".into(),
-        metrics: vec![kreg::parse::Metric {
-            name: "m".into(),
-            value,
-            unit: "us".into(),
-            higher_is_better: false,
-            kind: kreg::stats::MetricKind::Mean,
-        }],
-        raw,
-        tool_versions: Default::default(),
-    };
-    let mut tx = db.pool.begin().await.unwrap();
-    kreg::store::start_job(&mut *tx, j.id).await.unwrap();
-    kreg::store::finish_job(&mut tx, run, j.id, &outcome).await.unwrap();
-    tx.commit().await.unwrap();
-}
-
 async fn wait_for(b: &Browser, script: &str, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
@@ -48,20 +23,11 @@ async fn wait_for(b: &Browser, script: &str, what: &str) {
 async fn a_running_report_is_provisional_updates_rows_in_place_and_survives_a_dropped_stream() {
     let db = fresh_db("dash_provisional").await;
     let dir = Scratch::new("dash_provisional");
-    let yaml = "name: provisional\nhosts:\n  sut: { role: sut, transport: { kind: lab, cpus: 2, memory_mib: 1024 } }\n\
-kernels:\n  - { name: k0, source: { deb: linux-image-amd64 } }\n  - { name: k1, source: { deb: linux-image-amd64 } }\n\
-baseline: k0\nworkloads:\n  - name: probe\n    kind: command\n    argv: [true]\n    timeout: 60\n    \
-metrics:\n      m: { regex: \"m=([0-9.]+)\", unit: us, higher_is_better: false }\niterations: { min: 2, max: 6 }\n";
-    let s =
-        kreg::scenario::from_str(yaml, std::path::Path::new(".")).unwrap_or_else(|d| panic!("{}", d[0].render("p")));
-    let run = kreg::store::record_run(&db.pool, &s.name, yaml, "provisional.yaml", &kreg::plan::expand(&s))
-        .await
-        .unwrap();
-    let jobs = kreg::store::jobs(&db.pool, run).await.unwrap();
+    let (run, jobs) = common::stored::record(&db, "provisional", 2, "{ min: 2, max: 6 }").await;
     let (k0, k1): (Vec<_>, Vec<_>) = jobs.iter().partition(|j| j.kernel == "k0");
-    finish(&db, run, k0[0], 100.0).await;
-    finish(&db, run, k0[1], 101.0).await;
-    finish(&db, run, k1[0], 110.0).await;
+    common::stored::finish(&db, run, k0[0], 100.0).await;
+    common::stored::finish(&db, run, k0[1], 101.0).await;
+    common::stored::finish(&db, run, k1[0], 110.0).await;
 
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
@@ -86,7 +52,7 @@ metrics:\n      m: { regex: \"m=([0-9.]+)\", unit: us, higher_is_better: false }
 
     // The job finishes: its row changes in place, the page is not loaded again.
     b.js("window.kregMarker = 42; return 0").await;
-    finish(&db, run, k1[1], 111.0).await;
+    common::stored::finish(&db, run, k1[1], 111.0).await;
     wait_for(
         &b,
         &format!("return {row}.dataset.updated !== undefined && {row}.children[2].innerText === '2'"),
