@@ -235,9 +235,10 @@ pub fn interval_text(ci: Option<(f64, f64)>) -> String {
     }
 }
 
-/// The fewest observations a side for a regression or improvement by a t-test: with three,
-/// two modes of 50/50 split all one way on each side in 2 of 64 same-against-same
-/// comparisons (3.1%); with four, in 2 of 256 (0.8%).
+/// The fewest observations a side for any verdict by a t-test. For a change: with three, two
+/// modes of 50/50 split all one way on each side in 2 of 64 same-against-same comparisons
+/// (3.1%); with four, in 2 of 256 (0.8%). For no change: with two, both values of a side with
+/// two modes come from the one the other side has in 1 of 4 draws.
 pub const MIN_FOR_CHANGE: usize = 4;
 
 /// Settles the verdict of `c` at a look that may spend `alpha`, after the adjustment has
@@ -287,6 +288,17 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
                 "{test}, {p_text} < alpha {alpha:.2e}; change {} {level} CI {ci}, at least the minimum effect ±{:.1}%",
                 pct(c.change),
                 100.0 * min
+            ),
+        )
+    } else if within && few {
+        c.runs_needed = Some(MIN_FOR_CHANGE);
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{level} CI of the change {ci} inside ±{:.1}%, but \"no change\" needs ≥ {MIN_FOR_CHANGE} {unit} per side ({} vs {}): with fewer, one side's values can all come from one mode of a figure with two modes and look like the other's; {test}, {p_text}",
+                100.0 * min,
+                c.n[0],
+                c.n[1]
             ),
         )
     } else if within {
