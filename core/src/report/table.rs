@@ -316,28 +316,40 @@ fn row_of(kernel: &str, variant: &str, mine: &[&Sample]) -> Option<Row> {
     })
 }
 
+/// The samples of one cell and metric, in the order stored: (workload, metric, kernel,
+/// variant) → samples.
+type Cells<'a> = std::collections::HashMap<(&'a str, &'a str, &'a str, &'a str), Vec<&'a Sample>>;
+
 fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
-    let mut out = Vec::new();
-    for w in &s.workloads {
-        let mut metrics: Vec<&Sample> = Vec::new();
+    // One pass over the samples (a report may hold 100,000): each to its cell, and each
+    // workload's metrics in the order they first appear.
+    let mut cells: Cells = std::collections::HashMap::new();
+    let mut metrics: std::collections::HashMap<&str, Vec<&Sample>> = std::collections::HashMap::new();
+    for x in samples {
         // perf sched stats' figures are compared field by field in their own section
         // (`sched_stats`), not judged among the workload's metrics.
-        let own = |x: &&Sample| x.workload == w.name && !crate::collect::perf_sched_stats::is_metric(&x.metric);
-        for x in samples.iter().filter(own) {
-            if !metrics.iter().any(|m| m.metric == x.metric) {
-                metrics.push(x);
+        if crate::collect::perf_sched_stats::is_metric(&x.metric) {
+            continue;
+        }
+        let cell = cells
+            .entry((x.workload.as_str(), x.metric.as_str(), x.kernel.as_str(), x.variant.as_str()))
+            .or_default();
+        if cell.is_empty() {
+            let seen = metrics.entry(x.workload.as_str()).or_default();
+            if !seen.iter().any(|m| m.metric == x.metric) {
+                seen.push(x);
             }
         }
-        for m in metrics {
+        cell.push(x);
+    }
+    let mut out = Vec::new();
+    for w in &s.workloads {
+        for m in metrics.remove(w.name.as_str()).unwrap_or_default() {
             let mut rows = Vec::new();
             for k in &s.kernels {
                 for v in &s.variants {
-                    let mut mine: Vec<&Sample> = samples
-                        .iter()
-                        .filter(|x| {
-                            x.workload == w.name && x.metric == m.metric && x.kernel == k.name && x.variant == v.name
-                        })
-                        .collect();
+                    let key = (w.name.as_str(), m.metric.as_str(), k.name.as_str(), v.name.as_str());
+                    let mut mine = cells.remove(&key).unwrap_or_default();
                     mine.sort_by_key(|x| x.iteration);
                     rows.extend(row_of(&k.name, &v.name, &mine));
                 }

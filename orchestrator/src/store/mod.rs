@@ -460,8 +460,8 @@ pub async fn record_host(
 }
 
 /// The judged samples of a run (warm-up runs left out).
-pub async fn samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>> {
-    samples_where(db, run_id, false).await
+pub async fn samples(db: &PgPool, run_id: i64) -> Result<Vec<Sample>> {
+    Ok(samples_and_warmups(db, run_id).await?.0)
 }
 
 /// The samples of one boot's jobs (warm-ups left out), by kernel name and boot number.
@@ -478,11 +478,6 @@ pub async fn boot_samples(db: impl PgExecutor<'_>, run_id: i64, kernel: &str, bo
     .fetch_all(db)
     .await?;
     Ok(rows.into_iter().map(Sample::from).collect())
-}
-
-/// The samples of a run's warm-up runs (`warmup:`), which no verdict uses.
-pub async fn warmup_samples(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Sample>> {
-    samples_where(db, run_id, true).await
 }
 
 /// A [`Sample`] as its query returns it.
@@ -522,18 +517,59 @@ impl From<SampleRow> for Sample {
     }
 }
 
-async fn samples_where(db: impl PgExecutor<'_>, run_id: i64, warmup: bool) -> Result<Vec<Sample>> {
-    let rows: Vec<SampleRow> = sqlx::query_as(
-        "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
-                r.kind, r.kernel_release, r.observed_policy, COALESCE(j.boot_id, '') AS boot_id
-         FROM results r JOIN jobs j ON j.id = r.job_id
-         WHERE r.run_id = $1 AND j.warmup = $2 ORDER BY j.iteration, j.ordinal, r.metric",
-    )
-    .bind(run_id)
-    .bind(warmup)
-    .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(Sample::from).collect())
+/// A run's samples, judged and of its warm-up runs (`warmup:`, which no verdict uses), each in the order taken (iteration, then the
+/// plan's order, then metric).
+pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample>, Vec<Sample>)> {
+    // Lean for large runs (a report may read 100,000 samples): the jobs' fields once per job,
+    // the results' by position, each table on its own (a join planned on statistics taken
+    // before a large run was stored can take a nested loop over every result per job), both
+    // at once on two connections, and sorted here rather than by the server (whose sort
+    // spills to disk at that size under the default work_mem).
+    type JobRow = (i64, i32, String, String, String, i32, String, bool);
+    type ResultRow = (i64, String, f64, String, bool, String, String, String);
+    let (jobs, results): (Vec<JobRow>, Vec<ResultRow>) = tokio::try_join!(
+        sqlx::query_as(
+            "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, ''), warmup
+             FROM jobs WHERE run_id = $1",
+        )
+        .bind(run_id)
+        .fetch_all(db),
+        sqlx::query_as(
+            "SELECT job_id, metric, value, unit, higher_is_better, kind, kernel_release, observed_policy
+             FROM results WHERE run_id = $1",
+        )
+        .bind(run_id)
+        .fetch_all(db),
+    )?;
+    let by_id: std::collections::HashMap<i64, &JobRow> = jobs.iter().map(|j| (j.0, j)).collect();
+    let (mut judged, mut warmups) = (Vec::with_capacity(results.len()), Vec::new());
+    for (job, metric, value, unit, higher_is_better, kind, kernel_release, observed_policy) in results {
+        let Some(&&(_, ordinal, ref kernel, ref variant, ref workload, iteration, ref boot_id, warmup)) =
+            by_id.get(&job)
+        else {
+            continue;
+        };
+        let sample = Sample {
+            kernel: kernel.clone(),
+            variant: variant.clone(),
+            workload: workload.clone(),
+            iteration,
+            metric,
+            value,
+            unit,
+            higher_is_better,
+            kind: crate::stats::MetricKind::try_from(kind).map_err(|e| sqlx::Error::Decode(e.into()))?,
+            kernel_release,
+            observed_policy,
+            boot_id: boot_id.clone(),
+        };
+        if warmup { &mut warmups } else { &mut judged }.push((ordinal, sample));
+    }
+    let in_order = |mut v: Vec<(i32, Sample)>| -> Vec<Sample> {
+        v.sort_unstable_by(|(oa, a), (ob, b)| (a.iteration, oa, &a.metric).cmp(&(b.iteration, ob, &b.metric)));
+        v.into_iter().map(|(_, s)| s).collect()
+    };
+    Ok((in_order(judged), in_order(warmups)))
 }
 
 pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &RawKind) -> Result<Option<String>> {

@@ -161,30 +161,38 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
     let (run, s) = scenario(db, run_id).await?;
     let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
     check_baseline(&s, run_id, &baseline)?;
-    let samples = store::samples(db, run_id).await?;
-    tracing::debug!(
-        "report of run {run_id}: {} samples read in {:?}",
-        samples.len(),
-        started.elapsed()
-    );
+    // The samples read and judged while the report's other parts are read. Judging a large
+    // run takes tens of ms of CPU: off the async threads, so that a server goes on answering.
+    let judged = async {
+        let (samples, warmup) = store::samples_and_warmups(db, run_id).await?;
+        let samples = std::sync::Arc::new(samples);
+        tracing::debug!(
+            "report of run {run_id}: {} samples read in {:?}",
+            samples.len(),
+            started.elapsed()
+        );
+        let (s2, b2, set, mine) = (s.clone(), baseline.clone(), *settings, samples.clone());
+        let tables = tokio::task::spawn_blocking(move || report::tables(&s2, &mine, &b2, &set))
+            .await
+            .map_err(|e| ViewError::Other(anyhow::anyhow!("judging the report: {e}")))?;
+        Ok::<_, ViewError>((samples, warmup, tables))
+    };
+    let sut = s.sut().name.clone();
+    let ((samples, warmup, tables), prov, jobs, provisional, failed) = tokio::try_join!(
+        judged,
+        async { Ok(store::provenance(db, run_id, &sut).await?) },
+        sched_stats_jobs(db, run_id),
+        provisional_of(db, run_id, run.state.as_str(), &s),
+        failed_of(db, run_id),
+    )?;
+    tracing::debug!("report of run {run_id}: judged and read by {:?}", started.elapsed());
     let mut warnings: Vec<String> = plan_differs(&s, &run.plan_settings(), settings, &baseline)
         .into_iter()
         .collect();
-    warnings.extend(report::warmup::lines(
-        &store::warmup_samples(db, run_id).await?,
-        &samples,
-    ));
-    // Judging a large run takes a good part of a second of CPU (the rank tests' Monte
-    // Carlo): off the async threads, so that a server goes on answering meanwhile.
-    let (s2, b2, set) = (s.clone(), baseline.clone(), *settings);
-    let tables = tokio::task::spawn_blocking(move || report::tables(&s2, &samples, &b2, &set))
-        .await
-        .map_err(|e| ViewError::Other(anyhow::anyhow!("judging the report: {e}")))?;
-    tracing::debug!("report of run {run_id}: judged by {:?}", started.elapsed());
-    let prov = store::provenance(db, run_id, &s.sut().name).await?;
-    let jobs = sched_stats_jobs(db, run_id).await?;
+    warnings.extend(report::warmup::lines(&warmup, &samples));
+    // A hundred thousand samples take a few ms to free: not on the answer's way.
+    tokio::task::spawn_blocking(move || drop(samples));
     let sched_stats = report::sched_stats::section(&s, &jobs, &baseline, settings.alpha);
-    let provisional = provisional_of(db, run_id, run.state.as_str(), &s).await?;
     tracing::debug!("report of run {run_id}: loaded in {:?}", started.elapsed());
     Ok(Loaded {
         run_id,
@@ -193,7 +201,7 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         settings: *settings,
         prov,
         warnings,
-        failed: failed_of(db, run_id).await?,
+        failed,
         scenario: s,
         sched_stats,
         provisional,

@@ -1,34 +1,48 @@
-//! Pages made once per state of their run: a report is judged once for every viewer and
-//! again only after its run changed. A page's key is its path and query; its version is
-//! what the database says of the run's state (its state and last change, and while it runs
-//! its jobs done and failed and the last to finish), read on every request (one indexed
-//! look-up), so a page never outlives a change. Viewers asking at once wait for the one
-//! making it. Failures are not kept.
+//! What is made once per state of its run: a report is judged once for every page, download
+//! and viewer of it and again only after its run changed, and a page is rendered once. An
+//! entry's key is what it was made of (a page's path and query; a report's run, baseline and
+//! settings); its version is what the database says of the run's state (its state and last
+//! change, and while it runs its jobs done and failed and the last to finish), read on every
+//! request (one indexed look-up), so nothing outlives a change. Callers asking at once wait
+//! for the one making it. Failures are not kept.
 
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::OnceCell;
 
 /// The most pages kept; past it the oldest go first.
-const KEPT: usize = 64;
+pub const PAGES_KEPT: usize = 64;
+/// The most judged reports kept (one of 100,000 samples holds a few MB).
+pub const REPORTS_KEPT: usize = 8;
 
-type Cell = Arc<OnceCell<Arc<String>>>;
+type Cell<T> = Arc<OnceCell<Arc<T>>>;
 
-#[derive(Default)]
-pub struct PageCache {
-    /// ((key, version), the page), in the order made.
-    pages: Mutex<Vec<((String, String), Cell)>>,
+/// Rendered pages.
+pub type PageCache = Cache<String>;
+
+pub struct Cache<T> {
+    kept: usize,
+    /// ((key, version), the entry), in the order made.
+    pages: Mutex<Vec<((String, String), Cell<T>)>>,
 }
 
-impl PageCache {
-    /// The page at `key` in `version`, made by `make` unless made already (or being made:
+impl<T> Cache<T> {
+    /// A cache of at most `kept` entries.
+    pub fn new(kept: usize) -> Cache<T> {
+        Cache {
+            kept,
+            pages: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The entry at `key` in `version`, made by `make` unless made already (or being made:
     /// then this waits for it).
     pub async fn page<E>(
         &self,
         key: String,
         version: String,
-        make: impl std::future::Future<Output = Result<String, E>>,
-    ) -> Result<Arc<String>, E> {
+        make: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<Arc<T>, E> {
         let cell = {
             let mut pages = self.pages.lock().unwrap_or_else(|p| p.into_inner());
             let wanted = (key, version);
@@ -37,10 +51,10 @@ impl PageCache {
                 None => {
                     // Other versions of this page are of no use any more.
                     pages.retain(|(v, _)| v.0 != wanted.0);
-                    if pages.len() >= KEPT {
+                    if pages.len() >= self.kept.max(1) {
                         pages.remove(0);
                     }
-                    let c: Cell = Arc::default();
+                    let c: Cell<T> = Arc::default();
                     pages.push((wanted, c.clone()));
                     c
                 }
@@ -59,7 +73,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_page_is_made_once_per_version() {
-        let cache = PageCache::default();
+        let cache = PageCache::new(PAGES_KEPT);
         let made = AtomicUsize::new(0);
         let make = |text: &'static str| {
             let made = &made;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::html::{self, esc, Live};
 use super::params::{enc, Params};
 use super::svg::{self, Scale};
-use super::{id_of, ApiError, ApiResult, AppState, PageError, PageResult};
+use super::{id_of, ApiError, AppState, PageError, PageResult};
 use crate::report::{self, Baseline, MetricTable, Row};
 use crate::stats::{Settings, Verdict};
 use crate::view::{self, queries, Loaded, ViewError};
@@ -106,16 +106,55 @@ impl ReportQuery {
     }
 }
 
-async fn load(st: &AppState, id: &str, q: &ReportQuery) -> view::Result<Loaded> {
-    let id = id_of("run", id)?;
-    let loaded = view::load_report(&st.db, id, q.baseline.clone(), &q.settings).await?;
+/// Run `id`'s report judged with the query's baseline and settings, once per state of the
+/// run for every page and download (see `cache`).
+async fn load(st: &AppState, id: &str, q: &ReportQuery) -> view::Result<std::sync::Arc<Loaded>> {
+    let run = id_of("run", id)?;
+    let key = format!("{run} {:?} {:?}", q.baseline, q.settings);
+    let make = view::load_report(&st.db, run, q.baseline.clone(), &q.settings);
+    let loaded = match queries::run_version(&st.db, run).await? {
+        Some(version) => st.judged.page(key, version, make).await?,
+        None => return Err(ViewError::NotFound(format!("run {run} does not exist"))),
+    };
     q.check_names(&loaded.tables)?;
     Ok(loaded)
 }
 
-pub async fn report_api(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> ApiResult {
+/// Follows the runs' changes and makes the report page of each run that finishes while the
+/// server is up, so that its first reader does not wait for a large run to be judged.
+pub async fn prepare_finished(st: AppState) {
+    let mut rx = st.changes.subscribe();
+    loop {
+        let payload = match rx.recv().await {
+            Ok(p) => p,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&payload) else {
+            continue;
+        };
+        let finished = matches!(v.get("state").and_then(|s| s.as_str()), Some("done" | "failed"));
+        if let (true, Some(run)) = (finished, v.get("run").and_then(|r| r.as_i64())) {
+            let id = run.to_string();
+            // The key the report page without a query uses.
+            let made = cached(&st, &id, format!("report {:?}", Vec::<(String, String)>::new()), report_html(&st, &id, Vec::new())).await;
+            if let Err(e) = made {
+                tracing::debug!("dashboard: preparing run {run}'s report: {e}");
+            }
+        }
+    }
+}
+
+pub async fn report_api(State(st): State<AppState>, Path(id): Path<String>, Query(q): Q) -> Result<Response, ApiError> {
+    let doc = cached(&st, &id, format!("api {q:?}"), report_json(&st, &id, q)).await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], doc.as_str().to_string()).into_response())
+}
+
+/// The report's JSON as the API gives it, made (see `cache`) once per state of its run and
+/// query.
+async fn report_json(st: &AppState, id: &str, q: Vec<(String, String)>) -> view::Result<String> {
     let q = ReportQuery::parse(q, &REPORT_PARAMS)?;
-    let loaded = load(&st, &id, &q).await?;
+    let loaded = load(st, id, &q).await?;
     let mut doc: serde_json::Value = serde_json::from_str(&loaded.report(false).render(report::Format::Json))
         .map_err(|e| ViewError::Other(e.into()))?;
     // The filters choose rows; the verdicts stay those of the whole report.
@@ -135,7 +174,7 @@ pub async fn report_api(State(st): State<AppState>, Path(id): Path<String>, Quer
         let mut it = keep.iter();
         rows.retain(|_| *it.next().unwrap_or(&true));
     }
-    Ok(axum::Json(doc))
+    serde_json::to_string(&doc).map_err(|e| ViewError::Other(e.into()))
 }
 
 /// `/runs/{id}/download/report.{md,csv,json}`: exactly what `kreg report --format …`

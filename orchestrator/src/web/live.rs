@@ -37,6 +37,7 @@ pub async fn listen(db: PgPool, tx: broadcast::Sender<String>) {
 async fn follow(db: &PgPool, tx: &broadcast::Sender<String>) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(db).await?;
     listener.listen("kreg_changes").await?;
+    tracing::info!("dashboard: following the database's changes");
     // Changes made while there was no listener.
     let _ = tx.send(RESYNC.to_string());
     loop {

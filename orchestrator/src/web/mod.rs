@@ -39,15 +39,25 @@ pub struct AppState {
     pub changes: tokio::sync::broadcast::Sender<String>,
     /// Pages made once per state of their run (see `cache`).
     pub pages: std::sync::Arc<cache::PageCache>,
+    /// Reports judged once per state of their run, for every page and download of them.
+    pub judged: std::sync::Arc<cache::Cache<crate::view::Loaded>>,
 }
 
 impl AppState {
     /// A state on `db`, following its changes (LISTEN) for live pages and the page cache.
     pub fn listening(db: PgPool) -> AppState {
         let (changes, _) = tokio::sync::broadcast::channel(1024);
-        let pages = std::sync::Arc::new(cache::PageCache::default());
+        let pages = std::sync::Arc::new(cache::PageCache::new(cache::PAGES_KEPT));
+        let judged = std::sync::Arc::new(cache::Cache::new(cache::REPORTS_KEPT));
         tokio::spawn(live::listen(db.clone(), changes.clone()));
-        AppState { db, changes, pages }
+        let st = AppState {
+            db,
+            changes,
+            pages,
+            judged,
+        };
+        tokio::spawn(compare::prepare_finished(st.clone()));
+        st
     }
 }
 

@@ -310,35 +310,43 @@ async fn stored_run(db: &TestDb, kernels: usize) -> i64 {
 
 /// The run page asks PostgreSQL the same number of questions for a run of two kernels as
 /// for one of seven: counted from the statements `kreg serve` logs (`KREG_LOG`).
-#[tokio::test]
-async fn the_run_page_issues_a_fixed_number_of_queries() {
+/// A `kreg serve` on a free loopback port logging every statement it sends (`KREG_LOG`):
+/// the child, its address and its log lines as they come.
+fn serve_logged(db: &TestDb, dir: &Scratch) -> (std::process::Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use std::io::BufRead;
-    use std::sync::{Arc, Mutex};
-    let db = fresh_db("dash_queries").await;
-    let dir = Scratch::new("dash_queries");
-    let small = stored_run(&db, 2).await;
-    let large = stored_run(&db, 7).await;
-    let mut child = kreg(&db, &dir.0)
+    let mut child = kreg(db, &dir.0)
         .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("KREG_LOG", "sqlx::query=debug")
+        .env("KREG_LOG", "sqlx::query=debug,kreg=info")
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut before = Vec::new();
     let base = loop {
         let line = lines.next().expect("kreg serve ended").unwrap();
         if let Some(rest) = line.strip_prefix("kreg: dashboard on ") {
             break rest.trim_end_matches('/').to_string();
         }
+        before.push(line);
     };
-    let said = Arc::new(Mutex::new(Vec::<String>::new()));
+    let said = std::sync::Arc::new(std::sync::Mutex::new(before));
     let keep = said.clone();
     std::thread::spawn(move || {
         for line in lines.map_while(|l| l.ok()) {
             keep.lock().unwrap().push(line);
         }
     });
+    (child, base, said)
+}
+
+#[tokio::test]
+async fn the_run_page_issues_a_fixed_number_of_queries() {
+    let db = fresh_db("dash_queries").await;
+    let dir = Scratch::new("dash_queries");
+    let small = stored_run(&db, 2).await;
+    let large = stored_run(&db, 7).await;
+    let (mut child, base, said) = serve_logged(&db, &dir);
     let statements = || {
         said.lock()
             .unwrap()
@@ -372,4 +380,60 @@ async fn the_run_page_issues_a_fixed_number_of_queries() {
         "run page: {two} queries for 2 kernels and for 7 (first loads {} and {})",
         counts[0], counts[1]
     );
+}
+
+/// A run that finishes while `kreg serve` is up has its report judged at once, before anyone
+/// asks, and once for its page, its API and its downloads: counted from the statements the
+/// server logs (the read of the run's results).
+#[tokio::test]
+async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
+    let db = fresh_db("dash_judged_once").await;
+    let dir = Scratch::new("dash_judged_once");
+    let (run, jobs) = common::stored::record(&db, "judged-once", 2, "4").await;
+    for (n, j) in jobs.iter().enumerate() {
+        common::stored::finish(&db, run, j, if j.kernel == "k0" { 100.0 } else { 120.0 } + n as f64 % 2.0).await;
+    }
+    let (mut child, base, said) = serve_logged(&db, &dir);
+    let reads = || {
+        said.lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains("FROM results WHERE run_id"))
+            .count()
+    };
+    // Once the server follows the database's changes, the run ends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !said.lock().unwrap().iter().any(|l| l.contains("following the database's changes")) {
+        assert!(std::time::Instant::now() < deadline, "{:?}", said.lock().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let http = reqwest::Client::new();
+    assert_eq!(reads(), 0, "judged before the run ended");
+    kreg::store::set_run_state(&db.pool, run, kreg::plan::RunState::Done).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while reads() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(reads(), 1, "not judged when it ended: {:?}", said.lock().unwrap());
+    for path in [
+        format!("/runs/{run}/report"),
+        format!("/api/v1/runs/{run}/report"),
+        format!("/runs/{run}/download/report.json"),
+        format!("/runs/{run}/download/report.md"),
+        format!("/runs/{run}/report?show=all"),
+    ] {
+        let res = http.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+        let text = res.text().await.unwrap();
+        assert!(text.contains("regression"), "{path}: {text}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Another baseline is another judging.
+    let res = http.get(format!("{base}/api/v1/runs/{run}/report?baseline=k1")).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let n = reads();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(n, 2, "{:?}", said.lock().unwrap());
 }
