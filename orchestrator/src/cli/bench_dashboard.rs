@@ -222,6 +222,16 @@ fn cpu_ms() -> f64 {
     }
 }
 
+/// Run `run` made to finish again while the server is up (running, then done): the server
+/// time of a reader's first load of its report 2 s after it finished.
+async fn finishing_while_served(db: &sqlx::PgPool, base: &str, run: i64) -> Result<f64> {
+    let client = reqwest::Client::new();
+    store::set_run_state(db, run, kreg::plan::RunState::Running).await?;
+    store::set_run_state(db, run, kreg::plan::RunState::Done).await?;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    Ok(load_once(&client, &format!("{base}/runs/{run}/report")).await?.0)
+}
+
 /// Each page loaded `repeat` times: server time of the first and later loads, weights.
 async fn pages_table(base: &str, run: i64, repeat: usize) -> Result<Table> {
     let client = reqwest::Client::new();
@@ -287,6 +297,11 @@ pub async fn run(cfg: &Config, samples: usize, repeat: usize, runs: usize, watch
          (the first judges the report; later loads of an unchanged run are made once and kept); goals: \
          ≤ 200 ms server time, ≤ 300 KB gzipped per page\n{table}",
         runs + 1
+    );
+    let first = finishing_while_served(&db, &base, run).await?;
+    println!(
+        "a run finishing while served (made running, then done): the server makes its report as it finishes; \
+         a reader's first load 2 s later: {first:.1} ms of server time"
     );
     if watchers > 0 {
         let mut t = Table::new();

@@ -520,47 +520,48 @@ impl From<SampleRow> for Sample {
 /// A run's samples, judged and of its warm-up runs (`warmup:`, which no verdict uses), each in the order taken (iteration, then the
 /// plan's order, then metric).
 pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample>, Vec<Sample>)> {
-    // Lean for large runs (a report may read 100,000 samples): the jobs' fields once per job,
-    // the results' by position, each table on its own (a join planned on statistics taken
-    // before a large run was stored can take a nested loop over every result per job), both
-    // at once on two connections, and sorted here rather than by the server (whose sort
-    // spills to disk at that size under the default work_mem).
-    type JobRow = (i64, i32, String, String, String, i32, String, bool);
-    type ResultRow = (i64, String, f64, String, bool, String, String, String);
-    let (jobs, results): (Vec<JobRow>, Vec<ResultRow>) = tokio::try_join!(
+    use sqlx::Row;
+    // Lean for large runs (a report may read 100,000 samples): the jobs' fields once per job
+    // (a job's kernel release and policy are its results', stored with them in one
+    // transaction), the results' by position, each table on its own (a join planned on
+    // statistics taken before a large run was stored can take a nested loop over every
+    // result per job), both at once on two connections, and sorted here rather than by the
+    // server (whose sort spills to disk at that size under the default work_mem).
+    type JobRow = (i64, i32, String, String, String, i32, String, bool, String, String);
+    let (jobs, results): (Vec<JobRow>, Vec<sqlx::postgres::PgRow>) = tokio::try_join!(
         sqlx::query_as(
-            "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, ''), warmup
+            "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, ''), warmup,
+                    COALESCE(kernel_release, ''), COALESCE(observed_policy, '')
              FROM jobs WHERE run_id = $1",
         )
         .bind(run_id)
         .fetch_all(db),
-        sqlx::query_as(
-            "SELECT job_id, metric, value, unit, higher_is_better, kind, kernel_release, observed_policy
-             FROM results WHERE run_id = $1",
-        )
-        .bind(run_id)
-        .fetch_all(db),
+        sqlx::query("SELECT job_id, metric, value, unit, higher_is_better, kind FROM results WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_all(db),
     )?;
     let by_id: std::collections::HashMap<i64, &JobRow> = jobs.iter().map(|j| (j.0, j)).collect();
     let (mut judged, mut warmups) = (Vec::with_capacity(results.len()), Vec::new());
-    for (job, metric, value, unit, higher_is_better, kind, kernel_release, observed_policy) in results {
-        let Some(&&(_, ordinal, ref kernel, ref variant, ref workload, iteration, ref boot_id, warmup)) =
-            by_id.get(&job)
+    for r in &results {
+        let Some(&&(_, ordinal, ref kernel, ref variant, ref workload, iteration, ref boot_id, warmup, ref release, ref policy)) =
+            by_id.get(&r.try_get::<i64, _>(0)?)
         else {
             continue;
         };
+        let kind: &str = r.try_get(5)?;
         let sample = Sample {
             kernel: kernel.clone(),
             variant: variant.clone(),
             workload: workload.clone(),
             iteration,
-            metric,
-            value,
-            unit,
-            higher_is_better,
-            kind: crate::stats::MetricKind::try_from(kind).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            kernel_release,
-            observed_policy,
+            metric: r.try_get(1)?,
+            value: r.try_get(2)?,
+            unit: r.try_get(3)?,
+            higher_is_better: r.try_get(4)?,
+            kind: crate::stats::MetricKind::from_name(kind)
+                .ok_or_else(|| sqlx::Error::Decode(format!("unknown metric kind {kind:?}").into()))?,
+            kernel_release: release.clone(),
+            observed_policy: policy.clone(),
             boot_id: boot_id.clone(),
         };
         if warmup { &mut warmups } else { &mut judged }.push((ordinal, sample));
