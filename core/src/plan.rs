@@ -29,6 +29,58 @@ pub struct Cell {
     pub workload: String,
 }
 
+/// Cells of a scenario named as `KERNEL/VARIANT/WORKLOAD`, each part a name of the scenario
+/// or `*` for all (`kreg run --only`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Only {
+    pub kernel: Option<String>,
+    pub variant: Option<String>,
+    pub workload: Option<String>,
+}
+
+impl Only {
+    /// Reads `spec` against `s`: an unknown name is an error that lists the known ones.
+    pub fn parse(s: &Scenario, spec: &str) -> Result<Only, String> {
+        let parts: Vec<&str> = spec.split('/').collect();
+        let [kernel, variant, workload] = parts[..] else {
+            return Err(format!(
+                "--only {spec:?}: expected KERNEL/VARIANT/WORKLOAD (each a name or *)"
+            ));
+        };
+        let part = |what: &str, given: &str, names: Vec<&str>| -> Result<Option<String>, String> {
+            if given == "*" {
+                return Ok(None);
+            }
+            if names.contains(&given) {
+                Ok(Some(given.to_string()))
+            } else {
+                Err(format!(
+                    "--only {spec:?}: no {what} {given:?} in scenario {} ({what}s: {})",
+                    s.name,
+                    names.join(", ")
+                ))
+            }
+        };
+        Ok(Only {
+            kernel: part("kernel", kernel, s.kernels.iter().map(|k| k.name.as_str()).collect())?,
+            variant: part("variant", variant, s.variants.iter().map(|v| v.name.as_str()).collect())?,
+            workload: part("workload", workload, s.workloads.iter().map(|w| w.name.as_str()).collect())?,
+        })
+    }
+
+    pub fn matches(&self, c: &Cell) -> bool {
+        let one = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        one(&self.kernel, &c.kernel) && one(&self.variant, &c.variant) && one(&self.workload, &c.workload)
+    }
+}
+
+impl std::fmt::Display for Only {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = |x: &Option<String>| x.clone().unwrap_or_else(|| "*".into());
+        write!(f, "{}/{}/{}", p(&self.kernel), p(&self.variant), p(&self.workload))
+    }
+}
+
 /// The iterations of each boot: `iterations` split into `boots` nearly equal blocks, the
 /// larger first (10 over 3 boots: 1–4, 5–7, 8–10).
 fn blocks(iterations: u32, boots: u32) -> Vec<std::ops::RangeInclusive<u32>> {
@@ -101,11 +153,18 @@ fn push_boot(
 
 /// The jobs of the first look: every boot of every kernel, kernels alternating.
 pub fn expand(s: &Scenario) -> Vec<Job> {
+    expand_only(s, &[])
+}
+
+/// The jobs of the first look of only the cells `only` matches (every cell when it is
+/// empty): what `kreg run --only` records. Kernels with no cell left are not booted.
+pub fn expand_only(s: &Scenario, only: &[Only]) -> Vec<Job> {
+    let wanted = |c: &Cell| only.is_empty() || only.iter().any(|o| o.matches(c));
     let mut jobs = Vec::new();
     for (b, its) in blocks(s.iterations, s.boots).into_iter().enumerate() {
         let its: Vec<u32> = its.collect();
         for k in &s.kernels {
-            push_boot(s, &mut jobs, &k.name, b as u32 + 1, (s.warmup, &its), &|_| true);
+            push_boot(s, &mut jobs, &k.name, b as u32 + 1, (s.warmup, &its), &wanted);
         }
     }
     for (i, j) in jobs.iter_mut().enumerate() {

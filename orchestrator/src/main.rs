@@ -106,7 +106,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
     match cmd {
         Cmd::Validate(a) => cli::validate::validate(&a),
         Cmd::Plan(a) => cli::validate::plan(&a),
-        Cmd::Run(a) => cli::run::start(&a.file, cfg).await,
+        Cmd::Run(a) => cli::run::start(&a.file, &a.only, cfg).await,
         Cmd::Bisect(a) => cli::bisect::bisect(cfg, &a).await,
         Cmd::Resume(a) => cli::bisect::resume(a.run, cfg).await,
         Cmd::Status(a) => cli::status::status(&cli::db::connect(cfg).await?, a.run).await,

@@ -37,6 +37,32 @@ fn lab(extra: &str) -> Scenario {
 }
 
 #[test]
+fn only_keeps_the_cells_named_in_the_plan_s_order() {
+    let s = lab("iterations: 3\nboots: 2\nwarmup: 1\n");
+    let only = |specs: &[&str]| -> Vec<Only> { specs.iter().map(|o| Only::parse(&s, o).unwrap()).collect() };
+    // One cell of kernel b: its boots, warm-ups and iterations as in the whole plan, kernel a
+    // not booted.
+    let jobs = expand_only(&s, &only(&["b/batch/w"]));
+    let all = expand(&s);
+    let same: Vec<&Job> = all.iter().filter(|j| j.kernel == "b" && j.variant == "batch").collect();
+    assert_eq!(jobs.len(), same.len());
+    for (j, k) in jobs.iter().zip(same) {
+        assert_eq!((&j.kernel, &j.variant, j.iteration, j.boot, j.warmup), (&k.kernel, &k.variant, k.iteration, k.boot, k.warmup));
+    }
+    assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
+    // Wildcards, and several patterns: their union.
+    assert_eq!(expand_only(&s, &only(&["*/default/*"])).len(), all.len() / 2);
+    assert_eq!(expand_only(&s, &only(&["a/*/w", "*/batch/*"])).len(), all.len() * 3 / 4);
+    assert_eq!(expand_only(&s, &only(&["*/*/*"])).len(), all.len());
+    assert_eq!(Only::parse(&s, "a/*/w").unwrap().to_string(), "a/*/w");
+    // Unknown names and wrong shapes name what there is.
+    let e = Only::parse(&s, "c/default/w").unwrap_err();
+    assert!(e.contains("no kernel \"c\"") && e.contains("kernels: a, b"), "{e}");
+    assert!(Only::parse(&s, "a/default").unwrap_err().contains("KERNEL/VARIANT/WORKLOAD"));
+    assert!(Only::parse(&s, "a/default/w/x").is_err());
+}
+
+#[test]
 fn boots_alternate_kernels_and_spread_the_runs() {
     let s = lab("iterations: 5\nboots: 2\n");
     let jobs = expand(&s);

@@ -246,6 +246,10 @@ pub(super) async fn interrupted() -> &'static str {
 #[derive(clap::Args)]
 pub struct RunArgs {
     pub file: std::path::PathBuf,
+    /// Only the cells KERNEL/VARIANT/WORKLOAD (each a name of the scenario or *), e.g. a
+    /// report row's cell and its baseline's, to measure them again. Repeatable
+    #[arg(long, value_name = "KERNEL/VARIANT/WORKLOAD")]
+    pub only: Vec<String>,
 }
 
 /// `kreg resume`'s arguments.
@@ -255,8 +259,17 @@ pub struct ResumeArgs {
 }
 
 /// `kreg run`: the hosts checked, the run recorded, then driven.
-pub async fn start(file: &Path, cfg: &Config) -> Result<ExitCode> {
+pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCode> {
     let (text, s) = super::validate::load(file)?;
+    let only = only
+        .iter()
+        .map(|o| plan::Only::parse(&s, o))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| anyhow::anyhow!("{e}; no run recorded"))?;
+    let jobs = plan::expand_only(&s, &only);
+    if jobs.is_empty() {
+        bail!("{} has no job to run: no cell matches the --only given; no run recorded", file.display());
+    }
     // Every host reached and authenticated before anything is recorded.
     let found = kreg::preflight::check(&s, cfg).await;
     for n in &found.notes {
@@ -276,11 +289,17 @@ pub async fn start(file: &Path, cfg: &Config) -> Result<ExitCode> {
         );
     }
     let db = super::db::connect(cfg).await?;
-    let jobs = plan::expand(&s);
     let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
     let run_id = store::record_run(&db, &s.name, &text, &source.display().to_string(), &jobs).await?;
+    let cells = match only.is_empty() {
+        true => String::new(),
+        false => format!(
+            ", only {}",
+            only.iter().map(|o| o.to_string()).collect::<Vec<_>>().join(" ")
+        ),
+    };
     println!(
-        "run {run_id}: {} jobs ({}); resume with `kreg resume {run_id}` if it stops",
+        "run {run_id}: {} jobs ({}{cells}); resume with `kreg resume {run_id}` if it stops",
         jobs.len(),
         s.name
     );

@@ -45,13 +45,26 @@ async fn samples_view(st: &AppState, id: &str, q: Vec<(String, String)>) -> view
         )));
     }
     let q = crate::ssh::session::quote;
+    // The row's cell and the cell it is compared with (the scenario's baseline), and only
+    // those: `kreg run --only`.
+    let s = view::scenario_of(&row)?;
+    let mut cells = vec![(kernel.clone(), variant.clone())];
+    match report::default_baseline(&s) {
+        report::Baseline::Kernel(k) if k != kernel => cells.push((k, variant.clone())),
+        report::Baseline::Variant(v) if v != variant => cells.push((kernel.clone(), v)),
+        _ => {}
+    }
+    let only: String = cells
+        .iter()
+        .map(|(k, v)| format!(" --only {}", q(&format!("{k}/{v}/{workload}"))))
+        .collect();
     let reproduce = vec![
-        format!("kreg run {}", q(&row.source_path)),
+        format!("kreg run {}{only}", q(&row.source_path)),
         format!(
             "kreg report <NEW RUN> --format json   # row {}/{}, kernel {}, variant {}",
             workload, metric, kernel, variant
         ),
-        format!("kreg compare {run} <NEW RUN>"),
+        format!("kreg compare {run} <NEW RUN>   # the same cells, run against run"),
     ];
     Ok(SamplesView {
         source_path: row.source_path,

@@ -14,6 +14,7 @@ mod dashboard_pages;
 mod database_errors;
 mod interrupt;
 mod report_notes;
+mod run_only;
 mod run_resume;
 mod stats_cli;
 mod tools;
