@@ -9,7 +9,7 @@ use std::fmt::Write;
 use axum::extract::{Query, State};
 use axum::response::Html;
 
-use super::compare::{bar_reach, metric_section, notes, row_id, ReportQuery};
+use super::compare::{axis_row, bar_reach, metric_section, notes, row_id, ReportQuery};
 use super::html::{self, esc, Live};
 use super::params::{enc, Params};
 use super::svg::{self, Scale};
@@ -153,13 +153,14 @@ fn both_table(l: &Loaded, base_run: i64, t: &MetricTable, rows: &[&Row]) -> Stri
     metric_section(
         t,
         "",
-        &html::table_with_ids(
+        &html::table_with_foot(
             "report both",
             &[
                 "kernel", "variant", &base_head, &new_head, "change", "interval", "verdict", "reason",
             ],
             &body,
             &ids,
+            Some(&axis_row(l, t, rows, 8, 5)),
         ),
     )
 }

@@ -290,6 +290,7 @@ async fn rows_json(st: &AppState, id: &str, q: Vec<(String, String)>) -> view::R
     for t in loaded.tables.iter().filter(|t| q.table_shown(t)) {
         let shown: Vec<&Row> = t.rows.iter().filter(|r| q.row_shown(&loaded.baseline, r)).collect();
         rows.extend(table_rows(&loaded, t, &shown));
+        rows.push(axis_row(&loaded, t, &shown, REPORT_HEAD.len(), INTERVAL_AT));
     }
     serde_json::to_string(&LiveRows {
         provisional: loaded.provisional.is_some(),
@@ -394,6 +395,17 @@ pub(super) fn notes(l: &Loaded) -> String {
         esc(&l.baseline.describe()),
         l.settings.alpha,
         report::comparisons(&l.tables),
+        100.0 * l.settings.min_effect
+    );
+    let _ = write!(
+        out,
+        "<p class=\"reading\"><b>Reading a row:</b> <em>centre</em> is the mean (the median for \
+percentiles and counts); <em>spread</em> is ± the standard deviation in % of the mean (<em>iqr</em>: \
+the interquartile range in % of the median); <em>change</em> is the centre's against the baseline \
+row; the <em>interval</em> drawing shows that change (the dot) and its confidence interval (the \
+line) on the % axis under each table, over the shaded band of ±{}% (changes too small to \
+matter); <em>samples</em>: one dot per run, the line their centre: point at a dot for its value \
+and job, click it to open the job.</p>",
         100.0 * l.settings.min_effect
     );
     if !l.failed.is_empty() {
@@ -513,8 +525,31 @@ pub(super) fn row_id(t: &MetricTable, r: &Row) -> String {
     format!("r-{}", hex::encode(&sha2::Sha256::digest(key.as_bytes())[..6]))
 }
 
+/// The footer row of a table's change bars: their % axis in the interval column (`at`, of
+/// `width` columns), on the scale the bars of `rows` use. Its id is the table's, so that a
+/// live page replaces it with the rows.
+pub(super) fn axis_row(l: &Loaded, t: &MetricTable, rows: &[&Row], width: usize, at: usize) -> (String, Vec<String>) {
+    use sha2::Digest;
+    let me = l.settings.min_effect;
+    let mut cells = vec![String::new(); width];
+    if rows.iter().any(|r| r.comparison.is_some()) {
+        cells[at - 1] = "<small class=\"axis-label\">change, %</small>".into();
+        cells[at] = svg::change_axis(me, bar_reach(rows, me));
+    }
+    let key = format!("{}\0{}", t.workload, t.metric);
+    let id = format!("x-{}", hex::encode(&sha2::Sha256::digest(key.as_bytes())[..6]));
+    (id, cells)
+}
+
+/// The columns of a report table; the interval drawings are in column [`INTERVAL_AT`].
+const REPORT_HEAD: [&str; 10] = [
+    "kernel", "variant", "n", "centre", "spread", "change", "interval", "verdict", "reason", "samples",
+];
+const INTERVAL_AT: usize = 6;
+
 fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
     let (ids, body): (Vec<String>, Vec<Vec<String>>) = table_rows(l, t, rows).into_iter().unzip();
+    let axis = axis_row(l, t, rows, REPORT_HEAD.len(), INTERVAL_AT);
     let history = format!(
         "/history{}",
         super::params::query_string(&[
@@ -526,14 +561,7 @@ fn metric_table(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> String {
     metric_section(
         t,
         &format!(" · <a href=\"{}\">history</a>", esc(&history)),
-        &html::table_with_ids(
-            "report",
-            &[
-                "kernel", "variant", "n", "centre", "spread", "change", "interval", "verdict", "reason", "samples",
-            ],
-            &body,
-            &ids,
-        ),
+        &html::table_with_foot("report", &REPORT_HEAD, &body, &ids, Some(&axis)),
     )
 }
 

@@ -55,6 +55,17 @@ pub fn table(class: &str, head: &[&str], rows: &[Vec<String>]) -> String {
 /// [`table`] whose rows carry ids (`ids[i]` for row i; rows past the ids have none), so that
 /// a live page can update a row in place.
 pub fn table_with_ids(class: &str, head: &[&str], rows: &[Vec<String>], ids: &[String]) -> String {
+    table_with_foot(class, head, rows, ids, None)
+}
+
+/// [`table_with_ids`] with a footer row (its id, its cells as HTML).
+pub fn table_with_foot(
+    class: &str,
+    head: &[&str],
+    rows: &[Vec<String>],
+    ids: &[String],
+    foot: Option<&(String, Vec<String>)>,
+) -> String {
     let mut out = format!("<div class=\"scroll\"><table class=\"{class}\"><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", esc(h));
@@ -72,7 +83,15 @@ pub fn table_with_ids(class: &str, head: &[&str], rows: &[Vec<String>], ids: &[S
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table></div>");
+    out.push_str("</tbody>");
+    if let Some((id, cells)) = foot {
+        let _ = write!(out, "<tfoot><tr id=\"{}\">", esc(id));
+        for c in cells {
+            let _ = write!(out, "<td>{c}</td>");
+        }
+        out.push_str("</tr></tfoot>");
+    }
+    out.push_str("</table></div>");
     out
 }
 

@@ -107,6 +107,57 @@ pub fn change_bar(change: f64, ci: Option<(f64, f64)>, min_effect: f64, reach: f
     )
 }
 
+/// The % axis under a table's change bars (drawn on the same ±`reach` scale): ticks at 0 and
+/// at round values each side, labelled, and the ±`min_effect` band's edges.
+pub fn change_axis(min_effect: f64, reach: f64) -> String {
+    let s = Scale {
+        lo: -reach,
+        hi: reach,
+        x0: 4.0,
+        x1: BAR_W - 4.0,
+    };
+    // The largest of 1, 2, 5 × 10^k (in %) that fits within 90% of the reach.
+    let most = 100.0 * reach * 0.9;
+    let step = [1.0, 2.0, 5.0]
+        .iter()
+        .flat_map(|m| (-3..6).map(move |k| m * 10f64.powi(k)))
+        .filter(|v| *v <= most)
+        .fold(0.0, f64::max);
+    let mut ticks = String::new();
+    let mut labels = String::new();
+    let mut tick = |v: f64, label: bool| {
+        let x = s.at(v / 100.0);
+        let _ = write!(ticks, "M{x:.1} 0v5");
+        if label {
+            let text = if v == 0.0 { "0".to_string() } else { format!("{v:+}%") };
+            let anchor = if x < 20.0 {
+                "start"
+            } else if x > BAR_W - 20.0 {
+                "end"
+            } else {
+                "middle"
+            };
+            let _ = write!(labels, "<text x=\"{x:.1}\" y=\"15\" text-anchor=\"{anchor}\">{text}</text>");
+        }
+    };
+    tick(0.0, true);
+    if step > 0.0 {
+        for v in [-step, step] {
+            tick(v, true);
+            tick(v / 2.0, false);
+        }
+    }
+    let (bl, bh) = (s.at(-min_effect), s.at(min_effect));
+    format!(
+        "<svg class=\"axis\" viewBox=\"0 0 {BAR_W} 18\" width=\"{BAR_W}\" height=\"18\" role=\"img\">\
+<title>change in % of the baseline; band ±{:.1}% (the minimum effect)</title>\
+<rect class=\"band\" x=\"{bl:.1}\" y=\"0\" width=\"{:.1}\" height=\"4\"/><path d=\"M4 0H{:.1}{ticks}\" class=\"ticks\"/>{labels}</svg>",
+        100.0 * min_effect,
+        bh - bl,
+        BAR_W - 4.0
+    )
+}
+
 fn pct(v: f64) -> String {
     if v.is_finite() {
         format!("{:+.2}%", 100.0 * v)
@@ -243,5 +294,33 @@ mod tests {
         assert_eq!(svg.matches("h0").count(), 3);
         let bar = change_bar(0.05, Some((0.01, f64::INFINITY)), 0.02, 0.1, "v-regression");
         assert!(bar.contains("class=\"band\"") && bar.contains("unbounded"), "{bar}");
+    }
+
+    #[test]
+    fn an_axis_labels_zero_and_round_values_where_the_bars_put_them() {
+        let labels = |svg: &str| -> Vec<(f64, String)> {
+            svg.split("<text x=\"")
+                .skip(1)
+                .map(|t| {
+                    let (x, rest) = t.split_once('"').unwrap();
+                    let text = rest.split_once('>').unwrap().1.split_once('<').unwrap().0;
+                    (x.parse().unwrap(), text.to_string())
+                })
+                .collect()
+        };
+        let axis = change_axis(0.02, 0.55);
+        let got = labels(&axis);
+        let texts: Vec<&str> = got.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(texts, ["0", "-20%", "+20%"], "{axis}");
+        // Each label where a bar on the same reach puts that change.
+        for (x, text) in &got {
+            let v: f64 = text.trim_end_matches('%').parse().unwrap();
+            let bar = change_bar(v / 100.0, None, 0.02, 0.55, "v");
+            assert!(bar.contains(&format!("cx=\"{x:.1}\"")), "{text} at {x}: {bar}");
+        }
+        let small = labels(&change_axis(0.02, 0.033));
+        assert_eq!(small.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(), ["0", "-2%", "+2%"]);
+        let tiny = labels(&change_axis(0.001, 0.004));
+        assert_eq!(tiny.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(), ["0", "-0.2%", "+0.2%"]);
     }
 }

@@ -243,6 +243,17 @@ async fn a_live_run_in_the_browser() {
         links.as_u64().unwrap() >= 2 && links == rows,
         "{links} links for {rows} rows"
     );
+    // Under each table's interval drawings their % axis; a legend says what the columns are.
+    let axes = b
+        .js("return [...document.querySelectorAll('table.report')].map(t => t.querySelector('tfoot svg.axis') ? t.querySelector('tfoot svg.axis').textContent : null)")
+        .await;
+    let axes = axes.as_array().unwrap();
+    assert!(
+        !axes.is_empty() && axes.iter().all(|a| a.as_str().is_some_and(|a| a.contains('0') && a.contains('%'))),
+        "{axes:?}"
+    );
+    let legend = b.text("p.reading").await;
+    assert!(legend.contains("spread") && legend.contains("interval") && legend.contains("±2%"), "{legend}");
     b.js("[...document.querySelectorAll('small.row-links a')].find(a => a.href.includes('variant=batch') && a.innerText === 'command lines').click(); return 0")
         .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -255,6 +266,7 @@ async fn a_live_run_in_the_browser() {
     );
     let reproduce = b.text("#reproduce + p + pre.cmd").await;
     assert!(reproduce.starts_with("kreg run /"), "{reproduce}");
+    dots_name_and_open_their_jobs(&b, &base).await;
 
     // Every page: a title, no console error, fits 800 px, a screenshot at each width.
     let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs")
@@ -286,4 +298,66 @@ async fn a_live_run_in_the_browser() {
         visit_allowing_status(&b, &format!("{base}{path}"), name).await;
     }
     b.close().await;
+}
+
+/// A report's strip of replicates, under a real mouse: the pointer over a dot names its
+/// value and job, a click opens that job.
+async fn dots_name_and_open_their_jobs(b: &Browser, base: &str) {
+    use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+    let row = "workload=probe&metric=value&kernel=current&variant=batch";
+    let view: Value = reqwest::get(format!("{base}/api/v1/runs/1/samples?{row}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let samples: Vec<&Value> = view["samples"].as_array().unwrap().iter().filter(|s| s["warmup"] == false).collect();
+    b.client.goto(&format!("{base}/runs/1/report?show=all")).await.unwrap();
+    for i in [samples.len() - 1, 0] {
+        // Where dot i is in the window.
+        let at = b
+            .js(&format!(
+                "const svg = document.querySelector('a[href*=\"variant=batch\"] > svg.strip');
+                 svg.scrollIntoView({{block: 'center'}});
+                 const box = svg.getBoundingClientRect(), vb = svg.viewBox.baseVal;
+                 const d = [...svg.querySelector('path.dots').getAttribute('d').matchAll(/M([-\\d.]+) ([-\\d.]+)h0/g)][{i}];
+                 return [box.left + d[1] * box.width / vb.width, box.top + d[2] * box.height / vb.height];"
+            ))
+            .await;
+        let (x, y) = (at[0].as_f64().unwrap(), at[1].as_f64().unwrap());
+        let moved = MouseActions::new("mouse".into()).then(PointerAction::MoveTo {
+            duration: None,
+            x: x.round(),
+            y: y.round(),
+        });
+        b.client.perform_actions(moved).await.unwrap();
+        let job = samples[i]["job_id"].as_i64().unwrap();
+        let mut tip = String::new();
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tip = b.js("const t = document.getElementById('dot-tip'); return t.hidden ? '' : t.innerText").await.as_str().unwrap().to_string();
+            if tip.contains(&format!("job {job} ")) {
+                break;
+            }
+        }
+        let value = samples[i]["value"].as_f64().unwrap();
+        assert!(tip.starts_with(&format!("{value} ")) && tip.contains(&format!("job {job} ")), "dot {i}: {tip}");
+    }
+    let png = b.client.screenshot().await.unwrap();
+    std::fs::write(shots_dir().join("comparison-dot.png"), png).unwrap();
+    // A click on the dot under the pointer (the first) opens its job.
+    let click = MouseActions::new("mouse".into())
+        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT })
+        .then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+    b.client.perform_actions(click).await.unwrap();
+    let job = samples[0]["job_id"].as_i64().unwrap();
+    let mut url = String::new();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        url = b.client.current_url().await.unwrap().to_string();
+        if url.ends_with(&format!("/jobs/{job}")) {
+            break;
+        }
+    }
+    assert!(url.ends_with(&format!("/jobs/{job}")), "{url}");
 }

@@ -125,6 +125,73 @@
     };
     connect();
   }
+  // A strip's dots one by one: the pointer names the nearest replicate (its value, run,
+  // boot and job, read once per strip from the samples API) and a click opens its job.
+  // Without the data (or script) the strip's link opens the list of the row's values.
+  const tip = document.createElement("div");
+  tip.id = "dot-tip";
+  tip.setAttribute("role", "status");
+  tip.hidden = true;
+  document.body.appendChild(tip);
+  const known = new WeakMap();
+  const stripOf = function (ev) {
+    const svg = ev.target.closest && ev.target.closest("a > svg.strip");
+    return svg && svg.parentElement.getAttribute("href") ? svg : null;
+  };
+  const samplesOf = function (svg) {
+    if (!known.has(svg)) {
+      const href = svg.parentElement.getAttribute("href");
+      known.set(svg, fetch(href.replace(/^\/runs\//, "/api/v1/runs/"), { headers: { Accept: "application/json" } })
+        .then(function (res) { return res.ok ? res.json() : null; })
+        .then(function (view) { return view ? view.samples.filter(function (s) { return !s.warmup; }) : null; })
+        .catch(function () { return null; }));
+    }
+    return known.get(svg);
+  };
+  const nearest = function (svg, ev) {
+    const path = svg.querySelector("path.dots");
+    if (!path) { return -1; }
+    const box = svg.getBoundingClientRect();
+    const vb = svg.viewBox.baseVal;
+    const x = (ev.clientX - box.left) * vb.width / box.width;
+    const y = (ev.clientY - box.top) * vb.height / box.height;
+    const re = /M([-\d.]+) ([-\d.]+)h0/g;
+    let m, i = 0, best = -1, dist = Infinity;
+    while ((m = re.exec(path.getAttribute("d")))) {
+      const d = Math.pow(parseFloat(m[1]) - x, 2) + Math.pow((parseFloat(m[2]) - y) / 4, 2);
+      if (d < dist) { dist = d; best = i; }
+      i += 1;
+    }
+    return best;
+  };
+  document.addEventListener("mousemove", function (ev) {
+    const svg = stripOf(ev);
+    if (!svg) { tip.hidden = true; return; }
+    const i = nearest(svg, ev);
+    samplesOf(svg).then(function (all) {
+      const s = all && all[i];
+      if (!s) { return; }
+      tip.textContent = s.value + (s.unit ? " " + s.unit : "") + " · run " + s.iteration + " · boot " + s.boot +
+        " · job " + s.job_id + " (click to open it)";
+      tip.hidden = false;
+      // Beside the pointer, on its left when the right edge is near: never past the window.
+      const w = tip.offsetWidth;
+      const right = ev.clientX + 12 + w <= document.documentElement.clientWidth - 4;
+      tip.style.left = Math.max(window.scrollX + 4, right ? ev.pageX + 12 : ev.pageX - 12 - w) + "px";
+      tip.style.top = (ev.pageY + 14) + "px";
+      svg.dataset.dot = String(i);
+    });
+  });
+  document.addEventListener("click", function (ev) {
+    const svg = stripOf(ev);
+    if (!svg || ev.button !== 0 || ev.ctrlKey || ev.metaKey || ev.shiftKey) { return; }
+    ev.preventDefault();
+    const i = nearest(svg, ev);
+    const list = svg.parentElement.getAttribute("href");
+    samplesOf(svg).then(function (all) {
+      location.href = all && all[i] ? "/jobs/" + all[i].job_id : list;
+    });
+  });
   // Empty filters stay out of the URL; a changed select applies at once.
   document.querySelectorAll("form.filters").forEach(function (form) {
     form.addEventListener("submit", function () {
