@@ -12,7 +12,10 @@ pub mod sched_stats;
 mod table;
 pub mod warmup;
 
-pub use notes::{definition_changes, environment_changes, failed_cells, unlike, FailedCell, JobSummary, Unlike};
+pub use notes::{
+    definition_changes, environment_aspects, environment_changes, failed_cells, unlike, EnvAspect, FailedCell, JobSummary,
+    Unlike,
+};
 
 /// The formats a report is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

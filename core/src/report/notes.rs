@@ -239,46 +239,82 @@ pub fn unlike(a: (i64, &Scenario, &str), b: (i64, &Scenario, &str)) -> Unlike {
     out
 }
 
-/// Per kernel in both runs' provenance (A's first): the boots, tool versions, settings and
-/// command lines that differ between the runs ("restored" aside).
-pub fn environment_changes(prov_a: &[KernelProvenance], prov_b: &[KernelProvenance]) -> Vec<String> {
+/// One aspect of one kernel's environment in two runs compared: what run A and run B had.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EnvAspect {
+    pub kernel: String,
+    pub what: &'static str,
+    pub a: Vec<String>,
+    pub b: Vec<String>,
+    pub same: bool,
+    /// A difference here is also a warning of the comparison.
+    #[serde(skip)]
+    pub warned: bool,
+}
+
+/// Every aspect of the environment of each kernel both runs have (machine and boots,
+/// kernel command line, build and config, tool versions, tuning, settings kreg changed,
+/// cgroups and what perf could not count), each with both runs' lines and whether they are
+/// the same (as sets: the order lines were seen in does not matter).
+pub fn environment_aspects(prov_a: &[KernelProvenance], prov_b: &[KernelProvenance]) -> Vec<EnvAspect> {
+    let sorted = |v: &[String]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v
+    };
     let mut out = Vec::new();
     for pa in prov_a {
         let Some(pb) = prov_b.iter().find(|p| p.kernel == pa.kernel) else {
             continue;
         };
-        let settings = |p: &KernelProvenance| {
-            let mut v: Vec<String> = p.settings.iter().map(|s| s.change()).collect();
-            v.sort();
-            v
-        };
-        for (what, a, b, same) in [
-            ("boots", pa.boot_lines(), pb.boot_lines(), None),
-            ("tool versions", pa.tool_lines(), pb.tool_lines(), None),
+        // The knobs changed, whether or not they were put back at the end.
+        let changes = |p: &KernelProvenance| sorted(&p.settings.iter().map(|s| s.change()).collect::<Vec<_>>());
+        for (what, a, b, same, warned) in [
+            ("boots", pa.boot_lines(), pb.boot_lines(), None, true),
+            ("kernel command lines", pa.cmdlines(), pb.cmdlines(), None, true),
+            ("kernel build and config", pa.build_lines(), pb.build_lines(), None, false),
+            ("tool versions", pa.tool_lines(), pb.tool_lines(), None, true),
+            ("tuning", pa.tuning_lines(), pb.tuning_lines(), None, false),
             (
                 "settings kreg changed",
                 pa.setting_lines(),
                 pb.setting_lines(),
-                Some(settings(pa) == settings(pb)),
+                Some(changes(pa) == changes(pb)),
+                true,
             ),
-            ("kernel command lines", pa.cmdlines(), pb.cmdlines(), None),
+            ("cgroups and perf", pa.setup_lines(), pb.setup_lines(), None, false),
         ] {
-            let sorted = |v: &[String]| {
-                let mut v = v.to_vec();
-                v.sort();
-                v
-            };
-            if !same.unwrap_or_else(|| sorted(&a) == sorted(&b)) {
-                out.push(format!(
-                    "kernel {}: {what} differ between the runs: {} | {}",
-                    pa.kernel,
-                    a.join("; "),
-                    b.join("; ")
-                ));
-            }
+            let same = same.unwrap_or_else(|| sorted(&a) == sorted(&b));
+            out.push(EnvAspect {
+                kernel: pa.kernel.clone(),
+                what,
+                a,
+                b,
+                same,
+                warned,
+            });
         }
     }
     out
+}
+
+/// The differences a comparison of two runs warns about, one line each, per kernel in both
+/// runs' provenance (A's first): boots, command lines, tool versions and the settings kreg
+/// changed ("restored" aside).
+pub fn environment_changes(prov_a: &[KernelProvenance], prov_b: &[KernelProvenance]) -> Vec<String> {
+    environment_aspects(prov_a, prov_b)
+        .into_iter()
+        .filter(|e| e.warned && !e.same)
+        .map(|e| {
+            format!(
+                "kernel {}: {} differ between the runs: {} | {}",
+                e.kernel,
+                e.what,
+                e.a.join("; "),
+                e.b.join("; ")
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -97,6 +97,8 @@ pub struct Loaded {
     /// Of two runs compared: the base run's own rows (its samples and summaries), to show
     /// beside the new run's.
     pub base_tables: Vec<MetricTable>,
+    /// Of two runs compared: each kernel's environment in both, aspect by aspect.
+    pub environment: Vec<report::EnvAspect>,
 }
 
 impl Loaded {
@@ -206,6 +208,7 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         sched_stats,
         provisional,
         base_tables: Vec::new(),
+        environment: Vec::new(),
     })
 }
 
@@ -338,6 +341,7 @@ pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded>
     let prov_a = store::provenance(db, run_a, &sa.sut().name).await?;
     let prov_b = store::provenance(db, run_b, &sb.sut().name).await?;
     warnings.extend(report::environment_changes(&prov_a, &prov_b));
+    let environment = report::environment_aspects(&prov_a, &prov_b);
     // Each kernel shown once per run, labelled with it.
     let mut prov = Vec::new();
     for (run, list) in [(run_a, prov_a), (run_b, prov_b)] {
@@ -350,6 +354,7 @@ pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded>
     Ok(Loaded {
         provisional,
         base_tables,
+        environment,
         run_id: run_b,
         scenario: sb,
         baseline: Baseline::Run(run_a),

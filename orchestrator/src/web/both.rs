@@ -229,6 +229,7 @@ pub async fn compare_page(State(st): State<AppState>, Query(q): Query<Q>) -> Pag
     if shown == 0 {
         body.push_str("<p>No row matches these filters.</p>");
     }
+    body.push_str(&environment(&loaded, a, b));
     Ok(Html(html::layout(
         &format!("Run {b} against run {a}"),
         &body,
@@ -260,5 +261,46 @@ pub async fn compare_api(State(st): State<AppState>, Query(q): Query<Q>) -> supe
             row["base"] = side;
         }
     }
+    doc["environment"] = serde_json::to_value(&loaded.environment).map_err(|e| ViewError::Other(e.into()))?;
     Ok(axum::Json(doc))
+}
+
+/// The two runs' environments, kernel by kernel and aspect by aspect, what differs first:
+/// listed, not only warned about. Two builds of different configs link to their diff.
+fn environment(l: &Loaded, a: i64, b: i64) -> String {
+    if l.environment.is_empty() {
+        return String::new();
+    }
+    let lines = |v: &[String]| match v.is_empty() {
+        true => "<small>(none)</small>".to_string(),
+        false => v.iter().map(|x| esc(x)).collect::<Vec<_>>().join("<br>"),
+    };
+    let mut rows: Vec<&report::EnvAspect> = l.environment.iter().collect();
+    rows.sort_by_key(|e| e.same);
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|e| {
+            let mut verdict = if e.same { "same".to_string() } else { "<b class=\"differs\">differs</b>".to_string() };
+            if e.what == "kernel build and config" && !e.same {
+                let key = |p: &[String]| p.first().and_then(|l| l.split_whitespace().next()).map(str::to_string);
+                if let (Some(ka), Some(kb)) = (key(&e.a), key(&e.b)) {
+                    verdict.push_str(&format!(
+                        "<br>{}",
+                        html::link(&format!("/kernels/diff?a={}&b={}", enc(&ka), enc(&kb)), "config diff")
+                    ));
+                }
+            }
+            vec![esc(&e.kernel), esc(e.what), lines(&e.a), lines(&e.b), verdict]
+        })
+        .collect();
+    let differ = rows.iter().filter(|e| !e.same).count();
+    format!(
+        "<section id=\"environment\"><h2>Environments <small>{differ} of {} aspects differ</small></h2>{}</section>",
+        rows.len(),
+        html::table(
+            "environment",
+            &["kernel", "aspect", &format!("run {a} (base)"), &format!("run {b} (new)"), ""],
+            &body
+        )
+    )
 }

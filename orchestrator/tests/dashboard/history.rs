@@ -97,6 +97,15 @@ async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command(
         assert!(row.contains(part), "{part:?} not in {row}");
     }
     // The two runs around the step, both sides in the page: every value of each as text.
+    // Between them the tool was upgraded (as a stored job says): the environments say so.
+    for (run, version) in [(7, "coreutils 9.1"), (8, "coreutils 9.4")] {
+        sqlx::query("UPDATE jobs SET tool_versions = jsonb_build_object('cat@here', $2::text) WHERE run_id = $1")
+            .bind(run as i64)
+            .bind(version)
+            .execute(&db.pool)
+            .await
+            .unwrap();
+    }
     visit(
         &b,
         &format!("{}/compare?a=7&b=8&sort=verdict", server.base),
@@ -117,6 +126,22 @@ async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command(
         json!([[seven, format!("{seven} {seven}")], [eight, format!("{eight} {eight}")]]),
         "{sides}"
     );
+    // Every aspect of the two environments listed, what differs first.
+    let env = b
+        .js("return [...document.querySelectorAll('#environment table.environment tbody tr')].map(tr => [...tr.children].map(td => td.innerText))")
+        .await;
+    let env = env.as_array().unwrap();
+    assert_eq!(env.len(), 7, "{env:?}");
+    assert_eq!(
+        env[0],
+        json!(["current", "tool versions", "cat@here coreutils 9.1", "cat@here coreutils 9.4", "differs"]),
+        "{env:?}"
+    );
+    assert!(env[1..].iter().all(|r| r[4] == "same"), "{env:?}");
+    assert!(b.text("#environment h2").await.contains("1 of 7 aspects differ"));
+    b.js("document.getElementById('environment').scrollIntoView(); return 0").await;
+    let png = b.client.screenshot().await.unwrap();
+    std::fs::write(shots_dir().join("compare-both-environment-390.png"), png).unwrap();
     // Two runs a side of one value each: too few to judge, and the page says so.
     let verdict = b.text("table.both td .verdict").await;
     assert_eq!(verdict, "inconclusive");
@@ -130,6 +155,9 @@ async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command(
     assert_eq!(base_samples.len(), 2, "{api:#}");
     assert_eq!(format!("{:.2}", base_samples[0]), seven);
     assert_eq!(api["rows"][0]["base"]["run"], 7);
+    let env = api["environment"].as_array().unwrap();
+    assert_eq!(env.len(), 7, "{api:#}");
+    assert_eq!(env.iter().filter(|e| e["same"] == false).count(), 1, "{api:#}");
     let bad = reqwest::get(format!("{}/compare?a=7&b=8&sort=size", server.base))
         .await
         .unwrap();
