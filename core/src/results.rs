@@ -1,22 +1,26 @@
 //! What a run produced, in the shape the store returns it and reports, comparisons and the
 //! dashboard read it. Plain data: no I/O here, and no text (how it reads is `report`'s).
 
+/// Text a report holds many times over (a job's kernel, variant, workload, boot …, in each
+/// of its samples): shared, not copied.
+pub type Shared = std::sync::Arc<str>;
+
 /// One stored sample with the matrix point it belongs to.
 #[derive(Debug, Clone)]
 pub struct Sample {
-    pub kernel: String,
-    pub variant: String,
-    pub workload: String,
+    pub kernel: Shared,
+    pub variant: Shared,
+    pub workload: Shared,
     pub iteration: i32,
-    pub metric: String,
+    pub metric: Shared,
     pub value: f64,
-    pub unit: String,
+    pub unit: Shared,
     pub higher_is_better: bool,
     pub kind: crate::stats::MetricKind,
-    pub kernel_release: String,
-    pub observed_policy: String,
+    pub kernel_release: Shared,
+    pub observed_policy: Shared,
     /// The boot the job ran in.
-    pub boot_id: String,
+    pub boot_id: Shared,
 }
 
 /// A boot a kernel's jobs ran on.

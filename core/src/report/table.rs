@@ -217,13 +217,16 @@ fn judge_into(
     by_boot: bool,
     complete: bool,
 ) {
+    // Each compared row's samples lent to the judging and put back after (a report may hold
+    // 100,000: no copies).
+    let at: Vec<(usize, usize)> = pairs.iter().map(|(at, _)| *at).collect();
     let inputs: Vec<RowInput> = pairs
-        .iter()
+        .into_iter()
         .map(|((ti, ri), base)| {
-            let t = &tables[*ti];
+            let t = &mut tables[ti];
             RowInput {
-                base: base.clone(),
-                new: t.rows[*ri].side.clone(),
+                base,
+                new: std::mem::take(&mut t.rows[ri].side),
                 kind: t.kind,
                 higher_is_better: t.higher_is_better,
                 by_boot,
@@ -231,8 +234,10 @@ fn judge_into(
         })
         .collect();
     let judged = judge(&inputs, looks, settings, complete);
-    for (((ti, ri), _), c) in pairs.into_iter().zip(judged) {
-        tables[ti].rows[ri].comparison = c;
+    for (((ti, ri), input), c) in at.into_iter().zip(inputs).zip(judged) {
+        let row = &mut tables[ti].rows[ri];
+        row.side = input.new;
+        row.comparison = c;
     }
 }
 
@@ -332,10 +337,10 @@ fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
             continue;
         }
         let cell = cells
-            .entry((x.workload.as_str(), x.metric.as_str(), x.kernel.as_str(), x.variant.as_str()))
+            .entry((&*x.workload, &*x.metric, &*x.kernel, &*x.variant))
             .or_default();
         if cell.is_empty() {
-            let seen = metrics.entry(x.workload.as_str()).or_default();
+            let seen = metrics.entry(&*x.workload).or_default();
             if !seen.iter().any(|m| m.metric == x.metric) {
                 seen.push(x);
             }
@@ -348,7 +353,7 @@ fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
             let mut rows = Vec::new();
             for k in &s.kernels {
                 for v in &s.variants {
-                    let key = (w.name.as_str(), m.metric.as_str(), k.name.as_str(), v.name.as_str());
+                    let key = (w.name.as_str(), &*m.metric, k.name.as_str(), v.name.as_str());
                     let mut mine = cells.remove(&key).unwrap_or_default();
                     mine.sort_by_key(|x| x.iteration);
                     rows.extend(row_of(&k.name, &v.name, &mine));
@@ -356,8 +361,8 @@ fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
             }
             out.push(MetricTable {
                 workload: w.name.clone(),
-                metric: m.metric.clone(),
-                unit: m.unit.clone(),
+                metric: m.metric.to_string(),
+                unit: m.unit.to_string(),
                 higher_is_better: m.higher_is_better,
                 kind: m.kind,
                 rows,

@@ -13,9 +13,9 @@ fn sample(kernel: &str, variant: &str, iteration: i32, value: f64) -> Sample {
         unit: "s".into(),
         higher_is_better: false,
         kind: MetricKind::Mean,
-        kernel_release: format!("rel-{kernel}"),
+        kernel_release: format!("rel-{kernel}").into(),
         observed_policy: variant.into(),
-        boot_id: format!("boot-{kernel}"),
+        boot_id: format!("boot-{kernel}").into(),
     }
 }
 

@@ -14,15 +14,15 @@ pub fn lines(warmups: &[Sample], judged: &[Sample]) -> Vec<String> {
     let mut runs: std::collections::BTreeSet<Cell> = std::collections::BTreeSet::new();
     let mut values: BTreeMap<(Cell, &str), Vec<f64>> = BTreeMap::new();
     for s in warmups {
-        let cell = (s.kernel.as_str(), s.variant.as_str(), s.workload.as_str());
+        let cell = (&*s.kernel, &*s.variant, &*s.workload);
         runs.insert(cell);
-        values.entry((cell, s.metric.as_str())).or_default().push(s.value);
+        values.entry((cell, &*s.metric)).or_default().push(s.value);
     }
     let mut medians: BTreeMap<(Cell, &str), Vec<f64>> = BTreeMap::new();
     for s in judged {
-        let cell = (s.kernel.as_str(), s.variant.as_str(), s.workload.as_str());
+        let cell = (&*s.kernel, &*s.variant, &*s.workload);
         if runs.contains(&cell) {
-            medians.entry((cell, s.metric.as_str())).or_default().push(s.value);
+            medians.entry((cell, &*s.metric)).or_default().push(s.value);
         }
     }
     let mut out = Vec::new();

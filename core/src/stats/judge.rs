@@ -76,7 +76,9 @@ const UNCONFIRMED: &str = "; unconfirmed: each side's runs share boots of their 
 /// by hand) and sides measured on the same boots (two variants of one kernel) do not.
 fn boots_differ(base: &Side, new: &Side) -> bool {
     use std::collections::BTreeSet;
-    let set = |s: &Side| s.boots.iter().cloned().collect::<BTreeSet<String>>();
+    fn set(s: &Side) -> BTreeSet<&str> {
+        s.boots.iter().map(|b| &**b).collect()
+    }
     set(base) != set(new)
 }
 

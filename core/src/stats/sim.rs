@@ -148,7 +148,7 @@ pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usi
                 Noise::Percentile { run, .. } => lognormal(rng, centre * offset, run),
             };
             side.values.push(v);
-            side.boots.push(format!("{side_label}{boot}"));
+            side.boots.push(format!("{side_label}{boot}").into());
         }
     }
     side

@@ -216,7 +216,7 @@ fn one_boot_a_side_is_never_a_regression_yet_finds_large_changes() {
     // give the verdict as it is.
     let side = |v: &[f64], boots: &[&str]| Side {
         values: v.to_vec(),
-        boots: boots.iter().map(|b| b.to_string()).collect(),
+        boots: boots.iter().map(|b| (*b).into()).collect(),
     };
     let (a, b) = ([100.0, 101.0, 99.0, 100.5], [120.0, 121.0, 119.0, 120.5]);
     let judge_sides = |base: Side, new: Side, by_boot: bool| {

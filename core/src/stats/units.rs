@@ -11,7 +11,7 @@ use super::verdict::Unit;
 pub struct Side {
     pub values: Vec<f64>,
     /// The boot of each value (any label; equal labels are one boot).
-    pub boots: Vec<String>,
+    pub boots: Vec<crate::results::Shared>,
 }
 
 impl Side {
@@ -19,7 +19,7 @@ impl Side {
     pub fn of_runs(values: &[f64]) -> Side {
         Side {
             values: values.to_vec(),
-            boots: vec![String::new(); values.len()],
+            boots: vec![crate::results::Shared::from(""); values.len()],
         }
     }
 
@@ -28,7 +28,7 @@ impl Side {
         let mut order: Vec<&str> = Vec::new();
         let mut groups: Vec<Vec<f64>> = Vec::new();
         for (v, b) in self.values.iter().zip(&self.boots) {
-            match order.iter().position(|x| x == b) {
+            match order.iter().position(|x| *x == &**b) {
                 Some(i) => groups[i].push(*v),
                 None => {
                     order.push(b);
@@ -96,7 +96,7 @@ mod tests {
     fn side(v: &[(f64, &str)]) -> Side {
         Side {
             values: v.iter().map(|x| x.0).collect(),
-            boots: v.iter().map(|x| x.1.to_string()).collect(),
+            boots: v.iter().map(|x| x.1.into()).collect(),
         }
     }
 

@@ -94,7 +94,7 @@ impl Numbers {
     fn side(&self, label: &str) -> Side {
         Side {
             values: self.values.clone(),
-            boots: self.boots.iter().map(|b| format!("{label}{b}")).collect(),
+            boots: self.boots.iter().map(|b| format!("{label}{b}").into()).collect(),
         }
     }
 }

@@ -358,14 +358,14 @@ impl Bisector<'_> {
         let samples = store::boot_samples(self.db, self.run.id, &m.kernel, m.boot).await?;
         let values: Vec<f64> = samples
             .iter()
-            .filter(|s| s.workload == self.row.workload && s.metric == self.row.metric)
+            .filter(|s| *s.workload == *self.row.workload && *s.metric == *self.row.metric)
             .map(|s| s.value)
             .collect();
         if !values.is_empty() {
             return Ok(Ok(values.iter().sum::<f64>() / values.len() as f64));
         }
         if !samples.is_empty() {
-            let mut names: Vec<&str> = samples.iter().map(|s| s.metric.as_str()).collect();
+            let mut names: Vec<&str> = samples.iter().map(|s| &*s.metric).collect();
             names.sort();
             names.dedup();
             return Err(EngineError::Bisect(format!(

@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod bisect;
 mod builds;
 pub mod cluster;
+mod copy;
 pub mod pages;
 mod provenance;
 mod runlock;
@@ -501,18 +502,18 @@ struct SampleRow {
 impl From<SampleRow> for Sample {
     fn from(r: SampleRow) -> Sample {
         Sample {
-            kernel: r.kernel,
-            variant: r.variant,
-            workload: r.workload,
+            kernel: r.kernel.into(),
+            variant: r.variant.into(),
+            workload: r.workload.into(),
             iteration: r.iteration,
-            metric: r.metric,
+            metric: r.metric.into(),
             value: r.value,
-            unit: r.unit,
+            unit: r.unit.into(),
             higher_is_better: r.higher_is_better,
             kind: r.kind,
-            kernel_release: r.kernel_release,
-            observed_policy: r.observed_policy,
-            boot_id: r.boot_id,
+            kernel_release: r.kernel_release.into(),
+            observed_policy: r.observed_policy.into(),
+            boot_id: r.boot_id.into(),
         }
     }
 }
@@ -520,55 +521,80 @@ impl From<SampleRow> for Sample {
 /// A run's samples, judged and of its warm-up runs (`warmup:`, which no verdict uses), each in the order taken (iteration, then the
 /// plan's order, then metric).
 pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample>, Vec<Sample>)> {
-    use sqlx::Row;
     // Lean for large runs (a report may read 100,000 samples): the jobs' fields once per job
     // (a job's kernel release and policy are its results', stored with them in one
-    // transaction), the results' by position, each table on its own (a join planned on
-    // statistics taken before a large run was stored can take a nested loop over every
-    // result per job), both at once on two connections, and sorted here rather than by the
-    // server (whose sort spills to disk at that size under the default work_mem).
+    // transaction), the results as a binary COPY (`copy`), each table on its own (a join
+    // planned on statistics taken before a large run was stored can take a nested loop over
+    // every result per job), both at once on two connections, and sorted here rather than by
+    // the server (whose sort spills to disk at that size under the default work_mem).
     type JobRow = (i64, i32, String, String, String, i32, String, bool, String, String);
-    let (jobs, results): (Vec<JobRow>, Vec<sqlx::postgres::PgRow>) = tokio::try_join!(
-        sqlx::query_as(
-            "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, ''), warmup,
-                    COALESCE(kernel_release, ''), COALESCE(observed_policy, '')
-             FROM jobs WHERE run_id = $1",
-        )
-        .bind(run_id)
-        .fetch_all(db),
-        sqlx::query("SELECT job_id, metric, value, unit, higher_is_better, kind FROM results WHERE run_id = $1")
+    let (jobs, results): (Vec<JobRow>, Vec<copy::ResultRow>) = tokio::try_join!(
+        async {
+            sqlx::query_as(
+                "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, ''), warmup,
+                        COALESCE(kernel_release, ''), COALESCE(observed_policy, '')
+                 FROM jobs WHERE run_id = $1",
+            )
             .bind(run_id)
-            .fetch_all(db),
+            .fetch_all(db)
+            .await
+            .map_err(StoreError::from)
+        },
+        copy::results(db, run_id),
     )?;
-    let by_id: std::collections::HashMap<i64, &JobRow> = jobs.iter().map(|j| (j.0, j)).collect();
+    // Each job's text made shareable once, for all its samples.
+    use kreg_core::results::Shared;
+    type JobText = (i32, Shared, Shared, Shared, i32, Shared, bool, Shared, Shared);
+    let by_id: std::collections::HashMap<i64, JobText> = jobs
+        .into_iter()
+        .map(|(id, ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy)| {
+            let text = (
+                ordinal,
+                kernel.into(),
+                variant.into(),
+                workload.into(),
+                iteration,
+                boot_id.into(),
+                warmup,
+                release.into(),
+                policy.into(),
+            );
+            (id, text)
+        })
+        .collect();
     let (mut judged, mut warmups) = (Vec::with_capacity(results.len()), Vec::new());
-    for r in &results {
-        let Some(&&(_, ordinal, ref kernel, ref variant, ref workload, iteration, ref boot_id, warmup, ref release, ref policy)) =
-            by_id.get(&r.try_get::<i64, _>(0)?)
+    for r in results {
+        let Some((ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy)) = by_id.get(&r.job)
         else {
             continue;
         };
-        let kind: &str = r.try_get(5)?;
         let sample = Sample {
             kernel: kernel.clone(),
             variant: variant.clone(),
             workload: workload.clone(),
-            iteration,
-            metric: r.try_get(1)?,
-            value: r.try_get(2)?,
-            unit: r.try_get(3)?,
-            higher_is_better: r.try_get(4)?,
-            kind: crate::stats::MetricKind::from_name(kind)
-                .ok_or_else(|| sqlx::Error::Decode(format!("unknown metric kind {kind:?}").into()))?,
+            iteration: *iteration,
+            metric: r.metric,
+            value: r.value,
+            unit: r.unit,
+            higher_is_better: r.higher_is_better,
+            kind: r.kind,
             kernel_release: release.clone(),
             observed_policy: policy.clone(),
             boot_id: boot_id.clone(),
         };
-        if warmup { &mut warmups } else { &mut judged }.push((ordinal, sample));
+        if *warmup { &mut warmups } else { &mut judged }.push((*ordinal, sample));
     }
-    let in_order = |mut v: Vec<(i32, Sample)>| -> Vec<Sample> {
-        v.sort_unstable_by(|(oa, a), (ob, b)| (a.iteration, oa, &a.metric).cmp(&(b.iteration, ob, &b.metric)));
-        v.into_iter().map(|(_, s)| s).collect()
+    // Sorted by a small key, the samples moved once.
+    let in_order = |v: Vec<(i32, Sample)>| -> Vec<Sample> {
+        let mut order: Vec<(i32, i32, &str, usize)> = v
+            .iter()
+            .enumerate()
+            .map(|(i, (ordinal, s))| (s.iteration, *ordinal, &*s.metric, i))
+            .collect();
+        order.sort_unstable();
+        let places: Vec<usize> = order.into_iter().map(|k| k.3).collect();
+        let mut slots: Vec<Option<Sample>> = v.into_iter().map(|(_, s)| Some(s)).collect();
+        places.into_iter().filter_map(|i| slots[i].take()).collect()
     };
     Ok((in_order(judged), in_order(warmups)))
 }

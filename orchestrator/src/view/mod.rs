@@ -179,14 +179,15 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
             .map_err(|e| ViewError::Other(anyhow::anyhow!("judging the report: {e}")))?;
         Ok::<_, ViewError>((samples, warmup, tables))
     };
-    let sut = s.sut().name.clone();
-    let ((samples, warmup, tables), prov, jobs, provisional, failed) = tokio::try_join!(
-        judged,
-        async { Ok(store::provenance(db, run_id, &sut).await?) },
-        sched_stats_jobs(db, run_id),
-        provisional_of(db, run_id, run.state.as_str(), &s),
-        failed_of(db, run_id),
-    )?;
+    // The small parts one after the other on one connection, beside the samples' two.
+    let others = async {
+        let prov = store::provenance(db, run_id, &s.sut().name).await?;
+        let jobs = sched_stats_jobs(db, run_id).await?;
+        let provisional = provisional_of(db, run_id, run.state.as_str(), &s).await?;
+        let failed = failed_of(db, run_id).await?;
+        Ok::<_, ViewError>((prov, jobs, provisional, failed))
+    };
+    let ((samples, warmup, tables), (prov, jobs, provisional, failed)) = tokio::try_join!(judged, others)?;
     tracing::debug!("report of run {run_id}: judged and read by {:?}", started.elapsed());
     let mut warnings: Vec<String> = plan_differs(&s, &run.plan_settings(), settings, &baseline)
         .into_iter()

@@ -384,7 +384,7 @@ async fn the_run_page_issues_a_fixed_number_of_queries() {
 
 /// A run that finishes while `kreg serve` is up has its report judged at once, before anyone
 /// asks, and once for its page, its API and its downloads: counted from the statements the
-/// server logs (the read of the run's results).
+/// server logs (the read of the run's jobs with their samples).
 #[tokio::test]
 async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
     let db = fresh_db("dash_judged_once").await;
@@ -398,7 +398,7 @@ async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
         said.lock()
             .unwrap()
             .iter()
-            .filter(|l| l.contains("FROM results WHERE run_id"))
+            .filter(|l| l.contains("COALESCE(boot_id, ''), warmup"))
             .count()
     };
     // Once the server follows the database's changes, the run ends.

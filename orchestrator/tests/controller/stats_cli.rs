@@ -166,9 +166,9 @@ fn stored(boots: usize, per_boot: usize, shift: f64, kind: kreg::stats::MetricKi
                     unit: "s".into(),
                     higher_is_better: false,
                     kind,
-                    kernel_release: format!("rel-{kernel}"),
+                    kernel_release: format!("rel-{kernel}").into(),
                     observed_policy: "normal".into(),
-                    boot_id: format!("{kernel}-boot-{boot}"),
+                    boot_id: format!("{kernel}-boot-{boot}").into(),
                 });
             }
         }
@@ -180,7 +180,7 @@ fn stored(boots: usize, per_boot: usize, shift: f64, kind: kreg::stats::MetricKi
 fn as_file(samples: &[kreg::results::Sample], kernel: &str) -> String {
     let mut text = String::new();
     let mut last = None;
-    for s in samples.iter().filter(|s| s.kernel == kernel) {
+    for s in samples.iter().filter(|s| *s.kernel == *kernel) {
         if last.is_some() && last != Some(&s.boot_id) {
             text.push('\n');
         }
