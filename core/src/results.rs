@@ -1,9 +1,7 @@
 //! What a run produced, in the shape the store returns it and reports, comparisons and the
 //! dashboard read it. Plain data: no I/O here, and no text (how it reads is `report`'s).
 
-/// Text a report holds many times over (a job's kernel, variant, workload, boot …, in each
-/// of its samples): shared, not copied.
-pub type Shared = std::sync::Arc<str>;
+pub use crate::stats::Shared;
 
 /// One stored sample with the matrix point it belongs to.
 #[derive(Debug, Clone)]

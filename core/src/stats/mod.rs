@@ -19,7 +19,7 @@ pub use judge::{judge, judge_one, RowInput};
 pub use kind::MetricKind;
 pub use looks::Looks;
 pub use measure::measure;
-pub use units::Side;
+pub use units::{Shared, Side};
 pub use verdict::{decide, interval_text, Comparison, Settings, Test, Unit, Verdict};
 
 #[cfg(test)]

@@ -6,12 +6,16 @@
 use super::kind::MetricKind;
 use super::verdict::Unit;
 
+/// Text a report holds many times over (a job's kernel, variant, workload, boot …, in each
+/// of its samples): shared, not copied.
+pub type Shared = std::sync::Arc<str>;
+
 /// One side's samples in the order they were taken, each with the boot it ran in.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Side {
     pub values: Vec<f64>,
     /// The boot of each value (any label; equal labels are one boot).
-    pub boots: Vec<crate::results::Shared>,
+    pub boots: Vec<Shared>,
 }
 
 impl Side {
@@ -19,7 +23,7 @@ impl Side {
     pub fn of_runs(values: &[f64]) -> Side {
         Side {
             values: values.to_vec(),
-            boots: vec![crate::results::Shared::from(""); values.len()],
+            boots: vec![Shared::from(""); values.len()],
         }
     }
 

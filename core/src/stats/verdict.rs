@@ -292,15 +292,7 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
         )
     } else if within && few {
         c.runs_needed = Some(MIN_FOR_CHANGE);
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{level} CI of the change {ci} inside ±{:.1}%, but \"no change\" needs ≥ {MIN_FOR_CHANGE} {unit} per side ({} vs {}): with fewer, one side's values can all come from one mode of a figure with two modes and look like the other's; {test}, {p_text}",
-                100.0 * min,
-                c.n[0],
-                c.n[1]
-            ),
-        )
+        (Verdict::Inconclusive, too_few_for_no_change(c, (&test, &p_text, &level, &ci), min))
     } else if within {
         let why = if significant { "a real but smaller change; " } else { "" };
         (
@@ -356,6 +348,20 @@ fn note_step(c: &mut Comparison, min: f64) {
                 .push_str(": more runs will not settle it, a finer measure will (longer runs, more loops)");
         }
     }
+}
+
+/// Why an interval inside the band on fewer than [`MIN_FOR_CHANGE`] observations a side is
+/// not "no change" (`text`: the test's name, the p text, the interval's level and the
+/// interval).
+fn too_few_for_no_change(c: &Comparison, text: (&str, &str, &str, &str), min: f64) -> String {
+    let (test, p_text, level, ci) = text;
+    format!(
+        "{level} CI of the change {ci} inside ±{:.1}%, but \"no change\" needs ≥ {MIN_FOR_CHANGE} {} per side ({} vs {}): with fewer, one side's values can all come from one mode of a figure with two modes and look like the other's; {test}, {p_text}",
+        100.0 * min,
+        c.unit.plural(),
+        c.n[0],
+        c.n[1]
+    )
 }
 
 /// Why a significant change on fewer than [`MIN_FOR_CHANGE`] observations a side is not a
