@@ -40,13 +40,16 @@ impl RunItem {
     }
 }
 
-/// The runs with their jobs counted by state (each state spelled by `JobState`).
+/// The runs with their jobs counted by state (each state spelled by `JobState`), each run's
+/// counted on its own from the (run, state) index alone: no sort of every job of the runs
+/// shown, however large they are.
 static RUN_ITEMS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let count = |s: JobState| format!("count(j.id) FILTER (WHERE j.state = '{s}') AS {s}");
+    let count = |s: JobState| format!("count(*) FILTER (WHERE j.state = '{s}') AS {s}");
     format!(
         "SELECT r.id, s.name AS scenario, r.state, r.created_at, r.finished_at, r.updated_at,
-                count(j.id) AS jobs, {}, {}, {}, {}
-         FROM runs r JOIN scenarios s ON s.id = r.scenario_id LEFT JOIN jobs j ON j.run_id = r.id",
+                c.jobs, c.done, c.failed, c.running, c.pending
+         FROM runs r JOIN scenarios s ON s.id = r.scenario_id
+         CROSS JOIN LATERAL (SELECT count(*) AS jobs, {}, {}, {}, {} FROM jobs j WHERE j.run_id = r.id) c",
         count(JobState::Done),
         count(JobState::Failed),
         count(JobState::Running),
@@ -56,11 +59,9 @@ static RUN_ITEMS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
 
 /// Every run, newest first.
 pub async fn run_items(db: impl PgExecutor<'_>) -> Result<Vec<RunItem>> {
-    Ok(
-        sqlx::query_as(&format!("{} GROUP BY r.id, s.name ORDER BY r.id DESC", *RUN_ITEMS))
-            .fetch_all(db)
-            .await?,
-    )
+    Ok(sqlx::query_as(&format!("{} ORDER BY r.id DESC", *RUN_ITEMS))
+        .fetch_all(db)
+        .await?)
 }
 
 /// Which runs a page of the list holds, newest first: those older than run `after` (when
@@ -76,7 +77,7 @@ pub struct RunsPage {
 pub async fn run_items_page(db: impl PgExecutor<'_>, page: RunsPage) -> Result<Vec<RunItem>> {
     Ok(sqlx::query_as(&format!(
         "{} WHERE r.id IN (SELECT id FROM runs WHERE $1::bigint IS NULL OR id < $1 ORDER BY id DESC OFFSET $2 LIMIT $3)
-         GROUP BY r.id, s.name ORDER BY r.id DESC",
+         ORDER BY r.id DESC",
         *RUN_ITEMS
     ))
     .bind(page.after)
@@ -116,7 +117,7 @@ pub async fn run_version(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Stri
 
 pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem>> {
     Ok(
-        sqlx::query_as(&format!("{} WHERE r.id = $1 GROUP BY r.id, s.name", *RUN_ITEMS))
+        sqlx::query_as(&format!("{} WHERE r.id = $1", *RUN_ITEMS))
             .bind(id)
             .fetch_optional(db)
             .await?,
@@ -174,7 +175,7 @@ pub async fn run_with_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<(s
 /// The runs of one scenario, oldest first.
 pub async fn runs_of(db: impl PgExecutor<'_>, scenario: &str) -> Result<Vec<RunItem>> {
     Ok(sqlx::query_as(&format!(
-        "{} WHERE s.name = $1 GROUP BY r.id, s.name ORDER BY r.id",
+        "{} WHERE s.name = $1 ORDER BY r.id",
         *RUN_ITEMS
     ))
     .bind(scenario)
