@@ -81,6 +81,9 @@ pub struct AgentClient {
     programs: std::sync::Arc<std::sync::RwLock<std::collections::HashMap<String, String>>>,
     /// Whom exec and spawn steps work for (see `ExecRequest::owner`); shared by clones.
     owner: std::sync::Arc<std::sync::RwLock<Option<String>>>,
+    /// The lease epoch every request carries once set (see [`AgentClient::fence`]); shared
+    /// by clones.
+    epoch: std::sync::Arc<std::sync::RwLock<Option<u64>>>,
 }
 
 impl std::fmt::Debug for AgentClient {
@@ -122,6 +125,24 @@ impl AgentClient {
             http,
             programs: Default::default(),
             owner: Default::default(),
+            epoch: Default::default(),
+        }
+    }
+
+    /// Sends `epoch` (the epoch of the lease this controller holds on the machine) with
+    /// every request from now on: the agent refuses requests of an older epoch than the
+    /// highest it has seen (HTTP 409, `ErrorKind::Fenced`), so that a controller that lost
+    /// its lease cannot act on the machine.
+    pub fn fence(&self, epoch: u64) {
+        *self.epoch.write().expect("epoch lock") = Some(epoch);
+    }
+
+    /// A request to `url` with the token and, once set, the epoch.
+    fn request(&self, method: reqwest::Method, url: String) -> reqwest::RequestBuilder {
+        let req = self.http.request(method, url).bearer_auth(&self.token);
+        match *self.epoch.read().expect("epoch lock") {
+            Some(e) => req.header(crate::EPOCH_HEADER, e.to_string()),
+            None => req,
         }
     }
 
@@ -249,9 +270,7 @@ impl AgentClient {
         let resp = loop {
             attempt += 1;
             let sent = self
-                .http
-                .post(format!("{}/v1/step", self.base))
-                .bearer_auth(&self.token)
+                .request(reqwest::Method::POST, format!("{}/v1/step", self.base))
                 .timeout(timeout)
                 .json(&step)
                 .send()
@@ -469,9 +488,7 @@ impl AgentClient {
 
     async fn upload_once(&self, name: &str, bytes: axum::body::Bytes) -> Result<Uploaded, ClientError> {
         let resp = self
-            .http
-            .put(format!("{}/v1/files/{name}", self.base))
-            .bearer_auth(&self.token)
+            .request(reqwest::Method::PUT, format!("{}/v1/files/{name}", self.base))
             .timeout(Duration::from_secs(600))
             .body(bytes)
             .send()
@@ -498,9 +515,7 @@ impl AgentClient {
     pub async fn download(&self, name: &str, dest: &std::path::Path) -> Result<u64, ClientError> {
         use tokio::io::AsyncWriteExt;
         let mut resp = self
-            .http
-            .get(format!("{}/v1/files/{name}", self.base))
-            .bearer_auth(&self.token)
+            .request(reqwest::Method::GET, format!("{}/v1/files/{name}", self.base))
             .timeout(Duration::from_secs(3600))
             .send()
             .await

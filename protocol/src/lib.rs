@@ -15,4 +15,4 @@ pub mod client;
 #[cfg(feature = "listen")]
 pub mod listen;
 
-pub use wire::PROTOCOL_VERSION;
+pub use wire::{EPOCH_HEADER, PROTOCOL_VERSION};

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 /// agent (`place_file`), output caps, request limits with their own error kinds.
 pub const PROTOCOL_VERSION: u32 = 3;
 
+/// The header a request's lease epoch comes in (see `AgentClient::fence`): an agent
+/// refuses a request of an older epoch than the highest it has seen.
+pub const EPOCH_HEADER: &str = "x-kreg-epoch";
+
 /// Answer of the unauthenticated version probe `GET /v1/version`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct VersionInfo {
@@ -583,6 +587,9 @@ pub enum ErrorKind {
     Timeout,
     /// The agent is at a limit; try again (HTTP 503).
     Busy,
+    /// The request's lease epoch is older than the highest the agent has seen: another
+    /// controller holds the machine now (HTTP 409).
+    Fenced,
 }
 
 /// Every response body is one of these, stamped with the protocol version.

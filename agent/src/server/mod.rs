@@ -2,6 +2,7 @@
 //! `Authorization: Bearer TOKEN` (the scheme in any case), compared in constant time and
 //! never logged. [`listen`] holds the accept loop and its limits, [`files`] the uploads.
 
+mod fence;
 mod files;
 pub use kreg_protocol::listen;
 
@@ -44,6 +45,8 @@ struct AppState {
     procs: steps::process::Table,
     /// Bytes of step bodies held in memory at once, in KiB.
     body_budget: tokio::sync::Semaphore,
+    /// The highest lease epoch seen (see `fence`).
+    fence: fence::Fence,
 }
 
 /// Serves the API on `listener` until `shutdown` completes.
@@ -54,6 +57,7 @@ pub async fn run(
 ) -> std::io::Result<()> {
     tokio::fs::create_dir_all(&config.data_dir).await?;
     files::remove_stale_temps(&config.data_dir);
+    let fence = fence::Fence::load(&config.data_dir).map_err(std::io::Error::other)?;
     let limits = config.limits.clone();
     let tls = config.tls.clone();
     let budget_kib = (limits.max_step_body * 4 / 1024).max(64);
@@ -62,10 +66,12 @@ pub async fn run(
         config,
         procs: steps::process::Table::default(),
         body_budget: tokio::sync::Semaphore::new(budget_kib),
+        fence,
     });
     let authed = Router::new()
         .route("/v1/step", post(step))
         .route("/v1/files/{name}", put(files::upload).get(files::download))
+        .layer(middleware::from_fn_with_state(state.clone(), fence::require_epoch))
         .layer(middleware::from_fn_with_state(state.clone(), require_token));
     let app = Router::new()
         .route("/v1/version", get(version))
@@ -119,6 +125,7 @@ fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorKind::Timeout => StatusCode::REQUEST_TIMEOUT,
         ErrorKind::Busy => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Fenced => StatusCode::CONFLICT,
         ErrorKind::Io | ErrorKind::Spawn | ErrorKind::Kernel => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

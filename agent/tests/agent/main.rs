@@ -5,6 +5,7 @@
 
 mod api;
 mod common;
+mod fence;
 mod hostile;
 mod reconnect;
 mod tls;
