@@ -133,7 +133,8 @@ pub async fn prepare_finished(st: AppState) {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&payload) else {
             continue;
         };
-        let finished = matches!(v.get("state").and_then(|s| s.as_str()), Some("done" | "failed"));
+        // A run's own change (a job's carries "job" too) to a state it ends in.
+        let finished = v.get("job").is_none() && matches!(v.get("state").and_then(|s| s.as_str()), Some("done" | "failed"));
         if let (true, Some(run)) = (finished, v.get("run").and_then(|r| r.as_i64())) {
             let id = run.to_string();
             // The key the report page without a query uses.

@@ -390,9 +390,6 @@ async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
     let db = fresh_db("dash_judged_once").await;
     let dir = Scratch::new("dash_judged_once");
     let (run, jobs) = common::stored::record(&db, "judged-once", 2, "4").await;
-    for (n, j) in jobs.iter().enumerate() {
-        common::stored::finish(&db, run, j, if j.kernel == "k0" { 100.0 } else { 120.0 } + n as f64 % 2.0).await;
-    }
     let (mut child, base, said) = serve_logged(&db, &dir);
     let reads = || {
         said.lock()
@@ -408,6 +405,11 @@ async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let http = reqwest::Client::new();
+    // Its jobs finish (each announced): nothing is judged while it runs and nobody asks.
+    for (n, j) in jobs.iter().enumerate() {
+        common::stored::finish(&db, run, j, if j.kernel == "k0" { 100.0 } else { 120.0 } + n as f64 % 2.0).await;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(reads(), 0, "judged before the run ended");
     kreg::store::set_run_state(&db.pool, run, kreg::plan::RunState::Done).await.unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
