@@ -64,7 +64,11 @@ impl Only {
         Ok(Only {
             kernel: part("kernel", kernel, s.kernels.iter().map(|k| k.name.as_str()).collect())?,
             variant: part("variant", variant, s.variants.iter().map(|v| v.name.as_str()).collect())?,
-            workload: part("workload", workload, s.workloads.iter().map(|w| w.name.as_str()).collect())?,
+            workload: part(
+                "workload",
+                workload,
+                s.workloads.iter().map(|w| w.name.as_str()).collect(),
+            )?,
         })
     }
 

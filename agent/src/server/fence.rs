@@ -89,7 +89,10 @@ impl Fence {
 
 /// Runs after the token check: a request whose epoch is stale is answered 409 and logged.
 pub async fn require_epoch(State(state): State<std::sync::Arc<AppState>>, req: Request, next: Next) -> Response {
-    let given = req.headers().get(HEADER).map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok()));
+    let given = req
+        .headers()
+        .get(HEADER)
+        .map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok()));
     let epoch = match given {
         None => None,
         Some(Some(e)) => Some(e),

@@ -47,7 +47,10 @@ fn only_keeps_the_cells_named_in_the_plan_s_order() {
     let same: Vec<&Job> = all.iter().filter(|j| j.kernel == "b" && j.variant == "batch").collect();
     assert_eq!(jobs.len(), same.len());
     for (j, k) in jobs.iter().zip(same) {
-        assert_eq!((&j.kernel, &j.variant, j.iteration, j.boot, j.warmup), (&k.kernel, &k.variant, k.iteration, k.boot, k.warmup));
+        assert_eq!(
+            (&j.kernel, &j.variant, j.iteration, j.boot, j.warmup),
+            (&k.kernel, &k.variant, k.iteration, k.boot, k.warmup)
+        );
     }
     assert!(jobs.iter().enumerate().all(|(i, j)| j.ordinal == i as u32));
     // Wildcards, and several patterns: their union.
@@ -58,7 +61,9 @@ fn only_keeps_the_cells_named_in_the_plan_s_order() {
     // Unknown names and wrong shapes name what there is.
     let e = Only::parse(&s, "c/default/w").unwrap_err();
     assert!(e.contains("no kernel \"c\"") && e.contains("kernels: a, b"), "{e}");
-    assert!(Only::parse(&s, "a/default").unwrap_err().contains("KERNEL/VARIANT/WORKLOAD"));
+    assert!(Only::parse(&s, "a/default")
+        .unwrap_err()
+        .contains("KERNEL/VARIANT/WORKLOAD"));
     assert!(Only::parse(&s, "a/default/w/x").is_err());
 }
 

@@ -13,8 +13,8 @@ mod table;
 pub mod warmup;
 
 pub use notes::{
-    definition_changes, environment_aspects, environment_changes, failed_cells, unlike, EnvAspect, FailedCell, JobSummary,
-    Unlike,
+    definition_changes, environment_aspects, environment_changes, failed_cells, unlike, EnvAspect, FailedCell,
+    JobSummary, Unlike,
 };
 
 /// The formats a report is written in.

@@ -272,7 +272,13 @@ pub fn environment_aspects(prov_a: &[KernelProvenance], prov_b: &[KernelProvenan
         for (what, a, b, same, warned) in [
             ("boots", pa.boot_lines(), pb.boot_lines(), None, true),
             ("kernel command lines", pa.cmdlines(), pb.cmdlines(), None, true),
-            ("kernel build and config", pa.build_lines(), pb.build_lines(), None, false),
+            (
+                "kernel build and config",
+                pa.build_lines(),
+                pb.build_lines(),
+                None,
+                false,
+            ),
             ("tool versions", pa.tool_lines(), pb.tool_lines(), None, true),
             ("tuning", pa.tuning_lines(), pb.tuning_lines(), None, false),
             (

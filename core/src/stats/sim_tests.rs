@@ -154,7 +154,12 @@ fn constant_samples_are_judged_by_permutation_not_by_a_zero_variance() {
     assert_eq!((c.verdict, c.ci), (Verdict::Inconclusive, None), "{c:?}");
     // Two a side, distinct and tight: the interval is inside ±2% but two values a side cannot
     // say no change (both could come from one mode of two).
-    let c = one(&[191_900.0, 191_940.0], &[190_675.0, 190_023.0], MetricKind::Throughput, true);
+    let c = one(
+        &[191_900.0, 191_940.0],
+        &[190_675.0, 190_023.0],
+        MetricKind::Throughput,
+        true,
+    );
     assert!(c.ci.is_some_and(|(l, h)| l > -0.02 && h < 0.02), "{c:?}");
     assert_eq!((c.verdict, c.runs_needed), (Verdict::Inconclusive, Some(4)), "{c:?}");
     assert!(c.reason.contains("needs ≥ 4 runs per side (2 vs 2)"), "{}", c.reason);

@@ -292,7 +292,10 @@ pub fn decide(c: &mut Comparison, higher_is_better: bool, alpha: f64, s: &Settin
         )
     } else if within && few {
         c.runs_needed = Some(MIN_FOR_CHANGE);
-        (Verdict::Inconclusive, too_few_for_no_change(c, (&test, &p_text, &level, &ci), min))
+        (
+            Verdict::Inconclusive,
+            too_few_for_no_change(c, (&test, &p_text, &level, &ci), min),
+        )
     } else if within {
         let why = if significant { "a real but smaller change; " } else { "" };
         (

@@ -268,7 +268,10 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
         .map_err(|e| anyhow::anyhow!("{e}; no run recorded"))?;
     let jobs = plan::expand_only(&s, &only);
     if jobs.is_empty() {
-        bail!("{} has no job to run: no cell matches the --only given; no run recorded", file.display());
+        bail!(
+            "{} has no job to run: no cell matches the --only given; no run recorded",
+            file.display()
+        );
     }
     // Every host reached and authenticated before anything is recorded.
     let found = kreg::preflight::check(&s, cfg).await;

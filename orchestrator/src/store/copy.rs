@@ -81,7 +81,11 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.data.len()).ok_or("the stream ends early")?;
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|e| *e <= self.data.len())
+            .ok_or("the stream ends early")?;
         let s = &self.data[self.at..end];
         self.at = end;
         Ok(s)
@@ -117,12 +121,17 @@ impl<'a> Reader<'a> {
     }
 
     /// A text field, the same text shared with the rows before that had it.
-    fn shared(&mut self, seen: &mut std::collections::HashMap<&'a [u8], Shared>) -> std::result::Result<Shared, String> {
+    fn shared(
+        &mut self,
+        seen: &mut std::collections::HashMap<&'a [u8], Shared>,
+    ) -> std::result::Result<Shared, String> {
         let bytes = self.bytes()?;
         if let Some(s) = seen.get(bytes) {
             return Ok(s.clone());
         }
-        let s: Shared = std::str::from_utf8(bytes).map_err(|_| "a text field is not UTF-8".to_string())?.into();
+        let s: Shared = std::str::from_utf8(bytes)
+            .map_err(|_| "a text field is not UTF-8".to_string())?
+            .into();
         seen.insert(bytes, s.clone());
         Ok(s)
     }

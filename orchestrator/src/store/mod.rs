@@ -547,20 +547,22 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
     type JobText = (i32, Shared, Shared, Shared, i32, Shared, bool, Shared, Shared);
     let by_id: std::collections::HashMap<i64, JobText> = jobs
         .into_iter()
-        .map(|(id, ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy)| {
-            let text = (
-                ordinal,
-                kernel.into(),
-                variant.into(),
-                workload.into(),
-                iteration,
-                boot_id.into(),
-                warmup,
-                release.into(),
-                policy.into(),
-            );
-            (id, text)
-        })
+        .map(
+            |(id, ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy)| {
+                let text = (
+                    ordinal,
+                    kernel.into(),
+                    variant.into(),
+                    workload.into(),
+                    iteration,
+                    boot_id.into(),
+                    warmup,
+                    release.into(),
+                    policy.into(),
+                );
+                (id, text)
+            },
+        )
         .collect();
     let (mut judged, mut warmups) = (Vec::with_capacity(results.len()), Vec::new());
     for r in results {

@@ -116,12 +116,10 @@ pub async fn run_version(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Stri
 }
 
 pub async fn run_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<RunItem>> {
-    Ok(
-        sqlx::query_as(&format!("{} WHERE r.id = $1", *RUN_ITEMS))
-            .bind(id)
-            .fetch_optional(db)
-            .await?,
-    )
+    Ok(sqlx::query_as(&format!("{} WHERE r.id = $1", *RUN_ITEMS))
+        .bind(id)
+        .fetch_optional(db)
+        .await?)
 }
 
 /// A run's stored row (its scenario's text, its plan's settings) with its jobs counted:
@@ -174,13 +172,12 @@ pub async fn run_with_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<(s
 
 /// The runs of one scenario, oldest first.
 pub async fn runs_of(db: impl PgExecutor<'_>, scenario: &str) -> Result<Vec<RunItem>> {
-    Ok(sqlx::query_as(&format!(
-        "{} WHERE s.name = $1 ORDER BY r.id",
-        *RUN_ITEMS
-    ))
-    .bind(scenario)
-    .fetch_all(db)
-    .await?)
+    Ok(
+        sqlx::query_as(&format!("{} WHERE s.name = $1 ORDER BY r.id", *RUN_ITEMS))
+            .bind(scenario)
+            .fetch_all(db)
+            .await?,
+    )
 }
 
 /// A boot a run's jobs ran in, with how the engine got there.

@@ -9,7 +9,8 @@ use std::fmt::Write;
 use axum::extract::{Query, State};
 use axum::response::Html;
 
-use super::compare::{axis_row, bar_reach, metric_section, notes, row_id, ReportQuery};
+use super::bars::{axis_row, bar_reach};
+use super::compare::{metric_section, notes, row_id, ReportQuery};
 use super::html::{self, esc, Live};
 use super::params::{enc, Params};
 use super::svg::{self, Scale};
@@ -280,7 +281,11 @@ fn environment(l: &Loaded, a: i64, b: i64) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|e| {
-            let mut verdict = if e.same { "same".to_string() } else { "<b class=\"differs\">differs</b>".to_string() };
+            let mut verdict = if e.same {
+                "same".to_string()
+            } else {
+                "<b class=\"differs\">differs</b>".to_string()
+            };
             if e.what == "kernel build and config" && !e.same {
                 let key = |p: &[String]| p.first().and_then(|l| l.split_whitespace().next()).map(str::to_string);
                 if let (Some(ka), Some(kb)) = (key(&e.a), key(&e.b)) {
@@ -299,7 +304,13 @@ fn environment(l: &Loaded, a: i64, b: i64) -> String {
         rows.len(),
         html::table(
             "environment",
-            &["kernel", "aspect", &format!("run {a} (base)"), &format!("run {b} (new)"), ""],
+            &[
+                "kernel",
+                "aspect",
+                &format!("run {a} (base)"),
+                &format!("run {b} (new)"),
+                ""
+            ],
             &body
         )
     )

@@ -9,6 +9,7 @@ use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
+use super::bars::{axis_row, bar_reach};
 use super::html::{self, esc, Live};
 use super::params::{enc, Params};
 use super::svg::{self, Scale};
@@ -134,11 +135,18 @@ pub async fn prepare_finished(st: AppState) {
             continue;
         };
         // A run's own change (a job's carries "job" too) to a state it ends in.
-        let finished = v.get("job").is_none() && matches!(v.get("state").and_then(|s| s.as_str()), Some("done" | "failed"));
+        let finished =
+            v.get("job").is_none() && matches!(v.get("state").and_then(|s| s.as_str()), Some("done" | "failed"));
         if let (true, Some(run)) = (finished, v.get("run").and_then(|r| r.as_i64())) {
             let id = run.to_string();
             // The key the report page without a query uses.
-            let made = cached(&st, &id, format!("report {:?}", Vec::<(String, String)>::new()), report_html(&st, &id, Vec::new())).await;
+            let made = cached(
+                &st,
+                &id,
+                format!("report {:?}", Vec::<(String, String)>::new()),
+                report_html(&st, &id, Vec::new()),
+            )
+            .await;
             if let Err(e) = made {
                 tracing::debug!("dashboard: preparing run {run}'s report: {e}");
             }
@@ -505,41 +513,11 @@ fn samples_cell(run: i64, t: &MetricTable, r: &Row, scale: &Scale) -> String {
     )
 }
 
-/// How far the change bars of a table reach: every change and finite interval bound, and
-/// twice the minimum effect, with a margin.
-pub(super) fn bar_reach(rows: &[&Row], me: f64) -> f64 {
-    rows.iter()
-        .filter_map(|r| r.comparison.as_ref())
-        .flat_map(|c| {
-            let (lo, hi) = c.ci.unwrap_or((c.change, c.change));
-            [c.change.abs(), lo.abs(), hi.abs()]
-        })
-        .filter(|v| v.is_finite())
-        .fold(2.0 * me, f64::max)
-        * 1.1
-}
-
 /// A report row's id in the page: the same for the same row on every load.
 pub(super) fn row_id(t: &MetricTable, r: &Row) -> String {
     use sha2::Digest;
     let key = format!("{}\0{}\0{}\0{}", t.workload, t.metric, r.kernel, r.variant);
     format!("r-{}", hex::encode(&sha2::Sha256::digest(key.as_bytes())[..6]))
-}
-
-/// The footer row of a table's change bars: their % axis in the interval column (`at`, of
-/// `width` columns), on the scale the bars of `rows` use. Its id is the table's, so that a
-/// live page replaces it with the rows.
-pub(super) fn axis_row(l: &Loaded, t: &MetricTable, rows: &[&Row], width: usize, at: usize) -> (String, Vec<String>) {
-    use sha2::Digest;
-    let me = l.settings.min_effect;
-    let mut cells = vec![String::new(); width];
-    if rows.iter().any(|r| r.comparison.is_some()) {
-        cells[at - 1] = "<small class=\"axis-label\">change, %</small>".into();
-        cells[at] = svg::change_axis(me, bar_reach(rows, me));
-    }
-    let key = format!("{}\0{}", t.workload, t.metric);
-    let id = format!("x-{}", hex::encode(&sha2::Sha256::digest(key.as_bytes())[..6]));
-    (id, cells)
 }
 
 /// The columns of a report table; the interval drawings are in column [`INTERVAL_AT`].

@@ -6,6 +6,7 @@
 //! Each page has its data under `/api/v1/` as JSON, from the same function that feeds the
 //! page. Live pages follow server-sent events fed by PostgreSQL LISTEN/NOTIFY (`live`).
 
+mod bars;
 mod bisect;
 mod both;
 pub mod cache;

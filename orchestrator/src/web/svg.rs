@@ -137,7 +137,10 @@ pub fn change_axis(min_effect: f64, reach: f64) -> String {
             } else {
                 "middle"
             };
-            let _ = write!(labels, "<text x=\"{x:.1}\" y=\"15\" text-anchor=\"{anchor}\">{text}</text>");
+            let _ = write!(
+                labels,
+                "<text x=\"{x:.1}\" y=\"15\" text-anchor=\"{anchor}\">{text}</text>"
+            );
         }
     };
     tick(0.0, true);
@@ -319,8 +322,14 @@ mod tests {
             assert!(bar.contains(&format!("cx=\"{x:.1}\"")), "{text} at {x}: {bar}");
         }
         let small = labels(&change_axis(0.02, 0.033));
-        assert_eq!(small.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(), ["0", "-2%", "+2%"]);
+        assert_eq!(
+            small.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(),
+            ["0", "-2%", "+2%"]
+        );
         let tiny = labels(&change_axis(0.001, 0.004));
-        assert_eq!(tiny.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(), ["0", "-0.2%", "+0.2%"]);
+        assert_eq!(
+            tiny.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(),
+            ["0", "-0.2%", "+0.2%"]
+        );
     }
 }

@@ -312,7 +312,14 @@ async fn stored_run(db: &TestDb, kernels: usize) -> i64 {
 /// for one of seven: counted from the statements `kreg serve` logs (`KREG_LOG`).
 /// A `kreg serve` on a free loopback port logging every statement it sends (`KREG_LOG`):
 /// the child, its address and its log lines as they come.
-fn serve_logged(db: &TestDb, dir: &Scratch) -> (std::process::Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+fn serve_logged(
+    db: &TestDb,
+    dir: &Scratch,
+) -> (
+    std::process::Child,
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
     use std::io::BufRead;
     let mut child = kreg(db, &dir.0)
         .args(["serve", "--listen", "127.0.0.1:0"])
@@ -400,18 +407,31 @@ async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
     };
     // Once the server follows the database's changes, the run ends.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !said.lock().unwrap().iter().any(|l| l.contains("following the database's changes")) {
+    while !said
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.contains("following the database's changes"))
+    {
         assert!(std::time::Instant::now() < deadline, "{:?}", said.lock().unwrap());
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let http = reqwest::Client::new();
     // Its jobs finish (each announced): nothing is judged while it runs and nobody asks.
     for (n, j) in jobs.iter().enumerate() {
-        common::stored::finish(&db, run, j, if j.kernel == "k0" { 100.0 } else { 120.0 } + n as f64 % 2.0).await;
+        common::stored::finish(
+            &db,
+            run,
+            j,
+            if j.kernel == "k0" { 100.0 } else { 120.0 } + n as f64 % 2.0,
+        )
+        .await;
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(reads(), 0, "judged before the run ended");
-    kreg::store::set_run_state(&db.pool, run, kreg::plan::RunState::Done).await.unwrap();
+    kreg::store::set_run_state(&db.pool, run, kreg::plan::RunState::Done)
+        .await
+        .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while reads() == 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -431,7 +451,11 @@ async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
     // Another baseline is another judging.
-    let res = http.get(format!("{base}/api/v1/runs/{run}/report?baseline=k1")).send().await.unwrap();
+    let res = http
+        .get(format!("{base}/api/v1/runs/{run}/report?baseline=k1"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status().as_u16(), 200);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let n = reads();

@@ -46,16 +46,27 @@ async fn only_runs_the_cells_named_and_the_samples_page_says_how() {
     // Names the scenario does not have, or a pattern of the wrong shape: refused, nothing
     // recorded.
     for (only, said) in [
-        ("current/nope/probe", "no variant \"nope\" in scenario only (variants: default, batch, idle)"),
+        (
+            "current/nope/probe",
+            "no variant \"nope\" in scenario only (variants: default, batch, idle)",
+        ),
         ("current/batch", "expected KERNEL/VARIANT/WORKLOAD"),
         ("6.1/*/*", "no kernel \"6.1\""),
     ] {
-        let out = kreg(&db, &dir.0).arg("run").arg(&file).args(["--only", only]).output().unwrap();
+        let out = kreg(&db, &dir.0)
+            .arg("run")
+            .arg(&file)
+            .args(["--only", only])
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && stderr.contains(said), "{only}: {stderr}");
         assert!(stderr.contains("no run recorded"), "{stderr}");
     }
-    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs").fetch_one(&db.pool).await.unwrap();
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(runs, 0);
 
     // The whole matrix first: 3 variants × 2 workloads × 3 iterations.
@@ -81,7 +92,10 @@ async fn only_runs_the_cells_named_and_the_samples_page_says_how() {
     let bin = kreg_bin.parent().unwrap();
     let out = std::process::Command::new("sh")
         .args(["-c", &command])
-        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+        )
         .env("DATABASE_URL", &db.url)
         .env("KREG_DATA_DIR", &dir.0)
         .env("KREG_AGENT_BIN", common::agent_bin())
@@ -95,11 +109,17 @@ async fn only_runs_the_cells_named_and_the_samples_page_says_how() {
     );
     assert_eq!(
         cells(&db, 2).await,
-        vec![("batch".into(), "probe".into(), 3), ("default".into(), "probe".into(), 3)]
+        vec![
+            ("batch".into(), "probe".into(), 3),
+            ("default".into(), "probe".into(), 3)
+        ]
     );
     // Its report has those rows alone, batch judged against default; compared with run 1,
     // only the cells both have.
-    let out = kreg(&db, &dir.0).args(["report", "2", "--format", "json"]).output().unwrap();
+    let out = kreg(&db, &dir.0)
+        .args(["report", "2", "--format", "json"])
+        .output()
+        .unwrap();
     assert_ok(&out, "report");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows: Vec<(String, String, bool)> = json["rows"]
@@ -116,9 +136,15 @@ async fn only_runs_the_cells_named_and_the_samples_page_says_how() {
         .collect();
     assert_eq!(
         rows,
-        vec![("probe".into(), "default".into(), false), ("probe".into(), "batch".into(), true)]
+        vec![
+            ("probe".into(), "default".into(), false),
+            ("probe".into(), "batch".into(), true)
+        ]
     );
-    let out = kreg(&db, &dir.0).args(["compare", "1", "2", "--format", "json"]).output().unwrap();
+    let out = kreg(&db, &dir.0)
+        .args(["compare", "1", "2", "--format", "json"])
+        .output()
+        .unwrap();
     assert_ok(&out, "compare");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["rows"].as_array().unwrap().len(), 2, "{json}");

@@ -134,12 +134,19 @@ async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command(
     assert_eq!(env.len(), 7, "{env:?}");
     assert_eq!(
         env[0],
-        json!(["current", "tool versions", "cat@here coreutils 9.1", "cat@here coreutils 9.4", "differs"]),
+        json!([
+            "current",
+            "tool versions",
+            "cat@here coreutils 9.1",
+            "cat@here coreutils 9.4",
+            "differs"
+        ]),
         "{env:?}"
     );
     assert!(env[1..].iter().all(|r| r[4] == "same"), "{env:?}");
     assert!(b.text("#environment h2").await.contains("1 of 7 aspects differ"));
-    b.js("document.getElementById('environment').scrollIntoView(); return 0").await;
+    b.js("document.getElementById('environment').scrollIntoView(); return 0")
+        .await;
     let png = b.client.screenshot().await.unwrap();
     std::fs::write(shots_dir().join("compare-both-environment-390.png"), png).unwrap();
     // Two runs a side of one value each: too few to judge, and the page says so.

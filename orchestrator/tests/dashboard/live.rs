@@ -249,11 +249,17 @@ async fn a_live_run_in_the_browser() {
         .await;
     let axes = axes.as_array().unwrap();
     assert!(
-        !axes.is_empty() && axes.iter().all(|a| a.as_str().is_some_and(|a| a.contains('0') && a.contains('%'))),
+        !axes.is_empty()
+            && axes
+                .iter()
+                .all(|a| a.as_str().is_some_and(|a| a.contains('0') && a.contains('%'))),
         "{axes:?}"
     );
     let legend = b.text("p.reading").await;
-    assert!(legend.contains("spread") && legend.contains("interval") && legend.contains("±2%"), "{legend}");
+    assert!(
+        legend.contains("spread") && legend.contains("interval") && legend.contains("±2%"),
+        "{legend}"
+    );
     b.js("[...document.querySelectorAll('small.row-links a')].find(a => a.href.includes('variant=batch') && a.innerText === 'command lines').click(); return 0")
         .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -311,7 +317,12 @@ async fn dots_name_and_open_their_jobs(b: &Browser, base: &str) {
         .json()
         .await
         .unwrap();
-    let samples: Vec<&Value> = view["samples"].as_array().unwrap().iter().filter(|s| s["warmup"] == false).collect();
+    let samples: Vec<&Value> = view["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["warmup"] == false)
+        .collect();
     b.client.goto(&format!("{base}/runs/1/report?show=all")).await.unwrap();
     for i in [samples.len() - 1, 0] {
         // Where dot i is in the window.
@@ -335,20 +346,32 @@ async fn dots_name_and_open_their_jobs(b: &Browser, base: &str) {
         let mut tip = String::new();
         for _ in 0..40 {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            tip = b.js("const t = document.getElementById('dot-tip'); return t.hidden ? '' : t.innerText").await.as_str().unwrap().to_string();
+            tip = b
+                .js("const t = document.getElementById('dot-tip'); return t.hidden ? '' : t.innerText")
+                .await
+                .as_str()
+                .unwrap()
+                .to_string();
             if tip.contains(&format!("job {job} ")) {
                 break;
             }
         }
         let value = samples[i]["value"].as_f64().unwrap();
-        assert!(tip.starts_with(&format!("{value} ")) && tip.contains(&format!("job {job} ")), "dot {i}: {tip}");
+        assert!(
+            tip.starts_with(&format!("{value} ")) && tip.contains(&format!("job {job} ")),
+            "dot {i}: {tip}"
+        );
     }
     let png = b.client.screenshot().await.unwrap();
     std::fs::write(shots_dir().join("comparison-dot.png"), png).unwrap();
     // A click on the dot under the pointer (the first) opens its job.
     let click = MouseActions::new("mouse".into())
-        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT })
-        .then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+        .then(PointerAction::Down {
+            button: MOUSE_BUTTON_LEFT,
+        })
+        .then(PointerAction::Up {
+            button: MOUSE_BUTTON_LEFT,
+        });
     b.client.perform_actions(click).await.unwrap();
     let job = samples[0]["job_id"].as_i64().unwrap();
     let mut url = String::new();
