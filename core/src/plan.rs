@@ -177,6 +177,33 @@ pub fn expand_only(s: &Scenario, only: &[Only]) -> Vec<Job> {
     jobs
 }
 
+/// The slot (machine pair) of each job when a run is spread over `pairs` pairs: whole
+/// boots when the scenario boots each kernel at least `pairs` times (boot b on pair
+/// (b-1) mod pairs), else runs within each boot (run i on pair (i-1) mod pairs, each pair
+/// booting every kernel itself). Either way every pair measures every kernel and variant,
+/// kernels interleaved, so that a comparison can be made within each machine.
+pub fn slots(s: &Scenario, jobs: &[Job], pairs: u32) -> Result<Vec<u32>, String> {
+    if pairs <= 1 {
+        return Ok(vec![0; jobs.len()]);
+    }
+    if s.boots >= pairs {
+        return Ok(jobs.iter().map(|j| (j.boot - 1) % pairs).collect());
+    }
+    if s.warmup > 0 {
+        return Err(format!(
+            "{pairs} pairs: the scenario boots each kernel {} time(s) and warms each boot up; give `boots: {pairs}` or more (each pair boots and warms up its own), or fewer pairs",
+            s.boots
+        ));
+    }
+    if s.iterations < pairs {
+        return Err(format!(
+            "{pairs} pairs: the scenario has {} run(s) per boot and {} boot(s): each pair must measure every kernel and variant; give `iterations: {pairs}` or `boots: {pairs}` or more, or fewer pairs",
+            s.iterations, s.boots
+        ));
+    }
+    Ok(jobs.iter().map(|j| (j.iteration - 1) % pairs).collect())
+}
+
 /// The next round of an adaptive run for `cells`, after the jobs there are: one more run
 /// of each cell (in the same boot of its kernel when runs are the unit), or a new boot of
 /// each kernel with a boot's runs when boots are; never past `max_iterations`. Ordinals

@@ -28,6 +28,16 @@ enum Cmd {
     /// Find the first commit between a good and a bad ref that changes a metric, and
     /// confirm it (its parent measured again beside it, and the bad end with it reverted).
     Bisect(cli::bisect::BisectArgs),
+    /// Queue a scenario for the fleet's workers, spread over machine pairs of the pool.
+    Submit(cli::fleet::SubmitArgs),
+    /// Take slots of submitted runs from the queue and drive them, a lease per machine
+    /// pair kept by heartbeat (run any number, on any hosts, with the database's URL).
+    Worker(cli::worker::WorkerArgs),
+    /// The fleet's pool of machines (SUTs and load generators, with labels).
+    Machines {
+        #[command(subcommand)]
+        command: cli::fleet::MachinesCmd,
+    },
     /// Continue a run from its first job not done.
     Resume(cli::run::ResumeArgs),
     /// Show where runs stand.
@@ -108,6 +118,9 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Plan(a) => cli::validate::plan(&a),
         Cmd::Run(a) => cli::run::start(&a.file, &a.only, cfg).await,
         Cmd::Bisect(a) => cli::bisect::bisect(cfg, &a).await,
+        Cmd::Submit(a) => cli::fleet::submit(&a, cfg).await,
+        Cmd::Worker(a) => cli::worker::worker(&a, cfg).await,
+        Cmd::Machines { command } => cli::fleet::machines(command, cfg).await,
         Cmd::Resume(a) => cli::bisect::resume(a.run, cfg).await,
         Cmd::Status(a) => cli::status::status(&cli::db::connect(cfg).await?, a.run).await,
         Cmd::Report(a) => cli::report::report(cfg, &a).await,

@@ -435,6 +435,7 @@ mod bisect;
 mod cgroup;
 mod hosts;
 mod kernel;
+pub(crate) mod pool;
 mod refs;
 pub(crate) mod ssh;
 mod tools;

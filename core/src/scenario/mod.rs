@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 pub use crate::yaml::cx::{Diagnostic, FileRef};
 pub use kreg_protocol::wire::Policy;
+pub use load::pool::{pool_from_str, PoolMachine};
 pub use load::{from_str, parse_cpu_list};
 
 #[derive(Debug, Clone, PartialEq)]

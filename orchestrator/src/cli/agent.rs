@@ -131,7 +131,7 @@ async fn install_cmd(
     let session = Session::connect(spec).await?;
     let tunnel = Tunnel::start(spec, session, &check_at, listen.port()).await?;
     let session = tunnel.session().await?;
-    let (outcome, _client) = install::ensure(&session, &cfg.agent_bin, &token, &setup, &tunnel.url())
+    let (outcome, _client) = install::ensure(&session, &cfg.agent_bin, &token, &setup, (&tunnel.url(), None))
         .await
         .map_err(|e| anyhow!(e))?;
     let scheme = if insecure { "http" } else { "https" };

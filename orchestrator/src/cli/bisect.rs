@@ -181,6 +181,11 @@ async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec
 /// `kreg resume RUN`: a bisection goes on where it stands; any other run as runs do.
 pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
     let db = super::db::connect(cfg).await?;
+    if kreg::store::fleet::fleet_run(&db, run).await?.is_some() {
+        let n = kreg::store::fleet::requeue_failed(&db, run).await?;
+        println!("run {run}: a submitted run; {n} failed slot(s) queued again for the workers (their jobs not done run again on the same machines)");
+        return Ok(ExitCode::SUCCESS);
+    }
     let Some(b) = sb::bisection(&db, run).await? else {
         return super::run::resume(run, cfg).await;
     };

@@ -20,7 +20,7 @@ use kreg::report::Format;
 
 /// What a run's progress looks like: lines on stderr (each stage with what it cost, each job
 /// with the time left), and a bar when stderr is a terminal.
-pub(super) struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
     tty: bool,
     /// When this process began driving the run (boots count as its jobs' time), and how
@@ -32,7 +32,7 @@ pub(super) struct Progress {
 
 impl Progress {
     /// A bar on a terminal, plain lines otherwise.
-    pub(super) fn new() -> Progress {
+    pub(crate) fn new() -> Progress {
         let tty = std::io::stderr().is_terminal();
         let bar = if tty {
             ProgressBar::new(0)
@@ -82,7 +82,7 @@ impl Progress {
         format!("job #{ordinal}/{}", self.total)
     }
 
-    pub(super) fn show(&mut self, e: Event) {
+    pub(crate) fn show(&mut self, e: Event) {
         match e {
             Event::KernelBooting { kernel } => {
                 self.bar.set_message(format!("preparing kernel {kernel}"));

@@ -60,6 +60,8 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
                 j.ordinal, j.state, j.kernel, j.variant, j.workload, j.attempts
             );
         }
+    } else {
+        print!("{}", super::fleet::status(db).await?);
     }
     Ok(ExitCode::SUCCESS)
 }

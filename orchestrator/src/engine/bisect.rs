@@ -334,6 +334,7 @@ impl Bisector<'_> {
                 run: self.run,
                 total: all.len(),
                 on_event: &mut watch,
+                fence: None,
             },
             scenario: &scenario,
             cfg: self.cfg,

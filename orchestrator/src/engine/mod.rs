@@ -16,6 +16,7 @@ mod collectors;
 mod job;
 pub mod knobs;
 mod machine;
+pub mod part;
 pub mod reach;
 mod sched_stats;
 mod server;
@@ -172,9 +173,11 @@ async fn must(
 /// Whom the run's processes on `host` work for (the agent's sweep finds them by it): the
 /// run's id and creation time, so that runs of two databases never share one, and the
 /// host, so that a sweep on one host never touches another's processes when two agents
-/// share a machine.
-fn owner_of(run: &store::RunRow, host: &str) -> String {
-    format!("run-{}-{:x}-{host}", run.id, run.created_at.timestamp_micros())
+/// share a machine; and a fleet slot's, so that two slots of one run never sweep each
+/// other's (their host names are the scenario's, the same on every pair).
+fn owner_of(run: &store::RunRow, host: &str, slot: Option<i32>) -> String {
+    let slot = slot.map(|s| format!("-s{s}")).unwrap_or_default();
+    format!("run-{}-{:x}-{host}{slot}", run.id, run.created_at.timestamp_micros())
 }
 
 /// Turns the schedstat counters on for a boot when they are off, noting the value before
@@ -212,6 +215,19 @@ async fn schedstats_on(
 pub async fn restore_settings(db: &PgPool, run_id: i64, cfg: &Config) -> Result<Vec<String>, EngineError> {
     let run = store::run(db, run_id).await?;
     let scenario = scenario_of(&run)?;
+    restore_settings_on(db, run_id, &scenario, cfg, false).await
+}
+
+/// [`restore_settings`] on the hosts of `scenario`; `this_boot_only` (a fleet slot, whose
+/// host names other slots' machines share): a setting of another boot is left as it is,
+/// not taken for reset by a reboot.
+pub(crate) async fn restore_settings_on(
+    db: &PgPool,
+    run_id: i64,
+    scenario: &Scenario,
+    cfg: &Config,
+    this_boot_only: bool,
+) -> Result<Vec<String>, EngineError> {
     let mut said = Vec::new();
     for store::PendingSetting {
         host,
@@ -230,6 +246,7 @@ pub async fn restore_settings(db: &PgPool, run_id: i64, cfg: &Config) -> Result<
                 // The agent (and an ssh host's tunnel) lives while the setting is put back.
                 match &agent {
                     Ok(a) => match a.client.identity().await {
+                        Ok(id) if id.boot_id != boot_id && this_boot_only => continue,
                         Ok(id) if id.boot_id != boot_id => Ok("reset by a reboot".to_string()),
                         Ok(_) if setting == knobs::SCHEDSTATS_SETTING => knobs::set_schedstats(&a.client, &before)
                             .await
@@ -402,7 +419,7 @@ pub async fn drive(
     let mut known = Some(jobs);
     let result = loop {
         let hosts = std::mem::take(&mut reached);
-        let result = drive_jobs(db, (&run, &scenario), cfg, hosts, known.take(), on_event).await;
+        let result = drive_jobs(db, (&run, &scenario, None), cfg, hosts, known.take(), on_event).await;
         let lost = match &result {
             Err(EngineError::Store(e)) if e.is_connection_lost() && outages < DB_OUTAGES => e.to_string(),
             _ => break result,
@@ -499,24 +516,22 @@ async fn open_conns(
 
 /// The body of [`drive`], once the run is locked and marked running.
 /// `known`: the run's jobs when they were just read.
-async fn drive_jobs(
+pub(crate) async fn drive_jobs(
     db: &PgPool,
-    (run, scenario): (&store::RunRow, &Scenario),
+    (run, scenario, fence): (&store::RunRow, &Scenario, Option<store::fleet::Fence>),
     cfg: &Config,
     reached: reach::Reached,
     known: Option<Vec<JobRow>>,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
-    let conns = open_conns(
-        scenario,
-        &cfg.data_dir.join("runs").join(run.id.to_string()),
-        cfg,
-        reached,
-    )
-    .await?;
+    let dir = match fence {
+        Some(f) => format!("{}-slot{}", run.id, f.slot),
+        None => run.id.to_string(),
+    };
+    let conns = open_conns(scenario, &cfg.data_dir.join("runs").join(dir), cfg, reached).await?;
     let mut jobs = match known {
         Some(jobs) => jobs,
-        None => store::jobs(db, run.id).await?,
+        None => jobs_of(db, run.id, fence).await?,
     };
     let mut driver = drive::Driver {
         db,
@@ -526,6 +541,7 @@ async fn drive_jobs(
             run,
             total: jobs.len(),
             on_event,
+            fence,
         },
         scenario,
         cfg,
@@ -560,10 +576,21 @@ async fn drive_jobs(
         driver.started = started_boots(&jobs);
     }
 
-    let after = store::jobs(db, run.id).await?;
+    let after = jobs_of(db, run.id, fence).await?;
     let done = after.iter().filter(|j| j.state == JobState::Done).count();
     let failed = after.len() - done;
-    let state = if failed == 0 { RunState::Done } else { RunState::Failed };
-    store::set_run_state(db, run.id, state).await?;
+    // A fleet slot's end is the worker's to record (the run ends with its last slot).
+    if fence.is_none() {
+        let state = if failed == 0 { RunState::Done } else { RunState::Failed };
+        store::set_run_state(db, run.id, state).await?;
+    }
     Ok(Outcome { done, failed })
+}
+
+/// The jobs a drive takes: the run's, or a fleet slot's.
+async fn jobs_of(db: &PgPool, run_id: i64, fence: Option<store::fleet::Fence>) -> Result<Vec<JobRow>, EngineError> {
+    Ok(match fence {
+        Some(f) => store::slot_jobs(db, run_id, f.slot).await?,
+        None => store::jobs(db, run_id).await?,
+    })
 }

@@ -63,6 +63,9 @@ pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError
                 Some(fp) => AgentClient::pinned(&http.url, &token, fp)?,
                 None => AgentClient::new(&http.url, &token),
             };
+            if let Some(e) = cfg.lease_epoch {
+                client.fence(e);
+            }
             Ok(Some(Agent {
                 client,
                 reach: Reach::Http {
@@ -74,7 +77,7 @@ pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError
         }
         Transport::Ssh(t) => {
             let token = ssh_token(t, cfg)?;
-            let r = ssh::reach(&t.ssh, &cfg.agent_bin, &token).await?;
+            let r = ssh::reach_fenced(&t.ssh, &cfg.agent_bin, &token, cfg.lease_epoch).await?;
             tracing::info!(host = %host.name, "ssh {}: agent {}", t.ssh.target(), r.outcome);
             Ok(Some(Agent {
                 client: r.client,

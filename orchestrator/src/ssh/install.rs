@@ -226,14 +226,15 @@ async fn answers(client: &AgentClient) -> bool {
 }
 
 /// Makes the machine run the controller's agent (`agent_bin`) as `setup` says, with
-/// `token`; `base` is where the agent's port is reached from here (the tunnel). Returns
-/// what was done and a client of the agent (pinned to its certificate under TLS).
+/// `token`; `base` is where the agent's port is reached from here (the tunnel), with the
+/// fleet lease's epoch every request carries, if any. Returns what was done and a client
+/// of the agent (pinned to its certificate under TLS).
 pub async fn ensure(
     session: &Session,
     agent_bin: &Path,
     token: &str,
     setup: &Setup,
-    base: &str,
+    (base, epoch): (&str, Option<u64>),
 ) -> Result<(Outcome, AgentClient), String> {
     let bin = std::fs::read(agent_bin).map_err(|e| {
         format!(
@@ -266,6 +267,9 @@ pub async fn ensure(
         Some(fp) => AgentClient::pinned(&base.replacen("http://", "https://", 1), token, fp)?,
         None => AgentClient::new(base, token),
     };
+    if let Some(e) = epoch {
+        client.fence(e);
+    }
     let outcome = |action| Outcome {
         action,
         systemd: p.systemd,

@@ -31,6 +31,17 @@ pub struct Reached {
 /// Connects to the machine, makes it run the controller's agent on its loopback and
 /// opens the tunnel to it.
 pub async fn reach(spec: &SshSpec, agent_bin: &Path, token: &str) -> Result<Reached, String> {
+    reach_fenced(spec, agent_bin, token, None).await
+}
+
+/// [`reach`] under a fleet lease: every request to the agent, from the first, carries
+/// `epoch` (the agent, once fenced, refuses requests without one).
+pub async fn reach_fenced(
+    spec: &SshSpec,
+    agent_bin: &Path,
+    token: &str,
+    epoch: Option<u64>,
+) -> Result<Reached, String> {
     let setup = install::Setup::loopback(spec.agent_port);
     let session = Session::connect(spec).await.map_err(|e| e.to_string())?;
     let host_key = session.host_key.clone();
@@ -38,7 +49,7 @@ pub async fn reach(spec: &SshSpec, agent_bin: &Path, token: &str) -> Result<Reac
         .await
         .map_err(|e| format!("ssh {}: cannot open a local port for the tunnel: {e}", spec.target()))?;
     let session = tunnel.session().await.map_err(|e| e.to_string())?;
-    let (outcome, client) = install::ensure(&session, agent_bin, token, &setup, &tunnel.url()).await?;
+    let (outcome, client) = install::ensure(&session, agent_bin, token, &setup, (&tunnel.url(), epoch)).await?;
     if !outcome.systemd {
         let sha256 = install::sha256_of(agent_bin).map_err(|e| format!("{}: {e}", agent_bin.display()))?;
         tunnel.revive_with(install::Revive {

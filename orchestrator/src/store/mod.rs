@@ -6,6 +6,7 @@ pub mod bisect;
 mod builds;
 pub mod cluster;
 mod copy;
+pub mod fleet;
 pub mod pages;
 mod provenance;
 mod runlock;
@@ -37,6 +38,9 @@ pub enum StoreError {
     NoSuchRun(i64),
     #[error("cannot connect to PostgreSQL at {target}: {cause}")]
     Unreachable { target: String, cause: String },
+    /// A fleet worker's write under a lease it no longer holds: refused, nothing stored.
+    #[error("run {run_id}, slot {slot}: the lease of epoch {epoch} is no longer held (expired, or taken over by another worker); nothing was stored")]
+    Fenced { run_id: i64, slot: i32, epoch: i64 },
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -137,13 +141,24 @@ pub async fn open(options: PgConnectOptions) -> Result<PgPool> {
 /// Records a new run of a scenario: its text (stored once per distinct content, known by
 /// its SHA-256), the run, and all its jobs pending, in one transaction. Returns the run's id.
 pub async fn record_run(db: &PgPool, name: &str, yaml: &str, source_path: &str, jobs: &[Job]) -> Result<i64> {
-    use sha2::Digest;
-    let sha = hex::encode(sha2::Sha256::digest(yaml.as_bytes()));
     let mut tx = db.begin().await?;
-    let scenario_id = upsert_scenario(&mut *tx, name, yaml, &sha).await?;
-    let run_id = create_run(&mut tx, scenario_id, source_path, jobs).await?;
+    let run_id = record_run_in(&mut tx, name, yaml, source_path, jobs).await?;
     tx.commit().await?;
     Ok(run_id)
+}
+
+/// [`record_run`] within the caller's transaction.
+async fn record_run_in(
+    tx: &mut Transaction<'_, Postgres>,
+    name: &str,
+    yaml: &str,
+    source_path: &str,
+    jobs: &[Job],
+) -> Result<i64> {
+    use sha2::Digest;
+    let sha = hex::encode(sha2::Sha256::digest(yaml.as_bytes()));
+    let scenario_id = upsert_scenario(&mut **tx, name, yaml, &sha).await?;
+    create_run(tx, scenario_id, source_path, jobs).await
 }
 
 /// Stores the scenario text once per distinct content; returns its id.
@@ -316,6 +331,18 @@ pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
     .await?)
 }
 
+/// The jobs of one slot of a submitted run, in run order.
+pub async fn slot_jobs(db: impl PgExecutor<'_>, run_id: i64, slot: i32) -> Result<Vec<JobRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, warmup
+         FROM jobs WHERE run_id = $1 AND slot = $2 ORDER BY ordinal",
+    )
+    .bind(run_id)
+    .bind(slot)
+    .fetch_all(db)
+    .await?)
+}
+
 pub async fn start_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<()> {
     sqlx::query("UPDATE jobs SET state = $2, attempts = attempts + 1, started_at = now(), error = NULL WHERE id = $1")
         .bind(job_id)
@@ -348,29 +375,7 @@ pub struct JobOutcome {
     pub tool_versions: std::collections::BTreeMap<String, String>,
 }
 
-/// A job done: its metrics, raw outputs and `done` state, in one transaction.
-pub async fn job_done(db: &PgPool, run_id: i64, job_id: i64, o: &JobOutcome) -> Result<()> {
-    let mut tx = db.begin().await?;
-    finish_job(&mut tx, run_id, job_id, o).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// A job failed: the raw outputs it gathered and its reason, in one transaction.
-pub async fn job_failed(
-    db: &PgPool,
-    run_id: i64,
-    job_id: i64,
-    raw: &crate::record::Outputs,
-    reason: &str,
-) -> Result<()> {
-    let mut tx = db.begin().await?;
-    store_raw(&mut tx, run_id, job_id, raw).await?;
-    fail_job(&mut *tx, job_id, reason).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
+/// A job done: its metrics, raw outputs and `done` state (in the caller's transaction).
 pub async fn finish_job(tx: &mut Transaction<'_, Postgres>, run_id: i64, job_id: i64, o: &JobOutcome) -> Result<()> {
     for m in &o.metrics {
         sqlx::query(

@@ -120,7 +120,7 @@ impl<'a> Cx<'a> {
         })
     }
 
-    fn transport(&mut self, node: &Node, host: &str, default_boot: BootVia) -> Option<Transport> {
+    pub(super) fn transport(&mut self, node: &Node, host: &str, default_boot: BootVia) -> Option<Transport> {
         let what = format!("the transport of {host}");
         let mut keys = vec![
             "kind",

@@ -2,7 +2,7 @@
 //! a failed step leaves undone failed with its reason, and the run's progress said as
 //! [`Event`]s. The driver drives machines; the ledger only writes down what happened.
 
-use sqlx::PgPool;
+use sqlx::{PgPool, Postgres, Transaction};
 
 use super::Failure;
 use crate::engine::{job, EngineError, Event};
@@ -14,9 +14,39 @@ pub(crate) struct Ledger<'a> {
     /// All jobs of the run, for "job N of M".
     pub total: usize,
     pub on_event: &'a mut dyn FnMut(Event),
+    /// A fleet worker's lease: every write checks it still holds its slot, in the
+    /// transaction of the write (none for `kreg run`).
+    pub fence: Option<store::fleet::Fence>,
 }
 
 impl Ledger<'_> {
+    /// A transaction for a write, the lease checked first (a worker whose lease was taken
+    /// over stores nothing).
+    async fn begin(&self) -> Result<Transaction<'static, Postgres>, EngineError> {
+        let mut tx = self.db.begin().await.map_err(store::StoreError::from)?;
+        if let Some(f) = &self.fence {
+            store::fleet::check_fence(&mut tx, f).await?;
+        }
+        Ok(tx)
+    }
+
+    async fn commit(tx: Transaction<'static, Postgres>) -> Result<(), EngineError> {
+        tx.commit().await.map_err(store::StoreError::from)?;
+        Ok(())
+    }
+
+    /// A job's attempt begins: it is `running` (under the lease, if any).
+    pub async fn start(&mut self, j: &JobRow) -> Result<(), EngineError> {
+        let mut tx = self.begin().await?;
+        store::start_job(&mut *tx, j.id).await?;
+        Self::commit(tx).await
+    }
+
+    async fn fail_one(&self, j: &JobRow, reason: &str) -> Result<(), EngineError> {
+        let mut tx = self.begin().await?;
+        store::fail_job(&mut *tx, j.id, reason).await?;
+        Self::commit(tx).await
+    }
     pub fn say(&mut self, e: Event) {
         (self.on_event)(e)
     }
@@ -38,7 +68,7 @@ impl Ledger<'_> {
     pub async fn fail_kernel(&mut self, jobs: &[&JobRow], kernel: &str, reason: String) -> Result<(), EngineError> {
         let stored = Failure::Boot(reason.clone()).to_string();
         for j in jobs {
-            store::fail_job(self.db, j.id, &stored).await?;
+            self.fail_one(j, &stored).await?;
         }
         self.say(Event::KernelFailed {
             kernel: kernel.to_string(),
@@ -50,7 +80,7 @@ impl Ledger<'_> {
 
     pub async fn fail_jobs(&mut self, jobs: &[&JobRow], reason: &str) -> Result<(), EngineError> {
         for j in jobs {
-            store::fail_job(self.db, j.id, reason).await?;
+            self.fail_one(j, reason).await?;
             self.say(Event::JobFailed {
                 ordinal: j.ordinal,
                 reason: reason.to_string(),
@@ -70,7 +100,12 @@ impl Ledger<'_> {
     ) -> Result<(), EngineError> {
         match result {
             Ok(outcome) => {
-                store::job_done(self.db, self.run.id, j.id, &outcome).await?;
+                let mut tx = self.begin().await?;
+                store::finish_job(&mut tx, self.run.id, j.id, &outcome).await?;
+                if let Some(f) = &self.fence {
+                    store::fleet::stored_under(&mut *tx, j.id, f.epoch).await?;
+                }
+                Self::commit(tx).await?;
                 self.say(Event::JobDone {
                     ordinal: j.ordinal,
                     metrics: outcome
@@ -82,7 +117,10 @@ impl Ledger<'_> {
                 });
             }
             Err(f) => {
-                store::job_failed(self.db, self.run.id, j.id, &f.raw, &f.reason).await?;
+                let mut tx = self.begin().await?;
+                store::store_raw(&mut tx, self.run.id, j.id, &f.raw).await?;
+                store::fail_job(&mut *tx, j.id, &f.reason).await?;
+                Self::commit(tx).await?;
                 let console = if f.unreachable { console() } else { None };
                 let reason = match console {
                     Some(c) => format!("{}; console:\n{c}", f.reason),

@@ -29,7 +29,7 @@ impl Driver<'_> {
         let mut tries = 0;
         loop {
             tries += 1;
-            store::start_job(self.db, j.id).await?;
+            self.ledger.start(j).await?;
             let result = job::run(ctx, variant, workload).await;
             let lost = match &result {
                 Err(f) if f.unreachable && tries < JOB_TRIES => f.reason.clone(),

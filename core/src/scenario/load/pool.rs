@@ -1,0 +1,169 @@
+//! A pool file: the machines of a fleet, each with its role, its transport (the keys of a
+//! scenario host's `transport:`), a SUT's load generator and its labels.
+//!
+//! ```yaml
+//! machines:
+//!   sut-a: { role: sut, loadgen: ldg-a, labels: { cpu: EPYC-7763, numa: "2" },
+//!            transport: { kind: http, url: "https://10.0.0.5:7878", token_file: a.token,
+//!                         tls_fingerprint: "sha256:…" } }
+//!   ldg-a: { role: loadgen, transport: { kind: ssh, address: 10.0.0.6 } }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::super::*;
+use crate::yaml::cx::Cx;
+use crate::yaml::{self, Kind, Node};
+
+/// One machine of a pool file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolMachine {
+    pub name: String,
+    pub role: Role,
+    pub transport: Transport,
+    /// A SUT's load generator (another machine of the pool), leased with it.
+    pub loadgen: Option<String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Parses and checks a pool file; relative paths are taken from `base_dir`.
+pub fn pool_from_str(text: &str, base_dir: &Path) -> Result<Vec<PoolMachine>, Vec<Diagnostic>> {
+    let root = yaml::parse(text).map_err(|e| {
+        vec![Diagnostic {
+            line: e.line,
+            col: e.col,
+            message: format!("YAML syntax: {}", e.message),
+        }]
+    })?;
+    let mut cx = Cx {
+        diags: Vec::new(),
+        base_dir,
+        files: Vec::new(),
+    };
+    let machines = cx.pool(&root);
+    match machines {
+        Some(m) if cx.diags.is_empty() => Ok(m),
+        _ => {
+            cx.diags.sort_by_key(|d| (d.line, d.col));
+            Err(cx.diags)
+        }
+    }
+}
+
+impl Cx<'_> {
+    fn pool(&mut self, root: &Node) -> Option<Vec<PoolMachine>> {
+        let f = self.map(root, "the pool file", &["machines"])?;
+        let node = self.required(&f, "machines", "the pool file")?;
+        let Kind::Map(entries) = &node.kind else {
+            self.expected(node, "machines", "a mapping of machine name to machine");
+            return None;
+        };
+        if entries.is_empty() {
+            self.error(node, "machines: declare at least one machine");
+            return None;
+        }
+        let mut out: Vec<PoolMachine> = Vec::new();
+        let mut ok = true;
+        for (k, v) in entries {
+            let name = self.name(k, "machine name");
+            match name {
+                Some(n) if out.iter().any(|m| m.name == n) => {
+                    self.error(k, format!("machine `{n}` is declared twice"));
+                    ok = false;
+                }
+                Some(n) => match self.pool_machine(&n, v) {
+                    Some(m) => out.push(m),
+                    None => ok = false,
+                },
+                None => ok = false,
+            }
+        }
+        if ok {
+            self.check_loadgens(entries, &out);
+        }
+        ok.then_some(out)
+    }
+
+    fn pool_machine(&mut self, name: &str, node: &Node) -> Option<PoolMachine> {
+        let what = format!("machine `{name}`");
+        let f = self.map(node, &what, &["role", "transport", "loadgen", "labels"])?;
+        let role = self
+            .required(&f, "role", &what)
+            .and_then(|n| match self.string(n, "role")?.as_str() {
+                "sut" => Some(Role::Sut),
+                "loadgen" => Some(Role::Loadgen),
+                other => {
+                    self.error(n, format!("role: unknown role `{other}`; expected sut or loadgen"));
+                    None
+                }
+            });
+        let transport = self
+            .required(&f, "transport", &what)
+            .and_then(|n| self.transport(n, &what, BootVia::Kexec));
+        if let Some(Transport::Lab { .. }) = &transport {
+            self.error(
+                f.get("transport")?,
+                format!("{what}: a lab VM cannot be a fleet machine (it lives with one controller)"),
+            );
+            return None;
+        }
+        let loadgen = match f.get("loadgen") {
+            Some(n) => Some(self.name(n, "loadgen")?),
+            None => None,
+        };
+        let labels = match f.get("labels") {
+            Some(n) => self.labels(n)?,
+            None => BTreeMap::new(),
+        };
+        Some(PoolMachine {
+            name: name.to_string(),
+            role: role?,
+            transport: transport?,
+            loadgen,
+            labels,
+        })
+    }
+
+    /// `labels: { key: value, … }`: names for keys, any plain text for values.
+    fn labels(&mut self, node: &Node) -> Option<BTreeMap<String, String>> {
+        let Kind::Map(entries) = &node.kind else {
+            self.expected(node, "labels", "a mapping of label to value");
+            return None;
+        };
+        let mut out = BTreeMap::new();
+        for (k, v) in entries {
+            let key = self.name(k, "label")?;
+            let value = self.string(v, &format!("label {key}"))?;
+            if value.chars().any(char::is_control) {
+                self.error(v, format!("label {key}: {value:?} holds a control character"));
+                return None;
+            }
+            out.insert(key, value);
+        }
+        Some(out)
+    }
+
+    /// A SUT's `loadgen` names a load generator of the pool; only a SUT has one.
+    fn check_loadgens(&mut self, entries: &[(Node, Node)], machines: &[PoolMachine]) {
+        for ((k, _), m) in entries.iter().zip(machines) {
+            let Some(l) = &m.loadgen else { continue };
+            let found = machines.iter().find(|o| &o.name == l);
+            let problem = match (m.role, found) {
+                (Role::Loadgen, _) => Some(format!("machine `{}`: only a SUT has a loadgen", m.name)),
+                (_, None) => Some(format!(
+                    "machine `{}`: loadgen `{l}` is not a machine of this pool",
+                    m.name
+                )),
+                (_, Some(o)) if o.role != Role::Loadgen => Some(format!(
+                    "machine `{}`: `{l}` is not a loadgen (its role is sut)",
+                    m.name
+                )),
+                _ => None,
+            };
+            if let Some(p) = problem {
+                self.error(k, p);
+            }
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! `kreg machines` (the fleet's pool) and `kreg submit` (a scenario queued for workers).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+
+use kreg::config::Config;
+use kreg::scenario::{PoolMachine, Role};
+use kreg::store::fleet;
+
+#[derive(clap::Subcommand)]
+pub enum MachinesCmd {
+    /// Register the machines of a pool file (or update them: their leases stay).
+    Add { pool: PathBuf },
+    /// The machines: role, labels, load generator, lease (worker, epoch, since, heartbeat).
+    List,
+    /// Take a machine out of the pool (not while leased, nor while a slot not finished is
+    /// pinned to it).
+    Remove { name: String },
+}
+
+/// `kreg submit`'s arguments.
+#[derive(clap::Args)]
+pub struct SubmitArgs {
+    pub file: PathBuf,
+    /// Machine pairs to spread the run over (each measures every kernel and variant).
+    #[arg(long, default_value_t = 1)]
+    pub pairs: u32,
+    /// Only machines with this label (KEY=VALUE; repeatable).
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+    /// Allow pairs whose machines' labels differ (the report then says so); without it,
+    /// every pair of the run has the same labels.
+    #[arg(long)]
+    pub mix_labels: bool,
+}
+
+pub async fn machines(cmd: MachinesCmd, cfg: &Config) -> Result<ExitCode> {
+    let db = super::db::connect(cfg).await?;
+    match cmd {
+        MachinesCmd::Add { pool } => add(&db, &pool).await,
+        MachinesCmd::List => {
+            print!("{}", list(&db).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        MachinesCmd::Remove { name } => match fleet::remove_machine(&db, &name).await? {
+            Ok(()) => {
+                println!("{name} removed from the pool");
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(why) => bail!("{name} not removed: {why}"),
+        },
+    }
+}
+
+/// Reads and checks a pool file, printing every problem as FILE:LINE:COL: message.
+pub fn load_pool(file: &Path) -> Result<(String, PathBuf, Vec<PoolMachine>)> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let dir = std::fs::canonicalize(file)
+        .with_context(|| format!("cannot resolve {}", file.display()))?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    match kreg::scenario::pool_from_str(&text, &dir) {
+        Ok(m) => Ok((text, dir, m)),
+        Err(diags) => {
+            for d in &diags {
+                eprintln!("{}", d.render(&file.display().to_string()));
+            }
+            bail!("{} has {} problem(s); no machine added", file.display(), diags.len())
+        }
+    }
+}
+
+async fn add(db: &sqlx::PgPool, file: &Path) -> Result<ExitCode> {
+    let (text, dir, machines) = load_pool(file)?;
+    let rows: Vec<fleet::NewMachine> = machines
+        .iter()
+        .map(|m| fleet::NewMachine {
+            name: &m.name,
+            role: match m.role {
+                Role::Sut => "sut",
+                Role::Loadgen => "loadgen",
+            },
+            loadgen: m.loadgen.as_deref(),
+            labels: &m.labels,
+        })
+        .collect();
+    fleet::add_machines(db, &text, &dir.display().to_string(), &rows).await?;
+    for m in &machines {
+        println!("{}: {} {}", m.name, rows_role(m.role), labels_text(&m.labels));
+    }
+    println!("{} machine(s) in the pool from {}", machines.len(), file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rows_role(r: Role) -> &'static str {
+    match r {
+        Role::Sut => "sut",
+        Role::Loadgen => "loadgen",
+    }
+}
+
+fn labels_text(l: &BTreeMap<String, String>) -> String {
+    if l.is_empty() {
+        return "(no labels)".into();
+    }
+    l.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// The pool as `kreg machines list` and `kreg status` print it.
+pub async fn list(db: &sqlx::PgPool) -> Result<String> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let rows = fleet::machines(db).await?;
+    if rows.is_empty() {
+        out.push_str("no machines: add a pool file with `kreg machines add POOL.yaml`\n");
+    }
+    for m in rows {
+        let lease = match (m.leased, m.lease_worker, m.lease_epoch) {
+            (true, Some(w), Some(e)) => format!(
+                "leased by worker {w} at epoch {e} since {}, heartbeat {}, expires {}",
+                time(m.lease_since),
+                time(m.lease_heartbeat),
+                time(m.lease_expires)
+            ),
+            (false, Some(w), Some(e)) => format!(
+                "free (the lease of worker {w}, epoch {e}, expired {})",
+                time(m.lease_expires)
+            ),
+            _ => "free".into(),
+        };
+        let ldg = m.loadgen.map(|l| format!(" loadgen={l}")).unwrap_or_default();
+        writeln!(
+            out,
+            "{:<20} {:<8} {}{ldg}  {lease}",
+            m.name,
+            m.role,
+            labels_text(&m.labels.0)
+        )?;
+    }
+    Ok(out)
+}
+
+fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    t.map(|t| t.format("%H:%M:%S").to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// `KEY=VALUE` pairs.
+fn parse_labels(given: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for l in given {
+        let Some((k, v)) = l.split_once('=') else {
+            bail!("--label {l:?}: expected KEY=VALUE");
+        };
+        if k.is_empty() {
+            bail!("--label {l:?}: the key is empty");
+        }
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+/// Whether the pool can ever give the run its pairs: SUTs with the labels asked for (and a
+/// load generator when the scenario has one), all of one set of labels unless mixing is
+/// allowed. Why not, otherwise.
+fn pool_fits(
+    rows: &[fleet::MachineRow],
+    want: &BTreeMap<String, String>,
+    a: &SubmitArgs,
+    needs_loadgen: bool,
+) -> Result<(), String> {
+    let fit: Vec<&fleet::MachineRow> = rows
+        .iter()
+        .filter(|m| m.role == "sut")
+        .filter(|m| want.iter().all(|(k, v)| m.labels.0.get(k) == Some(v)))
+        .filter(|m| !needs_loadgen || m.loadgen.is_some())
+        .collect();
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+    for m in &fit {
+        *groups.entry(labels_text(&m.labels.0)).or_default() += 1;
+    }
+    let most = groups.values().copied().max().unwrap_or(0);
+    let pairs = a.pairs as usize;
+    let what = if needs_loadgen {
+        "SUTs with a load generator"
+    } else {
+        "SUTs"
+    };
+    if fit.len() < pairs {
+        return Err(format!(
+            "the pool has {} {what} with labels {} (want {pairs})",
+            fit.len(),
+            labels_text(want)
+        ));
+    }
+    if !a.mix_labels && most < pairs {
+        let seen: Vec<String> = groups.iter().map(|(l, n)| format!("{n} with {l}")).collect();
+        return Err(format!(
+            "no {pairs} of the pool's {what} have the same labels ({}): a comparison never mixes machines of different labels unless --mix-labels says so (the report then says it did)",
+            seen.join("; ")
+        ));
+    }
+    Ok(())
+}
+
+pub async fn submit(a: &SubmitArgs, cfg: &Config) -> Result<ExitCode> {
+    let (text, s) = super::validate::load(&a.file)?;
+    if a.pairs == 0 {
+        bail!("--pairs 0: give at least one pair");
+    }
+    kreg::engine::part::fleet_fit(&s).map_err(|e| anyhow::anyhow!("{}: {e}; nothing queued", a.file.display()))?;
+    let jobs = kreg::plan::expand(&s);
+    let slots = kreg::plan::slots(&s, &jobs, a.pairs)
+        .map_err(|e| anyhow::anyhow!("{}: {e}; nothing queued", a.file.display()))?;
+    let want = parse_labels(&a.labels)?;
+    let needs_loadgen = s.hosts.iter().any(|h| h.role == Role::Loadgen);
+    let db = super::db::connect(cfg).await?;
+    let rows = fleet::machines(&db).await?;
+    pool_fits(&rows, &want, a, needs_loadgen).map_err(|e| anyhow::anyhow!("{e}; nothing queued"))?;
+    let source = std::fs::canonicalize(&a.file).unwrap_or(a.file.clone());
+    let with_slots: Vec<(kreg::plan::Job, i32)> = jobs.into_iter().zip(slots.into_iter().map(|s| s as i32)).collect();
+    let run_id = fleet::submit(
+        &db,
+        (&s.name, &text, &source.display().to_string()),
+        &with_slots,
+        &fleet::Submission {
+            pairs: a.pairs as i32,
+            labels: &want,
+            mix_labels: a.mix_labels,
+            needs_loadgen,
+        },
+    )
+    .await?;
+    println!(
+        "run {run_id}: {} jobs ({}) queued on {} pair(s){}; workers take it (`kreg worker`), `kreg status` shows it",
+        with_slots.len(),
+        s.name,
+        a.pairs,
+        if want.is_empty() {
+            String::new()
+        } else {
+            format!(" with {}", labels_text(&want))
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The queue, the machines and the workers, as `kreg status` prints them after the runs
+/// (nothing when the fleet is not used).
+pub async fn status(db: &sqlx::PgPool) -> Result<String> {
+    use std::fmt::Write;
+    let slots = fleet::open_slots(db).await?;
+    let workers = fleet::workers(db, 24.0).await?;
+    let machines = fleet::machines(db).await?;
+    let mut out = String::new();
+    if slots.is_empty() && workers.is_empty() && machines.is_empty() {
+        return Ok(out);
+    }
+    writeln!(out, "\nqueue (slots of runs not finished):")?;
+    if slots.is_empty() {
+        writeln!(out, "  empty")?;
+    }
+    for s in &slots {
+        let on = match (&s.sut, s.worker, s.epoch) {
+            (Some(m), Some(w), Some(e)) if s.state == "leased" => format!(" on {m} by worker {w} (epoch {e})"),
+            (Some(m), _, _) => format!(" on {m}"),
+            _ => String::new(),
+        };
+        let over = if s.takeovers > 0 {
+            format!(", taken over {} time(s)", s.takeovers)
+        } else {
+            String::new()
+        };
+        let err = s
+            .error
+            .as_deref()
+            .map(|e| format!("  {}", kreg::text::one_line(e)))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  run {} slot {}  {:<7} {}/{} done{on}{over}{err}",
+            s.run_id, s.slot, s.state, s.done, s.jobs
+        )?;
+    }
+    writeln!(out, "machines:")?;
+    for line in list(db).await?.lines() {
+        writeln!(out, "  {line}")?;
+    }
+    writeln!(out, "workers (seen in the last 24 h):")?;
+    if workers.is_empty() {
+        writeln!(out, "  none")?;
+    }
+    for w in &workers {
+        let state = match w.stopped_at {
+            Some(t) => format!("stopped {}", t.format("%H:%M:%S")),
+            None => format!("last heartbeat {:.0} s ago", w.silent_secs),
+        };
+        writeln!(
+            out,
+            "  worker {} {}  {state}, holding {} slot(s)",
+            w.id, w.name, w.holding
+        )?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,222 @@
+//! `kreg worker`: takes slots of submitted runs from the queue, each with a lease on a
+//! machine pair, and drives them as `kreg run` would, heartbeating the lease. A worker that
+//! loses its lease (it stalled, or was cut off longer than the lease) stops driving at
+//! once; whatever it still sends is refused by the agents (older epoch) and by the
+//! database (the slot's epoch moved on).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use sqlx::PgPool;
+
+use kreg::config::Config;
+use kreg::engine::part::{self, Part};
+use kreg::engine::{self, EngineError};
+use kreg::store::{self, fleet};
+
+/// `kreg worker`'s arguments.
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    /// How long a lease lasts without a heartbeat (seconds); another worker takes the
+    /// machines over after it. The heartbeat comes every third of it.
+    #[arg(long, default_value_t = 60.0)]
+    pub lease: f64,
+    /// How often an idle worker looks at the queue (seconds).
+    #[arg(long, default_value_t = 2.0)]
+    pub poll: f64,
+    /// Stop once the queue has nothing left to claim or wait for.
+    #[arg(long)]
+    pub until_empty: bool,
+    /// The worker's name in `kreg status` (default HOST:PID).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// How a slot's drive ended, for the worker.
+enum Ended {
+    Finished,
+    /// The lease went (expired, taken over, or refused a write): someone else goes on.
+    Lost(String),
+    /// SIGINT or SIGTERM: the worker stops and gives its lease up.
+    Signal(&'static str),
+}
+
+pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
+    if !(a.lease >= 3.0) {
+        anyhow::bail!("--lease {}: give 3 seconds or more", a.lease);
+    }
+    let db = super::db::connect(cfg).await?;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}:{}", host.trim(), std::process::id()));
+    let id = fleet::register_worker(&db, &name).await?;
+    say(&format!("worker {id} ({name}) up, lease {} s", a.lease));
+    let signal = loop {
+        let claim = tokio::select! {
+            c = claim_when_db(&db, id, a.lease) => c,
+            s = super::run::interrupted() => break s,
+        };
+        let Some(c) = claim else {
+            if a.until_empty && fleet::open_slots(&db).await.map(|s| s.is_empty()).unwrap_or(false) {
+                say(&format!("worker {id}: the queue is empty; stopping"));
+                break "an empty queue";
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs_f64(a.poll)) => continue,
+                s = super::run::interrupted() => break s,
+            }
+        };
+        match drive_claim(&db, id, &c, a.lease, cfg).await {
+            Ended::Finished => {}
+            Ended::Lost(why) => say(&format!(
+                "worker {id}: run {} slot {}: lease of epoch {} lost ({why}); stopped driving it",
+                c.run_id, c.slot, c.epoch
+            )),
+            Ended::Signal(s) => break s,
+        }
+    };
+    let _ = fleet::worker_stopped(&db, id).await;
+    say(&format!("worker {id}: stopped by {signal}"));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn say(line: &str) {
+    eprintln!("{}", kreg::text::printable(&kreg::secrets::redact(line)));
+}
+
+/// A claim, or None; a database that went away is waited for (and said once).
+async fn claim_when_db(db: &PgPool, id: i64, lease: f64) -> Option<fleet::Claim> {
+    match fleet::claim(db, id, lease).await {
+        Ok(c) => c,
+        Err(e) => {
+            say(&format!("worker {id}: cannot claim: {e}"));
+            let _ = store::wait_until_back(db, Duration::from_secs(300)).await;
+            None
+        }
+    }
+}
+
+/// The pool machine `row` describes, parsed from its pool file as stored.
+fn pool_machine(row: &fleet::MachineRow) -> Result<kreg::scenario::PoolMachine, String> {
+    let dir = std::path::Path::new(&row.pool_dir);
+    let machines = kreg::scenario::pool_from_str(&row.pool_yaml, dir).map_err(|d| {
+        format!(
+            "machine {}: its pool file no longer loads: {}",
+            row.name,
+            d.first().map(|d| d.render("pool")).unwrap_or_default()
+        )
+    })?;
+    machines
+        .into_iter()
+        .find(|m| m.name == row.name)
+        .ok_or_else(|| format!("machine {} is not in its pool file any more", row.name))
+}
+
+/// The slot's part: the run's scenario on the claimed pair.
+async fn part_of(db: &PgPool, c: &fleet::Claim) -> Result<Part, String> {
+    let run = store::run(db, c.run_id).await.map_err(|e| e.to_string())?;
+    let scenario = engine::scenario_of(&run).map_err(|e| e.to_string())?;
+    let sut = pool_machine(&c.sut)?;
+    let loadgen = c.loadgen.as_ref().map(pool_machine).transpose()?;
+    let scenario = part::on_pair(&scenario, &sut, loadgen.as_ref())?;
+    Ok(Part {
+        fence: fleet::Fence {
+            run_id: c.run_id,
+            slot: c.slot,
+            epoch: c.epoch,
+        },
+        scenario,
+    })
+}
+
+/// Keeps the lease of `epoch` alive every third of `lease`; returns when it is lost (the
+/// database says so, or no heartbeat got through for a whole lease).
+async fn keep_lease(db: PgPool, id: i64, epoch: i64, lease: f64) -> String {
+    let every = Duration::from_secs_f64(lease / 3.0);
+    let mut last_ok = Instant::now();
+    loop {
+        tokio::time::sleep(every).await;
+        match tokio::time::timeout(every, fleet::heartbeat(&db, id, epoch, lease)).await {
+            Ok(Ok(true)) => last_ok = Instant::now(),
+            Ok(Ok(false)) => return "the database says it is no longer held".into(),
+            Ok(Err(_)) | Err(_) if last_ok.elapsed().as_secs_f64() >= lease => {
+                return format!("no heartbeat got through for {lease} s")
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, lease: f64, cfg: &Config) -> Ended {
+    let f = fleet::Fence {
+        run_id: c.run_id,
+        slot: c.slot,
+        epoch: c.epoch,
+    };
+    say(&format!(
+        "worker {id}: run {} slot {} on {}{} at epoch {}{}",
+        c.run_id,
+        c.slot,
+        c.sut.name,
+        c.loadgen.as_ref().map(|l| format!(" + {}", l.name)).unwrap_or_default(),
+        c.epoch,
+        if c.takeover {
+            " (taken over from a worker that lost its lease)"
+        } else {
+            ""
+        }
+    ));
+    let part = match part_of(db, c).await {
+        Ok(p) => Arc::new(p),
+        Err(why) => {
+            let _ = fleet::finish_slot(db, &f, true, Some(&why)).await;
+            say(&format!("worker {id}: run {} slot {}: {why}", c.run_id, c.slot));
+            return Ended::Finished;
+        }
+    };
+    let mut cfg = cfg.clone();
+    cfg.lease_epoch = Some(c.epoch as u64);
+    let lost = keep_lease(db.clone(), id, c.epoch, lease);
+    tokio::pin!(lost);
+    loop {
+        let mut progress = super::run::Progress::new();
+        let mut on_event = |e| progress.show(e);
+        let result = tokio::select! {
+            r = part::drive_part(db, &part, &cfg, &mut on_event) => r,
+            why = &mut lost => return Ended::Lost(why),
+            s = super::run::interrupted() => return Ended::Signal(s),
+        };
+        match result {
+            Ok(o) => {
+                let failed = o.failed > 0;
+                match fleet::finish_slot(db, &f, failed, None).await {
+                    Ok(true) => say(&format!(
+                        "worker {id}: run {} slot {}: {} jobs done, {} failed",
+                        c.run_id, c.slot, o.done, o.failed
+                    )),
+                    Ok(false) => return Ended::Lost("refused when finishing the slot".into()),
+                    Err(e) => return Ended::Lost(format!("finishing the slot: {e}")),
+                }
+                return Ended::Finished;
+            }
+            Err(EngineError::Store(e @ store::StoreError::Fenced { .. })) => return Ended::Lost(e.to_string()),
+            Err(EngineError::Store(e)) if e.is_connection_lost() => {
+                say(&format!("worker {id}: the database went away ({e}); going on where the slot stands once it is back, if the lease is still held"));
+                tokio::select! {
+                    _ = store::wait_until_back(db, Duration::from_secs(300)) => {}
+                    why = &mut lost => return Ended::Lost(why),
+                }
+            }
+            Err(e) => {
+                let why = e.to_string();
+                let _ = fleet::finish_slot(db, &f, true, Some(&why)).await;
+                say(&format!("worker {id}: run {} slot {} stopped: {why}", c.run_id, c.slot));
+                return Ended::Finished;
+            }
+        }
+    }
+}

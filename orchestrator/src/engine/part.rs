@@ -1,0 +1,91 @@
+//! A fleet worker's drive of one slot of a submitted run: the slot's jobs, on the pair of
+//! machines its lease holds, every write checked against the lease ([`Fence`]) and every
+//! agent request carrying the lease's epoch (the worker's `Config::lease_epoch`). The steps
+//! are those of `kreg run`; a slot taken over from a worker that lost its lease goes on
+//! where it stood, as a resume does.
+
+use sqlx::PgPool;
+
+use super::{drive_jobs, EngineError, Event, Outcome};
+use crate::config::Config;
+use crate::plan::JobState;
+use crate::scenario::{PoolMachine, Role, Scenario};
+use crate::store::{self, fleet::Fence};
+
+/// A slot to drive: its fence and the run's scenario with its hosts on the pair.
+pub struct Part {
+    pub fence: Fence,
+    pub scenario: Scenario,
+}
+
+/// The run's scenario with its SUT on `sut` and its load generator on `loadgen`: names,
+/// roles and tunings stay the scenario's, transports become the machines'.
+pub fn on_pair(scenario: &Scenario, sut: &PoolMachine, loadgen: Option<&PoolMachine>) -> Result<Scenario, String> {
+    let mut s = scenario.clone();
+    for h in &mut s.hosts {
+        h.transport = match (h.role, loadgen) {
+            (Role::Sut, _) => sut.transport.clone(),
+            (Role::Loadgen, Some(l)) => l.transport.clone(),
+            (Role::Loadgen, None) => {
+                return Err(format!(
+                    "host {} is a load generator and machine {} has none",
+                    h.name, sut.name
+                ))
+            }
+        };
+    }
+    Ok(s)
+}
+
+/// Why a scenario cannot be spread over a fleet's pairs, if it cannot.
+pub fn fleet_fit(scenario: &Scenario) -> Result<(), String> {
+    let suts = scenario.hosts.iter().filter(|h| h.role == Role::Sut).count();
+    let loadgens = scenario.hosts.len() - suts;
+    if suts != 1 || loadgens > 1 {
+        return Err(format!(
+            "a submitted scenario runs on pairs (one SUT, at most one load generator); this one has {suts} SUT(s) and {loadgens} load generator(s)"
+        ));
+    }
+    if scenario.adaptive() {
+        return Err("an adaptive scenario (iterations: {min, max}) decides its rounds from all its machines at once: run it with `kreg run`, or give fixed iterations".into());
+    }
+    if scenario.bisect.is_some() {
+        return Err("a bisection runs with `kreg bisect`, not from the queue".into());
+    }
+    Ok(())
+}
+
+/// Drives the slot's jobs not done yet. Settings an earlier holder of the slot left changed
+/// on the machines (in their current boot) are put back first.
+pub async fn drive_part(
+    db: &PgPool,
+    part: &Part,
+    cfg: &Config,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Outcome, EngineError> {
+    let f = part.fence;
+    let run = store::run(db, f.run_id).await?;
+    let jobs = store::slot_jobs(db, f.run_id, f.slot).await?;
+    if jobs.iter().all(|j| j.state == JobState::Done) {
+        return Ok(Outcome {
+            done: jobs.len(),
+            failed: 0,
+        });
+    }
+    if !store::unrestored_settings(db, f.run_id).await?.is_empty() {
+        for line in super::restore_settings_on(db, f.run_id, &part.scenario, cfg, true).await? {
+            on_event(Event::Warning {
+                message: format!("left by an earlier holder of the slot: {line}"),
+            });
+        }
+    }
+    drive_jobs(
+        db,
+        (&run, &part.scenario, Some(f)),
+        cfg,
+        Default::default(),
+        Some(jobs),
+        on_event,
+    )
+    .await
+}

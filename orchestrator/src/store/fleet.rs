@@ -1,0 +1,560 @@
+//! The fleet's tables: machines, workers, submitted runs and their slots (a share of a
+//! run's jobs for one machine pair), and the leases workers hold on machines.
+//!
+//! A slot is claimed with `FOR UPDATE SKIP LOCKED` together with a free pair of machines;
+//! the lease gets a new epoch from the `lease_epochs` sequence, so epochs only grow. A
+//! lease lives while its worker's heartbeat moves its expiry on; once expired, another
+//! worker may take the slot over with a higher epoch. A job is stored only while its
+//! writer's epoch is the slot's epoch and the lease has not expired ([`check_fence`],
+//! which takes the slot's row in share mode: a take-over, which locks it for update,
+//! comes strictly before or after).
+
+use std::collections::BTreeMap;
+
+use sqlx::types::Json;
+use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
+
+use super::{Result, StoreError};
+use crate::plan::Job;
+
+/// The labels of a machine, or those a run asks for.
+pub type Labels = BTreeMap<String, String>;
+
+/// A machine as the pool keeps it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MachineRow {
+    pub name: String,
+    pub role: String,
+    pub pool_yaml: String,
+    pub pool_dir: String,
+    pub loadgen: Option<String>,
+    pub labels: Json<Labels>,
+    pub lease_worker: Option<i64>,
+    pub lease_epoch: Option<i64>,
+    pub lease_since: Option<chrono::DateTime<chrono::Utc>>,
+    pub lease_heartbeat: Option<chrono::DateTime<chrono::Utc>>,
+    pub lease_expires: Option<chrono::DateTime<chrono::Utc>>,
+    /// Whether the lease (if any) is still in force, by the database's clock.
+    pub leased: bool,
+}
+
+const MACHINE_COLUMNS: &str = "name, role, pool_yaml, pool_dir, loadgen, labels, lease_worker, lease_epoch, lease_since, lease_heartbeat, lease_expires, COALESCE(lease_expires > now(), false) AS leased";
+
+/// A machine to register (or update): its role, its pool file's text and folder.
+pub struct NewMachine<'a> {
+    pub name: &'a str,
+    pub role: &'a str,
+    pub loadgen: Option<&'a str>,
+    pub labels: &'a Labels,
+}
+
+/// Registers the machines of one pool file, or updates them (their leases are kept).
+pub async fn add_machines(db: &PgPool, pool_yaml: &str, pool_dir: &str, machines: &[NewMachine<'_>]) -> Result<()> {
+    let mut tx = db.begin().await?;
+    for m in machines {
+        sqlx::query(
+            "INSERT INTO machines (name, role, pool_yaml, pool_dir, loadgen, labels) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role, pool_yaml = EXCLUDED.pool_yaml,
+                 pool_dir = EXCLUDED.pool_dir, loadgen = EXCLUDED.loadgen, labels = EXCLUDED.labels",
+        )
+        .bind(m.name)
+        .bind(m.role)
+        .bind(pool_yaml)
+        .bind(pool_dir)
+        .bind(m.loadgen)
+        .bind(Json(m.labels))
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Every machine, by name.
+pub async fn machines(db: impl PgExecutor<'_>) -> Result<Vec<MachineRow>> {
+    Ok(
+        sqlx::query_as(&format!("SELECT {MACHINE_COLUMNS} FROM machines ORDER BY name"))
+            .fetch_all(db)
+            .await?,
+    )
+}
+
+/// Removes a machine that no lease holds and no unfinished slot is pinned to; why not
+/// otherwise.
+pub async fn remove_machine(db: &PgPool, name: &str) -> Result<std::result::Result<(), String>> {
+    let mut tx = db.begin().await?;
+    let row: Option<(bool,)> =
+        sqlx::query_as("SELECT COALESCE(lease_expires > now(), false) FROM machines WHERE name = $1 FOR UPDATE")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((leased,)) = row else {
+        return Ok(Err(format!("no machine is named {name:?} (see `kreg machines list`)")));
+    };
+    if leased {
+        return Ok(Err(format!("{name} is leased by a worker right now")));
+    }
+    let pinned: Vec<(i64, i32)> = sqlx::query_as(
+        "SELECT run_id, slot FROM run_slots WHERE sut = $1 AND state IN ('queued', 'leased') ORDER BY run_id, slot",
+    )
+    .bind(name)
+    .fetch_all(&mut *tx)
+    .await?;
+    if let Some((run, slot)) = pinned.first() {
+        return Ok(Err(format!(
+            "{name} runs slot {slot} of run {run}, not finished (its jobs stay on one machine)"
+        )));
+    }
+    sqlx::query("UPDATE machines SET loadgen = NULL WHERE loadgen = $1")
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE run_slots SET sut = NULL WHERE sut = $1")
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM machines WHERE name = $1")
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Ok(()))
+}
+
+/// What `kreg submit` records beside the run.
+pub struct Submission<'a> {
+    pub pairs: i32,
+    pub labels: &'a Labels,
+    pub mix_labels: bool,
+    pub needs_loadgen: bool,
+}
+
+/// Records a submitted run: the scenario, the run, its jobs each with its slot, the run's
+/// fleet settings and its slots queued, in one transaction. Returns the run's id.
+pub async fn submit(
+    db: &PgPool,
+    (name, yaml, source_path): (&str, &str, &str),
+    jobs: &[(Job, i32)],
+    s: &Submission<'_>,
+) -> Result<i64> {
+    let plain: Vec<Job> = jobs.iter().map(|(j, _)| j.clone()).collect();
+    let mut tx = db.begin().await?;
+    let run_id = super::record_run_in(&mut tx, name, yaml, source_path, &plain).await?;
+    for (j, slot) in jobs {
+        sqlx::query("UPDATE jobs SET slot = $3 WHERE run_id = $1 AND ordinal = $2")
+            .bind(run_id)
+            .bind(j.ordinal as i32)
+            .bind(slot)
+            .execute(&mut *tx)
+            .await?;
+    }
+    sqlx::query(
+        "INSERT INTO fleet_runs (run_id, pairs, labels, mix_labels, needs_loadgen) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(run_id)
+    .bind(s.pairs)
+    .bind(Json(s.labels))
+    .bind(s.mix_labels)
+    .bind(s.needs_loadgen)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("INSERT INTO run_slots (run_id, slot) SELECT $1, g FROM generate_series(0, $2 - 1) g")
+        .bind(run_id)
+        .bind(s.pairs)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(run_id)
+}
+
+/// A run's fleet settings, when it was submitted (None: a run of `kreg run`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FleetRun {
+    pub pairs: i32,
+    pub labels: Json<Labels>,
+    pub mix_labels: bool,
+    pub needs_loadgen: bool,
+}
+
+pub async fn fleet_run(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<FleetRun>> {
+    Ok(
+        sqlx::query_as("SELECT pairs, labels, mix_labels, needs_loadgen FROM fleet_runs WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// A worker comes up: its id.
+pub async fn register_worker(db: &PgPool, name: &str) -> Result<i64> {
+    Ok(
+        sqlx::query_scalar("INSERT INTO workers (name) VALUES ($1) RETURNING id")
+            .bind(name)
+            .fetch_one(db)
+            .await?,
+    )
+}
+
+/// A worker stops on purpose; its leases go (the slots it held are queued again for
+/// whoever comes next).
+pub async fn worker_stopped(db: &PgPool, worker: i64) -> Result<()> {
+    let mut tx = db.begin().await?;
+    sqlx::query("UPDATE workers SET stopped_at = now() WHERE id = $1")
+        .bind(worker)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE machines SET lease_expires = now() WHERE lease_worker = $1 AND lease_expires > now()")
+        .bind(worker)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A slot a worker holds now: the run, the slot, the lease's epoch, its machines.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub run_id: i64,
+    pub slot: i32,
+    pub epoch: i64,
+    pub sut: MachineRow,
+    pub loadgen: Option<MachineRow>,
+    /// Another worker held the slot before and lost its lease.
+    pub takeover: bool,
+}
+
+#[derive(sqlx::FromRow)]
+struct Candidate {
+    run_id: i64,
+    slot: i32,
+    state: String,
+    sut: Option<String>,
+    labels: Json<Labels>,
+    mix_labels: bool,
+    needs_loadgen: bool,
+}
+
+/// Claims the first slot that is queued, or whose lease expired, together with a free
+/// pair of machines for it, under a new lease of `lease_secs`. None: nothing to do now.
+pub async fn claim(db: &PgPool, worker: i64, lease_secs: f64) -> Result<Option<Claim>> {
+    let mut tx = db.begin().await?;
+    let candidates: Vec<Candidate> = sqlx::query_as(
+        "SELECT s.run_id, s.slot, s.state, s.sut, f.labels, f.mix_labels, f.needs_loadgen
+         FROM run_slots s JOIN fleet_runs f ON f.run_id = s.run_id
+         WHERE s.state = 'queued'
+            OR (s.state = 'leased' AND NOT EXISTS (
+                SELECT 1 FROM machines m WHERE m.name = s.sut AND m.lease_epoch = s.epoch AND m.lease_expires > now()))
+         ORDER BY s.run_id, s.slot
+         LIMIT 16
+         FOR UPDATE OF s SKIP LOCKED",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for c in candidates {
+        let Some((sut, loadgen)) = free_pair(&mut tx, &c).await? else {
+            continue;
+        };
+        let epoch: i64 = sqlx::query_scalar("SELECT nextval('lease_epochs')")
+            .fetch_one(&mut *tx)
+            .await?;
+        let names: Vec<&str> = std::iter::once(sut.name.as_str())
+            .chain(loadgen.as_ref().map(|l| l.name.as_str()))
+            .collect();
+        sqlx::query(
+            "UPDATE machines SET lease_worker = $2, lease_epoch = $3, lease_since = now(), lease_heartbeat = now(),
+                 lease_expires = now() + make_interval(secs => $4)
+             WHERE name = ANY($1)",
+        )
+        .bind(&names)
+        .bind(worker)
+        .bind(epoch)
+        .bind(lease_secs)
+        .execute(&mut *tx)
+        .await?;
+        let takeover = c.state == "leased";
+        sqlx::query(
+            "UPDATE run_slots SET state = 'leased', sut = $3, worker = $4, epoch = $5, leased_at = now(),
+                 takeovers = takeovers + $6, error = NULL
+             WHERE run_id = $1 AND slot = $2",
+        )
+        .bind(c.run_id)
+        .bind(c.slot)
+        .bind(&sut.name)
+        .bind(worker)
+        .bind(epoch)
+        .bind(takeover as i32)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE jobs SET machine = $3 WHERE run_id = $1 AND slot = $2 AND machine IS DISTINCT FROM $3")
+            .bind(c.run_id)
+            .bind(c.slot)
+            .bind(&sut.name)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        return Ok(Some(Claim {
+            run_id: c.run_id,
+            slot: c.slot,
+            epoch,
+            sut,
+            loadgen,
+            takeover,
+        }));
+    }
+    tx.commit().await?;
+    Ok(None)
+}
+
+/// The free machines for candidate `c`, locked: its pinned SUT (and load generator), or
+/// the first free SUT whose labels match what the run asks (and, unless the run mixes
+/// labels, those of the machines it already runs on) that no other slot of the run has.
+async fn free_pair(
+    tx: &mut Transaction<'_, Postgres>,
+    c: &Candidate,
+) -> Result<Option<(MachineRow, Option<MachineRow>)>> {
+    let free = "(lease_expires IS NULL OR lease_expires <= now())";
+    let sut: Option<MachineRow> = match &c.sut {
+        Some(name) => {
+            sqlx::query_as(&format!(
+                "SELECT {MACHINE_COLUMNS} FROM machines WHERE name = $1 AND {free} FOR UPDATE SKIP LOCKED"
+            ))
+            .bind(name)
+            .fetch_optional(&mut **tx)
+            .await?
+        }
+        None => {
+            sqlx::query_as(&format!(
+                "SELECT {MACHINE_COLUMNS} FROM machines m
+                 WHERE m.role = 'sut' AND m.labels @> $2 AND {free}
+                   AND (NOT $3 OR m.loadgen IS NOT NULL)
+                   AND NOT EXISTS (SELECT 1 FROM run_slots o WHERE o.run_id = $1 AND o.sut = m.name)
+                   AND ($4 OR NOT EXISTS (
+                       SELECT 1 FROM run_slots o JOIN machines p ON p.name = o.sut
+                       WHERE o.run_id = $1 AND p.labels <> m.labels))
+                 ORDER BY m.name
+                 LIMIT 1
+                 FOR UPDATE OF m SKIP LOCKED"
+            ))
+            .bind(c.run_id)
+            .bind(&c.labels)
+            .bind(c.needs_loadgen)
+            .bind(c.mix_labels)
+            .fetch_optional(&mut **tx)
+            .await?
+        }
+    };
+    let Some(sut) = sut else { return Ok(None) };
+    let loadgen = match (&sut.loadgen, c.needs_loadgen) {
+        (Some(l), true) => {
+            let row: Option<MachineRow> = sqlx::query_as(&format!(
+                "SELECT {MACHINE_COLUMNS} FROM machines WHERE name = $1 AND {free} FOR UPDATE SKIP LOCKED"
+            ))
+            .bind(l)
+            .fetch_optional(&mut **tx)
+            .await?;
+            match row {
+                Some(r) => Some(r),
+                None => return Ok(None),
+            }
+        }
+        (None, true) => return Ok(None),
+        (_, false) => None,
+    };
+    Ok(Some((sut, loadgen)))
+}
+
+/// Moves the expiry of the lease of `epoch` on; false when the lease is gone (expired or
+/// taken over): the worker must stop driving its machines.
+pub async fn heartbeat(db: &PgPool, worker: i64, epoch: i64, lease_secs: f64) -> Result<bool> {
+    let mut tx = db.begin().await?;
+    let held: Vec<(String,)> = sqlx::query_as(
+        "UPDATE machines SET lease_heartbeat = now(), lease_expires = now() + make_interval(secs => $3)
+         WHERE lease_epoch = $2 AND lease_worker = $1 AND lease_expires > now()
+         RETURNING name",
+    )
+    .bind(worker)
+    .bind(epoch)
+    .bind(lease_secs)
+    .fetch_all(&mut *tx)
+    .await?;
+    worker_alive(&mut *tx, worker).await?;
+    tx.commit().await?;
+    Ok(!held.is_empty())
+}
+
+/// A worker says it is alive (between claims too).
+pub async fn worker_alive(db: impl PgExecutor<'_>, worker: i64) -> Result<()> {
+    sqlx::query("UPDATE workers SET heartbeat_at = now() WHERE id = $1")
+        .bind(worker)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// What a drive of a slot writes under: the slot and the epoch of the lease.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fence {
+    pub run_id: i64,
+    pub slot: i32,
+    pub epoch: i64,
+}
+
+/// In `tx`: whether `f` still holds its slot (same epoch, lease not expired); the slot's
+/// row stays locked in share mode until `tx` ends, so that no take-over comes between this
+/// check and the commit. `StoreError::Fenced` otherwise.
+pub async fn check_fence(tx: &mut Transaction<'_, Postgres>, f: &Fence) -> Result<()> {
+    let held: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM run_slots s JOIN machines m ON m.name = s.sut
+         WHERE s.run_id = $1 AND s.slot = $2 AND s.epoch = $3 AND s.state = 'leased'
+           AND m.lease_epoch = $3 AND m.lease_expires > now()
+         FOR SHARE OF s",
+    )
+    .bind(f.run_id)
+    .bind(f.slot)
+    .bind(f.epoch)
+    .fetch_optional(&mut **tx)
+    .await?;
+    match held {
+        Some(_) => Ok(()),
+        None => Err(StoreError::Fenced {
+            run_id: f.run_id,
+            slot: f.slot,
+            epoch: f.epoch,
+        }),
+    }
+}
+
+/// Notes the epoch a job was stored under (in its storing transaction).
+pub async fn stored_under(db: impl PgExecutor<'_>, job_id: i64, epoch: i64) -> Result<()> {
+    sqlx::query("UPDATE jobs SET epoch = $2 WHERE id = $1")
+        .bind(job_id)
+        .bind(epoch)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// A slot's drive ended (`failed`: with failed jobs, or `error` said why it stopped):
+/// the slot is finished, its machines free; the last slot of a run to finish sets the
+/// run's state. Nothing happens when the lease was lost meanwhile.
+pub async fn finish_slot(db: &PgPool, f: &Fence, failed: bool, error: Option<&str>) -> Result<bool> {
+    let mut tx = db.begin().await?;
+    sqlx::query("SELECT id FROM runs WHERE id = $1 FOR UPDATE")
+        .bind(f.run_id)
+        .execute(&mut *tx)
+        .await?;
+    if check_fence(&mut tx, f).await.is_err() {
+        return Ok(false);
+    }
+    sqlx::query("UPDATE run_slots SET state = $4, finished_at = now(), error = $5 WHERE run_id = $1 AND slot = $2 AND epoch = $3")
+        .bind(f.run_id)
+        .bind(f.slot)
+        .bind(f.epoch)
+        .bind(if failed { "failed" } else { "done" })
+        .bind(error.map(|e| crate::secrets::redact(e).into_owned()))
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "UPDATE machines SET lease_worker = NULL, lease_epoch = NULL, lease_since = NULL, lease_heartbeat = NULL,
+             lease_expires = NULL
+         WHERE lease_epoch = $1",
+    )
+    .bind(f.epoch)
+    .execute(&mut *tx)
+    .await?;
+    let (open, bad): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE state IN ('queued', 'leased')), count(*) FILTER (WHERE state = 'failed')
+         FROM run_slots WHERE run_id = $1",
+    )
+    .bind(f.run_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if open == 0 {
+        let state = if bad == 0 {
+            crate::plan::RunState::Done
+        } else {
+            crate::plan::RunState::Failed
+        };
+        super::set_run_state(&mut *tx, f.run_id, state).await?;
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// `kreg resume` of a submitted run: its failed slots queued again (their jobs not done
+/// run again, on the same machines). How many.
+pub async fn requeue_failed(db: &PgPool, run_id: i64) -> Result<u64> {
+    let mut tx = db.begin().await?;
+    let n =
+        sqlx::query("UPDATE run_slots SET state = 'queued', finished_at = NULL WHERE run_id = $1 AND state = 'failed'")
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    if n > 0 {
+        super::set_run_state(&mut *tx, run_id, crate::plan::RunState::Running).await?;
+    }
+    tx.commit().await?;
+    Ok(n)
+}
+
+/// A slot as `kreg status` and the dashboard show it.
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+pub struct SlotRow {
+    pub run_id: i64,
+    pub scenario: String,
+    pub slot: i32,
+    pub state: String,
+    pub sut: Option<String>,
+    pub worker: Option<i64>,
+    pub epoch: Option<i64>,
+    pub takeovers: i32,
+    pub jobs: i64,
+    pub done: i64,
+    pub error: Option<String>,
+}
+
+/// The slots of runs not finished (queued or leased), then those of `finished` finished runs.
+pub async fn open_slots(db: impl PgExecutor<'_>) -> Result<Vec<SlotRow>> {
+    Ok(sqlx::query_as(
+        "SELECT s.run_id, sc.name AS scenario, s.slot, s.state, s.sut, s.worker, s.epoch, s.takeovers,
+                (SELECT count(*) FROM jobs j WHERE j.run_id = s.run_id AND j.slot = s.slot) AS jobs,
+                (SELECT count(*) FROM jobs j WHERE j.run_id = s.run_id AND j.slot = s.slot AND j.state = 'done') AS done,
+                s.error
+         FROM run_slots s JOIN runs r ON r.id = s.run_id JOIN scenarios sc ON sc.id = r.scenario_id
+         WHERE r.state IN ('running', 'interrupted')
+         ORDER BY s.run_id, s.slot",
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// A worker as `kreg status` shows it.
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+pub struct WorkerRow {
+    pub id: i64,
+    pub name: String,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    pub heartbeat_at: chrono::DateTime<chrono::Utc>,
+    pub stopped_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Seconds since its last heartbeat.
+    pub silent_secs: f64,
+    /// Slots it holds a live lease for.
+    pub holding: i64,
+}
+
+/// Workers seen in the last `hours` (or still holding a lease).
+pub async fn workers(db: impl PgExecutor<'_>, hours: f64) -> Result<Vec<WorkerRow>> {
+    Ok(sqlx::query_as(
+        "SELECT w.id, w.name, w.started_at, w.heartbeat_at, w.stopped_at,
+                EXTRACT(EPOCH FROM now() - w.heartbeat_at)::FLOAT8 AS silent_secs,
+                (SELECT count(*) FROM run_slots s JOIN machines m ON m.name = s.sut
+                  WHERE s.worker = w.id AND s.state = 'leased' AND m.lease_epoch = s.epoch AND m.lease_expires > now()) AS holding
+         FROM workers w
+         WHERE w.heartbeat_at > now() - make_interval(secs => $1 * 3600)
+         ORDER BY w.id",
+    )
+    .bind(hours)
+    .fetch_all(db)
+    .await?)
+}
