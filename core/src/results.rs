@@ -19,6 +19,9 @@ pub struct Sample {
     pub observed_policy: Shared,
     /// The boot the job ran in.
     pub boot_id: Shared,
+    /// The machine (SUT) the job ran on, for a run spread over a fleet's pairs; empty for
+    /// a run on one machine set.
+    pub machine: Shared,
 }
 
 /// A boot a kernel's jobs ran on.

@@ -3,6 +3,7 @@
 //! behind it and a verdict. The report controls false discoveries across all its rows
 //! (Benjamini–Hochberg). Pure: samples in, tables out; `render` writes them.
 
+pub mod blocks;
 mod compact;
 mod notes;
 mod provenance;
@@ -105,10 +106,29 @@ impl Report<'_> {
 
     /// Provenance lines that are not warnings.
     pub fn info_lines(&self) -> Vec<String> {
-        provenance_lines(self.prov, self.running())
+        let mut out: Vec<String> = provenance_lines(self.prov, self.running())
             .into_iter()
             .filter(|l| !l.starts_with("WARNING"))
-            .collect()
+            .collect();
+        out.extend(self.machines_line());
+        out
+    }
+
+    /// Said when the run's samples come from several machines (a run spread over a fleet's
+    /// pairs): how rows were compared.
+    fn machines_line(&self) -> Option<String> {
+        let all = self
+            .tables
+            .iter()
+            .flat_map(|t| t.rows.iter().flat_map(|r| r.machines.iter()));
+        let machines = blocks::machines_of(all);
+        (machines.len() > 1).then(|| {
+            format!(
+                "machines: {} ({}): every row is compared with its baseline within each machine (the machine a block: each machine's values shifted by its baseline level's difference from the overall one), never pooled across machines as replicates",
+                machines.len(),
+                machines.join(", ")
+            )
+        })
     }
 }
 

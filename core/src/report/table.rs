@@ -2,7 +2,7 @@
 //! and against its baseline row the comparison, judged with every other comparison of the
 //! report under the run's sequential plan (`stats::judge`). Pure: samples in, tables out.
 
-use crate::results::Sample;
+use crate::results::{Sample, Shared};
 use crate::scenario::Scenario;
 use crate::stats::{self, judge, Comparison, Looks, MetricKind, RowInput, Settings, Side, Summary};
 
@@ -26,6 +26,8 @@ pub struct Row {
     pub bimodal: bool,
     /// The share of the variance between boots (two boots or more).
     pub boot_share: Option<f64>,
+    /// The machine of each sample (empty on one machine set).
+    pub machines: Vec<Shared>,
 }
 
 impl Row {
@@ -149,8 +151,10 @@ pub fn default_baseline(s: &Scenario) -> Baseline {
 pub fn tables(s: &Scenario, samples: &[Sample], baseline: &Baseline, settings: &Settings) -> Vec<MetricTable> {
     let mut out = group(s, samples);
     let pairs = within_pairs(&out, baseline);
-    let sides = base_sides(&out, &pairs);
+    let mut sides = base_sides(&out, &pairs);
+    let raw = super::blocks::by_machine(&mut out, &mut sides, &pairs);
     judge_into(&mut out, sides, &s.looks(), settings, s.by_boot(), true);
+    super::blocks::put_back(&mut out, raw);
     out
 }
 
@@ -317,6 +321,7 @@ fn row_of(kernel: &str, variant: &str, mine: &[&Sample]) -> Option<Row> {
         outliers: stats::outliers(&values),
         bimodal: stats::bimodal(&values),
         boot_share: stats::units::between_boot_share(&side),
+        machines: mine.iter().map(|x| x.machine.clone()).collect(),
         side,
     })
 }

@@ -16,6 +16,7 @@ fn sample(kernel: &str, variant: &str, iteration: i32, value: f64) -> Sample {
         kernel_release: format!("rel-{kernel}").into(),
         observed_policy: variant.into(),
         boot_id: format!("boot-{kernel}").into(),
+        machine: "".into(),
     }
 }
 
@@ -252,4 +253,81 @@ fn the_text_and_markdown_reports_read_as_kept() {
     let r = report(7, &s, &base, &t, &[]);
     expect_test::expect_file!["snapshots/report.txt"].assert_eq(&r.render(Format::Text));
     expect_test::expect_file!["snapshots/report.md"].assert_eq(&r.render(Format::Markdown));
+}
+
+/// Samples of kernels a and b under two variants, `runs` per cell: b is 6% slower than a
+/// under `other` and the same under `batch`. Spread over `machines` (each taking an equal
+/// share of every cell's runs, each with its offset added), named only when `named`.
+fn fleet_samples(seed: u64, runs: usize, machines: &[(&str, f64)], named: bool) -> Vec<Sample> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut noise = move || {
+        // The sum of 12 uniforms less 6: close to a standard normal.
+        (0..12)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 11) as f64 / (1u64 << 53) as f64
+            })
+            .sum::<f64>()
+            - 6.0
+    };
+    let mut out = Vec::new();
+    for i in 0..runs {
+        let (m, offset) = machines[i % machines.len()];
+        for (k, v, level) in [
+            ("a", "other", 100.0),
+            ("b", "other", 106.0),
+            ("a", "batch", 100.0),
+            ("b", "batch", 100.0),
+        ] {
+            let mut x = sample(k, v, i as i32 + 1, level + offset + noise());
+            if named {
+                x.machine = m.into();
+            }
+            out.push(x);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_run_spread_over_machines_with_offsets_is_judged_as_on_one_machine() {
+    let s = scenario();
+    let base = Baseline::Kernel("a".into());
+    let verdicts = |samples: &[Sample]| -> Vec<Verdict> {
+        tables(&s, samples, &base, &Settings::default())
+            .iter()
+            .flat_map(|t| t.rows.iter().filter_map(|r| r.comparison.as_ref().map(|c| c.verdict)))
+            .collect()
+    };
+    let three = [("m1", 0.0), ("m2", 25.0), ("m3", -18.0)];
+    let mut pooled_differs = 0;
+    for seed in 0..30 {
+        let one = verdicts(&fleet_samples(seed, 12, &[("", 0.0)], false));
+        // One boot per kernel: a significant change is an unconfirmed regression.
+        assert_eq!(
+            one,
+            vec![Verdict::UnconfirmedRegression, Verdict::NoChange],
+            "seed {seed}: one machine"
+        );
+        let blocked = verdicts(&fleet_samples(seed, 12, &three, true));
+        assert_eq!(blocked, one, "seed {seed}: three machines, compared within each");
+        // The same samples pooled as replicates: the machines' offsets swamp the change.
+        if verdicts(&fleet_samples(seed, 12, &three, false)) != one {
+            pooled_differs += 1;
+        }
+    }
+    assert_eq!(
+        pooled_differs, 30,
+        "pooling machines as replicates should lose the verdicts"
+    );
+    // The report says how it compared.
+    let samples = fleet_samples(1, 12, &three, true);
+    let t = tables(&s, &samples, &base, &Settings::default());
+    let text = report(1, &s, &base, &t, &[]).render(Format::Text);
+    assert!(
+        text.contains("machines: 3 (m1, m2, m3): every row is compared with its baseline within each machine"),
+        "{text}"
+    );
 }

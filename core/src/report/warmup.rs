@@ -85,6 +85,7 @@ mod tests {
             kernel_release: "r".into(),
             observed_policy: "normal".into(),
             boot_id: boot.into(),
+            machine: "".into(),
         }
     }
 

@@ -558,3 +558,17 @@ pub async fn workers(db: impl PgExecutor<'_>, hours: f64) -> Result<Vec<WorkerRo
     .fetch_all(db)
     .await?)
 }
+
+/// For a submitted run whose pairs' labels differ (allowed by `--mix-labels`): each machine
+/// it ran on with its labels. None when its machines share their labels (or it is not a
+/// submitted run).
+pub async fn mixed_labels(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<Vec<(String, Labels)>>> {
+    let rows: Vec<(String, Json<Labels>)> = sqlx::query_as(
+        "SELECT m.name, m.labels FROM run_slots s JOIN machines m ON m.name = s.sut WHERE s.run_id = $1 ORDER BY m.name",
+    )
+    .bind(run_id)
+    .fetch_all(db)
+    .await?;
+    let differ = rows.windows(2).any(|w| w[0].1 .0 != w[1].1 .0);
+    Ok(differ.then(|| rows.into_iter().map(|(n, l)| (n, l.0)).collect()))
+}

@@ -474,7 +474,8 @@ pub async fn samples(db: &PgPool, run_id: i64) -> Result<Vec<Sample>> {
 pub async fn boot_samples(db: impl PgExecutor<'_>, run_id: i64, kernel: &str, boot: i32) -> Result<Vec<Sample>> {
     let rows: Vec<SampleRow> = sqlx::query_as(
         "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
-                r.kind, r.kernel_release, r.observed_policy, COALESCE(j.boot_id, '') AS boot_id
+                r.kind, r.kernel_release, r.observed_policy, COALESCE(j.boot_id, '') AS boot_id,
+                COALESCE(j.machine, '') AS machine
          FROM results r JOIN jobs j ON j.id = r.job_id
          WHERE r.run_id = $1 AND j.kernel = $2 AND j.boot = $3 AND NOT j.warmup ORDER BY j.iteration, r.metric",
     )
@@ -502,6 +503,7 @@ struct SampleRow {
     kernel_release: String,
     observed_policy: String,
     boot_id: String,
+    machine: String,
 }
 
 impl From<SampleRow> for Sample {
@@ -519,6 +521,7 @@ impl From<SampleRow> for Sample {
             kernel_release: r.kernel_release.into(),
             observed_policy: r.observed_policy.into(),
             boot_id: r.boot_id.into(),
+            machine: r.machine.into(),
         }
     }
 }
@@ -532,12 +535,24 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
     // planned on statistics taken before a large run was stored can take a nested loop over
     // every result per job), both at once on two connections, and sorted here rather than by
     // the server (whose sort spills to disk at that size under the default work_mem).
-    type JobRow = (i64, i32, String, String, String, i32, String, bool, String, String);
+    type JobRow = (
+        i64,
+        i32,
+        String,
+        String,
+        String,
+        i32,
+        String,
+        bool,
+        String,
+        String,
+        String,
+    );
     let (jobs, results): (Vec<JobRow>, Vec<copy::ResultRow>) = tokio::try_join!(
         async {
             sqlx::query_as(
                 "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, ''), warmup,
-                        COALESCE(kernel_release, ''), COALESCE(observed_policy, '')
+                        COALESCE(kernel_release, ''), COALESCE(observed_policy, ''), COALESCE(machine, '')
                  FROM jobs WHERE run_id = $1",
             )
             .bind(run_id)
@@ -549,11 +564,11 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
     )?;
     // Each job's text made shareable once, for all its samples.
     use kreg_core::results::Shared;
-    type JobText = (i32, Shared, Shared, Shared, i32, Shared, bool, Shared, Shared);
+    type JobText = (i32, Shared, Shared, Shared, i32, Shared, bool, Shared, Shared, Shared);
     let by_id: std::collections::HashMap<i64, JobText> = jobs
         .into_iter()
         .map(
-            |(id, ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy)| {
+            |(id, ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy, machine)| {
                 let text = (
                     ordinal,
                     kernel.into(),
@@ -564,6 +579,7 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
                     warmup,
                     release.into(),
                     policy.into(),
+                    machine.into(),
                 );
                 (id, text)
             },
@@ -571,7 +587,8 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
         .collect();
     let (mut judged, mut warmups) = (Vec::with_capacity(results.len()), Vec::new());
     for r in results {
-        let Some((ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy)) = by_id.get(&r.job)
+        let Some((ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy, machine)) =
+            by_id.get(&r.job)
         else {
             continue;
         };
@@ -588,6 +605,7 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
             kernel_release: release.clone(),
             observed_policy: policy.clone(),
             boot_id: boot_id.clone(),
+            machine: machine.clone(),
         };
         if *warmup { &mut warmups } else { &mut judged }.push((*ordinal, sample));
     }

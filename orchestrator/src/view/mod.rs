@@ -185,14 +185,16 @@ pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, s
         let jobs = sched_stats_jobs(db, run_id).await?;
         let provisional = provisional_of(db, run_id, run.state.as_str(), &s).await?;
         let failed = failed_of(db, run_id).await?;
-        Ok::<_, ViewError>((prov, jobs, provisional, failed))
+        let mixed = store::fleet::mixed_labels(db, run_id).await?;
+        Ok::<_, ViewError>((prov, jobs, provisional, failed, mixed))
     };
-    let ((samples, warmup, tables), (prov, jobs, provisional, failed)) = tokio::try_join!(judged, others)?;
+    let ((samples, warmup, tables), (prov, jobs, provisional, failed, mixed)) = tokio::try_join!(judged, others)?;
     tracing::debug!("report of run {run_id}: judged and read by {:?}", started.elapsed());
     let mut warnings: Vec<String> = plan_differs(&s, &run.plan_settings(), settings, &baseline)
         .into_iter()
         .collect();
     warnings.extend(report::warmup::lines(&warmup, &samples));
+    warnings.extend(mixed.map(|m| mixed_line(&m)));
     // A hundred thousand samples take a few ms to free: not on the answer's way.
     tokio::task::spawn_blocking(move || drop(samples));
     let sched_stats = report::sched_stats::section(&s, &jobs, &baseline, settings.alpha);
@@ -366,4 +368,19 @@ pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded>
         warnings,
         failed: failed_of(db, run_b).await?,
     })
+}
+
+/// What a report says of a run whose pairs' machines have different labels.
+fn mixed_line(machines: &[(String, store::fleet::Labels)]) -> String {
+    let each: Vec<String> = machines
+        .iter()
+        .map(|(n, l)| {
+            let l: Vec<String> = l.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{n} ({})", if l.is_empty() { "no labels".into() } else { l.join(",") })
+        })
+        .collect();
+    format!(
+        "machines of different labels were mixed in this run, as its submission allowed (--mix-labels): {}; rows are still compared within each machine, but a verdict speaks for that mix of machines",
+        each.join("; ")
+    )
 }

@@ -169,6 +169,7 @@ fn stored(boots: usize, per_boot: usize, shift: f64, kind: kreg::stats::MetricKi
                     kernel_release: format!("rel-{kernel}").into(),
                     observed_policy: "normal".into(),
                     boot_id: format!("{kernel}-boot-{boot}").into(),
+                    machine: "".into(),
                 });
             }
         }
