@@ -209,6 +209,7 @@ pub(super) fn render_json(rep: &Report) -> String {
                     "kernel": r.kernel, "variant": r.variant, "releases": r.releases, "policies": r.policies,
                     "summary": r.summary, "ci95": r.summary.ci95(), "samples": r.side.values, "boot_ids": r.side.boots,
                     "outliers": r.outliers, "bimodal": r.bimodal,
+                    "machines": super::blocks::machines_of(&r.machines),
                     "comparison": r.comparison,
                     "provisional": rep.provisional.map(|p| serde_json::json!({
                         "observations": r.summary.n,

@@ -1,0 +1,6 @@
+//! The fleet: machines in a pool, runs submitted to a queue, `kreg worker` processes
+//! leasing machine pairs, all against real agents and a real PostgreSQL.
+
+mod blocks;
+mod harness;
+mod soak;
