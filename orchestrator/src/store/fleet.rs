@@ -31,6 +31,7 @@ pub struct MachineRow {
     pub labels: Json<Labels>,
     pub lease_worker: Option<i64>,
     pub lease_epoch: Option<i64>,
+    /// When the current lease began, or the last one when free.
     pub lease_since: Option<chrono::DateTime<chrono::Utc>>,
     pub lease_heartbeat: Option<chrono::DateTime<chrono::Utc>>,
     pub lease_expires: Option<chrono::DateTime<chrono::Utc>>,
@@ -306,7 +307,7 @@ pub async fn claim(db: &PgPool, worker: i64, lease_secs: f64) -> Result<Option<C
 }
 
 /// The free machines for candidate `c`, locked: its pinned SUT (and load generator), or
-/// the first free SUT whose labels match what the run asks (and, unless the run mixes
+/// the free SUT least recently leased (work spreads over the pool) whose labels match what the run asks (and, unless the run mixes
 /// labels, those of the machines it already runs on) that no other slot of the run has.
 async fn free_pair(
     tx: &mut Transaction<'_, Postgres>,
@@ -331,7 +332,7 @@ async fn free_pair(
                    AND ($4 OR NOT EXISTS (
                        SELECT 1 FROM run_slots o JOIN machines p ON p.name = o.sut
                        WHERE o.run_id = $1 AND p.labels <> m.labels))
-                 ORDER BY m.name
+                 ORDER BY m.lease_since NULLS FIRST, m.name
                  LIMIT 1
                  FOR UPDATE OF m SKIP LOCKED"
             ))
@@ -455,8 +456,7 @@ pub async fn finish_slot(db: &PgPool, f: &Fence, failed: bool, error: Option<&st
         .execute(&mut *tx)
         .await?;
     sqlx::query(
-        "UPDATE machines SET lease_worker = NULL, lease_epoch = NULL, lease_since = NULL, lease_heartbeat = NULL,
-             lease_expires = NULL
+        "UPDATE machines SET lease_worker = NULL, lease_epoch = NULL, lease_heartbeat = NULL, lease_expires = NULL
          WHERE lease_epoch = $1",
     )
     .bind(f.epoch)

@@ -34,7 +34,11 @@ fn verdicts(url: &str, data: &std::path::Path, run: &str) -> Vec<String> {
     let mut out = Vec::new();
     for r in v["rows"].as_array().unwrap() {
         if let Some(c) = r.get("comparison").filter(|c| !c.is_null()) {
-            out.push(format!("{} {}", r["variant"].as_str().unwrap(), c["verdict"].as_str().unwrap()));
+            out.push(format!(
+                "{} {}",
+                r["variant"].as_str().unwrap(),
+                c["verdict"].as_str().unwrap()
+            ));
         }
     }
     out
@@ -68,14 +72,28 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
     assert!(ok && out.contains("run 2:"), "{out}");
     // Three pairs among machines of two kinds: refused, nothing queued.
     let (ok, out) = run(&["submit", s, "--pairs", "3", "--label", "cpu=solo"]);
-    assert!(!ok && out.contains("the pool has 1 SUTs with labels cpu=solo (want 3)"), "{out}");
+    assert!(
+        !ok && out.contains("the pool has 1 SUTs with labels cpu=solo (want 3)"),
+        "{out}"
+    );
     let (ok, out) = run(&["submit", s, "--pairs", "4"]);
-    assert!(!ok && out.contains("no 4 of the pool's SUTs have the same labels") && out.contains("nothing queued"), "{out}");
+    assert!(
+        !ok && out.contains("no 4 of the pool's SUTs have the same labels") && out.contains("nothing queued"),
+        "{out}"
+    );
     // Allowed: run 3 mixes kinds.
     let (ok, out) = run(&["submit", s, "--pairs", "5", "--mix-labels"]);
     assert!(ok && out.contains("run 3:"), "{out}");
     let workers: Vec<Worker> = (0..2)
-        .map(|i| Worker::start(&db.url, &dir.0, &format!("w{i}"), None, &["--lease", "10", "--poll", "0.3", "--until-empty"]))
+        .map(|i| {
+            Worker::start(
+                &db.url,
+                &dir.0,
+                &format!("w{i}"),
+                None,
+                &["--lease", "10", "--poll", "0.3", "--until-empty"],
+            )
+        })
         .collect();
     assert!(until_finished(&db.pool, 240).await, "{}", workers[0].text());
     let one = verdicts(&db.url, &data, "1");
@@ -83,16 +101,28 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
     assert_eq!(one, vec!["batch improvement", "idle no change"], "one pair");
     assert_eq!(three, one, "three pairs with offsets 0, +250, -180");
     // Every job of run 2 on its slot's machine, each machine a third of them.
-    let per: Vec<(String, i64)> = sqlx::query_as("SELECT machine, count(*) FROM jobs WHERE run_id = 2 GROUP BY machine ORDER BY machine")
-        .fetch_all(&db.pool)
-        .await
-        .unwrap();
+    let per: Vec<(String, i64)> =
+        sqlx::query_as("SELECT machine, count(*) FROM jobs WHERE run_id = 2 GROUP BY machine ORDER BY machine")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
     assert_eq!(per, vec![("m1".into(), 12), ("m2".into(), 12), ("m3".into(), 12)]);
     let (_, text) = run(&["report", "2"]);
-    assert!(text.contains("machines: 3 (m1, m2, m3): every row is compared with its baseline within each machine"), "{text}");
+    assert!(
+        text.contains("machines: 3 (m1, m2, m3): every row is compared with its baseline within each machine"),
+        "{text}"
+    );
     assert!(!text.contains("of different labels were mixed"), "{text}");
     let (_, text) = run(&["report", "3"]);
-    assert!(text.contains("machines of different labels were mixed in this run"), "{text}");
+    assert!(
+        text.contains("machines of different labels were mixed in this run"),
+        "{text}"
+    );
     let (_, status) = run(&["status"]);
-    assert!(status.contains("queue (slots of runs not finished):\n  empty") && status.contains("m2 ") && status.contains("workers"), "{status}");
+    assert!(
+        status.contains("queue (slots of runs not finished):\n  empty")
+            && status.contains("m2 ")
+            && status.contains("workers"),
+        "{status}"
+    );
 }

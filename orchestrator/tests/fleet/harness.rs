@@ -34,7 +34,9 @@ impl LoggedAgent {
             .stderr(std::fs::File::create(&log).unwrap());
         let mut child = cmd.spawn().unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let bound = line
             .trim()
             .strip_prefix("kreg-agent listening on ")
@@ -76,7 +78,11 @@ impl Drop for LoggedAgent {
 /// A pool file's entry for a machine served by `agent` (plain http: `insecure` when not on
 /// loopback), with its labels and load generator.
 pub fn pool_entry(name: &str, role: &str, agent: &LoggedAgent, labels: &str, loadgen: Option<&str>) -> String {
-    let insecure = if agent.url.contains("127.0.0.1") { "" } else { ", insecure: true" };
+    let insecure = if agent.url.contains("127.0.0.1") {
+        ""
+    } else {
+        ", insecure: true"
+    };
     let ldg = loadgen.map(|l| format!(", loadgen: {l}")).unwrap_or_default();
     format!(
         "  {name}: {{ role: {role}{ldg}, labels: {{ {labels} }}, transport: {{ kind: http, url: \"{}\", token_file: token{insecure} }} }}\n",
@@ -115,7 +121,11 @@ pub struct Worker {
 impl Worker {
     pub fn start(url: &str, dir: &Path, name: &str, ns: Option<&str>, args: &[&str]) -> Worker {
         let log = dir.join(format!("{name}.log"));
-        let out = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
         let mut cmd = match ns {
             Some(ns) => {
                 let mut c = Command::new("ip");
@@ -138,7 +148,9 @@ impl Worker {
     }
 
     pub fn signal(&self, sig: &str) {
-        let _ = Command::new("kill").args([&format!("-{sig}"), &self.child.id().to_string()]).status();
+        let _ = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status();
     }
 
     pub fn text(&self) -> String {
@@ -157,9 +169,10 @@ impl Drop for Worker {
 pub async fn until_finished(db: &sqlx::PgPool, secs: u64) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
-        let open: Result<i64, _> = sqlx::query_scalar("SELECT count(*) FROM runs WHERE state IN ('running', 'interrupted')")
-            .fetch_one(db)
-            .await;
+        let open: Result<i64, _> =
+            sqlx::query_scalar("SELECT count(*) FROM runs WHERE state IN ('running', 'interrupted')")
+                .fetch_one(db)
+                .await;
         if matches!(open, Ok(0)) {
             return true;
         }
