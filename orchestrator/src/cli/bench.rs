@@ -40,6 +40,10 @@ pub enum BenchCmd {
     /// What the agent costs the machine it runs on: memory idle and during an upload, CPU
     /// idle, hackbench with it against without it.
     Agent(super::bench_agent::AgentArgs),
+    /// The fleet's queue: claim latency with many workers and pairs, the database's load,
+    /// and how soon a killed worker's machines are leased again (agents on loopback; a
+    /// database of its own on the configured server, dropped after).
+    Fleet(super::bench_fleet::FleetArgs),
     /// The bisection's decisions on described ranges: how often it names the right
     /// commit, a wrong one, "does not reproduce", a range or "ambiguous", and its cost.
     Bisect(super::bench_bisect::BisectArgs),
@@ -81,6 +85,7 @@ pub async fn dispatch(cmd: BenchCmd, cfg: &kreg::config::Config) -> Result<ExitC
         } => super::bench_dashboard::run(cfg, samples, repeat, runs, viewers).await,
         BenchCmd::Agent(args) => super::bench_agent::run(cfg, args).await,
         BenchCmd::Bisect(args) => super::bench_bisect::run(args),
+        BenchCmd::Fleet(args) => super::bench_fleet::run(cfg, args).await,
         BenchCmd::Changepoints(args) => super::bench_changepoints::run(args),
     }
 }

@@ -7,6 +7,7 @@ pub mod bench_agent;
 pub mod bench_bisect;
 pub mod bench_changepoints;
 pub mod bench_dashboard;
+pub mod bench_fleet;
 pub mod bisect;
 pub mod db;
 pub mod fleet;

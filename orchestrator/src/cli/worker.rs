@@ -60,7 +60,7 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
             c = claim_when_db(&db, id, a.lease) => c,
             s = super::run::interrupted() => break s,
         };
-        let Some(c) = claim else {
+        let Some((c, took)) = claim else {
             if a.until_empty && fleet::open_slots(&db).await.map(|s| s.is_empty()).unwrap_or(false) {
                 say(&format!("worker {id}: the queue is empty; stopping"));
                 break "an empty queue";
@@ -70,7 +70,7 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
                 s = super::run::interrupted() => break s,
             }
         };
-        match drive_claim(&db, id, &c, a.lease, cfg).await {
+        match drive_claim(&db, id, (&c, took), a.lease, cfg).await {
             Ended::Finished => {}
             Ended::Lost(why) => say(&format!(
                 "worker {id}: run {} slot {}: lease of epoch {} lost ({why}); stopped driving it",
@@ -88,10 +88,12 @@ fn say(line: &str) {
     eprintln!("{}", kreg::text::printable(&kreg::secrets::redact(line)));
 }
 
-/// A claim, or None; a database that went away is waited for (and said once).
-async fn claim_when_db(db: &PgPool, id: i64, lease: f64) -> Option<fleet::Claim> {
+/// A claim and how long it took, or None; a database that went away is waited for (and
+/// said once).
+async fn claim_when_db(db: &PgPool, id: i64, lease: f64) -> Option<(fleet::Claim, Duration)> {
+    let started = Instant::now();
     match fleet::claim(db, id, lease).await {
-        Ok(c) => c,
+        Ok(c) => c.map(|c| (c, started.elapsed())),
         Err(e) => {
             say(&format!("worker {id}: cannot claim: {e}"));
             let _ = store::wait_until_back(db, Duration::from_secs(300)).await;
@@ -151,21 +153,22 @@ async fn keep_lease(db: PgPool, id: i64, epoch: i64, lease: f64) -> String {
     }
 }
 
-async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, lease: f64, cfg: &Config) -> Ended {
+async fn drive_claim(db: &PgPool, id: i64, (c, took): (&fleet::Claim, Duration), lease: f64, cfg: &Config) -> Ended {
     let f = fleet::Fence {
         run_id: c.run_id,
         slot: c.slot,
         epoch: c.epoch,
     };
     say(&format!(
-        "worker {id}: run {} slot {} on {}{} at epoch {}{}",
+        "worker {id}: run {} slot {} on {}{} at epoch {} (claimed in {:.1} ms){}",
         c.run_id,
         c.slot,
         c.sut.name,
         c.loadgen.as_ref().map(|l| format!(" + {}", l.name)).unwrap_or_default(),
         c.epoch,
+        took.as_secs_f64() * 1000.0,
         if c.takeover {
-            " (taken over from a worker that lost its lease)"
+            "; taken over from a worker that lost its lease"
         } else {
             ""
         }
