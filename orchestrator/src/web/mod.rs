@@ -11,6 +11,7 @@ mod bisect;
 mod both;
 pub mod cache;
 mod compare;
+mod fleet;
 pub mod guard;
 mod history;
 mod html;
@@ -107,6 +108,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/kernels/diff", get(kernels::diff_page))
         .route("/kernels/{key}", get(kernels::page))
         .route("/history", get(history::page))
+        .route("/fleet", get(fleet::page))
         .route("/api/v1/runs", get(runs::runs_api))
         .route("/api/v1/runs/{id}", get(runs::run_api))
         .route("/api/v1/runs/{id}/report", get(compare::report_api))
@@ -119,6 +121,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/api/v1/kernels/diff", get(kernels::diff_api))
         .route("/api/v1/kernels/{key}", get(kernels::api))
         .route("/api/v1/history", get(history::api))
+        .route("/api/v1/fleet", get(fleet::api))
         .route("/api/v1/events", get(live::events))
         .route("/assets/kreg.css", get(css))
         .route("/assets/kreg.js", get(js))

@@ -408,6 +408,7 @@ async fn visit_allowing_status(b: &Browser, url: &str, name: &str) {
 
 mod bisect;
 mod boots;
+mod fleet;
 mod history;
 mod live;
 mod provisional;
