@@ -246,3 +246,46 @@ fn the_rendered_plan_reads_as_kept() {
     let jobs = expand(&s);
     expect_test::expect_file!["snapshots/plan.txt"].assert_eq(&render(&s, &jobs));
 }
+
+#[test]
+fn slots_spread_boots_else_runs_and_every_pair_has_every_cell() {
+    let load = |extra: &str| {
+        let text = format!(
+            "name: s\nhosts: {{ s: {{ role: sut, transport: {{ kind: lab }} }} }}\nkernels: [ {{name: a, source: {{deb: linux-image-a}}}}, {{name: b, source: {{deb: linux-image-b}}}} ]\nbaseline: a\nvariants: [ {{name: d}}, {{name: x, policy: batch}} ]\nworkloads: [ {{name: hb, kind: hackbench}} ]\n{extra}"
+        );
+        crate::scenario::from_str(&text, std::path::Path::new("/")).unwrap()
+    };
+    let every_cell_on_every_pair = |s: &crate::scenario::Scenario, pairs: u32| {
+        let jobs = expand(s);
+        let slots = slots(s, &jobs, pairs).unwrap();
+        for p in 0..pairs {
+            let mut cells: Vec<(&str, &str)> = jobs
+                .iter()
+                .zip(&slots)
+                .filter(|(j, sl)| **sl == p && !j.warmup)
+                .map(|(j, _)| (j.kernel.as_str(), j.variant.as_str()))
+                .collect();
+            cells.sort();
+            cells.dedup();
+            assert_eq!(cells.len(), 4, "pair {p} of {pairs}");
+        }
+        slots
+    };
+    // Boots: whole boots per pair.
+    let s = load("boots: 3\niterations: 6\nwarmup: 1\n");
+    let jobs = expand(&s);
+    let slots = every_cell_on_every_pair(&s, 3);
+    assert!(jobs.iter().zip(&slots).all(|(j, sl)| *sl == j.boot - 1));
+    // Runs within a boot when the boots are fewer than the pairs.
+    let s = load("iterations: 6\n");
+    let jobs = expand(&s);
+    let slots = every_cell_on_every_pair(&s, 3);
+    assert!(jobs.iter().zip(&slots).all(|(j, sl)| *sl == (j.iteration - 1) % 3));
+    // Too few of either, or warm-ups that each pair would need: refused, saying why.
+    let e = super::slots(&load("iterations: 2\n"), &expand(&load("iterations: 2\n")), 3).unwrap_err();
+    assert!(e.contains("give `iterations: 3` or `boots: 3` or more"), "{e}");
+    let w = load("iterations: 6\nwarmup: 1\n");
+    let e = super::slots(&w, &expand(&w), 3).unwrap_err();
+    assert!(e.contains("give `boots: 3` or more"), "{e}");
+    assert_eq!(super::slots(&w, &expand(&w), 1).unwrap(), vec![0; expand(&w).len()]);
+}

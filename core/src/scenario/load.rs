@@ -445,4 +445,6 @@ mod workload;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_pool;
+#[cfg(test)]
 mod tests_setup;

@@ -1,0 +1,52 @@
+use std::path::Path;
+
+use crate::scenario::{pool_from_str, Role, Transport};
+
+fn errors(text: &str) -> Vec<String> {
+    pool_from_str(text, Path::new("/p"))
+        .unwrap_err()
+        .iter()
+        .map(|d| format!("{}:{}: {}", d.line, d.col, d.message))
+        .collect()
+}
+
+#[test]
+fn a_pool_names_machines_with_their_roles_transports_loadgens_and_labels() {
+    let text = "machines:\n  a: { role: sut, loadgen: l, labels: { cpu: EPYC-7763, numa: \"2\" }, transport: { kind: http, url: \"http://127.0.0.1:7878\", token_file: t } }\n  l: { role: loadgen, transport: { kind: ssh, address: 10.0.0.6 } }\n";
+    let m = pool_from_str(text, Path::new("/p")).unwrap();
+    assert_eq!(m.len(), 2);
+    assert_eq!((m[0].role, m[0].loadgen.as_deref()), (Role::Sut, Some("l")));
+    assert_eq!(m[0].labels.get("numa").map(String::as_str), Some("2"));
+    match &m[0].transport {
+        Transport::Http(h) => assert_eq!(h.token_file, Path::new("/p/t")),
+        t => panic!("{t:?}"),
+    }
+    assert!(matches!(m[1].transport, Transport::Ssh(_)));
+    // The shipped demo pool loads.
+    let demo = include_str!("../../../../scenarios/fleet/pool.yaml");
+    assert_eq!(pool_from_str(demo, Path::new("/")).unwrap().len(), 2);
+}
+
+#[test]
+fn pool_mistakes_are_reported_where_they_are() {
+    assert_eq!(
+        errors("machines:\n  a: { role: sut, transport: { kind: lab } }\n"),
+        vec!["2:30: machine `a`: a lab VM cannot be a fleet machine (it lives with one controller)"]
+    );
+    assert_eq!(
+        errors("machines:\n  a: { role: sut, loadgen: b, transport: { kind: ssh, address: h } }\n"),
+        vec!["2:3: machine `a`: loadgen `b` is not a machine of this pool"]
+    );
+    assert_eq!(
+        errors("machines:\n  a: { role: sut, colour: red, transport: { kind: ssh, address: h } }\n")[0],
+        "2:19: unknown field `colour` in machine `a`; expected one of: role, transport, loadgen, labels"
+    );
+    assert_eq!(
+        errors("machines:\n  a: { role: loadgen, loadgen: a, transport: { kind: ssh, address: h } }\n"),
+        vec!["2:3: machine `a`: only a SUT has a loadgen"]
+    );
+    assert_eq!(
+        errors("machines: {}\n"),
+        vec!["1:11: machines: declare at least one machine"]
+    );
+}
