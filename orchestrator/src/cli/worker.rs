@@ -47,13 +47,18 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
     if !(a.lease >= 3.0) {
         anyhow::bail!("--lease {}: give 3 seconds or more", a.lease);
     }
-    let db = super::db::connect(cfg).await?;
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let name = a
         .name
         .clone()
         .unwrap_or_else(|| format!("{}:{}", host.trim(), std::process::id()));
-    let id = fleet::register_worker(&db, &name).await?;
+    let (db, id) = tokio::select! {
+        r = register(cfg, &name) => r?,
+        s = super::run::interrupted() => {
+            say(&format!("worker {name}: stopped by {s} before it could reach the database"));
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     say(&format!("worker {id} ({name}) up, lease {} s", a.lease));
     let signal = loop {
         let claim = tokio::select! {
@@ -82,6 +87,40 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
     let _ = fleet::worker_stopped(&db, id).await;
     say(&format!("worker {id}: stopped by {signal}"));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Connects and registers the worker, waiting for a database that does not answer yet (a
+/// worker started while PostgreSQL restarts, or before it is up, waits rather than exits);
+/// a database that answers with an error (a bad URL, a refused login) stops it.
+async fn register(cfg: &Config, name: &str) -> Result<(PgPool, i64)> {
+    let mut said = false;
+    loop {
+        let tried = async {
+            let db = super::db::connect(cfg).await?;
+            let id = fleet::register_worker(&db, name).await?;
+            anyhow::Ok((db, id))
+        };
+        match tried.await {
+            Ok(x) => return Ok(x),
+            Err(e) if !unreachable(&e) => return Err(e),
+            Err(e) => {
+                if !said {
+                    say(&format!("worker {name}: waiting for the database ({e:#})"));
+                    said = true;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Whether an error is the database not answering (rather than answering no).
+fn unreachable(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<store::StoreError>().is_some_and(|s| {
+            s.is_connection_lost() || matches!(s, store::StoreError::Unreachable { .. })
+        })
+    })
 }
 
 fn say(line: &str) {
