@@ -117,9 +117,8 @@ async fn register(cfg: &Config, name: &str) -> Result<(PgPool, i64)> {
 /// Whether an error is the database not answering (rather than answering no).
 fn unreachable(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<store::StoreError>().is_some_and(|s| {
-            s.is_connection_lost() || matches!(s, store::StoreError::Unreachable { .. })
-        })
+        c.downcast_ref::<store::StoreError>()
+            .is_some_and(|s| s.is_connection_lost() || matches!(s, store::StoreError::Unreachable { .. }))
     })
 }
 

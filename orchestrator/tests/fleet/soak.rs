@@ -408,6 +408,9 @@ async fn workers_under_kills_stops_cuts_and_database_restarts_lose_nothing() {
                         return;
                     }
                     *l -= 1;
+                    if *l % 50 == 0 {
+                        eprintln!("soak: {} faults left", *l);
+                    }
                 }
                 std::thread::sleep(Duration::from_millis(500 + rng.below(2500)));
                 // Every kind in turn (a shuffled order each round), so that a short soak
@@ -516,13 +519,31 @@ async fn workers_under_kills_stops_cuts_and_database_restarts_lose_nothing() {
         faults_done.as_secs_f64()
     );
     let drained = super::harness::until_finished(&db, 600).await;
-    let texts: Vec<String> = {
-        let f = fleet.lock().unwrap();
-        f.workers
+    let (texts, exited): (Vec<String>, Vec<String>) = {
+        let mut f = fleet.lock().unwrap();
+        let exited = f
+            .workers
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, w)| {
+                let w = w.as_mut()?;
+                let status = w.child.try_wait().ok().flatten()?;
+                Some(format!("w{i} ({status})"))
+            })
+            .collect();
+        let texts = f
+            .workers
             .iter()
             .map(|w| w.as_ref().map(|w| w.text()).unwrap_or_default())
-            .collect()
+            .collect();
+        (texts, exited)
     };
+    // A worker never ends on its own (it waits for a database that is away).
+    assert!(
+        exited.is_empty(),
+        "workers exited: {exited:?}\n{}",
+        texts.join("\n---\n")
+    );
     assert!(
         drained,
         "the queue did not drain; workers said:\n{}",
