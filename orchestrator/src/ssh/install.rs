@@ -218,11 +218,20 @@ pub async fn probe(session: &Session, slot: &Slot, known: &str) -> Result<Probe,
 }
 
 /// Whether the agent answers through `client` with the controller's token.
+/// Whether the agent answers: with its identity, or by refusing a request whose lease
+/// epoch it has seen superseded (a fleet's machine: it is up, restarting it would not
+/// change its answer, and the refusal says why to whoever asked).
 async fn answers(client: &AgentClient) -> bool {
-    matches!(
-        tokio::time::timeout(Duration::from_secs(15), client.identity()).await,
-        Ok(Ok(_))
-    )
+    match tokio::time::timeout(Duration::from_secs(15), client.identity()).await {
+        Ok(Ok(_)) => true,
+        Ok(Err(e)) => fenced(&e),
+        Err(_) => false,
+    }
+}
+
+/// A refusal for a stale (or missing) lease epoch.
+fn fenced(e: &kreg_protocol::client::ClientError) -> bool {
+    matches!(e, kreg_protocol::client::ClientError::Step { error, .. } if error.kind == kreg_protocol::wire::ErrorKind::Fenced)
 }
 
 /// Makes the machine run the controller's agent (`agent_bin`) as `setup` says, with
@@ -374,6 +383,7 @@ async fn wait_up(session: &Session, slot: &Slot, client: &AgentClient) -> Result
     loop {
         match tokio::time::timeout(Duration::from_secs(5), client.identity()).await {
             Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) if fenced(&e) => return Ok(()),
             Ok(Err(kreg_protocol::client::ClientError::Unauthorized { .. })) => {
                 return Err(format!(
                     "ssh {}: something else answers on the agent's port with another token (another kreg-agent started by hand?); stop it or give this host another agent_port",

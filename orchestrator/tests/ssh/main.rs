@@ -61,6 +61,7 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+mod fleet;
 mod host_keys;
 mod install;
 mod runs;
