@@ -535,24 +535,12 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
     // planned on statistics taken before a large run was stored can take a nested loop over
     // every result per job), both at once on two connections, and sorted here rather than by
     // the server (whose sort spills to disk at that size under the default work_mem).
-    type JobRow = (
-        i64,
-        i32,
-        String,
-        String,
-        String,
-        i32,
-        String,
-        bool,
-        String,
-        String,
-        String,
-    );
-    let (jobs, results): (Vec<JobRow>, Vec<copy::ResultRow>) = tokio::try_join!(
+    let (jobs, results): (Vec<JobFields>, Vec<copy::ResultRow>) = tokio::try_join!(
         async {
             sqlx::query_as(
-                "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, ''), warmup,
-                        COALESCE(kernel_release, ''), COALESCE(observed_policy, ''), COALESCE(machine, '')
+                "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, '') AS boot_id, warmup,
+                        COALESCE(kernel_release, '') AS kernel_release, COALESCE(observed_policy, '') AS observed_policy,
+                        COALESCE(machine, '') AS machine
                  FROM jobs WHERE run_id = $1",
             )
             .bind(run_id)
@@ -562,66 +550,74 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
         },
         copy::results(db, run_id),
     )?;
-    // Each job's text made shareable once, for all its samples.
-    use kreg_core::results::Shared;
-    type JobText = (i32, Shared, Shared, Shared, i32, Shared, bool, Shared, Shared, Shared);
-    let by_id: std::collections::HashMap<i64, JobText> = jobs
+    // Each job's text made shareable once, for all its samples: a sample of it to copy.
+    let by_id: std::collections::HashMap<i64, (i32, bool, Sample)> = jobs
         .into_iter()
-        .map(
-            |(id, ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy, machine)| {
-                let text = (
-                    ordinal,
-                    kernel.into(),
-                    variant.into(),
-                    workload.into(),
-                    iteration,
-                    boot_id.into(),
-                    warmup,
-                    release.into(),
-                    policy.into(),
-                    machine.into(),
-                );
-                (id, text)
-            },
-        )
+        .map(|j| {
+            let template = Sample {
+                kernel: j.kernel.into(),
+                variant: j.variant.into(),
+                workload: j.workload.into(),
+                iteration: j.iteration,
+                metric: "".into(),
+                value: 0.0,
+                unit: "".into(),
+                higher_is_better: true,
+                kind: crate::stats::MetricKind::Mean,
+                kernel_release: j.kernel_release.into(),
+                observed_policy: j.observed_policy.into(),
+                boot_id: j.boot_id.into(),
+                machine: j.machine.into(),
+            };
+            (j.id, (j.ordinal, j.warmup, template))
+        })
         .collect();
     let (mut judged, mut warmups) = (Vec::with_capacity(results.len()), Vec::new());
     for r in results {
-        let Some((ordinal, kernel, variant, workload, iteration, boot_id, warmup, release, policy, machine)) =
-            by_id.get(&r.job)
-        else {
+        let Some((ordinal, warmup, template)) = by_id.get(&r.job) else {
             continue;
         };
         let sample = Sample {
-            kernel: kernel.clone(),
-            variant: variant.clone(),
-            workload: workload.clone(),
-            iteration: *iteration,
             metric: r.metric,
             value: r.value,
             unit: r.unit,
             higher_is_better: r.higher_is_better,
             kind: r.kind,
-            kernel_release: release.clone(),
-            observed_policy: policy.clone(),
-            boot_id: boot_id.clone(),
-            machine: machine.clone(),
+            ..template.clone()
         };
         if *warmup { &mut warmups } else { &mut judged }.push((*ordinal, sample));
     }
-    // Sorted by a small key, the samples moved once.
-    let in_order = |v: Vec<(i32, Sample)>| -> Vec<Sample> {
-        let mut order: Vec<(i32, i32, &str, usize)> = v
-            .iter()
-            .enumerate()
-            .map(|(i, (ordinal, s))| (s.iteration, *ordinal, &*s.metric, i))
-            .collect();
-        order.sort_unstable();
-        let places: Vec<usize> = order.into_iter().map(|k| k.3).collect();
-        let mut slots: Vec<Option<Sample>> = v.into_iter().map(|(_, s)| Some(s)).collect();
-        places.into_iter().filter_map(|i| slots[i].take()).collect()
-    };
-    Ok((in_order(judged), in_order(warmups)))
+    Ok((in_run_order(judged), in_run_order(warmups)))
+}
+
+/// A job's fields a sample carries.
+#[derive(sqlx::FromRow)]
+struct JobFields {
+    id: i64,
+    ordinal: i32,
+    kernel: String,
+    variant: String,
+    workload: String,
+    iteration: i32,
+    boot_id: String,
+    warmup: bool,
+    kernel_release: String,
+    observed_policy: String,
+    machine: String,
+}
+
+/// Samples (with their job's ordinal) in the order taken: iteration, ordinal, metric; sorted
+/// by a small key, the samples moved once.
+fn in_run_order(v: Vec<(i32, Sample)>) -> Vec<Sample> {
+    let mut order: Vec<(i32, i32, &str, usize)> = v
+        .iter()
+        .enumerate()
+        .map(|(i, (ordinal, s))| (s.iteration, *ordinal, &*s.metric, i))
+        .collect();
+    order.sort_unstable();
+    let places: Vec<usize> = order.into_iter().map(|k| k.3).collect();
+    let mut slots: Vec<Option<Sample>> = v.into_iter().map(|(_, s)| Some(s)).collect();
+    places.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &RawKind) -> Result<Option<String>> {

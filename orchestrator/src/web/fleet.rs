@@ -77,12 +77,18 @@ pub async fn page(State(st): State<AppState>) -> PageResult {
     let mut body = String::from(
         "<p class=\"note\">Machine pairs leased by <code>kreg worker</code> processes for the slots of submitted runs (<code>kreg submit</code>); a lease lives while its worker's heartbeat renews it. Reload for the latest.</p>",
     );
-    body += "<h2>Queue</h2>";
-    if f.queue.is_empty() {
+    body += &queue(&f.queue);
+    body += &machines(&f.machines);
+    body += &workers(&f.workers);
+    Ok(Html(html::layout("Fleet", &body, &Live::No)))
+}
+
+fn queue(queue: &[fleet::SlotRow]) -> String {
+    let mut body = String::from("<h2>Queue</h2>");
+    if queue.is_empty() {
         body += "<p>Empty: no submitted run is waiting or running.</p>";
     } else {
-        let rows: Vec<Vec<String>> = f
-            .queue
+        let rows: Vec<Vec<String>> = queue
             .iter()
             .map(|s| {
                 vec![
@@ -119,12 +125,15 @@ pub async fn page(State(st): State<AppState>) -> PageResult {
             &rows,
         );
     }
-    body += "<h2>Machines</h2>";
-    if f.machines.is_empty() {
+    body
+}
+
+fn machines(machines: &[Machine]) -> String {
+    let mut body = String::from("<h2>Machines</h2>");
+    if machines.is_empty() {
         body += "<p>No machines: add a pool file with <code>kreg machines add POOL.yaml</code>.</p>";
     } else {
-        let rows: Vec<Vec<String>> = f
-            .machines
+        let rows: Vec<Vec<String>> = machines
             .iter()
             .map(|m| {
                 vec![
@@ -159,12 +168,15 @@ pub async fn page(State(st): State<AppState>) -> PageResult {
             &rows,
         );
     }
-    body += "<h2>Workers</h2>";
-    if f.workers.is_empty() {
+    body
+}
+
+fn workers(workers: &[fleet::WorkerRow]) -> String {
+    let mut body = String::from("<h2>Workers</h2>");
+    if workers.is_empty() {
         body += "<p>No worker seen in the last 24 hours: start one with <code>kreg worker</code>.</p>";
     } else {
-        let rows: Vec<Vec<String>> = f
-            .workers
+        let rows: Vec<Vec<String>> = workers
             .iter()
             .map(|w| {
                 vec![
@@ -185,5 +197,5 @@ pub async fn page(State(st): State<AppState>) -> PageResult {
             &rows,
         );
     }
-    Ok(Html(html::layout("Fleet", &body, &Live::No)))
+    body
 }
