@@ -157,8 +157,26 @@ fn pool_machine(row: &fleet::MachineRow) -> Result<kreg::scenario::PoolMachine, 
 }
 
 /// The slot's part: the run's scenario on the claimed pair.
-async fn part_of(db: &PgPool, c: &fleet::Claim) -> Result<Part, String> {
-    let run = store::run(db, c.run_id).await.map_err(|e| e.to_string())?;
+/// Why a claimed slot cannot start: the database went away (the lease lapses and the slot
+/// is taken again), or the slot cannot be driven at all (it ends failed, saying why).
+enum NoPart {
+    Db(store::StoreError),
+    Bad(String),
+}
+
+impl From<String> for NoPart {
+    fn from(s: String) -> NoPart {
+        NoPart::Bad(s)
+    }
+}
+
+async fn part_of(db: &PgPool, c: &fleet::Claim) -> Result<Part, NoPart> {
+    let run = store::run(db, c.run_id)
+        .await
+        .map_err(|e| match e.is_connection_lost() {
+            true => NoPart::Db(e),
+            false => NoPart::Bad(e.to_string()),
+        })?;
     let scenario = engine::scenario_of(&run).map_err(|e| e.to_string())?;
     let sut = pool_machine(&c.sut)?;
     let loadgen = c.loadgen.as_ref().map(pool_machine).transpose()?;
@@ -213,7 +231,8 @@ async fn drive_claim(db: &PgPool, id: i64, (c, took): (&fleet::Claim, Duration),
     ));
     let part = match part_of(db, c).await {
         Ok(p) => Arc::new(p),
-        Err(why) => {
+        Err(NoPart::Db(e)) => return Ended::Lost(format!("the database went away before the slot began: {e}")),
+        Err(NoPart::Bad(why)) => {
             let _ = fleet::finish_slot(db, &f, true, Some(&why)).await;
             say(&format!("worker {id}: run {} slot {}: {why}", c.run_id, c.slot));
             return Ended::Finished;
