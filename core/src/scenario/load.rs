@@ -12,6 +12,17 @@ pub const MAX_JOBS: u64 = 100_000;
 
 /// Parses and validates a scenario. Relative paths in it are taken from `base_dir`.
 pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>> {
+    let (mut s, files) = parse_with(text, base_dir, |cx, root| cx.scenario(root))?;
+    s.files = files;
+    Ok(s)
+}
+
+/// YAML text read by `read` (with the files it names), or every problem found, in order.
+fn parse_with<T>(
+    text: &str,
+    base_dir: &Path,
+    read: impl FnOnce(&mut Cx, &Node) -> Option<T>,
+) -> Result<(T, Vec<FileRef>), Vec<Diagnostic>> {
     let root = yaml::parse(text).map_err(|e| {
         vec![Diagnostic {
             line: e.line,
@@ -24,12 +35,8 @@ pub fn from_str(text: &str, base_dir: &Path) -> Result<Scenario, Vec<Diagnostic>
         base_dir,
         files: Vec::new(),
     };
-    let scenario = cx.scenario(&root);
-    match scenario {
-        Some(mut s) if cx.diags.is_empty() => {
-            s.files = cx.files;
-            Ok(s)
-        }
+    match read(&mut cx, &root) {
+        Some(x) if cx.diags.is_empty() => Ok((x, cx.files)),
         _ => {
             cx.diags.sort_by_key(|d| (d.line, d.col));
             Err(cx.diags)

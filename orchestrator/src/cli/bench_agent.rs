@@ -59,11 +59,18 @@ fn start(bin: &Path, tls: bool) -> Result<Agent> {
     std::fs::create_dir_all(&dir)?;
     let dir = Scratch(dir);
     std::fs::write(dir.0.join("token"), TOKEN)?;
+    let (child, url) = spawn_loopback(bin, &dir.0.join("token"), &dir.0.join("data"), tls)?;
+    Ok(Agent { url, child, _dir: dir })
+}
+
+/// An agent on a free loopback port (logging warnings only, to nowhere): the process and
+/// its URL, read from its first line.
+pub(super) fn spawn_loopback(bin: &Path, token: &Path, data: &Path, tls: bool) -> Result<(Child, String)> {
     let mut child = Command::new(bin)
         .args(["--listen", "127.0.0.1:0", "--token-file"])
-        .arg(dir.0.join("token"))
+        .arg(token)
         .arg("--data-dir")
-        .arg(dir.0.join("data"))
+        .arg(data)
         .args(tls.then_some("--tls"))
         .env("KREG_AGENT_LOG", "warn")
         .stdout(Stdio::piped())
@@ -76,11 +83,7 @@ fn start(bin: &Path, tls: bool) -> Result<Agent> {
         .trim()
         .strip_prefix("kreg-agent listening on ")
         .ok_or_else(|| anyhow!("the agent said {line:?}"))?;
-    Ok(Agent {
-        url: format!("http://{addr}"),
-        child,
-        _dir: dir,
-    })
+    Ok((child, format!("http://{addr}")))
 }
 
 fn rand_suffix() -> u128 {

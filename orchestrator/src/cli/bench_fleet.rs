@@ -4,12 +4,11 @@
 //! meanwhile, and how soon the machines of killed workers are leased again after their
 //! leases time out.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgPool};
 
@@ -75,23 +74,7 @@ async fn url_of(cfg: &Config, name: &str) -> Result<String> {
 }
 
 fn agent(bin: &Path, dir: &Path, i: usize) -> Result<(Child, String)> {
-    let mut child = Command::new(bin)
-        .args(["--listen", "127.0.0.1:0", "--token-file"])
-        .arg(dir.join("token"))
-        .arg("--data-dir")
-        .arg(dir.join(format!("a{i}")))
-        .env("KREG_AGENT_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
-    let addr = line
-        .trim()
-        .strip_prefix("kreg-agent listening on ")
-        .ok_or_else(|| anyhow!("the agent said {line:?}"))?;
-    Ok((child, format!("http://{addr}")))
+    super::bench_agent::spawn_loopback(bin, &dir.join("token"), &dir.join(format!("a{i}")), false)
 }
 
 fn worker(url: &str, dir: &Path, name: &str, a: &FleetArgs, until_empty: bool) -> Result<Child> {

@@ -95,19 +95,7 @@ impl<'a> Cx<'a> {
     fn host(&mut self, name: &str, node: &Node, default_boot: BootVia) -> Option<Host> {
         let what = format!("host `{name}`");
         let f = self.map(node, &what, &["role", "transport", "tuning"])?;
-        let role = self
-            .required(&f, "role", &what)
-            .and_then(|n| match self.string(n, "role")?.as_str() {
-                "sut" => Some(Role::Sut),
-                "loadgen" => Some(Role::Loadgen),
-                other => {
-                    self.error(n, format!("role: unknown role `{other}`; expected sut or loadgen"));
-                    None
-                }
-            });
-        let transport = self
-            .required(&f, "transport", &what)
-            .and_then(|n| self.transport(n, &what, default_boot));
+        let (role, transport) = self.role_and_transport(&f, &what, default_boot);
         let tuning = match f.get("tuning") {
             Some(n) => self.tuning(n, &what),
             None => Some(Default::default()),
@@ -120,7 +108,30 @@ impl<'a> Cx<'a> {
         })
     }
 
-    pub(super) fn transport(&mut self, node: &Node, host: &str, default_boot: BootVia) -> Option<Transport> {
+    /// A host's (or a pool machine's) required `role` and `transport`.
+    pub(super) fn role_and_transport(
+        &mut self,
+        f: &Fields,
+        what: &str,
+        default_boot: BootVia,
+    ) -> (Option<Role>, Option<Transport>) {
+        let role = self
+            .required(f, "role", what)
+            .and_then(|n| match self.string(n, "role")?.as_str() {
+                "sut" => Some(Role::Sut),
+                "loadgen" => Some(Role::Loadgen),
+                other => {
+                    self.error(n, format!("role: unknown role `{other}`; expected sut or loadgen"));
+                    None
+                }
+            });
+        let transport = self
+            .required(f, "transport", what)
+            .and_then(|n| self.transport(n, what, default_boot));
+        (role, transport)
+    }
+
+    fn transport(&mut self, node: &Node, host: &str, default_boot: BootVia) -> Option<Transport> {
         let what = format!("the transport of {host}");
         let mut keys = vec![
             "kind",

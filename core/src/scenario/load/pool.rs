@@ -14,7 +14,7 @@ use std::path::Path;
 
 use super::super::*;
 use crate::yaml::cx::Cx;
-use crate::yaml::{self, Kind, Node};
+use crate::yaml::{Kind, Node};
 
 /// One machine of a pool file.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,26 +29,7 @@ pub struct PoolMachine {
 
 /// Parses and checks a pool file; relative paths are taken from `base_dir`.
 pub fn pool_from_str(text: &str, base_dir: &Path) -> Result<Vec<PoolMachine>, Vec<Diagnostic>> {
-    let root = yaml::parse(text).map_err(|e| {
-        vec![Diagnostic {
-            line: e.line,
-            col: e.col,
-            message: format!("YAML syntax: {}", e.message),
-        }]
-    })?;
-    let mut cx = Cx {
-        diags: Vec::new(),
-        base_dir,
-        files: Vec::new(),
-    };
-    let machines = cx.pool(&root);
-    match machines {
-        Some(m) if cx.diags.is_empty() => Ok(m),
-        _ => {
-            cx.diags.sort_by_key(|d| (d.line, d.col));
-            Err(cx.diags)
-        }
-    }
+    super::parse_with(text, base_dir, |cx, root| cx.pool(root)).map(|(m, _)| m)
 }
 
 impl Cx<'_> {
@@ -88,19 +69,7 @@ impl Cx<'_> {
     fn pool_machine(&mut self, name: &str, node: &Node) -> Option<PoolMachine> {
         let what = format!("machine `{name}`");
         let f = self.map(node, &what, &["role", "transport", "loadgen", "labels"])?;
-        let role = self
-            .required(&f, "role", &what)
-            .and_then(|n| match self.string(n, "role")?.as_str() {
-                "sut" => Some(Role::Sut),
-                "loadgen" => Some(Role::Loadgen),
-                other => {
-                    self.error(n, format!("role: unknown role `{other}`; expected sut or loadgen"));
-                    None
-                }
-            });
-        let transport = self
-            .required(&f, "transport", &what)
-            .and_then(|n| self.transport(n, &what, BootVia::Kexec));
+        let (role, transport) = self.role_and_transport(&f, &what, BootVia::Kexec);
         if let Some(Transport::Lab { .. }) = &transport {
             self.error(
                 f.get("transport")?,
