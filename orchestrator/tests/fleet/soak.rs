@@ -628,13 +628,11 @@ async fn check(db: &sqlx::PgPool, agents: &[LoggedAgent], applied: &[Applied], t
         .await
         .unwrap();
     // The agents' refusals: each names an epoch below the one the agent keeps.
-    let mut refused = 0;
+    let mut refusals: Vec<(chrono::DateTime<chrono::Utc>, u64)> = Vec::new();
     let mut refusing_agents = 0;
     for a in agents {
         let lines = a.refusals();
-        if !lines.is_empty() {
-            refusing_agents += 1;
-        }
+        refusing_agents += !lines.is_empty() as usize;
         for l in &lines {
             let stale_epoch: u64 = l
                 .split("stale epoch ")
@@ -643,25 +641,48 @@ async fn check(db: &sqlx::PgPool, agents: &[LoggedAgent], applied: &[Applied], t
                 .and_then(|e| e.trim().parse().ok())
                 .unwrap_or_else(|| panic!("a refusal without its epoch: {l}"));
             assert!(stale_epoch < a.epoch(), "{l}: the agent keeps epoch {}", a.epoch());
+            let at = l.split_whitespace().next().and_then(|t| t.parse().ok());
+            refusals.push((
+                at.unwrap_or_else(|| panic!("a refusal without its time: {l}")),
+                stale_epoch,
+            ));
         }
-        refused += lines.len();
+    }
+    let refused = refusals.len();
+    // Each refusal goes to the worker that held its epoch (workers say each claim's epoch)
+    // and to that worker's last fault before it.
+    let holder: std::collections::HashMap<u64, usize> = texts
+        .iter()
+        .enumerate()
+        .flat_map(|(w, t)| {
+            t.lines().filter_map(move |l| {
+                let e = l.split(" at epoch ").nth(1)?.split_whitespace().next()?.parse().ok()?;
+                Some((e, w))
+            })
+        })
+        .collect();
+    let mut to_fault: BTreeMap<Fault, usize> = BTreeMap::new();
+    let mut to_none = 0;
+    for (at, epoch) in &refusals {
+        let fault = holder.get(epoch).and_then(|w| {
+            applied
+                .iter()
+                .filter(|a| a.worker == Some(*w) && a.ended <= *at + chrono::Duration::seconds(1))
+                .max_by_key(|a| a.ended)
+        });
+        match fault {
+            Some(a) => *to_fault.entry(a.fault).or_default() += 1,
+            None => to_none += 1,
+        }
     }
     // Faults × outcomes: whether the faulted worker said it lost its lease, and the stale
-    // requests agents refused in the 5 s after it came back.
-    let times: Vec<chrono::DateTime<chrono::Utc>> = agents
-        .iter()
-        .flat_map(|a| a.refusals())
-        .filter_map(|l| l.split_whitespace().next().and_then(|t| t.parse().ok()))
-        .collect();
+    // requests refused to it after.
     let mut table: BTreeMap<Fault, (usize, usize, usize, usize)> = BTreeMap::new();
     for (k, a) in applied.iter().enumerate() {
         let e = table.entry(a.fault).or_default();
         e.0 += 1;
         e.1 += a.held_lease as usize;
-        let window = a.ended - chrono::Duration::milliseconds(500)..a.ended + chrono::Duration::seconds(5);
-        if a.worker.is_some() {
-            e.3 += times.iter().filter(|t| window.contains(t)).count();
-        }
+        e.3 = to_fault.get(&a.fault).copied().unwrap_or(0);
         if let Some(w) = a.worker {
             let until = applied[k + 1..]
                 .iter()
@@ -674,7 +695,7 @@ async fn check(db: &sqlx::PgPool, agents: &[LoggedAgent], applied: &[Applied], t
         }
     }
     let mut out = String::from(
-        "\nfault                          applied  to a lease holder  worker said it lost its lease  stale requests refused after it\n",
+        "\nfault                          applied  to a lease holder  worker said it lost its lease  its stale requests refused after\n",
     );
     for (f, (n, held, lost, refused)) in &table {
         let lost = if *f == Fault::Kill || *f == Fault::PgRestart {
@@ -688,7 +709,7 @@ async fn check(db: &sqlx::PgPool, agents: &[LoggedAgent], applied: &[Applied], t
         .fetch_one(db)
         .await
         .unwrap();
-    out += &format!("pairs used: {used}\n");
+    out += &format!("stale requests refused after no fault of their worker: {to_none}\npairs used: {used}\n");
     out += &format!(
         "\njobs {jobs}: not done {}, stored more than once {twice}, stored under an epoch taken over {stale}; values stored {results}; runs not done {failed_runs}\nslots taken over {takeovers}; stale requests refused by agents {refused} (on {refusing_agents} of {} agents)\n",
         jobs - stores.len() as i64,
