@@ -30,6 +30,7 @@ CREATE TABLE machines (
     lease_heartbeat TIMESTAMPTZ,
     lease_expires TIMESTAMPTZ
 );
+CREATE INDEX machines_lease ON machines (lease_epoch) WHERE lease_epoch IS NOT NULL;
 
 -- A submitted run: how many pairs, which labels, whether machines of different labels may
 -- be mixed in it.

@@ -66,7 +66,7 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
             s = super::run::interrupted() => break s,
         };
         let Some((c, took)) = claim else {
-            if a.until_empty && fleet::open_slots(&db).await.map(|s| s.is_empty()).unwrap_or(false) {
+            if a.until_empty && fleet::queue_empty(&db).await.unwrap_or(false) {
                 say(&format!("worker {id}: the queue is empty; stopping"));
                 break "an empty queue";
             }

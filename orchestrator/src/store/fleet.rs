@@ -242,8 +242,8 @@ pub async fn claim(db: &PgPool, worker: i64, lease_secs: f64) -> Result<Option<C
     let candidates: Vec<Candidate> = sqlx::query_as(
         "SELECT s.run_id, s.slot, s.state, s.sut, f.labels, f.mix_labels, f.needs_loadgen
          FROM run_slots s JOIN fleet_runs f ON f.run_id = s.run_id
-         WHERE s.state = 'queued'
-            OR (s.state = 'leased' AND NOT EXISTS (
+         WHERE s.state IN ('queued', 'leased')
+           AND (s.state = 'queued' OR NOT EXISTS (
                 SELECT 1 FROM machines m WHERE m.name = s.sut AND m.lease_epoch = s.epoch AND m.lease_expires > now()))
          ORDER BY s.run_id, s.slot
          LIMIT 16
@@ -324,22 +324,29 @@ async fn free_pair(
             .await?
         }
         None => {
+            // The machines the run already has, and their labels (read once, not per machine).
+            let (taken, labels): (Vec<String>, Option<Json<Labels>>) = sqlx::query_as(
+                "SELECT COALESCE(array_agg(o.sut), '{}'), (array_agg(p.labels))[1]
+                 FROM run_slots o JOIN machines p ON p.name = o.sut WHERE o.run_id = $1",
+            )
+            .bind(c.run_id)
+            .fetch_one(&mut **tx)
+            .await?;
+            let same = if c.mix_labels { None } else { labels };
             sqlx::query_as(&format!(
                 "SELECT {MACHINE_COLUMNS} FROM machines m
-                 WHERE m.role = 'sut' AND m.labels @> $2 AND {free}
-                   AND (NOT $3 OR m.loadgen IS NOT NULL)
-                   AND NOT EXISTS (SELECT 1 FROM run_slots o WHERE o.run_id = $1 AND o.sut = m.name)
-                   AND ($4 OR NOT EXISTS (
-                       SELECT 1 FROM run_slots o JOIN machines p ON p.name = o.sut
-                       WHERE o.run_id = $1 AND p.labels <> m.labels))
+                 WHERE m.role = 'sut' AND m.labels @> $1 AND {free}
+                   AND (NOT $2 OR m.loadgen IS NOT NULL)
+                   AND NOT (m.name = ANY($3))
+                   AND ($4::JSONB IS NULL OR m.labels = $4)
                  ORDER BY m.lease_since NULLS FIRST, m.name
                  LIMIT 1
                  FOR UPDATE OF m SKIP LOCKED"
             ))
-            .bind(c.run_id)
             .bind(&c.labels)
             .bind(c.needs_loadgen)
-            .bind(c.mix_labels)
+            .bind(&taken)
+            .bind(same)
             .fetch_optional(&mut **tx)
             .await?
         }
@@ -496,6 +503,16 @@ pub async fn requeue_failed(db: &PgPool, run_id: i64) -> Result<u64> {
     }
     tx.commit().await?;
     Ok(n)
+}
+
+/// Whether the queue has nothing left to claim or wait for (no run with a slot not
+/// finished).
+pub async fn queue_empty(db: impl PgExecutor<'_>) -> Result<bool> {
+    Ok(
+        sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM run_slots WHERE state IN ('queued', 'leased'))")
+            .fetch_one(db)
+            .await?,
+    )
 }
 
 /// A slot as `kreg status` and the dashboard show it.
