@@ -4,3 +4,4 @@
 mod blocks;
 mod harness;
 mod soak;
+mod soak_env;
