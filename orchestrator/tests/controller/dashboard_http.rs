@@ -402,7 +402,7 @@ async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
         said.lock()
             .unwrap()
             .iter()
-            .filter(|l| l.contains("COALESCE(boot_id, ''), warmup"))
+            .filter(|l| l.contains("COALESCE(boot_id, '') AS boot_id, warmup"))
             .count()
     };
     // Once the server follows the database's changes, the run ends.
