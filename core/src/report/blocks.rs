@@ -10,12 +10,8 @@
 
 use std::collections::HashMap;
 
-use super::table::MetricTable;
 use crate::results::Shared;
 use crate::stats::Side;
-
-/// The raw sides of the rows whose samples were shifted for judging, to put back after.
-pub(super) type Raw = Vec<((usize, usize), Side)>;
 
 /// The distinct machines of some samples, in the order first seen (empty names left out).
 pub fn machines_of<'a>(m: impl IntoIterator<Item = &'a Shared>) -> Vec<&'a str> {
@@ -28,39 +24,8 @@ pub fn machines_of<'a>(m: impl IntoIterator<Item = &'a Shared>) -> Vec<&'a str> 
     out
 }
 
-/// For each compared row (`pairs`: table, row, its baseline row) measured on more than one
-/// machine: its side and its baseline's side (in `sides`) shifted machine by machine, for
-/// the judging. Returns the rows' raw sides.
-pub(super) fn by_machine(
-    tables: &mut [MetricTable],
-    sides: &mut [((usize, usize), Side)],
-    pairs: &[(usize, usize, usize)],
-) -> Raw {
-    let mut raw = Vec::new();
-    for (k, &(ti, ri, bi)) in pairs.iter().enumerate() {
-        let (base, row) = (&tables[ti].rows[bi], &tables[ti].rows[ri]);
-        if machines_of(base.machines.iter().chain(&row.machines)).len() < 2 {
-            continue;
-        }
-        let levels = levels(&base.side.values, &base.machines);
-        let all = base.side.values.iter().sum::<f64>() / base.side.values.len() as f64;
-        let shifted_base = shift(&base.side, &base.machines, &levels, all);
-        let shifted_row = shift(&row.side, &row.machines, &levels, all);
-        raw.push(((ti, ri), std::mem::replace(&mut tables[ti].rows[ri].side, shifted_row)));
-        sides[k].1 = shifted_base;
-    }
-    raw
-}
-
-/// Puts the rows' raw sides back after the judging.
-pub(super) fn put_back(tables: &mut [MetricTable], raw: Raw) {
-    for ((ti, ri), side) in raw {
-        tables[ti].rows[ri].side = side;
-    }
-}
-
 /// The mean of the values of each machine.
-fn levels(values: &[f64], machines: &[Shared]) -> HashMap<Shared, f64> {
+pub(super) fn levels(values: &[f64], machines: &[Shared]) -> HashMap<Shared, f64> {
     let mut sums: HashMap<Shared, (f64, usize)> = HashMap::new();
     for (v, m) in values.iter().zip(machines) {
         let e = sums.entry(m.clone()).or_default();
@@ -72,7 +37,7 @@ fn levels(values: &[f64], machines: &[Shared]) -> HashMap<Shared, f64> {
 
 /// `side`'s values each shifted by its machine's baseline level less `all`; values of a
 /// machine with no baseline level left out.
-fn shift(side: &Side, machines: &[Shared], levels: &HashMap<Shared, f64>, all: f64) -> Side {
+pub(super) fn shift(side: &Side, machines: &[Shared], levels: &HashMap<Shared, f64>, all: f64) -> Side {
     let mut out = Side {
         values: Vec::with_capacity(side.values.len()),
         boots: Vec::with_capacity(side.values.len()),

@@ -152,9 +152,9 @@ pub fn tables(s: &Scenario, samples: &[Sample], baseline: &Baseline, settings: &
     let mut out = group(s, samples);
     let pairs = within_pairs(&out, baseline);
     let mut sides = base_sides(&out, &pairs);
-    let raw = super::blocks::by_machine(&mut out, &mut sides, &pairs);
+    let raw = by_machine(&mut out, &mut sides, &pairs);
     judge_into(&mut out, sides, &s.looks(), settings, s.by_boot(), true);
-    super::blocks::put_back(&mut out, raw);
+    put_back(&mut out, raw);
     out
 }
 
@@ -375,4 +375,38 @@ fn group(s: &Scenario, samples: &[Sample]) -> Vec<MetricTable> {
         }
     }
     out
+}
+
+/// The raw sides of the rows whose samples were shifted for judging, to put back after.
+type Raw = Vec<((usize, usize), Side)>;
+
+/// For each compared row (`pairs`: table, row, its baseline row) measured on more than one
+/// machine: its side and its baseline's side (in `sides`) shifted machine by machine, for
+/// the judging. Returns the rows' raw sides.
+fn by_machine(
+    tables: &mut [MetricTable],
+    sides: &mut [((usize, usize), Side)],
+    pairs: &[(usize, usize, usize)],
+) -> Raw {
+    let mut raw = Vec::new();
+    for (k, &(ti, ri, bi)) in pairs.iter().enumerate() {
+        let (base, row) = (&tables[ti].rows[bi], &tables[ti].rows[ri]);
+        if super::blocks::machines_of(base.machines.iter().chain(&row.machines)).len() < 2 {
+            continue;
+        }
+        let levels = super::blocks::levels(&base.side.values, &base.machines);
+        let all = base.side.values.iter().sum::<f64>() / base.side.values.len() as f64;
+        let shifted_base = super::blocks::shift(&base.side, &base.machines, &levels, all);
+        let shifted_row = super::blocks::shift(&row.side, &row.machines, &levels, all);
+        raw.push(((ti, ri), std::mem::replace(&mut tables[ti].rows[ri].side, shifted_row)));
+        sides[k].1 = shifted_base;
+    }
+    raw
+}
+
+/// Puts the rows' raw sides back after the judging.
+fn put_back(tables: &mut [MetricTable], raw: Raw) {
+    for ((ti, ri), side) in raw {
+        tables[ti].rows[ri].side = side;
+    }
 }
