@@ -48,9 +48,56 @@ pub fn p_value(p: f64) -> String {
     }
 }
 
+/// One word for a POSIX shell, whatever it holds: left bare only when every character is
+/// one no shell treats specially, else in single quotes (a `'` inside written `'\''`).
+/// Every command kreg prints for a person to paste, and every argument sent to sshd, is
+/// quoted this way: a git ref may hold `$( ) ;`, a name a newline.
+pub fn shell_quote(arg: &str) -> Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | ':' | '=' | '@' | ',' | '+' | '%');
+    if !arg.is_empty() && arg.chars().all(plain) {
+        return Cow::Borrowed(arg);
+    }
+    Cow::Owned(format!("'{}'", arg.replace('\'', r"'\''")))
+}
+
+/// An argv as one line a shell splits back into the same words.
+pub fn shell_words<S: AsRef<str>>(argv: &[S]) -> String {
+    argv.iter().map(|a| shell_quote(a.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each word round-trips through a real shell: `sh -c 'printf "%s\0" WORDS'` prints
+    /// back exactly the words given, and nothing runs.
+    #[test]
+    fn quoted_words_come_back_from_a_real_shell_unchanged() {
+        let words = [
+            "plain",
+            "g$(touch${IFS}pwned)",
+            "a;b",
+            "it's",
+            "",
+            "new\nline",
+            "`id`",
+            "x|y&z>w<v",
+            "* ? [a] ~ # !",
+            "tab\there",
+            "ünïcode",
+            "--flag=1,2",
+        ];
+        let line = format!("printf '%s\\0' {}", shell_words(&words));
+        let out = std::process::Command::new("sh").arg("-c").arg(&line).output().unwrap();
+        assert!(out.status.success(), "{line}: {out:?}");
+        let got: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .map(str::to_string)
+            .collect();
+        assert_eq!(got, words, "{line}");
+        assert_eq!(shell_quote("v6.9-rc1"), "v6.9-rc1");
+    }
 
     #[test]
     fn escapes_are_written_out_and_plain_text_is_untouched() {

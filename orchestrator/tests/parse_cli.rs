@@ -265,6 +265,42 @@ fn netperf_tables_run_now_are_read_exactly() {
     assert!(ok, "{err}\n{text}");
     assert_eq!(value(&json, "transactions_per_s"), values[0].parse::<f64>().unwrap());
     assert_eq!(value(&json, "lat_p99_us"), values[1].parse::<f64>().unwrap());
+    // -O (omni's columns): the values line is the last; read here by the order of the
+    // selectors the test gave (or, for -O alone, the stream's last two columns).
+    let text = netperf(&[
+        "-t",
+        "UDP_RR",
+        "--",
+        "-O",
+        "THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P90_LATENCY,P99_LATENCY",
+    ]);
+    let cells: Vec<&str> = text.lines().last().unwrap().split_whitespace().collect();
+    let file = dir.0.join("np-O.txt");
+    std::fs::write(&file, &text).unwrap();
+    let (ok, json, err) = kreg_parse("netperf", &file);
+    assert!(ok, "{err}\n{text}");
+    assert_eq!(value(&json, "transactions_per_s"), cells[0].parse::<f64>().unwrap(), "{text}");
+    assert_eq!(json[0]["unit"], cells[1], "{text}");
+    for (i, m) in ["lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us"].iter().enumerate() {
+        assert_eq!(value(&json, m), cells[2 + i].parse::<f64>().unwrap(), "{m}\n{text}");
+    }
+    let text = netperf(&["-t", "TCP_STREAM", "--", "-O"]);
+    let cells: Vec<&str> = text.lines().last().unwrap().split_whitespace().collect();
+    std::fs::write(&file, &text).unwrap();
+    let (ok, json, err) = kreg_parse("netperf", &file);
+    assert!(ok, "{err}\n{text}");
+    assert_eq!(value(&json, "throughput"), cells[cells.len() - 2].parse::<f64>().unwrap(), "{text}");
+    assert_eq!(json[0]["unit"], "10^6bits/s");
+    // -O without the unit, and -O under -P 0 (no headings): refused, naming -O.
+    for (args, said) in [
+        (&["-t", "TCP_RR", "--", "-O", "THROUGHPUT,P99_LATENCY"][..], "add THROUGHPUT_UNITS to -O's selectors"),
+        (&["-P", "0", "-t", "TCP_RR", "--", "-O", "THROUGHPUT,THROUGHPUT_UNITS"][..], "`-O` columns"),
+    ] {
+        let text = netperf(args);
+        std::fs::write(&file, &text).unwrap();
+        let (ok, _, err) = kreg_parse("netperf", &file);
+        assert!(!ok && err.contains(said), "{args:?}: {err}\n{text}");
+    }
     let _ = server.kill();
     let _ = server.wait();
 }

@@ -16,6 +16,10 @@ use crate::wire::ErrorKind;
 
 use kreg_protocol::EPOCH_HEADER as HEADER;
 
+/// The highest epoch a lease can have: PostgreSQL's sequences (`lease_epochs`) are bigints.
+/// A larger one would fence the machine for good, every real epoch being lower.
+pub const MAX_EPOCH: u64 = i64::MAX as u64;
+
 /// The highest epoch seen, and where it is kept.
 #[derive(Debug)]
 pub struct Fence {
@@ -32,7 +36,9 @@ impl Fence {
             Ok(text) => text
                 .trim()
                 .parse()
-                .map_err(|_| format!("{}: not an epoch: {:?}", path.display(), text.trim()))?,
+                .ok()
+                .filter(|e| *e <= MAX_EPOCH)
+                .ok_or_else(|| format!("{}: not an epoch: {:?}", path.display(), text.trim()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
@@ -95,7 +101,13 @@ pub async fn require_epoch(State(state): State<std::sync::Arc<AppState>>, req: R
         .map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok()));
     let epoch = match given {
         None => None,
-        Some(Some(e)) => Some(e),
+        Some(Some(e)) if (1..=MAX_EPOCH).contains(&e) => Some(e),
+        Some(Some(e)) => {
+            return reply_error(
+                ErrorKind::BadRequest,
+                format!("{HEADER} {e}: an epoch is from 1 to {MAX_EPOCH} (the lease sequence's range); refused, the fence is unchanged"),
+            )
+        }
         Some(None) => return reply_error(ErrorKind::BadRequest, format!("{HEADER} is not a whole number")),
     };
     match state.fence.admit(epoch).await {

@@ -85,8 +85,12 @@ pub(crate) fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
     }
 }
 
+/// The agent's own files in its data folder, which no upload may name (or replace): the
+/// fence's epoch, its temporary, and the TLS identity's folder.
+pub const RESERVED: &[&str] = &["epoch", "epoch.tmp", "tls"];
+
 /// Where an uploaded file named `name` lives. Names are plain: letters, digits, `.`, `_`,
-/// `-`, `+`, starting with a letter or digit.
+/// `-`, `+`, starting with a letter or digit, and none of [`RESERVED`].
 pub fn upload_path(dir: &Path, name: &str) -> Result<PathBuf, StepError> {
     let ok = !name.is_empty()
         && name.len() <= 128
@@ -98,6 +102,12 @@ pub fn upload_path(dir: &Path, name: &str) -> Result<PathBuf, StepError> {
         return Err(err(
             ErrorKind::BadRequest,
             format!("bad file name {name:?}: use letters, digits, '.', '_', '-' and '+' only"),
+        ));
+    }
+    if RESERVED.contains(&name) {
+        return Err(err(
+            ErrorKind::Forbidden,
+            format!("{name:?} is the agent's own file in its data folder (its fence or TLS identity): upload under another name"),
         ));
     }
     Ok(dir.join(name))

@@ -134,3 +134,46 @@ async fn stale_epochs_are_refused_before_anything_runs_even_after_a_restart() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an epoch"), "{out:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The fence cannot be moved by anything but a real epoch: an upload may not name the
+/// agent's own files (`epoch`, `epoch.tmp`, `tls`), and an epoch the database's sequence
+/// cannot issue (above i64::MAX, or 0) is refused without touching the fence, so the
+/// machine stays usable at every epoch a worker can hold.
+#[tokio::test]
+async fn the_fence_cannot_be_set_back_or_pushed_out_of_reach() {
+    let dir = std::env::temp_dir().join(format!("kreg-agent-test-fence-reserved-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (_child, url) = agent(&dir, "log").await;
+    let c = client(&url, Some(7));
+    c.identity().await.unwrap();
+    for name in ["epoch", "epoch.tmp", "tls"] {
+        match c.upload(name, b"0\n".to_vec()).await {
+            Err(ClientError::Step { error, .. }) => {
+                assert_eq!(error.kind, ErrorKind::Forbidden, "{name}: {error:?}");
+                assert!(error.message.contains("the agent's own file"), "{name}: {}", error.message);
+            }
+            other => panic!("{name}: an upload over the agent's own file was taken: {other:?}"),
+        }
+    }
+    assert_eq!(std::fs::read_to_string(dir.join("data/epoch")).unwrap().trim(), "7");
+    // Another name is fine.
+    c.upload("epochs.txt", b"x".to_vec()).await.unwrap();
+    for given in ["18446744073709551615", "9223372036854775808", "0"] {
+        let r = reqwest::Client::new()
+            .post(format!("{url}/v1/step"))
+            .bearer_auth(TOKEN)
+            .header(kreg_protocol::EPOCH_HEADER, given)
+            .body(r#"{"step":"identity"}"#)
+            .header("content-type", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 400, "{given}");
+        let body = r.text().await.unwrap();
+        assert!(body.contains("an epoch is from 1 to 9223372036854775807"), "{body}");
+    }
+    assert_eq!(std::fs::read_to_string(dir.join("data/epoch")).unwrap().trim(), "7");
+    // The largest epoch the database can issue is taken, and the next worker's is still below none.
+    client(&url, Some(i64::MAX as u64)).identity().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -197,6 +197,59 @@ impl Bisection {
         &self.values[commit]
     }
 
+    /// The first and last commit that may still be the first bad one.
+    pub fn candidates(&self) -> (usize, usize) {
+        self.search.candidates()
+    }
+
+    /// Whether the endpoints were told apart (the search has begun).
+    pub fn reproduced(&self) -> bool {
+        self.reproduced
+    }
+
+    /// What was decided since a look at `seen` (steps decided then, and whether the
+    /// endpoints were told apart), as lines a person follows the bisection by: each new
+    /// step's mark with its position's interval, the candidates left, and `next`, the
+    /// answer of [`Bisection::ask`] that follows.
+    pub fn decisions_since(&self, seen: (usize, bool), next: &Ask, hash: &dyn Fn(usize) -> String) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.reproduced && !seen.1 {
+            let (g, b) = (self.values(0), self.values(self.last()));
+            out.push(format!(
+                "decided: the endpoints differ (good {:.6} over {} boots, bad {:.6} over {}): bisecting",
+                mean(g),
+                g.len(),
+                mean(b),
+                b.len()
+            ));
+        }
+        for s in self.steps.iter().skip(seen.0) {
+            let at = match &s.position {
+                Some(p) => format!(", position {:.2} [{:.2}, {:.2}] (0 good, 1 bad)", p.estimate, p.lo, p.hi),
+                None => String::new(),
+            };
+            out.push(format!(
+                "decided: commit {} ({}) {} after {} boot(s){at}",
+                s.commit,
+                hash(s.commit),
+                format!("{:?}", s.mark).to_lowercase(),
+                s.boots
+            ));
+        }
+        if out.is_empty() {
+            return out;
+        }
+        let (first, last) = self.candidates();
+        let left = format!("first bad commit: one of {first}..{last} ({} left)", last + 1 - first);
+        out.push(match next {
+            Ask::Measure { commit, role } => {
+                format!("{left}; next: commit {commit} ({}) as {}", hash(*commit), role.name())
+            }
+            Ask::Done(_) => format!("{left}; the bisection ends"),
+        });
+        out
+    }
+
     /// Boots measured in all.
     pub fn boots(&self) -> usize {
         self.values.iter().map(Vec::len).sum::<usize>() + self.confirm.as_ref().map_or(0, Confirm::boots)

@@ -237,28 +237,43 @@ pub fn report(
 /// The commands that reproduce the bisection, its confirmation, and each commit measured:
 /// the scenario pinned to that commit (`kreg bisect --show RUN --at COMMIT`) run as any run.
 fn reproduce(about: &About, commits: &[Commit], tested: &[usize], culprit: Option<usize>) -> Vec<String> {
-    let mut out = vec![format!(
-        "kreg bisect {} --kernel {} --good {} --bad {} --metric {}/{} --variant {}",
-        about.scenario_file, about.kernel, about.good_ref, about.bad_ref, about.workload, about.metric, about.variant
-    )];
+    // Every word from the user or the repository quoted: a ref may hold `$( ) ;`.
+    let q = crate::text::shell_quote;
+    let metric = format!("{}/{}", about.workload, about.metric);
+    let mut out = vec![crate::text::shell_words(&[
+        "kreg",
+        "bisect",
+        &about.scenario_file,
+        "--kernel",
+        &about.kernel,
+        "--good",
+        &about.good_ref,
+        "--bad",
+        &about.bad_ref,
+        "--metric",
+        &metric,
+        "--variant",
+        &about.variant,
+    ])];
     let last = commits.len() - 1;
     let mut each: Vec<usize> = vec![0, last];
     each.extend(tested.iter().copied());
     each.sort_unstable();
     each.dedup();
     for i in each {
-        let h = short(&commits[i].hash);
+        let h = q(short(&commits[i].hash));
         out.push(format!(
             "kreg bisect --show {} --at {h} > {h}.yaml && kreg run {h}.yaml   # commit {i}: {}",
-            about.run, commits[i].subject
+            about.run,
+            crate::text::one_line(&commits[i].subject)
         ));
     }
     if let Some(c) = culprit {
         let (c, b) = (&commits[c].hash, &commits[last].hash);
         out.push(format!(
             "git checkout {} && git revert --no-edit {}   # bad with the culprit reverted (then build and run it as above)",
-            short(b),
-            short(c)
+            q(short(b)),
+            q(short(c))
         ));
     }
     out

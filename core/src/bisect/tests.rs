@@ -253,3 +253,104 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
     let md = render(&r, true);
     assert!(md.contains("| 3 | `000000000000` | commit 3 | bad |"), "{md}");
 }
+
+/// Refs, names and a scenario path a user (or a repository) chose go into the "to
+/// reproduce" lines as single shell words: a real shell given the first line as the
+/// arguments of `printf` prints them back unchanged and runs nothing they hold.
+#[test]
+fn the_reproduce_lines_quote_what_came_from_users_and_repositories() {
+    use super::report::{report, About, Commit};
+    let commits: Vec<Commit> = (0..3)
+        .map(|i| Commit {
+            hash: format!("{i:040x}"),
+            subject: format!("subject {i}\n$(rm -rf ~)"),
+            author: "A".into(),
+        })
+        .collect();
+    let b = Bisection::new(3, Rules::default());
+    let dir = std::env::temp_dir().join(format!("kreg-quote-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let about = About {
+        run: 1,
+        scenario_file: "my scenarios/s;1.yaml".into(),
+        kernel: "k'1".into(),
+        workload: "w".into(),
+        metric: "time".into(),
+        variant: "v`x`".into(),
+        machine: "sut".into(),
+        good_ref: "g$(touch${IFS}pwned)".into(),
+        bad_ref: "b;touch pwned2".into(),
+    };
+    let r = report(about, &commits, &b, &[], (0, 0), None);
+    let first = &r.reproduce[0];
+    let args = first.strip_prefix("kreg ").unwrap();
+    let out = std::process::Command::new("sh")
+        .current_dir(&dir)
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {args}"))
+        .output()
+        .unwrap();
+    let words: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect();
+    assert_eq!(
+        words,
+        [
+            "bisect",
+            "my scenarios/s;1.yaml",
+            "--kernel",
+            "k'1",
+            "--good",
+            "g$(touch${IFS}pwned)",
+            "--bad",
+            "b;touch pwned2",
+            "--metric",
+            "w/time",
+            "--variant",
+            "v`x`"
+        ],
+        "{first}"
+    );
+    assert!(!dir.join("pwned").exists() && !dir.join("pwned2").exists());
+    // A subject's newline cannot end the comment it sits in.
+    assert!(r.reproduce.iter().all(|l| !l.contains('\n')), "{:?}", r.reproduce);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// While a bisection runs, each decision is said once, when it is made: the endpoints told
+/// apart, each tested commit's mark with its position's interval, the candidates left and
+/// the next commit; nothing is said between decisions.
+#[test]
+fn each_decision_is_said_once_with_its_interval_the_candidates_and_the_next_commit() {
+    let mut b = Bisection::new(8, Rules::default());
+    let mut rng = Rng::new(3);
+    let mut seen = (0, false);
+    let mut said: Vec<String> = Vec::new();
+    let mut asks = 0;
+    loop {
+        let ask = b.ask();
+        asks += 1;
+        let lines = b.decisions_since(seen, &ask, &|i| format!("h{i}"));
+        seen = (b.steps().len(), b.reproduced());
+        said.extend(lines);
+        match ask {
+            Ask::Measure { commit, role } => {
+                let slow = !matches!(role, Role::Revert { .. }) && commit >= 5;
+                let v = if slow { 110.0 } else { 100.0 } + crate::stats::sim::normal(&mut rng) * 0.5;
+                b.record(commit, role, Ok(v));
+            }
+            Ask::Done(_) => break,
+        }
+    }
+    let text = said.join("\n");
+    assert_eq!(said.iter().filter(|l| l.contains("the endpoints differ")).count(), 1, "{text}");
+    // One "decided: commit" line per tested commit, each with its interval.
+    let decided: Vec<&String> = said.iter().filter(|l| l.starts_with("decided: commit")).collect();
+    assert_eq!(decided.len(), b.steps().len(), "{text}");
+    for (line, step) in decided.iter().zip(b.steps()) {
+        assert!(line.starts_with(&format!("decided: commit {} (h{})", step.commit, step.commit)), "{line}");
+        assert!(line.contains("position") && line.contains('['), "{line}");
+    }
+    assert!(text.contains("first bad commit: one of 5..5 (1 left)"), "{text}");
+    assert!(text.contains("next: commit"), "{text}");
+    // Far fewer lines than asks: silence between decisions.
+    assert!(said.len() < asks / 4, "{} lines for {asks} asks", said.len());
+}

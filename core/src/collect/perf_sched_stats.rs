@@ -113,6 +113,7 @@ pub fn parse(text: &str) -> Result<Report, ParseError> {
         )
     })?;
     check(&elapsed, &sections)?;
+    whole::check(&sections, elapsed.len())?;
     Ok(Report {
         elapsed_jiffies: elapsed,
         sections,
@@ -324,13 +325,22 @@ fn kreg_field(perf: &str) -> String {
 }
 
 /// Every counter of every CPU and domain that both have (perf's derived figures are not
-/// counters); an error when the two do not describe the same CPUs and domains.
+/// counters); an error when the two do not describe the same CPUs and domains. Domains pair
+/// by level (their order on the CPU), and by name too where both name them.
 pub fn cross_check(report: &Report, kreg: &crate::schedstat::Diff) -> Result<Vec<Compared>, String> {
     if report.sides() != 1 {
         return Err("a diff is not the report of one recording".into());
     }
     let domain_names = crate::schedstat::domain_fields(kreg.version);
     let mut out = Vec::new();
+    for mine in &kreg.cpus {
+        if report.cpu(mine.cpu).next().is_none() {
+            return Err(format!(
+                "kreg's snapshots have CPU {}, perf's report has no section for it",
+                mine.cpu
+            ));
+        }
+    }
     for s in report.sections.iter().filter(|s| s.cpu.is_some()) {
         let cpu = s.cpu.expect("filtered");
         let mine = kreg
@@ -338,6 +348,13 @@ pub fn cross_check(report: &Report, kreg: &crate::schedstat::Diff) -> Result<Vec
             .iter()
             .find(|c| c.cpu == cpu)
             .ok_or_else(|| format!("perf reports CPU {cpu}, kreg's snapshots have no such CPU"))?;
+        let perf_levels = report.cpu(cpu).filter(|x| x.domain.is_some()).count();
+        if perf_levels != mine.domains.len() {
+            return Err(format!(
+                "CPU {cpu}: perf reports {perf_levels} domain level(s), kreg's snapshots have {}",
+                mine.domains.len()
+            ));
+        }
         let (names, values, domain): (Vec<String>, Vec<u64>, Option<u32>) = match &s.domain {
             None => (
                 crate::schedstat::CPU_FIELDS.iter().map(|f| f.to_string()).collect(),
@@ -345,13 +362,22 @@ pub fn cross_check(report: &Report, kreg: &crate::schedstat::Diff) -> Result<Vec
                 None,
             ),
             Some(d) => {
-                let found = mine
-                    .domains
-                    .iter()
-                    .find(|x| x.index.to_string() == *d || x.name.as_deref() == Some(d.as_str()))
-                    .ok_or_else(|| {
-                        format!("perf reports domain {d} of CPU {cpu}, kreg's snapshots have no such domain")
-                    })?;
+                let level = report
+                    .cpu(cpu)
+                    .filter(|x| x.domain.is_some())
+                    .position(|x| std::ptr::eq(x, s))
+                    .expect("s is one of them");
+                let found = &mine.domains[level];
+                let same = match d.parse::<u32>() {
+                    Ok(i) => i == found.index,
+                    Err(_) => found.name.as_deref().is_none_or(|n| n.eq_ignore_ascii_case(d)),
+                };
+                if !same {
+                    return Err(format!(
+                        "CPU {cpu}: perf's domain level {level} is {d}, kreg's is {}",
+                        found.name.clone().unwrap_or_else(|| format!("domain{}", found.index))
+                    ));
+                }
                 (domain_names.clone(), found.values.clone(), Some(found.index))
             }
         };
@@ -373,3 +399,4 @@ pub fn cross_check(report: &Report, kreg: &crate::schedstat::Diff) -> Result<Vec
 
 #[cfg(test)]
 mod tests;
+mod whole;

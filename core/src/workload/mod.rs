@@ -76,18 +76,9 @@ pub fn all_keys() -> Vec<&'static str> {
     keys
 }
 
-/// An argv as a reader would type it: words with spaces or quotes in single quotes.
+/// An argv as a reader would type it, each word quoted for a shell where it needs it.
 pub fn shell_words(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            } else {
-                a.clone()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::text::shell_words(argv)
 }
 
 /// A kind that runs as one process on the workload's host, under the variant's policy and

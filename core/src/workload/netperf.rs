@@ -154,11 +154,14 @@ pub fn parse(text: &str) -> Result<Vec<Metric>, ParseError> {
         return parse_csv(text);
     }
     if banners == 1 {
+        if let Some(columns) = human_columns(text) {
+            return parse_human(&columns);
+        }
         return parse_table(text);
     }
     Err(perr(
         TOOL,
-        "no result: neither `-k` KEY=VALUE lines, `-o` CSV, nor netperf's table after its test banner (truncated, or run with -P 0 and no -k/-o)",
+        "no result: neither `-k` KEY=VALUE lines, `-o` CSV, `-O` columns nor netperf's table after its test banner (truncated, or run with -P 0, which drops the headings that say which number is which)",
     ))
 }
 
@@ -308,6 +311,70 @@ fn parse_csv(text: &str) -> Result<Vec<Metric>, ParseError> {
         }
     }
     finish(throughput.unwrap_or_default(), &units, out)
+}
+
+/// `-O` output (omni's human-readable selection): after the banner, column headings whose
+/// words stack over up to four lines, each column starting where its first word does, and
+/// the values on the line right below, in the same columns; no blank line between. Each
+/// column as (its name, its words joined; its value; the value's line), or `None` when the
+/// text after the banner is not in that form (netperf's default table has a blank line
+/// between its headings and its numbers).
+fn human_columns(text: &str) -> Option<Vec<(String, String, usize)>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let b = lines.iter().position(|l| is_banner(l))?;
+    let block: Vec<(usize, &str)> = lines[b + 1..]
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (b + 2 + i, l.trim_end()))
+        .take_while(|(_, l)| !l.is_empty())
+        .collect();
+    if lines[b + 1 + block.len()..].iter().any(|l| !l.trim().is_empty()) || block.len() < 2 {
+        return None;
+    }
+    let (values_at, values) = *block.last()?;
+    let heads = &block[..block.len() - 1];
+    let first = heads[0].1;
+    let starts: Vec<usize> = first
+        .char_indices()
+        .filter(|(i, c)| !c.is_whitespace() && (*i == 0 || first[..*i].ends_with(char::is_whitespace)))
+        .map(|(i, _)| i)
+        .collect();
+    let cut = |line: &str, k: usize| -> String {
+        let from = starts[k].min(line.len());
+        let to = starts.get(k + 1).copied().unwrap_or(usize::MAX).min(line.len());
+        line.get(from..to).unwrap_or("").trim().to_string()
+    };
+    let columns: Vec<(String, String, usize)> = (0..starts.len())
+        .map(|k| {
+            let name: Vec<String> = heads.iter().map(|(_, l)| cut(l, k)).filter(|w| !w.is_empty()).collect();
+            (name.join(" "), cut(values, k), values_at)
+        })
+        .collect();
+    // The form is told by its names: a Throughput column, as netperf names THROUGHPUT.
+    columns.iter().any(|(n, _, _)| n.eq_ignore_ascii_case("Throughput")).then_some(columns)
+}
+
+/// `-O` columns read by their names, as `-o`'s: the throughput with its unit, the latencies.
+fn parse_human(columns: &[(String, String, usize)]) -> Result<Vec<Metric>, ParseError> {
+    let mut throughput = None;
+    let mut units = None;
+    let mut out = Vec::new();
+    for (name, value, n) in columns {
+        if name.eq_ignore_ascii_case("Throughput") {
+            throughput = Some(number(TOOL, *n, "Throughput", value)?);
+        } else if name.eq_ignore_ascii_case("Throughput Units") {
+            units = Some(unit(value));
+        } else if let Some((m, kind)) = latency(name) {
+            out.push(Metric::new(m, number(TOOL, *n, name, value)?, "us", false, kind));
+        }
+    }
+    let units = units.ok_or_else(|| {
+        perr(
+            TOOL,
+            "`-O` output without a `Throughput Units` column: add THROUGHPUT_UNITS to -O's selectors so that the rate's unit is known",
+        )
+    })?;
+    finish(throughput.expect("told by its Throughput column"), &units, out)
 }
 
 /// The layout of the default table, from the banner.

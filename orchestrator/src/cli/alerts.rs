@@ -225,7 +225,7 @@ async fn show(db: &PgPool, id: i64) -> Result<ExitCode> {
     let mut out = format!(
         "alert #{}: {} ({})\n\
          scenario {}, {}/{} on kernel {} variant {}\n\
-         change point between run {} and run {}: {} {} {} (p {})\n\
+         change point between run {} and run {}: {} {} {} ({})\n\
          level before: {} {} over {} runs; after: {} {} over {} runs\n\
          raised {}",
         a.id,

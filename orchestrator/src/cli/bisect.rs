@@ -171,7 +171,8 @@ async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec
     };
     let n = row.commits.len();
     let run_id = sb::record_bisection(&db, (&s.name, text, &source.display().to_string()), &row).await?;
-    println!(
+    // Progress on stderr: stdout is the report alone (`--format json | jq` works).
+    eprintln!(
         "run {run_id}: bisecting {}/{} over {n} commits ({} .. {}); resume with `kreg resume {run_id}` if it stops",
         row.workload, row.metric, row.good, row.bad
     );
@@ -193,7 +194,7 @@ pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
         println!("run {run}: a finished bisection; nothing to resume (`kreg bisect --show {run}`)");
         return Ok(ExitCode::SUCCESS);
     }
-    println!("run {run}: resuming the bisection");
+    eprintln!("run {run}: resuming the bisection");
     drive(cfg, run, Default::default(), "text").await
 }
 
@@ -218,7 +219,16 @@ pub async fn drive(cfg: &Config, run_id: i64, reached: engine::reach::Reached, f
     print_report(&db, run_id, format).await?;
     Ok(match outcome {
         Outcome::Culprit { .. } | Outcome::DoesNotReproduce { .. } => ExitCode::SUCCESS,
-        _ => ExitCode::from(3),
+        // Nothing was bisected: an error, as the README says (1), with why on stderr.
+        Outcome::EndpointFailed { commit, reason } => {
+            eprintln!(
+                "kreg: run {run_id}: the range's {} end (commit {commit}) could not be built or booted: {}",
+                if commit == 0 { "good" } else { "bad" },
+                kreg::text::one_line(&reason)
+            );
+            ExitCode::from(1)
+        }
+        Outcome::Range { .. } | Outcome::Ambiguous { .. } => ExitCode::from(3),
     })
 }
 

@@ -302,7 +302,9 @@ pub async fn status(db: &sqlx::PgPool) -> Result<String> {
         writeln!(
             out,
             "  worker {} {}  {state}, holding {} slot(s)",
-            w.id, w.name, w.holding
+            w.id,
+            kreg::text::one_line(&w.name),
+            w.holding
         )?;
     }
     Ok(out)

@@ -32,7 +32,7 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
         println!(
             "run {}  {:<24} {:<8} {}/{} done, {} failed  (started {})",
             r.id,
-            r.scenario,
+            kreg::text::one_line(&r.scenario),
             r.state,
             r.done,
             r.jobs,
@@ -61,7 +61,7 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
             );
         }
     } else {
-        print!("{}", super::fleet::status(db).await?);
+        print!("{}", kreg::text::printable(&super::fleet::status(db).await?));
     }
     Ok(ExitCode::SUCCESS)
 }

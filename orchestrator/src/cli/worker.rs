@@ -52,6 +52,12 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
         .name
         .clone()
         .unwrap_or_else(|| format!("{}:{}", host.trim(), std::process::id()));
+    if name.is_empty() || name.chars().any(char::is_control) || kreg::text::one_line(&name) != name {
+        anyhow::bail!(
+            "--name {}: give a name without control characters or direction overrides (it is shown in `kreg status` and on the fleet page)",
+            kreg::text::one_line(&name)
+        );
+    }
     let (db, id) = tokio::select! {
         r = register(cfg, &name) => r?,
         s = super::run::interrupted() => {

@@ -172,20 +172,29 @@ impl Bisector<'_> {
         }
         let run_dir = self.cfg.data_dir.join("runs").join(self.run.id.to_string());
         let mut conns = open_conns(self.scenario, &run_dir, self.cfg, reached).await?;
+        let mut seen = (bisection.steps().len(), bisection.reproduced());
+        let hash = |i: usize| crate::bisect::report::short(&self.row.commits[i].hash).to_string();
         loop {
             let m = match pending.take() {
                 Some(m) => self.resumed(m).await?,
-                None => match bisection.ask() {
-                    Ask::Done(outcome) => {
-                        let json = serde_json::to_value(&outcome).expect("serialisable");
-                        store::bisect::set_outcome(self.db, self.run.id, &json).await?;
-                        return Ok(outcome);
+                None => {
+                    let ask = bisection.ask();
+                    for line in bisection.decisions_since(seen, &ask, &hash) {
+                        say(on_event, line);
                     }
-                    Ask::Measure { commit, role } => {
-                        seq += 1;
-                        self.ask(seq, commit, role).await?
+                    seen = (bisection.steps().len(), bisection.reproduced());
+                    match ask {
+                        Ask::Done(outcome) => {
+                            let json = serde_json::to_value(&outcome).expect("serialisable");
+                            store::bisect::set_outcome(self.db, self.run.id, &json).await?;
+                            return Ok(outcome);
+                        }
+                        Ask::Measure { commit, role } => {
+                            seq += 1;
+                            self.ask(seq, commit, role).await?
+                        }
                     }
-                },
+                }
             };
             let role = Role::parse(&m.role, m.reverted.map(|r| r as usize)).expect("stored by this code");
             say(on_event, self.describe(&m));

@@ -83,35 +83,41 @@ pub struct Ctx<'a> {
     pub on: &'a str,
 }
 
-/// The line a process of the measured phase leaves in the job's `commands`: the host, the
-/// argv as a shell would take it (the program where kreg put it), and what kreg set around
-/// it: environment, working folder, policy, CPUs, cgroup, standard input.
+/// The line a process of the measured phase leaves in the job's `commands`: the host and a
+/// command a person can paste there to run it as kreg did — the working folder (`cd`), the
+/// environment, the CPUs (`taskset -c`), the policy (`chrt`), the argv (the program where
+/// kreg put it) — with what a shell line cannot set (cgroup, standard input) said after it.
 fn command_line(ctx: &Ctx<'_>, req: &ExecRequest) -> String {
     let mut argv = req.argv.clone();
     if let Some(first) = argv.first_mut() {
         *first = ctx.runner.program_path(first);
     }
     let mut words: Vec<String> = req.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    words.extend(argv);
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let mut with = Vec::new();
-    if let Some(d) = &req.cwd {
-        with.push(format!("in {d}"));
-    }
-    if let Some(p) = req.policy {
-        with.push(format!("policy {}", p.name()));
-    }
     if let Some(c) = &req.cpus {
         let c: Vec<String> = c.iter().map(u32::to_string).collect();
-        with.push(format!("CPUs {}", c.join(",")));
+        words.extend(["taskset".into(), "-c".into(), c.join(",")]);
     }
+    if let Some(p) = req.policy {
+        let flag = match p {
+            Policy::Other => "-o",
+            Policy::Batch => "-b",
+            Policy::Idle => "-i",
+        };
+        words.extend(["chrt".into(), flag.into(), "0".into()]);
+    }
+    words.extend(argv);
+    let mut line = crate::ssh::session::command_line(&words.iter().map(String::as_str).collect::<Vec<_>>());
+    if let Some(d) = &req.cwd {
+        line = format!("cd {} && {line}", crate::ssh::session::quote(d));
+    }
+    let mut with = Vec::new();
     if let Some(g) = &req.cgroups {
-        with.push(format!("cgroup {}", g.join(" ")));
+        with.push(format!("in cgroup {}", g.join(" ")));
     }
     if let Some(i) = &req.stdin {
         with.push(format!("{} bytes on stdin", i.len()));
     }
-    let line = format!("{}$ {}", ctx.on, crate::ssh::session::command_line(&words));
+    let line = format!("{}$ {line}", ctx.on);
     if with.is_empty() {
         line
     } else {

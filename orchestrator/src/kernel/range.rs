@@ -10,6 +10,13 @@ use crate::bisect::report::Commit;
 
 /// The commits from `good` to `bad` (both included, good first) along bad's first-parent
 /// line, as `git bisect` would need them in a line: `good` must be an ancestor of `bad`.
+/// The most commits (good and bad included) a bisection's range may have: 2^14, fourteen
+/// halvings. Every commit is stored with the bisection (hash, subject, author).
+pub const MAX_RANGE: usize = 16_384;
+
+/// A commit's subject and author as stored: at most this many characters each.
+const MAX_TEXT: usize = 256;
+
 pub fn commits(url: &str, good: &str, bad: &str, cache: &Path) -> Result<Vec<Commit>, KernelError> {
     let (mirror, good_hash, _) = git_tree(url, good, cache)?;
     let (_, bad_hash, _) = git_tree(url, bad, cache)?;
@@ -21,6 +28,22 @@ pub fn commits(url: &str, good: &str, bad: &str, cache: &Path) -> Result<Vec<Com
             "good {good} ({}) is not an ancestor of bad {bad} ({}): nothing to bisect between them",
             &good_hash[..12],
             &bad_hash[..12]
+        )));
+    }
+    let count = run(
+        Command::new("git").arg("--git-dir").arg(&mirror).args([
+            "rev-list",
+            "--first-parent",
+            "--count",
+            &format!("{good_hash}..{bad_hash}"),
+        ]),
+        "git rev-list",
+    )?;
+    let n: usize = count.trim().parse().unwrap_or(usize::MAX);
+    if n + 1 > MAX_RANGE {
+        return Err(msg(format!(
+            "good {good} .. bad {bad} is {} commits on bad's first-parent line, more than the {MAX_RANGE} a bisection takes: narrow the range (a good nearer bad, or a bad nearer good)",
+            n + 1
         )));
     }
     let list = run(
@@ -39,8 +62,8 @@ pub fn commits(url: &str, good: &str, bad: &str, cache: &Path) -> Result<Vec<Com
         let (hash, subject, author) = (parts.next(), parts.next(), parts.next());
         out.push(Commit {
             hash: hash.unwrap_or_default().to_string(),
-            subject: subject.unwrap_or_default().to_string(),
-            author: author.unwrap_or_default().to_string(),
+            subject: clip(subject.unwrap_or_default()),
+            author: clip(author.unwrap_or_default()),
         });
     }
     if out.last().map(|c| c.hash.as_str()) != Some(bad_hash.as_str()) {
@@ -49,6 +72,14 @@ pub fn commits(url: &str, good: &str, bad: &str, cache: &Path) -> Result<Vec<Com
         )));
     }
     Ok(out)
+}
+
+/// A subject or author cut to [`MAX_TEXT`] characters (a `…` says so).
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(MAX_TEXT) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 fn describe(mirror: &Path, hash: &str) -> Result<Commit, KernelError> {

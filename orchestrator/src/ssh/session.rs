@@ -135,14 +135,7 @@ impl Output {
 /// One argument quoted for the remote shell (sshd runs commands through the user's
 /// shell): every argument becomes a single word, whatever it holds.
 pub fn quote(arg: &str) -> String {
-    if !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | ':' | '=' | '@' | ','))
-    {
-        return arg.to_string();
-    }
-    format!("'{}'", arg.replace('\'', r"'\''"))
+    crate::text::shell_quote(arg).into_owned()
 }
 
 /// An argv as one command line for sshd, each argument quoted.

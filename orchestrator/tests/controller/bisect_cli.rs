@@ -24,6 +24,31 @@ async fn what_cannot_be_bisected_is_refused_and_nothing_recorded() {
         git(&repo, &["tag", &format!("t{i}")]);
     }
     let git_src = format!("{{ git: \"{}\", ref: t2 }}", repo.display());
+    // A range one commit longer than a bisection takes (made in one go by git fast-import).
+    let long = dir.0.join("long");
+    std::fs::create_dir_all(&long).unwrap();
+    git(&long, &["init", "-q"]);
+    let n = kreg::kernel::range::MAX_RANGE;
+    let mut stream = String::new();
+    for i in 0..n + 1 {
+        stream.push_str(&format!(
+            "commit refs/heads/main\nmark :{}\ncommitter A <a@example.org> {i} +0000\ndata {}\nc{i}\nM 644 inline f\ndata {}\n{i}\n\n",
+            i + 1,
+            format!("c{i}\n").len(),
+            format!("{i}\n").len()
+        ));
+    }
+    stream.push_str(&format!("reset refs/tags/first\nfrom :1\n\nreset refs/tags/last\nfrom :{}\n\n", n + 1));
+    let mut fi = std::process::Command::new("git")
+        .args(["fast-import", "--quiet"])
+        .current_dir(&long)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    fi.stdin.take().unwrap().write_all(stream.as_bytes()).unwrap();
+    assert!(fi.wait().unwrap().success());
+    let long_src = format!("{{ git: \"{}\", ref: last }}", long.display());
     let cases: Vec<(String, Vec<&str>, &str)> = vec![
         (
             scenario(&git_src, ""),
@@ -92,6 +117,14 @@ async fn what_cannot_be_bisected_is_refused_and_nothing_recorded() {
             ),
             vec![],
             "ref \"nosuchref\" does not exist",
+        ),
+        (
+            scenario(
+                &long_src,
+                "bisect: { good: first, bad: last, metric: hb/time, variant: batch }\n",
+            ),
+            vec![],
+            "is 16385 commits on bad's first-parent line, more than the 16384 a bisection takes: narrow the range",
         ),
     ];
     for (i, (text, args, said)) in cases.iter().enumerate() {

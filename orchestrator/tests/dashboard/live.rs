@@ -267,7 +267,7 @@ async fn a_live_run_in_the_browser() {
     assert!(url.as_str().ends_with("variant=batch#commands"), "{url}");
     let cmds = b.text("pre.cmd").await;
     assert!(
-        cmds.starts_with("here$ sh -c ") && cmds.contains("# policy batch"),
+        cmds.starts_with("here$ chrt -b 0 sh -c "),
         "{cmds}"
     );
     let reproduce = b.text("#reproduce + p + pre.cmd").await;

@@ -201,3 +201,73 @@ fn perf_s_counters_fit_inside_kreg_s_own_snapshots() {
     assert_eq!(kreg_field("newidle_lb_hot_gained"), "newidle.lb_hot_gained");
     assert_eq!(kreg_field("ttwu_move_affine"), "ttwu_move_affine");
 }
+
+/// The report cut after every one of its lines: every cut that loses a line with content
+/// is refused (inside a field list, inside the summary, at a section's border that drops a
+/// CPU or a domain level), and only the whole report (or one missing nothing but closing
+/// rulers) is read. Whether a cut loses content is decided here from the text alone.
+#[test]
+fn a_report_cut_after_any_line_is_refused_unless_nothing_with_content_is_lost() {
+    for v in ["6.12", "6.1"] {
+        let text = fixture(&format!("perf-7.2-sched-stats-report.{v}.txt"));
+        let lines: Vec<&str> = text.lines().collect();
+        let ruler = |l: &&str| l.trim().is_empty() || l.trim().chars().all(|c| c == '-');
+        let mut accepted = Vec::new();
+        for k in 1..=lines.len() {
+            let cut: String = lines[..k].iter().map(|l| format!("{l}\n")).collect();
+            let loses = !lines[k..].iter().all(ruler);
+            match (parse(&cut), loses) {
+                (Ok(_), true) => panic!("{v}: cut after line {k} ({:?}) was accepted", lines[k - 1]),
+                (Err(_), false) => panic!("{v}: the report less its closing rulers (line {k}) was refused"),
+                (Ok(_), false) => accepted.push(k),
+                (Err(_), true) => {}
+            }
+        }
+        assert_eq!(accepted.last(), Some(&lines.len()), "{v}");
+    }
+}
+
+/// A report of a 2-CPU recording whose second CPU's sections are missing (as when `perf
+/// sched stats report` runs on a machine with fewer CPUs than it was recorded on): the
+/// domains span CPUs 0-1, so it is refused, saying which CPU lacks its sections.
+#[test]
+fn a_report_without_every_cpu_its_domains_span_is_refused() {
+    let text = fixture("perf-7.2-sched-stats-report.6.12.txt");
+    let at = text.find("CPU: 1\n").unwrap();
+    // Back to the ruler before the header.
+    let start = text[..at].trim_end_matches('\n').rfind('\n').unwrap() + 1;
+    let without: String = text[..start].to_string();
+    let e = parse(&without).unwrap_err().to_string();
+    assert!(e.contains("no section for CPU 1"), "{e}");
+    assert!(e.contains("report where it was recorded"), "{e}");
+    // A field of the summary's own counters removed: refused, naming it.
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("ttwu_local")).collect();
+    let e = parse(&lines.join("\n")).unwrap_err().to_string();
+    assert!(e.contains("missing ttwu_local"), "{e}");
+    // A domain section of another version's layout (v15's order in a v16 report) is mixed.
+    let v15 = fixture("perf-7.2-sched-stats-report.6.1.txt");
+    let d15 = &v15[v15.find("CPU: 1 | DOMAIN").unwrap()..];
+    let d16 = &text[text.find("CPU: 1 | DOMAIN").unwrap()..];
+    let mixed = text.replace(d16, d15);
+    let e = parse(&mixed).unwrap_err().to_string();
+    assert!(e.contains("two reports mixed"), "{e}");
+}
+
+/// kreg's snapshots and perf's report must describe the same CPUs both ways: a CPU in
+/// kreg's snapshots that perf's report lacks is an error, not an agreement.
+#[test]
+fn cross_check_refuses_a_cpu_perf_does_not_report() {
+    let read = |w: &str| crate::schedstat::parse(&fixture(&format!("perf-7.2-sched-stats-schedstat-{w}.6.12.txt"))).unwrap();
+    let diff = crate::schedstat::diff(&read("before"), &read("after")).unwrap();
+    let mut report = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
+    report.sections.retain(|s| s.cpu != Some(1));
+    assert_eq!(
+        cross_check(&report, &diff).unwrap_err(),
+        "kreg's snapshots have CPU 1, perf's report has no section for it"
+    );
+    // A domain named in perf's report but another level in kreg's.
+    let mut named = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
+    named.sections[3].domain = Some("3".into());
+    let e = cross_check(&named, &diff).unwrap_err();
+    assert!(e.contains("perf's domain level 0 is 3, kreg's is domain0"), "{e}");
+}

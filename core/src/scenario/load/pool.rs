@@ -62,6 +62,7 @@ impl Cx<'_> {
         }
         if ok {
             self.check_loadgens(entries, &out);
+            self.check_same_agent(entries, &out);
         }
         ok.then_some(out)
     }
@@ -134,5 +135,58 @@ impl Cx<'_> {
                 self.error(k, p);
             }
         }
+    }
+
+    /// Two entries that reach one agent (one address written two ways) would be leased to
+    /// two slots at once, each fencing the other: the second is refused.
+    fn check_same_agent(&mut self, entries: &[(Node, Node)], machines: &[PoolMachine]) {
+        let mut seen: Vec<(String, &str)> = Vec::new();
+        for ((k, _), m) in entries.iter().zip(machines) {
+            let Some(at) = endpoint(&m.transport) else { continue };
+            if let Some((_, first)) = seen.iter().find(|(e, _)| *e == at) {
+                self.error(
+                    k,
+                    format!(
+                        "machine `{}` reaches the same agent as machine `{first}` ({at}): one machine leased to two slots fences one of them; list it once",
+                        m.name
+                    ),
+                );
+                continue;
+            }
+            seen.push((at, &m.name));
+        }
+    }
+}
+
+/// Where a transport reaches its machine, written one way: the scheme, the host in lower
+/// case (`localhost` and the loopback addresses as `127.0.0.1`), the port (the scheme's
+/// default when none is given); a URL's path and trailing slash do not matter.
+pub fn endpoint(t: &Transport) -> Option<String> {
+    let host_key = |host: &str| {
+        let h = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let h = h.trim_end_matches('.').to_string();
+        let loopback = h == "localhost" || h == "::1" || h.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a == std::net::Ipv4Addr::LOCALHOST);
+        if loopback {
+            "127.0.0.1".to_string()
+        } else {
+            h
+        }
+    };
+    match t {
+        Transport::Http(h) => {
+            let (scheme, rest) = h.url.split_once("://")?;
+            let scheme = scheme.to_ascii_lowercase();
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+            let (host, port) = match authority.rsplit_once(':') {
+                Some((h, p)) if !p.contains(']') && p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => {
+                    (h, p.parse::<u16>().ok()?)
+                }
+                _ => (authority, if scheme == "https" { 443 } else { 80 }),
+            };
+            Some(format!("{scheme}://{}:{port}", host_key(host)))
+        }
+        Transport::Ssh(s) => Some(format!("ssh://{}:{}", host_key(&s.ssh.address), s.ssh.port)),
+        Transport::Lab { .. } => None,
     }
 }

@@ -50,3 +50,37 @@ fn pool_mistakes_are_reported_where_they_are() {
         vec!["1:11: machines: declare at least one machine"]
     );
 }
+
+/// One agent listed twice (its address written two ways) would be leased to two slots at
+/// once: the second entry is refused where it is; other ports, hosts and schemes are
+/// other agents.
+#[test]
+fn one_agent_listed_twice_is_refused() {
+    let pool = |a: &str, b: &str| {
+        format!(
+            "machines:\n  a: {{ role: sut, transport: {{ kind: http, url: \"{a}\", token_file: t, insecure: true }} }}\n  b: {{ role: sut, transport: {{ kind: http, url: \"{b}\", token_file: t, insecure: true }} }}\n"
+        )
+    };
+    for (a, b) in [
+        ("http://127.0.0.1:7878", "http://localhost:7878/"),
+        ("http://LOCALHOST:7878", "http://[::1]:7878/agent"),
+        ("http://host.example:80", "HTTP://Host.Example"),
+        ("http://h.example", "http://h.example.:80/"),
+    ] {
+        let e = errors(&pool(a, b));
+        assert_eq!(e.len(), 1, "{a} {b}: {e:?}");
+        assert!(
+            e[0].starts_with("3:3: machine `b` reaches the same agent as machine `a`"),
+            "{a} {b}: {e:?}"
+        );
+    }
+    for (a, b) in [
+        ("http://127.0.0.1:7878", "http://127.0.0.1:7879"),
+        ("http://h1.example:7878", "http://h2.example:7878"),
+        ("http://h.example", "http://h.example:8080"),
+    ] {
+        assert!(pool_from_str(&pool(a, b), Path::new("/p")).is_ok(), "{a} {b}");
+    }
+    let ssh = "machines:\n  a: { role: sut, transport: { kind: ssh, address: Box1 } }\n  b: { role: sut, transport: { kind: ssh, address: \"box1:22\" } }\n";
+    assert_eq!(errors(ssh).len(), 1, "{:?}", errors(ssh));
+}
