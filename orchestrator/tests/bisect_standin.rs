@@ -63,10 +63,13 @@ bisect:
         c
     };
     let head = git(&repo, &["rev-parse", "HEAD"]);
+    // `--format json`: stdout is the report alone, at the end; progress goes to stderr.
+    let stdout_file = dir.0.join("bisect.stdout");
     let mut child = kreg()
-        .args(["bisect", "--bad", &head])
+        .args(["bisect", "--format", "json", "--bad", &head])
         .arg(&file)
-        .stdout(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_file).unwrap())
+        .stderr(std::fs::File::create(dir.0.join("bisect.stderr")).unwrap())
         .spawn()
         .unwrap();
     // Killed once the first run of the third boot is stored: that boot is cut off with two
@@ -84,6 +87,13 @@ bisect:
     }
     child.kill().unwrap();
     child.wait().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&stdout_file).unwrap(),
+        "",
+        "a JSON bisection printed before its report"
+    );
+    let progress = std::fs::read_to_string(dir.0.join("bisect.stderr")).unwrap();
+    assert!(progress.contains(": bisecting hb/time over 4 commits"), "{progress}");
     let run: i64 = count(&db, "SELECT run_id FROM bisections").await;
     let kept = count(&db, measured).await;
     assert_eq!(kept, 2, "two boots measured, the third cut off");
@@ -158,6 +168,12 @@ bisect:
     assert_eq!(r["at_bad"]["boots"], 3);
     assert!(r["endpoints_change"]["lo"].as_f64().unwrap() < r["endpoints_change"]["hi"].as_f64().unwrap());
     assert_eq!(r["builds"], 2);
+    let status = kreg().arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains(&format!("a bisection of hb/time v1..{head}: does not reproduce (`kreg bisect --show {run}`)")),
+        "{status}"
+    );
     let report = kreg().args(["report", &run.to_string()]).output().unwrap();
     assert!(
         String::from_utf8_lossy(&report.stdout).starts_with("Bisection (run "),
@@ -185,4 +201,21 @@ bisect:
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.starts_with("## Bisection (run "), "{md}");
     assert!(md.contains("kreg bisect "), "{md}");
+
+    // A bad end that does not build: nothing to bisect, an error (exit 1) with why on
+    // stderr, and with --format json the report on stdout, alone.
+    std::fs::remove_file(repo.join("image")).unwrap();
+    git(&repo, &["commit", "-q", "-am", "the image is gone: the build fails"]);
+    let broken = git(&repo, &["rev-parse", "HEAD"]);
+    let out = kreg()
+        .args(["bisect", "--format", "json", "--bad", &broken])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("bad end (commit 4) could not be built or booted"), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(r["outcome"]["kind"], "endpoint_failed", "{r:#}");
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::Baseline;
 use crate::collect::perf_sched_stats::{self as pss, Report as PerfReport};
 use crate::scenario::Scenario;
-use crate::stats::{benjamini_hochberg, t_quantile, welch};
+use crate::stats::benjamini_hochberg;
 
 /// One done job's recording, with kreg's own delta of the same job when it has one.
 pub struct Job {
@@ -69,9 +69,12 @@ pub struct FieldDiff {
     pub change: Option<f64>,
     /// Its interval at the section's level (none with fewer than two jobs a side).
     pub ci: Option<(f64, f64)>,
-    /// Welch's two-sided p, and after the adjustment over the section.
+    /// The test's two-sided p, and after the adjustment over the section.
     pub p: Option<f64>,
     pub p_adjusted: Option<f64>,
+    /// Whether the test can reach the section's alpha with these jobs at all (an exact
+    /// test of two jobs against two never gives p below 1/3).
+    pub decidable: bool,
     /// Whether the change stands beyond noise.
     pub moved: bool,
 }
@@ -89,6 +92,8 @@ impl FieldDiff {
             "same"
         } else if self.p.is_none() {
             "one job: no spread"
+        } else if !self.decidable {
+            "too few jobs"
         } else {
             "noise"
         }
@@ -157,8 +162,11 @@ impl SchedStats {
     pub fn method(&self) -> String {
         format!(
             "perf sched stats: perf's summary over CPUs (its mean per CPU), the mean of each field over a cell's jobs; \
-             ± is the standard deviation over the jobs in % of the mean; the change of the mean with its {}% interval (Welch); \
-             a field has moved only where Benjamini–Hochberg over the {} fields tested keeps p ≤ {}, else it is noise and no cause",
+             ± is the standard deviation over the jobs in % of the mean; the change with its {}% interval on the ratio's scale, \
+             judged as the report's rows are (counts by the exact test of ranks and the Hodges–Lehmann shift, constant jobs included; \
+             perf's derived means by Welch's test and Fieller's interval); \
+             a field has moved only where Benjamini–Hochberg over the {} fields tested keeps p ≤ {}, else it is noise and no cause; \
+             \"too few jobs\" where no test of that many jobs can reach p ≤ that; domains are paired by level (and by name where both sides name them)",
             level(self.alpha),
             self.tested(),
             self.alpha
@@ -204,14 +212,25 @@ fn level(alpha: f64) -> String {
 
 type Key = (String, String, bool);
 
-/// The summary's fields of one recording, keyed by (level, field, derived).
+/// The summary's fields of one recording, keyed by (level, field, derived): the level is
+/// `cpu`, or `domainN` by the domain's place among the summary's levels (schedstat v15 and
+/// v16 number domains, v17 names them: a level pairs with the same level of the other
+/// side), with the domain's name after it where the kernel gives one (`domain1 MC`).
 fn figures(r: &PerfReport) -> Vec<(Key, f64)> {
     let mut out = Vec::new();
+    let mut level_no = 0;
     for s in r.summary() {
         let level = match s.domain.as_deref() {
             None => "cpu".to_string(),
-            Some(d) if d.chars().all(|c| c.is_ascii_digit()) => format!("domain{d}"),
-            Some(d) => d.to_string(),
+            Some(d) => {
+                let l = if d.chars().all(|c| c.is_ascii_digit()) {
+                    format!("domain{level_no}")
+                } else {
+                    format!("domain{level_no} {d}")
+                };
+                level_no += 1;
+                l
+            }
         };
         for f in &s.fields {
             if let Some(v) = f.values.first() {
@@ -220,6 +239,41 @@ fn figures(r: &PerfReport) -> Vec<(Key, f64)> {
         }
     }
     out
+}
+
+/// A level as it pairs: `domain1 MC` and `domain1` are the same level, unless the other side
+/// names it otherwise.
+fn level_number(level: &str) -> &str {
+    level.split(' ').next().unwrap_or(level)
+}
+
+/// The two sides' keys made to pair by level: a level one side names and the other does not
+/// takes the name; a level both sides name differently stays two levels (not the same domain).
+fn pair_levels(a: &mut [Vec<(Key, f64)>], b: &mut [Vec<(Key, f64)>]) {
+    let named = |side: &[Vec<(Key, f64)>]| -> Vec<String> {
+        let mut v: Vec<String> = side
+            .iter()
+            .flatten()
+            .map(|((l, _, _), _)| l.clone())
+            .filter(|l| l.contains(' '))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let (na, nb) = (named(a), named(b));
+    let rename = |side: &mut [Vec<(Key, f64)>], other: &[String]| {
+        for ((l, _, _), _) in side.iter_mut().flatten() {
+            if l.contains(' ') || l == "cpu" {
+                continue;
+            }
+            if let Some(full) = other.iter().find(|o| level_number(o) == l.as_str()) {
+                *l = full.clone();
+            }
+        }
+    };
+    rename(a, &nb);
+    rename(b, &na);
 }
 
 /// A cell: (kernel, variant).
@@ -243,17 +297,22 @@ fn pairs_of(s: &Scenario, baseline: &Baseline) -> Vec<(String, Cell, Cell)> {
     out
 }
 
-fn compare(base: &[f64], new: &[f64], alpha: f64) -> (Option<f64>, Option<(f64, f64)>, Option<f64>) {
-    let (a, b) = (Spread::of(base), Spread::of(new));
-    let d = b.mean - a.mean;
-    let change = (a.mean != 0.0).then(|| d / a.mean.abs());
-    let Some((_, df, p)) = welch(base, new) else {
-        return (change, None, None);
-    };
-    let se = (a.stddev.powi(2) / a.n as f64 + b.stddev.powi(2) / b.n as f64).sqrt();
-    let q = t_quantile(alpha, df);
-    let ci = change.map(|_| ((d - q * se) / a.mean.abs(), (d + q * se) / a.mean.abs()));
-    (change, ci, Some(p))
+/// A field compared by the report's own rules (see [`SchedStats::method`]): the change with
+/// its (1 − alpha) interval on the ratio's scale, the test's p, and whether that test can reach
+/// alpha with these jobs. `None` for the interval and p with fewer than two jobs a side.
+fn compare(base: &[f64], new: &[f64], derived_mean: bool, alpha: f64) -> (Option<f64>, Option<(f64, f64)>, Option<f64>, bool) {
+    use crate::stats::{measure, MetricKind, Unit};
+    let kind = if derived_mean { MetricKind::Mean } else { MetricKind::Count };
+    let c = measure(base, new, kind, Unit::Run, alpha / 2.0);
+    let change = c.change.is_finite().then_some(c.change);
+    if base.len() < 2 || new.len() < 2 {
+        let a = Spread::of(base).mean;
+        let plain = (a != 0.0).then(|| (Spread::of(new).mean - a) / a.abs());
+        return (plain, None, None, false);
+    }
+    // A t-test decides nothing below MIN_FOR_CHANGE jobs a side, as for the report's rows.
+    let enough = kind.by_ranks() || base.len().min(new.len()) >= crate::stats::verdict::MIN_FOR_CHANGE;
+    (change, c.ci, Some(c.p), enough && c.min_p <= alpha)
 }
 
 fn pair(
@@ -269,10 +328,11 @@ fn pair(
             .map(|j| figures(&j.report))
             .collect()
     };
-    let (a, b) = (side(base), side(new));
+    let (mut a, mut b) = (side(base), side(new));
     if a.is_empty() || b.is_empty() {
         return None;
     }
+    pair_levels(&mut a, &mut b);
     let mut keys: Vec<Key> = Vec::new();
     for (k, _) in a.iter().chain(&b).flatten() {
         if !keys.contains(k) {
@@ -291,7 +351,8 @@ fn pair(
             zero += 1;
             continue;
         }
-        let (change, ci, p) = compare(&va, &vb, alpha);
+        let derived_mean = k.2 && !k.1.ends_with("_count");
+        let (change, ci, p, decidable) = compare(&va, &vb, derived_mean, alpha);
         fields.push(FieldDiff {
             level: k.0,
             field: k.1,
@@ -302,6 +363,7 @@ fn pair(
             ci,
             p,
             p_adjusted: None,
+            decidable,
             moved: false,
         });
     }
@@ -360,7 +422,7 @@ pub fn section(s: &Scenario, jobs: &[Job], baseline: &Baseline, alpha: f64) -> O
             let q = adjusted.next().expect("one per test");
             f.p_adjusted = Some(q);
             let beyond = f.ci.is_none_or(|(l, h)| l > 0.0 || h < 0.0);
-            f.moved = q <= alpha && beyond;
+            f.moved = f.decidable && q <= alpha && beyond;
         }
     }
     Some(SchedStats {
@@ -430,11 +492,11 @@ pub fn headers(p: &PairDiff) -> Vec<String> {
 pub fn metric_of(f: &FieldDiff) -> String {
     let domain = match f.level.as_str() {
         "cpu" => None,
-        l => Some(
-            l.strip_prefix("domain")
-                .filter(|d| d.chars().all(|c| c.is_ascii_digit()) && !d.is_empty())
-                .unwrap_or(l),
-        ),
+        // `domain1 MC`: the name is what the metric was stored under.
+        l => Some(match l.split_once(' ') {
+            Some((_, name)) => name,
+            None => l.strip_prefix("domain").unwrap_or(l),
+        }),
     };
     pss::metric_name(domain, &f.field)
 }

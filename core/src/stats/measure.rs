@@ -86,7 +86,12 @@ fn widen_to_resolution(c: &mut Comparison, base: &[f64], new: &[f64]) {
         .fold(0.0, f64::max);
     if step > 0.0 {
         let step = step / centre;
-        c.ci = Some((l.min(c.change - step), h.max(c.change + step)));
+        let mut low = l.min(c.change - step);
+        if base.iter().chain(new).all(|v| *v >= 0.0) {
+            // Widened, still on the ratio's scale: no value below 0, no change below −100 %.
+            low = low.max(-1.0);
+        }
+        c.ci = Some((low, h.max(c.change + step)));
         c.step = Some(step);
     }
 }
@@ -152,7 +157,9 @@ fn means_compared(
     if ma != 0.0 {
         let q = t_quantile(2.0 * tail, df);
         c.change = (mb - ma) / ma.abs();
-        let positive = base.iter().chain(new).all(|v| *v > 0.0);
+        // Values that cannot be negative (counts, times, means of them) have a ratio of
+        // means that cannot be either: the change never goes below −100 %.
+        let positive = base.iter().chain(new).all(|v| *v >= 0.0);
         c.ci = fieller(ma, mb, va, vb, q, positive);
     }
 }
@@ -235,7 +242,7 @@ fn measure_welch_log(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, ta
 /// with (mb − r·ma)² ≤ q²(vb + r²·va), where va and vb are the squared standard errors of
 /// the means. 0 lies inside exactly when Welch's test at the same level does not reject,
 /// and the interval is on the ratio's own scale: it is not symmetric, and for a `positive`
-/// quantity (every value above 0) the ratio is kept above 0, so the change never goes
+/// quantity (no value below 0) the ratio is kept at 0 or above, so the change never goes
 /// below −100%. `None` (unbounded) when the baseline's mean is not clear of 0.
 fn fieller(ma: f64, mb: f64, va: f64, vb: f64, q: f64, positive: bool) -> Option<(f64, f64)> {
     let a = ma * ma - q * q * va;

@@ -28,7 +28,16 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
     if runs.is_empty() {
         println!("no runs yet: start one with `kreg run SCENARIO.yaml`");
     }
+    let bisections = store::bisect::bisection_kinds(db).await?;
     for r in &runs {
+        let bisect = bisections.iter().find(|b| b.0 == r.id).map(|(_, what, kind)| {
+            format!(
+                "      a bisection of {}: {} (`kreg bisect --show {}`)",
+                kreg::text::one_line(what),
+                kind.as_deref().map(|k| k.replace('_', " ")).unwrap_or_else(|| "going on".into()),
+                r.id
+            )
+        });
         println!(
             "run {}  {:<24} {:<8} {}/{} done, {} failed  (started {})",
             r.id,
@@ -39,6 +48,9 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
             r.failed,
             r.created_at.format("%Y-%m-%d %H:%M:%S UTC")
         );
+        if let Some(b) = bisect {
+            println!("{b}");
+        }
     }
     if let Some(id) = run {
         if let Some(log) = super::bisect::status(db, id).await? {

@@ -87,6 +87,17 @@ pub async fn bisection(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<Bi
 }
 
 /// Every measurement of a bisection, in the order asked.
+/// Every bisection's run, with what it bisects and how it ended (the outcome's `kind`, or
+/// none while it goes on): what `kreg status` says beside the run.
+pub async fn bisection_kinds(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String, Option<String>)>> {
+    Ok(sqlx::query_as(
+        "SELECT run_id, workload || '/' || metric || ' ' || good || '..' || bad, outcome->>'kind'
+         FROM bisections ORDER BY run_id",
+    )
+    .fetch_all(db)
+    .await?)
+}
+
 pub async fn measurements(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Measurement>> {
     Ok(sqlx::query_as(
         "SELECT seq, commit_index, role, reverted, kernel, boot, value, error, compiled
