@@ -6,7 +6,7 @@
 //! resumed, with no finished measurement repeated. The bisection of a real range with a
 //! slow commit in it is tests/lab_bisect.rs (scripts/test-kernel.sh).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::standin::standin_repo;

@@ -37,6 +37,7 @@ fn blank(kind: MetricKind, test: Test, unit: Unit, base: &[f64], new: &[f64]) ->
         rel_sd: f64::NAN,
         sign: 0.0,
         step: None,
+        all_equal: false,
     }
 }
 
@@ -76,6 +77,13 @@ pub fn measure(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f6
 /// the interval and nothing changes.
 fn widen_to_resolution(c: &mut Comparison, base: &[f64], new: &[f64]) {
     let Some((l, h)) = c.ci else { return };
+    let all = || base.iter().chain(new);
+    if c.kind == MetricKind::Latency && base.len() + new.len() >= 2 && all().all(|v| *v == base[0]) {
+        // One number everywhere: a histogram's bucket, of a width nothing here tells.
+        c.ci = None;
+        c.all_equal = true;
+        return;
+    }
     let centre = c.centre[0].abs();
     if !(centre > 0.0 && c.change.is_finite()) {
         return;
@@ -84,7 +92,8 @@ fn widen_to_resolution(c: &mut Comparison, base: &[f64], new: &[f64]) {
         .into_iter()
         .flatten()
         .fold(0.0, f64::max);
-    if step > 0.0 {
+    // Only a step that widens the interval is one (and is said).
+    if step > 0.0 && (c.change - step / centre < l || c.change + step / centre > h) {
         let step = step / centre;
         let mut low = l.min(c.change - step);
         if base.iter().chain(new).all(|v| *v >= 0.0) {
@@ -117,7 +126,10 @@ fn value_gap(base: &[f64], new: &[f64]) -> Option<f64> {
     let n = all.len();
     all.sort_by(f64::total_cmp);
     all.dedup();
-    if all.len() < 2 || all.len() == n {
+    // Values on steps tie often; a continuous measure ties by chance once in a while. A
+    // quarter of the values tied (the bound under which percentiles are compared on
+    // their logarithms) tells steps from chance.
+    if all.len() < 2 || 4 * all.len() > 3 * n {
         return None;
     }
     all.windows(2).map(|w| w[1] - w[0]).min_by(f64::total_cmp)

@@ -33,6 +33,13 @@ pub enum Noise {
     /// A percentile: lognormal with CoV `run` from run to run, an offset per boot of CoV
     /// `boot`, three runs a boot.
     Percentile { run: f64, boot: f64 },
+    /// The same around 20, printed in whole microseconds (schbench's wakeup p99 on a fast
+    /// machine: 19, 20, 21 …).
+    WholePercentile { run: f64, boot: f64 },
+    /// A percentile as histogram-based tools report it: lognormal with this CoV around the
+    /// centre, each value the nearest point of a grid of `per_octave` steps per doubling
+    /// (2^(k/3), 2^(k/4): steps proportional to the value).
+    LogGrid { per_octave: u32, cov: f64 },
 }
 
 /// A simulated case: noise, the metric's kind, and how the runs are taken.
@@ -46,7 +53,7 @@ pub struct Case {
 impl Case {
     /// The centre the samples are drawn around.
     fn centre(&self) -> f64 {
-        if self.noise == Noise::Buckets {
+        if matches!(self.noise, Noise::Buckets | Noise::WholePercentile { .. }) {
             20.0
         } else {
             100.0
@@ -56,7 +63,10 @@ impl Case {
     /// Boots per side and runs per boot for a design of `runs` observations per side: a
     /// case with boot offsets spreads three runs over each boot.
     pub fn runs_per_boot(&self) -> usize {
-        if matches!(self.noise, Noise::BootOffset(_) | Noise::Percentile { .. }) {
+        if matches!(
+            self.noise,
+            Noise::BootOffset(_) | Noise::Percentile { .. } | Noise::WholePercentile { .. }
+        ) {
             3
         } else {
             1
@@ -89,6 +99,13 @@ pub fn cases() -> Vec<Case> {
             Percentile { run: 0.05, boot: 0.01 },
             Latency,
         ),
+        c(
+            "p99 ~20 us whole, 5% a run, 1% a boot, 3 runs/boot",
+            WholePercentile { run: 0.05, boot: 0.01 },
+            Latency,
+        ),
+        c("percentile on a 2^(1/3) grid, CoV 10%", LogGrid { per_octave: 3, cov: 0.10 }, Latency),
+        c("percentile on a 2^(1/4) grid, CoV 10%", LogGrid { per_octave: 4, cov: 0.10 }, Latency),
         c("boot offset 1%, one boot a side", OneBoot(0.01), Mean),
         c("boot offset 2%, one boot a side", OneBoot(0.02), Mean),
     ]
@@ -125,7 +142,10 @@ pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usi
     let mut side = Side::default();
     for boot in 0..boots {
         let offset = match case.noise {
-            Noise::BootOffset(sd) | Noise::OneBoot(sd) | Noise::Percentile { boot: sd, .. } => 1.0 + sd * normal(rng),
+            Noise::BootOffset(sd)
+            | Noise::OneBoot(sd)
+            | Noise::Percentile { boot: sd, .. }
+            | Noise::WholePercentile { boot: sd, .. } => 1.0 + sd * normal(rng),
             _ => 1.0,
         };
         for _ in 0..per_boot {
@@ -146,6 +166,11 @@ pub fn draw(case: &Case, rng: &mut Rng, factor: f64, boots: usize, per_boot: usi
                 }
                 Noise::BootOffset(_) | Noise::OneBoot(_) => centre * offset * (1.0 + 0.03 * normal(rng)),
                 Noise::Percentile { run, .. } => lognormal(rng, centre * offset, run),
+                Noise::WholePercentile { run, .. } => lognormal(rng, centre * offset, run).round(),
+                Noise::LogGrid { per_octave, cov } => {
+                    let k = (lognormal(rng, centre, cov).log2() * per_octave as f64).round();
+                    2f64.powf(k / per_octave as f64)
+                }
             };
             side.values.push(v);
             side.boots.push(format!("{side_label}{boot}").into());

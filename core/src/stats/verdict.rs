@@ -213,6 +213,11 @@ pub struct Comparison {
     /// centre. The interval is then at least ± this wide.
     #[serde(skip)]
     pub step: Option<f64>,
+    /// Percentiles whose every value on both sides is the same number: the step of the
+    /// tool's buckets is unknown (a histogram's may be a quarter of an octave), so no
+    /// interval is claimed.
+    #[serde(skip)]
+    pub all_equal: bool,
 }
 
 /// An interval as `[low, high]`, with nulls for an unbounded one.
@@ -340,6 +345,14 @@ fn p_text(c: &Comparison) -> String {
 /// An inconclusive row whose interval was widened to the data's step says so; when the step
 /// is the minimum effect or more, no number of runs can show "no change".
 fn note_step(c: &mut Comparison, min: f64) {
+    if c.all_equal && c.verdict == Verdict::Inconclusive {
+        c.runs_needed = None;
+        c.reason.push_str(&format!(
+            "; every value of both sides is {}: percentiles from a histogram's buckets can all fall in one bucket, whose width nothing here shows, so no interval is claimed (a finer measure will settle it: more loops, or the tool's finer buckets)",
+            crate::report::fmt_value(c.centre[0])
+        ));
+        return;
+    }
     if let (Verdict::Inconclusive, Some(step)) = (c.verdict, c.step) {
         c.reason.push_str(&format!(
             "; the values fall on steps of {:.1}% of the baseline (the step they are printed in, or the gap between the few distinct values they take), so the interval is at least that wide",
