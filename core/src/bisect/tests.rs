@@ -268,7 +268,7 @@ fn the_reproduce_lines_quote_what_came_from_users_and_repositories() {
         })
         .collect();
     let b = Bisection::new(3, Rules::default());
-    let dir = std::env::temp_dir().join(format!("kreg-quote-{}", std::process::id()));
+    let dir = std::path::Path::new("/tmp").join(format!("kreg-quote-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let about = About {
         run: 1,

@@ -181,7 +181,27 @@ fn why_lines(b: &Block) -> Vec<String> {
     out
 }
 
+/// The interval column's name, with its level: one level for the whole block ("90% CI"), or
+/// "CI" with the level in each row's reason when the looks of an adaptive plan differ.
+fn ci_header(b: &Block) -> String {
+    let mut levels: Vec<String> = b
+        .lines
+        .iter()
+        .flat_map(|(_, rows)| rows.iter().flatten())
+        .filter_map(|r| r.comparison.as_ref())
+        .filter(|c| c.ci_level.is_finite())
+        .map(|c| crate::stats::verdict::level_text(c.ci_level))
+        .collect();
+    levels.sort();
+    levels.dedup();
+    match levels.as_slice() {
+        [one] => format!("{one}% CI"),
+        _ => "CI (level in the reason)".into(),
+    }
+}
+
 fn headers(b: &Block, baseline: &Baseline) -> Vec<String> {
+    let ci = ci_header(b);
     let mut h = vec!["metric".to_string()];
     for (i, c) in b.columns.iter().enumerate() {
         if i == 0 && !matches!(baseline, Baseline::Run(_)) {
@@ -194,7 +214,7 @@ fn headers(b: &Block, baseline: &Baseline) -> Vec<String> {
         h.extend([
             c.clone(),
             format!("{c} change"),
-            format!("{c} CI"),
+            format!("{c} {ci}"),
             format!("{c} verdict"),
         ]);
     }

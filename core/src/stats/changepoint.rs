@@ -83,7 +83,15 @@ pub fn detect(values: &[f64], kind: MetricKind, s: &Settings) -> Vec<ChangePoint
                 p,
                 before: before.len(),
                 after: after.len(),
-                comparison: super::measure(before, after, kind, Unit::Run, 0.025),
+                // The interval at the level every report draws (90%: the equivalence
+                // test's), so that a history's change and a report's read alike.
+                comparison: super::measure(
+                    before,
+                    after,
+                    kind,
+                    Unit::Run,
+                    super::verdict::Settings::default().equivalence_alpha,
+                ),
             }
         })
         .collect()

@@ -58,6 +58,7 @@ pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> 
                 c.verdict = c.verdict.unconfirmed();
                 c.reason.push_str(UNCONFIRMED);
             }
+            test_interval(&mut c, (todo_of(&todo, i), rows[i].kind), alpha);
             settled[i] = c.verdict != Verdict::Inconclusive;
             if !last && !settled[i] {
                 c.reason.push_str(&format!("; {}", looks.describe(k, c.unit.plural())));
@@ -83,6 +84,32 @@ fn boots_differ(base: &Side, new: &Side) -> bool {
 }
 
 type Task<'a> = (usize, super::verdict::Unit, &'a [f64], &'a [f64]);
+
+fn todo_of<'t, 'a>(todo: &'t [Task<'a>], i: usize) -> &'t Task<'a> {
+    todo.iter().find(|t| t.0 == i).expect("measured rows are in todo")
+}
+
+/// Where a change is at stake — the verdict is one, or the interval shown clears 0 without
+/// the test reaching alpha — the interval at the test's own level (1 − `alpha`) is added, so
+/// that a row whose 90% interval lies beyond the band says why it is not a change.
+fn test_interval(c: &mut Comparison, (task, kind): (&Task, MetricKind), alpha: f64) {
+    let clears = c.ci.is_some_and(|(l, h)| l > 0.0 || h < 0.0);
+    if !(c.verdict.is_change() || (c.verdict == Verdict::Inconclusive && clears)) || c.n[0] < 2 || c.n[1] < 2 {
+        return;
+    }
+    let (_, unit, a, b) = *task;
+    let wide = measure(a, b, kind, unit, alpha / 2.0).ci;
+    c.ci_test = Some(wide);
+    c.ci_test_level = Some(1.0 - alpha);
+    if c.verdict == Verdict::Inconclusive {
+        c.reason.push_str(&format!(
+            "; the {}% interval clears 0, but a change is called only when the test reaches alpha {alpha:.2e} (after the adjustment over the rows): at the test's level the interval of the change is {} ({}%)",
+            super::verdict::level_text(c.ci_level),
+            super::verdict::interval_text(wide),
+            super::verdict::level_text(1.0 - alpha),
+        ));
+    }
+}
 
 /// Measures each row; on several cores when two rows or more call for the rank test's
 /// Monte Carlo (each measurement is a pure function of its samples: the order of the work

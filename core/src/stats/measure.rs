@@ -28,6 +28,8 @@ fn blank(kind: MetricKind, test: Test, unit: Unit, base: &[f64], new: &[f64]) ->
         change: f64::NAN,
         ci: None,
         ci_level: f64::NAN,
+        ci_test: None,
+        ci_test_level: None,
         verdict: Verdict::Inconclusive,
         reason: String::new(),
         look: 0,

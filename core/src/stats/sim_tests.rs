@@ -473,3 +473,30 @@ fn percentiles_on_log_spaced_steps_do_not_hide_a_three_percent_change() {
     assert_eq!(one.verdict, Verdict::Inconclusive);
     assert!(one.ci.is_none() && one.reason.contains("every value of both sides is 128"), "{}", one.reason);
 }
+
+/// A row whose 90% interval lies wholly beyond the band, but whose test does not reach
+/// alpha: inconclusive, and its reason says why, with the interval at the test's own level
+/// (kept for the drawings, marked); a change carries that interval too.
+#[test]
+fn an_interval_beyond_the_band_without_a_significant_test_says_why() {
+    let d = [-12.0, -7.0, -4.0, -1.0, 1.0, 4.0, 7.0, 12.0];
+    let base: Vec<f64> = d.iter().map(|x| 100.0 + x).collect();
+    let new: Vec<f64> = d.iter().rev().map(|x| 110.0 + x).collect();
+    let c = one(&base, &new, MetricKind::Mean, false);
+    let (l, _) = c.ci.unwrap();
+    assert!(l > 0.02, "{c:?}");
+    assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+    assert!(c.reason.contains("the 90% interval clears 0, but a change is called only when the test reaches alpha"), "{}", c.reason);
+    let (tl, th) = c.ci_test.flatten().unwrap();
+    assert_eq!(c.ci_test_level, Some(0.995));
+    assert!(tl < l && tl < 0.0 && th > c.ci.unwrap().1, "{c:?}");
+    assert!(c.reason.contains("99.5%"), "{}", c.reason);
+    // A clear regression carries the test's interval, clear of 0.
+    let far: Vec<f64> = d.iter().map(|x| 130.0 + x / 4.0).collect();
+    let r = one(&base, &far, MetricKind::Mean, false);
+    assert_eq!(r.verdict, Verdict::Regression, "{r:?}");
+    assert!(r.ci_test.flatten().is_some_and(|(l, _)| l > 0.0), "{r:?}");
+    // Nothing at stake: none.
+    let same = one(&base, &base, MetricKind::Mean, false);
+    assert!(same.ci_test.is_none());
+}

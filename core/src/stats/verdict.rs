@@ -192,6 +192,13 @@ pub struct Comparison {
     #[serde(serialize_with = "interval_pair")]
     pub ci: Option<(f64, f64)>,
     pub ci_level: f64,
+    /// Where a change is at stake (the verdict is one, or the interval above clears 0):
+    /// the interval at the level the change test is held to (1 − this look's alpha), which
+    /// is the one that decides a change; drawn beside `ci`, marked.
+    #[serde(serialize_with = "interval_pair_opt", skip_serializing_if = "Option::is_none")]
+    pub ci_test: Option<Option<(f64, f64)>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_test_level: Option<f64>,
     pub verdict: Verdict,
     pub reason: String,
     /// The look (0-based) that gave the verdict, of `looks`.
@@ -220,12 +227,22 @@ pub struct Comparison {
     pub all_equal: bool,
 }
 
+fn interval_pair_opt<S: serde::Serializer>(ci: &Option<Option<(f64, f64)>>, s: S) -> Result<S::Ok, S::Error> {
+    interval_pair(&ci.flatten(), s)
+}
+
 /// An interval as `[low, high]`, with nulls for an unbounded one.
 fn interval_pair<S: serde::Serializer>(ci: &Option<(f64, f64)>, s: S) -> Result<S::Ok, S::Error> {
     use serde::Serialize;
     let (l, h) = ci.unwrap_or((f64::NAN, f64::NAN));
     let finite = |v: f64| v.is_finite().then_some(v);
     [finite(l), finite(h)].serialize(s)
+}
+
+/// An interval's level as a percentage with the digits it needs: 0.9 → "90", 0.995 → "99.5".
+pub fn level_text(level: f64) -> String {
+    let s = format!("{:.2}", 100.0 * level);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn pct(x: f64) -> String {
@@ -416,8 +433,10 @@ fn open_reason(
     } else {
         format!("{test}, {p_text} not below alpha {alpha:.2e}")
     };
+    let beyond = c.ci.is_some_and(|(l, h)| l > s.min_effect || h < -s.min_effect);
     format!(
-        "{first}; {level} CI of the change {ci} reaches beyond ±{:.1}%{estimate}",
+        "{first}; {level} CI of the change {ci} {} ±{:.1}%{estimate}",
+        if beyond { "lies beyond" } else { "reaches beyond" },
         100.0 * s.min_effect
     )
 }

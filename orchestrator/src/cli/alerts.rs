@@ -81,8 +81,10 @@ pub async fn scan(db: &PgPool, scenario: Option<&str>) -> Result<Vec<Alert>> {
         let unit = first.unit.clone();
         let kind = MetricKind::try_from(first.kind.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
         let (_, lines) = history::lines(points, kind);
+        // A change point smaller than the reports' minimum effect is shown on the history
+        // but raises no alert: a report would call that change too small to matter.
         for l in &lines {
-            for c in &l.changes {
+            for c in l.changes.iter().filter(|c| c.alertable) {
                 let new = NewAlert {
                     scenario: &s.scenario,
                     workload: &s.workload,
@@ -184,7 +186,7 @@ async fn list(db: &PgPool, state: &str, scenario: Option<&str>, json: bool) -> R
         "workload/metric",
         "kernel/variant",
         "change",
-        "95% interval",
+        "90% interval",
         "runs",
         "raised",
     ]);

@@ -35,9 +35,12 @@ pub struct Change {
     pub p: f64,
     pub centres: [f64; 2],
     pub runs: [usize; 2],
-    /// As a fraction of the level before, with its 95 % interval.
+    /// As a fraction of the level before, with its 90 % interval (the reports' level).
     pub change: f64,
     pub interval: Option<(f64, f64)>,
+    /// Whether the change is at least the reports' minimum effect: a smaller one is shown
+    /// but raises no alert (a report would call it too small to matter).
+    pub alertable: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -153,6 +156,7 @@ fn changes(points: &[Point], kind: MetricKind, higher_is_better: Option<bool>) -
                 runs: [c.before, c.after],
                 change: cmp.change,
                 interval: cmp.ci,
+                alertable: cmp.change.abs() >= crate::stats::Settings::default().min_effect,
             }
         })
         .collect()
@@ -192,4 +196,55 @@ pub async fn bisect_command(db: impl PgExecutor<'_> + Copy, a: &Alert) -> crate:
         q(&format!("{}/{}", a.workload, a.metric)),
         q(&a.variant)
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn points(step: f64) -> Vec<Point> {
+        // 0.05 % of noise: any step of a percent or more is found.
+        let noise = [0.3, -0.5, 0.2, -0.1, 0.4, -0.3, 0.1, -0.4, 0.5, -0.2, 0.0, 0.3, -0.1, 0.2];
+        noise
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let level = if i >= 7 { 100.0 * (1.0 + step) } else { 100.0 };
+                let centre = level * (1.0 + n / 1000.0);
+                Point {
+                    run: i as i64 + 1,
+                    created_at: chrono::Utc::now(),
+                    done: true,
+                    n: 1,
+                    centre,
+                    low: centre,
+                    high: centre,
+                }
+            })
+            .collect()
+    }
+
+    /// A step below the minimum effect is a change point on the history, but no alert; one
+    /// above it is both. Its interval is at the reports' level (90%).
+    #[test]
+    fn a_change_point_below_the_minimum_effect_raises_no_alert() {
+        let small = changes(&points(0.015), MetricKind::Mean, Some(false));
+        assert_eq!(small.len(), 1, "{small:?}");
+        assert_eq!(small[0].run, 8);
+        assert!(!small[0].alertable, "{small:?}");
+        let big = changes(&points(0.05), MetricKind::Mean, Some(false));
+        assert_eq!(big.len(), 1, "{big:?}");
+        assert!(big[0].alertable && big[0].direction == "regression", "{big:?}");
+        let (l, h) = big[0].interval.unwrap();
+        let wide = crate::stats::measure(
+            &points(0.05)[..7].iter().map(|p| p.centre).collect::<Vec<_>>(),
+            &points(0.05)[7..].iter().map(|p| p.centre).collect::<Vec<_>>(),
+            MetricKind::Mean,
+            crate::stats::Unit::Run,
+            0.025,
+        )
+        .ci
+        .unwrap();
+        assert!(wide.0 < l && h < wide.1, "the 95% interval {wide:?} holds the 90% one ({l}, {h})");
+    }
 }

@@ -12,7 +12,8 @@ pub(super) fn bar_reach(rows: &[&Row], me: f64) -> f64 {
         .filter_map(|r| r.comparison.as_ref())
         .flat_map(|c| {
             let (lo, hi) = c.ci.unwrap_or((c.change, c.change));
-            [c.change.abs(), lo.abs(), hi.abs()]
+            let (tl, th) = c.ci_test.flatten().unwrap_or((c.change, c.change));
+            [c.change.abs(), lo.abs(), hi.abs(), tl.abs(), th.abs()]
         })
         .filter(|v| v.is_finite())
         .fold(2.0 * me, f64::max)

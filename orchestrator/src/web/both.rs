@@ -135,7 +135,7 @@ fn both_table(l: &Loaded, base_run: i64, t: &MetricTable, rows: &[&Row]) -> Stri
                 side_cell(base_run, t, *base, &scale),
                 side_cell(l.run_id, t, Some(r), &scale),
                 c.map(|c| format!("{:+.2}%", 100.0 * c.change)).unwrap_or_default(),
-                c.map(|c| svg::change_bar(c.change, c.ci, me, reach, &format!("v-{}", verdict.replace(' ', "-"))))
+                c.map(|c| svg::comparison_bar(c, me, reach, &format!("v-{}", verdict.replace(' ', "-"))))
                     .unwrap_or_default(),
                 if verdict.is_empty() {
                     String::new()

@@ -411,9 +411,11 @@ pub(super) fn notes(l: &Loaded) -> String {
         "<p class=\"reading\"><b>Reading a row:</b> <em>centre</em> is the mean (the median for \
 percentiles and counts); <em>spread</em> is ± the standard deviation in % of the mean (<em>iqr</em>: \
 the interquartile range in % of the median); <em>change</em> is the centre's against the baseline \
-row; the <em>interval</em> drawing shows that change (the dot) and its confidence interval (the \
-line) on the % axis under each table, over the shaded band of ±{}% (changes too small to \
-matter); <em>samples</em>: one dot per run, the line their centre: point at a dot for its value \
+row; the <em>interval</em> drawing shows that change (the dot) and its interval (the thick \
+line, at the level the table's reasons name: 90% under a fixed plan; <em>no change</em> is that line \
+inside the band) and, where a change is at stake, the interval at the change test's own level, \
+1 − α (the thin dashed line: a change is called only when the test reaches α), on the % axis \
+under each table, over the shaded band of ±{}% (changes too small to matter); <em>samples</em>: one dot per run, the line their centre: point at a dot for its value \
 and job, click it to open the job.</p>",
         100.0 * l.settings.min_effect
     );
@@ -590,7 +592,7 @@ fn table_rows(l: &Loaded, t: &MetricTable, rows: &[&Row]) -> Vec<(String, Vec<St
                 ),
                 c.map(|c| format!("{:+.2}%", 100.0 * c.change))
                     .unwrap_or_else(|| base_label(r)),
-                c.map(|c| svg::change_bar(c.change, c.ci, me, reach, &format!("v-{}", verdict.replace(' ', "-"))))
+                c.map(|c| svg::comparison_bar(c, me, reach, &format!("v-{}", verdict.replace(' ', "-"))))
                     .unwrap_or_default(),
                 match (verdict.is_empty(), &l.provisional) {
                     (true, _) => String::new(),

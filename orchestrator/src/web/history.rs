@@ -225,7 +225,7 @@ fn change_points(v: &HistoryView) -> String {
         out.push_str(
             "<p>E-Divisive means over each line's finished runs, each change point tested by \
              permutation (p ≤ 0.005); the change is the level after against the level before, \
-             with its 95% interval.</p>",
+             with its 90% interval (the level every report draws).</p>",
         );
         out.push_str(&html::table(
             "changes",

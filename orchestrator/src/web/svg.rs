@@ -68,9 +68,26 @@ pub fn strip(values: &[f64], centre: f64, scale: &Scale, label: &str) -> String 
 
 pub const BAR_W: f64 = 160.0;
 
-/// A change (fraction) with its interval, on a symmetric scale of ±`reach`, over the band
-/// of changes too small to matter (±`min_effect`). An unbounded side runs to the edge.
-pub fn change_bar(change: f64, ci: Option<(f64, f64)>, min_effect: f64, reach: f64, class: &str) -> String {
+/// A row's change bar: its change, the interval shown (the report's level), and, where a
+/// change is at stake, the interval at the change test's own level, drawn thin and dashed
+/// under it.
+pub fn comparison_bar(c: &crate::stats::Comparison, min_effect: f64, reach: f64, class: &str) -> String {
+    let test = c.ci_test.map(|t| (t, c.ci_test_level.unwrap_or(f64::NAN)));
+    change_bar(c.change, (c.ci, c.ci_level), test, min_effect, reach, class)
+}
+
+/// A change (fraction) with its interval (and that interval's level), on a symmetric scale
+/// of ±`reach`, over the band of changes too small to matter (±`min_effect`); `test`, the
+/// interval at the change test's level, thin and dashed under it. An unbounded side runs to
+/// the edge.
+pub fn change_bar(
+    change: f64,
+    (ci, level): (Option<(f64, f64)>, f64),
+    test: Option<(Option<(f64, f64)>, f64)>,
+    min_effect: f64,
+    reach: f64,
+    class: &str,
+) -> String {
     let s = Scale {
         lo: -reach,
         hi: reach,
@@ -78,33 +95,45 @@ pub fn change_bar(change: f64, ci: Option<(f64, f64)>, min_effect: f64, reach: f
         x1: BAR_W - 4.0,
     };
     let (bl, bh) = (s.at(-min_effect), s.at(min_effect));
-    let (l, h) = match ci {
+    let ends = |ci: Option<(f64, f64)>| match ci {
         Some((l, h)) => (
             if l.is_finite() { s.at(l) } else { s.x0 },
             if h.is_finite() { s.at(h) } else { s.x1 },
         ),
         None => (s.x0, s.x1),
     };
-    let title = match ci {
-        Some((l, h)) => format!(
-            "change {:+.2}% (interval {} … {}); band ±{:.1}%",
-            100.0 * change,
-            pct(l),
-            pct(h),
-            100.0 * min_effect
-        ),
-        None => format!("change {:+.2}% (no interval)", 100.0 * change),
+    let (l, h) = ends(ci);
+    let named = |ci: Option<(f64, f64)>, level: f64| match ci {
+        Some((l, h)) => format!("{}% interval {} … {}", level_pct(level), pct(l), pct(h)),
+        None => format!("{}% interval unbounded", level_pct(level)),
     };
+    let mut title = format!("change {:+.2}% ({}", 100.0 * change, named(ci, level));
+    let mut under = String::new();
+    if let Some((t, tl)) = test {
+        let (x, y) = ends(t);
+        title.push_str(&format!("; {}, the change test's level", named(t, tl)));
+        under = format!("<line class=\"ci-test\" x1=\"{x:.1}\" x2=\"{y:.1}\" y1=\"15\" y2=\"15\"/>");
+    }
+    title.push_str(&format!("); band ±{:.1}%", 100.0 * min_effect));
     format!(
         "<svg class=\"bar {class}\" viewBox=\"0 0 {BAR_W} 18\" width=\"{BAR_W}\" height=\"18\" role=\"img\">\
 <title>{}</title><rect class=\"band\" x=\"{bl:.1}\" y=\"1\" width=\"{:.1}\" height=\"16\"/>\
-<line class=\"zero\" x1=\"{z:.1}\" x2=\"{z:.1}\" y1=\"0\" y2=\"18\"/>\
+<line class=\"zero\" x1=\"{z:.1}\" x2=\"{z:.1}\" y1=\"0\" y2=\"18\"/>{under}\
 <line class=\"ci\" x1=\"{l:.1}\" x2=\"{h:.1}\" y1=\"9\" y2=\"9\"/><circle class=\"pt\" cx=\"{:.1}\" cy=\"9\" r=\"3\"/></svg>",
         esc(&title),
         bh - bl,
         s.at(change),
         z = s.at(0.0),
     )
+}
+
+/// A level (0.9) as the drawings name it: "90", "99.5"; "?" when unknown.
+fn level_pct(level: f64) -> String {
+    if level.is_finite() {
+        crate::stats::verdict::level_text(level)
+    } else {
+        "?".into()
+    }
 }
 
 /// The % axis under a table's change bars (drawn on the same ±`reach` scale): ticks at 0 and
@@ -295,8 +324,13 @@ mod tests {
         let s = Scale::over([1.0, 2.0, 3.0].into_iter(), 0.0, STRIP_W);
         let svg = strip(&[1.0, 2.0, 3.0], 2.0, &s, "n=3");
         assert_eq!(svg.matches("h0").count(), 3);
-        let bar = change_bar(0.05, Some((0.01, f64::INFINITY)), 0.02, 0.1, "v-regression");
+        let bar = change_bar(0.05, (Some((0.01, f64::INFINITY)), 0.9), None, 0.02, 0.1, "v-regression");
         assert!(bar.contains("class=\"band\"") && bar.contains("unbounded"), "{bar}");
+        assert!(bar.contains("90% interval") && !bar.contains("ci-test"), "{bar}");
+        // Where a change is at stake, the test's interval is drawn too, named by its level.
+        let both = change_bar(0.08, (Some((0.03, 0.13)), 0.9), Some((Some((-0.01, 0.17)), 0.995)), 0.02, 0.2, "v");
+        assert!(both.contains("class=\"ci-test\""), "{both}");
+        assert!(both.contains("99.5% interval -1.00% … +17.00%, the change test&#39;s level") || both.contains("99.5% interval -1.00% … +17.00%, the change test's level"), "{both}");
     }
 
     #[test]
@@ -318,7 +352,7 @@ mod tests {
         // Each label where a bar on the same reach puts that change.
         for (x, text) in &got {
             let v: f64 = text.trim_end_matches('%').parse().unwrap();
-            let bar = change_bar(v / 100.0, None, 0.02, 0.55, "v");
+            let bar = change_bar(v / 100.0, (None, 0.9), None, 0.02, 0.55, "v");
             assert!(bar.contains(&format!("cx=\"{x:.1}\"")), "{text} at {x}: {bar}");
         }
         let small = labels(&change_axis(0.02, 0.033));
