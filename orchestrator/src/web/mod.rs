@@ -6,6 +6,7 @@
 //! Each page has its data under `/api/v1/` as JSON, from the same function that feeds the
 //! page. Live pages follow server-sent events fed by PostgreSQL LISTEN/NOTIFY (`live`).
 
+mod answer;
 mod bars;
 mod bisect;
 mod both;
@@ -25,7 +26,6 @@ mod schedstat;
 mod svg;
 
 use axum::http::{header, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -95,6 +95,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
     Router::new()
         .route("/", get(runs::runs_page))
         .route("/runs/{id}", get(runs::run_page))
+        .route("/runs/{id}/live", get(runs::run_live))
         .route("/runs/{id}/report", get(compare::report_page))
         .route("/runs/{id}/report/rows", get(compare::report_rows))
         .route("/runs/{id}/download/{file}", get(compare::report_download))
@@ -126,69 +127,15 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/assets/kreg.css", get(css))
         .route("/assets/kreg.js", get(js))
         .fallback(not_found)
-        .layer(axum::middleware::from_fn(etag))
-        .layer(axum::middleware::from_fn(timing))
+        .layer(axum::middleware::from_fn_with_state(
+            std::sync::Arc::new(answer::Gzipped::default()),
+            answer::answer,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             std::sync::Arc::new(guard),
             guard::guard,
         ))
-        .layer(tower_http::compression::CompressionLayer::new())
         .with_state(state)
-}
-
-/// The most a page may weigh for its ETag to be computed (bigger ones go as they are).
-const ETAG_LIMIT: usize = 32 << 20;
-
-/// Every successful answer but the event stream gets a weak ETag (a hash of its body, the
-/// same for the plain and the gzipped form) and `Cache-Control: no-cache`: a browser keeps
-/// the page and asks again with `If-None-Match`, and an unchanged page (a finished run's)
-/// comes back as a 304 with no body.
-async fn etag(req: axum::extract::Request, next: Next) -> Response {
-    let asked = req.headers().get(header::IF_NONE_MATCH).cloned();
-    let res = next.run(req).await;
-    let streamed = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
-    if res.status() != StatusCode::OK || streamed {
-        return res;
-    }
-    let (mut parts, body) = res.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, ETAG_LIMIT).await else {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "the answer could not be read").into_response();
-    };
-    use sha2::Digest;
-    let tag = format!("W/\"{}\"", hex::encode(&sha2::Sha256::digest(&bytes)[..12]));
-    let Ok(value) = header::HeaderValue::from_str(&tag) else {
-        return Response::from_parts(parts, axum::body::Body::from(bytes));
-    };
-    if !parts.headers.contains_key(header::CACHE_CONTROL) {
-        parts
-            .headers
-            .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache"));
-    }
-    parts.headers.insert(header::ETAG, value);
-    let matches = asked.is_some_and(|a| {
-        a.to_str()
-            .is_ok_and(|a| a.split(',').any(|t| t.trim() == tag || t.trim() == "*"))
-    });
-    if matches {
-        parts.status = StatusCode::NOT_MODIFIED;
-        parts.headers.remove(header::CONTENT_LENGTH);
-        return Response::from_parts(parts, axum::body::Body::empty());
-    }
-    Response::from_parts(parts, axum::body::Body::from(bytes))
-}
-
-/// Every answer says how long the server took to make it (`Server-Timing: app;dur=ms`).
-async fn timing(req: axum::extract::Request, next: Next) -> Response {
-    let started = std::time::Instant::now();
-    let mut res = next.run(req).await;
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
-    if let Ok(v) = header::HeaderValue::from_str(&format!("app;dur={ms:.1}")) {
-        res.headers_mut().insert("server-timing", v);
-    }
-    res
 }
 
 /// Serves the dashboard on `listen` until the process ends: the agent's accept loop (a

@@ -256,25 +256,65 @@ pub async fn run_api(State(st): State<AppState>, Path(id): Path<String>) -> ApiR
     json(&run_view(&st.db, id_of("run", &id)?).await?)
 }
 
+/// A run's page: made once per state of a run that is not running (a finished run's page
+/// is read, not rendered, on every later load); a running run's page is made on each load,
+/// and follows the run by its live parts (`run_live`), not by loading itself again.
 pub async fn run_page(State(st): State<AppState>, Path(id): Path<String>) -> PageResult {
-    let id = id_of("run", &id)?;
-    let v = run_view(&st.db, id).await?;
-    let r = &v.run;
+    let run = id_of("run", &id)?;
+    let page = match crate::store::pages::run_version(&st.db, run).await? {
+        None => return Err(ViewError::NotFound(format!("run {run} does not exist")).into()),
+        Some(v) if !v.starts_with("running") => st.pages.page(format!("{run} run page"), v, run_html(&st.db, run)).await?,
+        Some(_) => std::sync::Arc::new(run_html(&st.db, run).await?),
+    };
+    Ok(Html(page.as_str().to_string()))
+}
+
+/// The facts at the top of a run's page (also its live part).
+fn summary(r: &RunItem, v: (&[String], &[String], &[String])) -> String {
     let now = chrono::Utc::now();
+    html::facts(&[
+        ("scenario", esc(&r.scenario)),
+        ("state", format!("<span id=\"run-state\">{}</span>", state_html(r))),
+        ("progress", format!("<span id=\"run-progress\">{}</span>", progress(r))),
+        ("started", html::time(&r.created_at)),
+        ("duration", format!("<span id=\"run-duration\">{}</span>", html::duration(r.duration_s(now)))),
+        ("kernels", esc(&v.0.join(", "))),
+        ("variants", esc(&v.1.join(", "))),
+        ("workloads", esc(&v.2.join(", "))),
+    ])
+}
+
+/// What a live run page updates on each change, without loading itself again: its facts,
+/// its failed jobs, and how many jobs it has (a page with fewer, the adaptive plan having
+/// added some, loads itself anew). A job's own cell follows the event itself. Two indexed
+/// reads, whatever the run's size.
+pub async fn run_live(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let run = id_of("run", &id)?;
+    let item = crate::store::pages::run_item(&st.db, run)
+        .await?
+        .ok_or_else(|| view::ViewError::NotFound(format!("run {run} does not exist")))?;
+    let failed = crate::store::failed_jobs(&st.db, run).await?;
+    json(&serde_json::json!({
+        "jobs": item.jobs,
+        "run-state": state_html(&item),
+        "run-progress": progress(&item),
+        "run-duration": html::duration(item.duration_s(chrono::Utc::now())),
+        "failed-jobs": failed_table(&failed.iter().collect::<Vec<_>>()),
+    }))
+}
+
+fn state_html(r: &RunItem) -> String {
+    format!("<span class=\"state s-{0}\">{0}</span>", r.state)
+}
+
+async fn run_html(db: &PgPool, id: i64) -> view::Result<String> {
+    let v = run_view(db, id).await?;
+    let r = &v.run;
     let mut body = String::new();
     let _ = write!(
         body,
-        "<div id=\"summary\" data-live>{}</div>",
-        html::facts(&[
-            ("scenario", esc(&r.scenario)),
-            ("state", format!("<span class=\"state s-{0}\">{0}</span>", r.state)),
-            ("progress", progress(r)),
-            ("started", html::time(&r.created_at)),
-            ("duration", html::duration(r.duration_s(now))),
-            ("kernels", esc(&v.kernels.join(", "))),
-            ("variants", esc(&v.variants.join(", "))),
-            ("workloads", esc(&v.workloads.join(", "))),
-        ])
+        "<div id=\"summary\">{}</div>",
+        summary(r, (&v.kernels, &v.variants, &v.workloads))
     );
     if v.bisection {
         let _ = write!(
@@ -292,7 +332,8 @@ pub async fn run_page(State(st): State<AppState>, Path(id): Path<String>) -> Pag
     );
     let _ = write!(
         body,
-        "<h2>Jobs</h2><div id=\"matrix\" data-live>{}{}</div>",
+        "<h2>Jobs</h2><div id=\"matrix\" data-live data-jobs=\"{}\" data-live-run=\"/runs/{id}/live\">{}<div id=\"failed-jobs\">{}</div></div>",
+        v.jobs.len(),
         matrix(&v),
         failed_list(&v)
     );
@@ -303,7 +344,7 @@ pub async fn run_page(State(st): State<AppState>, Path(id): Path<String>) -> Pag
         esc(&v.source_path),
         html::pre(&v.yaml)
     );
-    Ok(Html(html::layout(&format!("Run {id}"), &body, &Live::Run(id))))
+    Ok(html::layout(&format!("Run {id}"), &body, &Live::Run(id)))
 }
 
 /// Kernel × variant × workload, one cell per iteration, coloured by state.
@@ -381,6 +422,10 @@ fn plan_size(v: &RunView, most: i32) -> String {
 
 fn failed_list(v: &RunView) -> String {
     let failed: Vec<&JobRow> = v.jobs.iter().filter(|j| j.state == JobState::Failed).collect();
+    failed_table(&failed)
+}
+
+fn failed_table(failed: &[&JobRow]) -> String {
     if failed.is_empty() {
         return String::new();
     }

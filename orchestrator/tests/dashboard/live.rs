@@ -53,8 +53,23 @@ async fn a_live_run_in_the_browser() {
 
     // The run page follows every job's state while the engine runs.
     b.client.goto(&format!("{base}/runs/1")).await.unwrap();
+    // The page is never loaded again while it follows the run: a mark left on it stays.
+    b.js("window.keptMark = 42; return 0").await;
     let delays = watch_run(&b, &db, &mut run).await;
     assert!(run.wait().unwrap().success(), "kreg run failed");
+    // Its facts follow from the run's live parts: the state and the progress, done.
+    let t = Instant::now();
+    loop {
+        let facts = b
+            .js("return [document.getElementById('run-state').innerText, document.getElementById('run-progress').innerText, window.keptMark || 0]")
+            .await;
+        if facts[0] == json!("done") && facts[1].as_str().is_some_and(|p| p.contains("10/10 done")) {
+            assert_eq!(facts[2], json!(42), "the run page loaded itself again");
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "the run page's facts did not follow: {facts}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert!(delays.len() >= 10, "too few state changes watched: {}", delays.len());
     let worst = delays.iter().max().unwrap();
     eprintln!(

@@ -71,8 +71,36 @@
         rowsBusy = false;
       }
     };
+    // A run's page: its facts and failed jobs from the run's live parts (two small reads),
+    // its job cells from the events themselves; the whole page only when jobs were added.
+    const runLive = document.querySelector("[data-live-run]");
+    let runPending = null;
+    let runBusy = false;
+    const updateRun = async function () {
+      runPending = null;
+      if (runBusy) { runPending = setTimeout(updateRun, 100); return; }
+      runBusy = true;
+      try {
+        const res = await fetch(runLive.dataset.liveRun, { headers: { Accept: "application/json" }, cache: "no-store" });
+        if (res.ok) {
+          const data = await res.json();
+          if (String(data.jobs) !== runLive.dataset.jobs) { location.reload(); return; }
+          ["run-state", "run-progress", "run-duration", "failed-jobs"].forEach(function (id) {
+            const el = document.getElementById(id);
+            if (el && el.innerHTML !== data[id]) { el.innerHTML = data[id]; }
+          });
+          document.body.dataset.refreshed = String(Date.now());
+        }
+      } catch (e) {
+        // Tried again on the next event, or when the stream comes back.
+      } finally {
+        runBusy = false;
+      }
+    };
     const update = function () {
-      if (live) {
+      if (runLive) {
+        if (!runPending) { runPending = setTimeout(updateRun, 150); }
+      } else if (live) {
         if (!rowsPending) { rowsPending = setTimeout(updateRows, 150); }
       } else if (!pending) {
         pending = setTimeout(refresh, 150);
@@ -94,7 +122,8 @@
           lost = false;
           banner.hidden = true;
           document.body.dataset.stream = "up";
-          update();
+          // Events were missed: a run's page catches up whole, once; the others as usual.
+          if (runLive) { refresh(); } else { update(); }
         }
       });
       source.addEventListener("error", function () {
