@@ -11,14 +11,14 @@ use super::{fmt_value, Report};
 use crate::stats::{interval_text, Comparison, Settings, Unit, Verdict};
 
 /// One table: a workload with the rows of one variant (or kernel).
-struct Block<'a> {
-    workload: &'a str,
+pub(super) struct Block<'a> {
+    pub(super) workload: &'a str,
     /// "variant batch", "kernel a"
-    title: String,
+    pub(super) title: String,
     /// Column labels (kernels or variants), the baseline first when it is one of them.
-    columns: Vec<String>,
+    pub(super) columns: Vec<String>,
     /// Per metric, the row shown in each column.
-    lines: Vec<(&'a MetricTable, Vec<Option<&'a Row>>)>,
+    pub(super) lines: Vec<(&'a MetricTable, Vec<Option<&'a Row>>)>,
 }
 
 fn label(baseline: &Baseline, r: &Row) -> (String, String) {
@@ -28,7 +28,7 @@ fn label(baseline: &Baseline, r: &Row) -> (String, String) {
     }
 }
 
-fn blocks<'a>(rep: &Report<'a>) -> Vec<Block<'a>> {
+pub(super) fn blocks<'a>(rep: &Report<'a>) -> Vec<Block<'a>> {
     let mut out: Vec<Block<'a>> = Vec::new();
     for t in rep.tables {
         for r in &t.rows {
@@ -75,7 +75,7 @@ fn blocks<'a>(rep: &Report<'a>) -> Vec<Block<'a>> {
 }
 
 /// "1.234 ±0.5% (10)" for means, "1.234 iqr 3.1% (10)" for rank kinds; boots counted.
-fn value_cell(t: &MetricTable, r: &Row) -> String {
+pub(super) fn value_cell(t: &MetricTable, r: &Row) -> String {
     let kind = t.kind;
     let spread = if kind.by_ranks() { "iqr " } else { "±" };
     let n = match r.boots() {
@@ -85,7 +85,7 @@ fn value_cell(t: &MetricTable, r: &Row) -> String {
     format!("{} {spread}{:.1}% ({n})", fmt_value(r.centre(kind)), r.spread_pct(kind))
 }
 
-fn change_cell(t: &MetricTable, c: &Comparison) -> String {
+pub(super) fn change_cell(t: &MetricTable, c: &Comparison) -> String {
     if !c.change.is_finite() {
         return "n/a".into();
     }
@@ -97,7 +97,7 @@ fn change_cell(t: &MetricTable, c: &Comparison) -> String {
     format!("{pct:+.2}% {}", if better { "better" } else { "worse" })
 }
 
-fn verdict_cell(c: &Comparison) -> String {
+pub(super) fn verdict_cell(c: &Comparison) -> String {
     let v = match c.verdict {
         Verdict::Regression | Verdict::Improvement => c.verdict.as_str().to_uppercase(),
         v => v.as_str().to_string(),
@@ -141,7 +141,7 @@ pub(super) fn boots_line(tables: &[MetricTable]) -> String {
     }
 }
 
-fn plan_text(rep: &Report) -> String {
+pub(super) fn plan_text(rep: &Report) -> String {
     let looks = rep.scenario.looks();
     if looks.is_fixed() {
         "one look at the end of the run".into()
@@ -155,7 +155,7 @@ fn plan_text(rep: &Report) -> String {
 }
 
 /// The reasons under a table: every compared row that is not "no change", and flags.
-fn why_lines(b: &Block) -> Vec<String> {
+pub(super) fn why_lines(b: &Block) -> Vec<String> {
     let mut out = Vec::new();
     for (t, cells) in &b.lines {
         for (col, r) in b.columns.iter().zip(cells) {
@@ -221,7 +221,7 @@ fn headers(b: &Block, baseline: &Baseline) -> Vec<String> {
     h
 }
 
-fn metric_label(t: &MetricTable) -> String {
+pub(super) fn metric_label(t: &MetricTable) -> String {
     let dir = if t.higher_is_better { "higher" } else { "lower" };
     if t.unit.is_empty() {
         format!("{} ({}, {dir} better)", t.metric, t.kind)
@@ -317,7 +317,7 @@ pub(super) fn render_text(rep: &Report) -> String {
     out
 }
 
-fn command_of(rep: &Report, workload: &str) -> String {
+pub(super) fn command_of(rep: &Report, workload: &str) -> String {
     rep.scenario
         .workload(workload)
         .map(|w| w.kind.command_line())

@@ -5,6 +5,7 @@
 
 pub mod blocks;
 mod compact;
+mod mail;
 mod notes;
 mod provenance;
 pub mod provisional;
@@ -25,15 +26,18 @@ pub enum Format {
     Markdown,
     Csv,
     Json,
+    /// Plain text for a mail: no line over 80 columns.
+    Mail,
 }
 
 impl Format {
     /// Every format by the name the command line and the dashboard take.
-    pub const NAMES: [(&'static str, Format); 4] = [
+    pub const NAMES: [(&'static str, Format); 5] = [
         ("text", Format::Text),
         ("markdown", Format::Markdown),
         ("csv", Format::Csv),
         ("json", Format::Json),
+        ("mail", Format::Mail),
     ];
 }
 
@@ -45,7 +49,7 @@ impl std::str::FromStr for Format {
             .iter()
             .find(|(n, _)| *n == s)
             .map(|(_, f)| *f)
-            .ok_or_else(|| format!("{s:?} is not a format (text, markdown, csv, json)"))
+            .ok_or_else(|| format!("{s:?} is not a format (text, markdown, csv, json, mail)"))
     }
 }
 
@@ -76,6 +80,7 @@ impl Report<'_> {
             Format::Markdown => compact::render_markdown(self),
             Format::Csv => render::render_csv(self),
             Format::Json => render::render_json(self),
+            Format::Mail => mail::render_mail(self),
         }
     }
 

@@ -50,7 +50,9 @@ pub fn lines(warmups: &[Sample], judged: &[Sample]) -> Vec<String> {
                     worst = Some((
                         far,
                         format!(
-                            "{metric} {v} against a median of {m} in the judged runs ({:.2}×)",
+                            "{metric} {} against a median of {} in the judged runs ({:.2}×)",
+                            super::fmt_value(*v),
+                            super::fmt_value(m),
                             v / m
                         ),
                     ));
@@ -105,7 +107,7 @@ mod tests {
         let l = lines(&warm, &judged);
         assert_eq!(l.len(), 1, "{l:?}");
         assert!(
-            l[0].contains("kernel a, variant default, hb: 2 runs; farthest: time 24.1 against a median of 10 in the judged runs (2.41×)"),
+            l[0].contains("kernel a, variant default, hb: 2 runs; farthest: time 24.10 against a median of 10.00 in the judged runs (2.41×)"),
             "{l:?}"
         );
         assert!(lines(&[], &judged).is_empty());

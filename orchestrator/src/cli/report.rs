@@ -114,7 +114,7 @@ pub async fn report(cfg: &kreg::config::Config, a: &ReportArgs) -> Result<ExitCo
         let text = match a.style.format {
             Format::Json => serde_json::to_string_pretty(&r)?,
             Format::Markdown => kreg::bisect::report::render(&r, true),
-            Format::Text => kreg::bisect::report::render(&r, false),
+            Format::Text | Format::Mail => kreg::bisect::report::render(&r, false),
             Format::Csv => anyhow::bail!("run {} is a bisection: its report is text, markdown or json", a.run),
         };
         print(&text, a.style.format);

@@ -198,6 +198,7 @@ pub async fn report_download(
         "report.csv" => (report::Format::Csv, "text/csv; charset=utf-8"),
         "report.json" => (report::Format::Json, "application/json"),
         "report.txt" => (report::Format::Text, "text/plain; charset=utf-8"),
+        "report-mail.txt" => (report::Format::Mail, "text/plain; charset=utf-8"),
         _ => return Err(ViewError::NotFound(format!("no download {file:?}")).into()),
     };
     let q = ReportQuery::parse(q, &["baseline", "alpha", "min_effect"])?;
@@ -270,6 +271,19 @@ async fn report_html(st: &AppState, id: &str, q: Vec<(String, String)>) -> view:
     };
     let _ = write!(body, "<div id=\"report-notes\">{}</div>", notes(&loaded));
     body.push_str(&tables_html(&loaded, &q));
+    // The report as a mail carries it: plain text of at most 80 columns, with a button
+    // that copies it (`kreg report --format mail` prints the same).
+    let _ = write!(
+        body,
+        "<details class=\"mail\"><summary>As text for a mail (80 columns)</summary>\
+<p><button type=\"button\" data-copy=\"mail-text\">Copy</button> {} · <code>kreg report {run} --format mail</code></p>\
+<pre id=\"mail-text\">{}</pre></details>",
+        html::link(
+            &format!("/runs/{run}/download/report-mail.txt{}", settings_query(&q)),
+            "download"
+        ),
+        esc(&loaded.report(false).render(report::Format::Mail))
+    );
     Ok(html::layout(&format!("Comparison, run {run}"), &body, &live))
 }
 

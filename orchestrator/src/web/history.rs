@@ -107,12 +107,12 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
         svg::history(&series, &v.runs, &v.unit, &marks(&v))
     );
     body.push_str(&change_points(&v));
-    let rows: Vec<Vec<String>> = v
+    let rows: Vec<(i64, Vec<String>)> = v
         .lines
         .iter()
         .flat_map(|l| {
             l.points.iter().map(move |p| {
-                vec![
+                (p.run, vec![
                     html::link(&format!("/runs/{}", p.run), &p.run.to_string()),
                     esc(&l.name),
                     p.n.to_string(),
@@ -123,15 +123,26 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
                         esc(&crate::report::fmt_value(p.high))
                     ),
                     html::time(&p.created_at),
-                ]
+                ])
             })
         })
         .collect();
-    body.push_str(&html::table(
-        "history",
-        &["run", "kernel/variant", "n", "centre", "spread", "started"],
-        &rows,
-    ));
+    // The newest runs in the open, the rest folded: a long history is a chart, not a list.
+    const SHOWN: usize = 24;
+    let headers = ["run", "kernel/variant", "n", "centre", "spread", "started"];
+    let newest: std::collections::BTreeSet<i64> = v.runs.iter().rev().take(SHOWN).copied().collect();
+    let (recent, older): (Vec<(i64, Vec<String>)>, Vec<(i64, Vec<String>)>) =
+        rows.into_iter().partition(|(run, _)| newest.contains(run));
+    let cells = |r: Vec<(i64, Vec<String>)>| r.into_iter().map(|(_, c)| c).collect::<Vec<_>>();
+    body.push_str(&html::table("history", &headers, &cells(recent)));
+    if !older.is_empty() {
+        let _ = write!(
+            body,
+            "<details class=\"older\"><summary>{} older run(s)</summary>{}</details>",
+            v.runs.len().saturating_sub(SHOWN),
+            html::table("history", &headers, &cells(older))
+        );
+    }
     Ok(Html(html::layout(
         &format!("History of {} / {}", v.workload, v.metric),
         &body,

@@ -41,7 +41,7 @@ pub fn layout(title: &str, body: &str, live: &Live) -> String {
 <title>{t} · kreg</title><link rel=\"icon\" href=\"data:,\">\
 <link rel=\"stylesheet\" href=\"/assets/kreg.css\"><script src=\"/assets/kreg.js\" defer></script></head>\
 <body{events}><header><nav><a class=\"brand\" href=\"/\">kreg</a><a href=\"/\">Runs</a>\
-<a href=\"/kernels\">Kernels</a><a href=\"/history\">History</a><a href=\"/fleet\">Fleet</a></nav></header>\
+<a href=\"/kernels\">Kernels</a><a href=\"/history\">History</a><a href=\"/alerts\">Alerts</a><a href=\"/fleet\">Fleet</a></nav></header>\
 <main><h1>{t}</h1>\n{body}</main></body></html>\n",
         t = esc(title)
     )

@@ -6,6 +6,7 @@
 //! Each page has its data under `/api/v1/` as JSON, from the same function that feeds the
 //! page. Live pages follow server-sent events fed by PostgreSQL LISTEN/NOTIFY (`live`).
 
+mod alerts;
 mod answer;
 mod bars;
 mod bisect;
@@ -96,6 +97,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/", get(runs::runs_page))
         .route("/runs/{id}", get(runs::run_page))
         .route("/runs/{id}/live", get(runs::run_live))
+        .route("/alerts", get(alerts::page))
         .route("/runs/{id}/report", get(compare::report_page))
         .route("/runs/{id}/report/rows", get(compare::report_rows))
         .route("/runs/{id}/download/{file}", get(compare::report_download))
@@ -122,6 +124,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/api/v1/kernels/diff", get(kernels::diff_api))
         .route("/api/v1/kernels/{key}", get(kernels::api))
         .route("/api/v1/history", get(history::api))
+        .route("/api/v1/alerts", get(alerts::api))
         .route("/api/v1/fleet", get(fleet::api))
         .route("/api/v1/events", get(live::events))
         .route("/assets/kreg.css", get(css))

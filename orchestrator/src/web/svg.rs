@@ -235,7 +235,7 @@ pub fn history(series: &[Series], runs: &[i64], unit: &str, marks: &[Mark]) -> S
         "<svg class=\"history\" viewBox=\"0 0 {w} {h}\" role=\"img\"><title>{} by run</title>",
         esc(unit)
     );
-    for v in [y.lo, (y.lo + y.hi) / 2.0, y.hi] {
+    for v in nice_ticks(y.lo, y.hi, 5) {
         let _ = write!(
             out,
             "<line class=\"grid\" x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{}</text>",
@@ -246,7 +246,18 @@ pub fn history(series: &[Series], runs: &[i64], unit: &str, marks: &[Mark]) -> S
             yy = ys(v)
         );
     }
-    for r in runs {
+    // The unit, once, above the axis.
+    let _ = write!(out, "<text x=\"{}\" y=\"8\" class=\"tick unit\" text-anchor=\"end\">{}</text>", left - 6.0, esc(unit));
+    // Run labels at most every ~40 px: every k-th run, the last always.
+    let every = (runs.len() as f64 * 40.0 / (w - left - 20.0)).ceil().max(1.0) as usize;
+    let last = runs.len().saturating_sub(1);
+    for (i, r) in runs.iter().enumerate() {
+        // The last run is labelled too, in place of the regular label just before it
+        // when that one would touch it.
+        let regular = i % every == 0 && !(i != last && last - i < every.div_ceil(2) && every > 1);
+        if !(regular || i == last) {
+            continue;
+        }
         let _ = write!(
             out,
             "<text x=\"{:.1}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{r}</text>",
@@ -306,9 +317,51 @@ pub fn history(series: &[Series], runs: &[i64], unit: &str, marks: &[Mark]) -> S
     out
 }
 
+/// Round values (1, 2, 2.5 or 5 × 10^k apart) inside `lo..hi`, at most about `most` of them:
+/// an axis a person reads at a glance, whatever the padding of the range.
+pub fn nice_ticks(lo: f64, hi: f64, most: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / most.max(2) as f64;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * magnitude);
+    let first = (lo / step).ceil() * step;
+    (0..)
+        .map(|i| first + i as f64 * step)
+        .take_while(|v| *v <= hi + step * 1e-9)
+        // Printed without the float's dust (0.30000000000000004).
+        .map(|v| (v / step).round() * step)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ticks of a padded range fall on round values, each a whole number of steps, and a
+    /// long history labels a run every so often, never all 120 of them.
+    #[test]
+    fn axes_tick_round_values_and_thin_their_labels() {
+        let t = nice_ticks(97.33, 112.61, 5);
+        assert_eq!(t, vec![100.0, 105.0, 110.0]);
+        let t = nice_ticks(0.0213, 0.0377, 5);
+        assert!(t.len() >= 3 && t.iter().all(|v| ((v * 1e4).round() - v * 1e4).abs() < 1e-6), "{t:?}");
+        let runs: Vec<i64> = (1..=120).collect();
+        let s = Series {
+            name: "k/v".into(),
+            points: runs.iter().map(|r| (*r, 100.0 + (*r % 7) as f64, 99.0, 108.0)).collect(),
+        };
+        let svg = history(&[s], &runs, "ms", &[]);
+        let labels = svg.matches("text-anchor=\"middle\"").count();
+        assert!((8..=25).contains(&labels), "{labels} run labels");
+        assert!(svg.contains(">120</text>") && svg.contains(">1</text>"), "first and last run labelled");
+        assert!(svg.contains("class=\"tick unit\""), "the unit is on the axis");
+    }
 
     #[test]
     fn scales_pad_and_clamp() {

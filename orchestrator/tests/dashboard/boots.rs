@@ -59,6 +59,24 @@ warmup: 1
     let b = Browser::start().await;
     let base = &server.base;
     visit(&b, &format!("{base}/runs/1/report?show=all"), "one-boot-report").await;
+    // Left at a phone's width by `visit`: the report's table is wider than the screen, says
+    // so above it, and is shaded at its right edge.
+    let phone = b
+        .js("const h = document.querySelector('.scroll-hint'); return [h !== null && !h.hidden && h.offsetHeight > 0, document.querySelectorAll('.scroll.overflows').length]")
+        .await;
+    assert!(phone[0] == json!(true) && phone[1].as_u64() > Some(0), "{phone}");
+    // The report as text for a mail, on the page, no line over 80 columns: exactly what
+    // `kreg report --format mail` prints.
+    let mail = b.js("return document.getElementById('mail-text').textContent").await;
+    let mail = mail.as_str().unwrap().to_string();
+    assert!(mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
+    assert!(mail.contains("unconfirmed improvement") && mail.contains("90% CI"), "{mail}");
+    let cli = kreg(&db, &dir.0).args(["report", "1", "--format", "mail"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&cli.stdout).trim_end(), mail.trim_end());
+    b.client.set_window_size(1280, 900).await.unwrap();
+    b.js("document.querySelector('details.mail').open = true; document.querySelector('details.mail').scrollIntoView(); return 0")
+        .await;
+    std::fs::write(shots_dir().join("report-mail-1280.png"), b.client.screenshot().await.unwrap()).unwrap();
     let page = b.text("main").await;
     assert!(page.contains("unconfirmed improvement"), "{page}");
     assert!(

@@ -222,6 +222,47 @@
     });
   });
   // Empty filters stay out of the URL; a changed select applies at once.
+  // A table wider than its box (a phone) says so above it, and its right edge is shaded:
+  // change, interval and verdict are to the right.
+  const hints = function () {
+    document.querySelectorAll(".scroll").forEach(function (box) {
+      const over = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("overflows", over);
+      let hint = box.previousElementSibling;
+      if (!(hint && hint.classList.contains("scroll-hint"))) {
+        if (!over) { return; }
+        hint = document.createElement("p");
+        hint.className = "scroll-hint";
+        hint.textContent = "⇆ This table is wider than the screen: swipe it sideways for the rest (change, interval, verdict).";
+        box.parentNode.insertBefore(hint, box);
+      }
+      hint.hidden = !over;
+    });
+  };
+  hints();
+  window.addEventListener("resize", hints);
+  // A copy button copies the text of the element it names (the clipboard needs a secure
+  // page; elsewhere the text is selected for the reader to copy).
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      const el = document.getElementById(button.dataset.copy);
+      if (!el) { return; }
+      const done = function (word) { button.textContent = word; setTimeout(function () { button.textContent = "Copy"; }, 1500); };
+      const select = function () {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        const sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        done("Selected: press Ctrl+C");
+      };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(el.textContent).then(function () { done("Copied"); }, select);
+      } else {
+        select();
+      }
+    });
+  });
   document.querySelectorAll("form.filters").forEach(function (form) {
     form.addEventListener("submit", function () {
       form.querySelectorAll("select, input").forEach(function (el) { if (!el.value) { el.disabled = true; } });
