@@ -48,6 +48,23 @@ bisect:
     )
 }
 
+/// A build cache of the test's own, so that "built once" means built here, now (a warm
+/// shared cache would pass both build checks without building): the downloaded Debian
+/// packages and kernels are linked in from the shared cache, the builds and work trees not.
+fn own_cache(dir: &std::path::Path) -> std::path::PathBuf {
+    let shared = std::env::var_os("KREG_CACHE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/kreg"));
+    let own = dir.join("cache");
+    std::fs::create_dir_all(&own).unwrap();
+    for d in ["debs", "kernels", "apt", "apt-unstable"] {
+        let from = shared.join(d);
+        std::fs::create_dir_all(&from).unwrap();
+        std::os::unix::fs::symlink(&from, own.join(d)).unwrap();
+    }
+    own
+}
+
 async fn count(db: &TestDb, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap_or(0)
 }
@@ -55,6 +72,7 @@ async fn count(db: &TestDb, sql: &str) -> i64 {
 /// The bisection's report as JSON.
 fn report(db: &TestDb, dir: &std::path::Path, run: i64) -> serde_json::Value {
     let out = kreg(db, dir)
+        .env("KREG_CACHE_DIR", dir.join("cache"))
         .args(["bisect", "--show", &run.to_string(), "--format", "json"])
         .output()
         .unwrap();
@@ -68,6 +86,12 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
     let db = fresh_db("lbisect").await;
     let dir = Scratch::new("lbisect");
     let file = dir.0.join("bisect.yaml");
+    let cache = own_cache(&dir.0);
+    let kreg = |db: &TestDb, dir: &std::path::Path| {
+        let mut c = kreg(db, dir);
+        c.env("KREG_CACHE_DIR", &cache);
+        c
+    };
     // Under TCG on a loaded host the slow kernel's time varies a lot from boot to boot (its
     // 100 µs busy waits, on a machine whose other lane builds kernels): its endpoints may take
     // more boots, as a bisection on a noisy machine would, rather than give up at 6 (a +200%
@@ -112,6 +136,8 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
+    // The kill happened, in the middle: the resume below has work left to do.
+    assert!(killed, "kreg was not killed: the resume would test nothing");
     let run: i64 = count(&db, "SELECT run_id FROM bisections").await;
     let before = count(&db, measured).await;
     eprintln!(
@@ -141,6 +167,10 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
     }
     let (builds, goal) = (r["builds"].as_u64().unwrap(), r["build_goal"].as_u64().unwrap());
     assert!(builds <= goal, "{builds} builds, goal {goal}");
+    // Built here (the cache is the test's own): every measured commit's kernel compiled
+    // once, at its first measurement, and none twice.
+    let compiled = count(&db, "SELECT count(DISTINCT kernel) FROM bisect_measurements WHERE compiled").await;
+    assert!(compiled >= 3, "only {compiled} kernel(s) compiled: the builds came from a cache");
     // No finished measurement repeated, no build done twice.
     assert_eq!(
         count(&db, "SELECT count(*) FROM (SELECT kernel FROM bisect_measurements WHERE compiled GROUP BY kernel HAVING count(*) > 1) x").await,

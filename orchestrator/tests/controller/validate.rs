@@ -83,6 +83,16 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
     );
     assert!(hammer.contains("        diset tpcc mysql_pass {***}\n"), "{hammer}");
     assert!(hammer.contains("        vuset vu 8\n"), "{hammer}");
+    // As its thread did, seed 004 records `perf sched stats` around every run, with a perf
+    // of its own that has it, whatever the kernel.
+    assert!(
+        hammer.contains("collectors /proc/schedstat and `perf sched stats record` on sut, system-wide"),
+        "{hammer}"
+    );
+    assert!(
+        hammer.contains("  perf on sut: perf built from Debian's linux-source-7.2 (on the controller); has `perf sched stats`"),
+        "{hammer}"
+    );
     // a b a b: each kernel booted twice, alternating.
     let boots: Vec<&str> = text.lines().filter(|l| l.starts_with("boot kernel")).collect();
     assert_eq!(boots.len(), 4, "{text}");
