@@ -148,7 +148,7 @@ async fn perf_sched_stats_around_every_job_agrees_with_kreg_s_own_snapshots() {
         assert_eq!(stored, printed.len(), "job {job}: stored metrics that perf did not print");
         // And the report's per-CPU figures are the differences of the snapshots perf itself
         // recorded (`perf report -D`), exactly.
-        perf_dump_agrees(&dir.0, &data, &report, *job);
+        perf_dump_agrees(&dir.0, &data, &text, *job);
         let sched_count = metrics.iter().find(|(n, _)| n == "sched_stats_sched_count").unwrap().1;
         assert!(sched_count > 0.0, "job {job} on {kernel}: hackbench switched tasks");
         // Field by field against kreg's own delta over a window enclosing perf's.
@@ -349,26 +349,32 @@ async fn killed_and_resumed(db: &common::TestDb, dir: &Scratch) {
 }
 
 /// perf's own dump of its recording (`perf report -D`, by the perf kreg built): the
-/// schedstat records of its two snapshots, per CPU; each CPU's `sched_count` in the report
-/// is the difference of its two snapshots' values, exactly.
-fn perf_dump_agrees(dir: &std::path::Path, data: &[u8], report: &kreg::collect::perf_sched_stats::Report, job: i64) {
+/// schedstat records of its two snapshots, per CPU; each of the nine counters of each CPU
+/// in the report is the difference of its two snapshots' values, exactly.
+fn perf_dump_agrees(dir: &std::path::Path, data: &[u8], text: &str, job: i64) {
+    // The CPU line's fields, in /proc/schedstat's order (sched-stats.rst).
+    const FIELDS: [&str; 9] = [
+        "yld_count", "array_exp", "sched_count", "sched_goidle", "ttwu_count", "ttwu_local", "rq_cpu_time", "run_delay", "pcount",
+    ];
     let perf = built_perf();
     let file = dir.join(format!("perf-{job}.data"));
     std::fs::write(&file, data).unwrap();
     let out = Command::new(&perf).args(["report", "-D", "-i"]).arg(&file).output().unwrap();
     let dump = String::from_utf8_lossy(&out.stdout);
-    std::fs::write(dir.join(format!("perf-{job}.dump")), dump.as_bytes()).unwrap();
-    let snaps = dumped_sched_counts(&dump);
-    assert!(!snaps.is_empty(), "job {job}: no schedstat records in perf's dump ({perf:?}): {}", &dump[..dump.len().min(3000)]);
+    let snaps = dumped_cpu_snapshots(&dump);
+    assert!(snaps.len() >= 2, "job {job}: CPUs in perf's dump: {snaps:?}\n{}", &dump[..dump.len().min(3000)]);
     for (cpu, values) in &snaps {
         assert_eq!(values.len(), 2, "job {job}: CPU {cpu}: {values:?}");
-        let from_report = report
-            .cpu(*cpu)
-            .find(|s| s.domain.is_none())
-            .and_then(|s| s.fields.iter().find(|f| f.name == "sched_count"))
-            .unwrap_or_else(|| panic!("job {job}: no CPU {cpu} in the report"))
-            .values[0];
-        assert_eq!(from_report, (values[1] - values[0]) as f64, "job {job}: CPU {cpu} sched_count");
+        assert_eq!(values[0].len(), 9, "job {job}: CPU {cpu}: {values:?}");
+        let printed = cpu_as_printed(text, *cpu);
+        for (i, name) in FIELDS.iter().enumerate() {
+            let got = printed
+                .iter()
+                .find(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("job {job}: CPU {cpu}: {name} not printed: {printed:?}"))
+                .1;
+            assert_eq!(got, (values[1][i] - values[0][i]) as f64, "job {job}: CPU {cpu} {name}");
+        }
     }
 }
 
@@ -384,8 +390,35 @@ fn built_perf() -> std::path::PathBuf {
     found.pop().expect("kreg built a perf for the lab")
 }
 
-/// Each CPU's `sched_count` in the snapshots of perf's dump, in the order recorded.
-fn dumped_sched_counts(dump: &str) -> std::collections::BTreeMap<u32, Vec<u64>> {
-    let _ = dump;
-    std::collections::BTreeMap::new()
+/// The `NAME : VALUE` lines of one CPU's own section (`CPU: N`, not its domains), read
+/// from the report's text with nothing of kreg's.
+fn cpu_as_printed(text: &str, cpu: u32) -> Vec<(String, f64)> {
+    let head = format!("CPU: {cpu}");
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("CPU: ") {
+            inside = line.trim_end() == head;
+            continue;
+        }
+        if let (true, Some((name, rest))) = (inside, line.split_once(" : ")) {
+            out.push((name.trim().to_string(), rest.split_whitespace().next().unwrap().parse().unwrap()));
+        }
+    }
+    out
+}
+
+/// Each CPU's counters in the snapshots of perf's dump, in the order recorded: its
+/// `PERF_RECORD_SCHEDSTAT_CPU` records print as /proc/schedstat's own lines
+/// (`cpu0 0 0 144 52 39 25 3537802215 1713927320 1045 : unhandled!`).
+fn dumped_cpu_snapshots(dump: &str) -> std::collections::BTreeMap<u32, Vec<Vec<u64>>> {
+    let mut out: std::collections::BTreeMap<u32, Vec<Vec<u64>>> = Default::default();
+    for line in dump.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else { continue };
+        let mut words = rest.split_whitespace();
+        let Some(cpu) = words.next().and_then(|w| w.parse::<u32>().ok()) else { continue };
+        let values: Vec<u64> = words.map_while(|w| w.parse().ok()).collect();
+        out.entry(cpu).or_default().push(values);
+    }
+    out
 }

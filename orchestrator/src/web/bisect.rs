@@ -10,7 +10,7 @@ use axum::response::Html;
 use serde::Serialize;
 
 use super::html::{self, esc, Live};
-use super::{id_of, json, ApiResult, AppState, PageResult};
+use super::{id_of, AppState, PageResult};
 use crate::bisect::report::{self, short, Report, Side};
 use crate::bisect::Mark;
 use crate::store::bisect as sb;
@@ -24,11 +24,8 @@ pub struct BisectView {
 
 pub async fn bisect_view(db: &sqlx::PgPool, id: i64) -> Result<BisectView, ViewError> {
     crate::store::run(db, id).await?;
-    if sb::bisection(db, id)
-        .await
-        .map_err(|e| ViewError::Other(e.into()))?
-        .is_none()
-    {
+    let kinds = sb::bisection_kinds(db).await.map_err(|e| ViewError::Other(e.into()))?;
+    if !kinds.iter().any(|k| k.0 == id) {
         return Err(ViewError::NotFound(format!("run {id} is not a bisection")));
     }
     let report = crate::view::bisect::load_report(db, id).await?;
@@ -36,13 +33,41 @@ pub async fn bisect_view(db: &sqlx::PgPool, id: i64) -> Result<BisectView, ViewE
     Ok(BisectView { report, measurements })
 }
 
-pub async fn api(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    json(&bisect_view(&st.db, id_of("run", &id)?).await?)
+/// Made once per state of a bisection that is not running (its range, up to 16,384
+/// commits, is read from the store once, not on every view); made on each request while it
+/// runs.
+async fn once(
+    st: &AppState,
+    id: i64,
+    what: &str,
+    make: impl std::future::Future<Output = Result<String, ViewError>>,
+) -> Result<std::sync::Arc<String>, ViewError> {
+    match crate::store::pages::run_version(&st.db, id).await? {
+        None => Err(ViewError::NotFound(format!("run {id} does not exist"))),
+        Some(v) if !v.starts_with("running") => st.pages.page(format!("{id} {what}"), v, make).await,
+        Some(_) => Ok(std::sync::Arc::new(make.await?)),
+    }
+}
+
+pub async fn api(State(st): State<AppState>, Path(id): Path<String>) -> Result<axum::response::Response, super::ApiError> {
+    use axum::response::IntoResponse;
+    let id = id_of("run", &id)?;
+    let made = async {
+        let v = bisect_view(&st.db, id).await?;
+        serde_json::to_string(&v).map_err(|e| ViewError::Other(e.into()))
+    };
+    let body = once(&st, id, "bisect api", made).await?;
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body.as_str().to_string()).into_response())
 }
 
 pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageResult {
     let id = id_of("run", &id)?;
-    let v = bisect_view(&st.db, id).await?;
+    let page = once(&st, id, "bisect page", page_html(&st.db, id)).await?;
+    Ok(Html(page.as_str().to_string()))
+}
+
+async fn page_html(db: &sqlx::PgPool, id: i64) -> Result<String, ViewError> {
+    let v = bisect_view(db, id).await?;
     let r = &v.report;
     let a = &r.about;
     let mut body = html::facts(&[
@@ -66,11 +91,7 @@ pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageRes
     body.push_str(&steps(r));
     body.push_str(&log(&v));
     let _ = write!(body, "<h2>To reproduce</h2>{}", html::pre(&r.reproduce.join("\n")));
-    Ok(Html(html::layout(
-        &format!("Bisection (run {id})"),
-        &body,
-        &Live::Run(id),
-    )))
+    Ok(html::layout(&format!("Bisection (run {id})"), &body, &Live::Run(id)))
 }
 
 fn mark_class(m: Mark) -> &'static str {
