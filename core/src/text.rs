@@ -53,7 +53,8 @@ pub fn p_value(p: f64) -> String {
 /// Every command kreg prints for a person to paste, and every argument sent to sshd, is
 /// quoted this way: a git ref may hold `$( ) ;`, a name a newline.
 pub fn shell_quote(arg: &str) -> Cow<'_, str> {
-    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | ':' | '=' | '@' | ',' | '+' | '%');
+    let plain =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | ':' | '=' | '@' | ',' | '+' | '%');
     if !arg.is_empty() && arg.chars().all(plain) {
         return Cow::Borrowed(arg);
     }
@@ -62,7 +63,10 @@ pub fn shell_quote(arg: &str) -> Cow<'_, str> {
 
 /// An argv as one line a shell splits back into the same words.
 pub fn shell_words<S: AsRef<str>>(argv: &[S]) -> String {
-    argv.iter().map(|a| shell_quote(a.as_ref())).collect::<Vec<_>>().join(" ")
+    argv.iter()
+        .map(|a| shell_quote(a.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

@@ -171,7 +171,9 @@ bisect:
     let status = kreg().arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(
-        status.contains(&format!("a bisection of hb/time v1..{head}: does not reproduce (`kreg bisect --show {run}`)")),
+        status.contains(&format!(
+            "a bisection of hb/time v1..{head}: does not reproduce (`kreg bisect --show {run}`)"
+        )),
         "{status}"
     );
     let report = kreg().args(["report", &run.to_string()]).output().unwrap();
@@ -214,8 +216,11 @@ bisect:
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("bad end (commit 4) could not be built or booted"), "{stderr}");
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert!(
+        stderr.contains("bad end (commit 4) could not be built or booted"),
+        "{stderr}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(r["outcome"]["kind"], "endpoint_failed", "{r:#}");
 }

@@ -169,8 +169,15 @@ async fn bisection_in_the_lab_names_the_slow_commit_and_survives_a_kill() {
     assert!(builds <= goal, "{builds} builds, goal {goal}");
     // Built here (the cache is the test's own): every measured commit's kernel compiled
     // once, at its first measurement, and none twice.
-    let compiled = count(&db, "SELECT count(DISTINCT kernel) FROM bisect_measurements WHERE compiled").await;
-    assert!(compiled >= 3, "only {compiled} kernel(s) compiled: the builds came from a cache");
+    let compiled = count(
+        &db,
+        "SELECT count(DISTINCT kernel) FROM bisect_measurements WHERE compiled",
+    )
+    .await;
+    assert!(
+        compiled >= 3,
+        "only {compiled} kernel(s) compiled: the builds came from a cache"
+    );
     // No finished measurement repeated, no build done twice.
     assert_eq!(
         count(&db, "SELECT count(*) FROM (SELECT kernel FROM bisect_measurements WHERE compiled GROUP BY kernel HAVING count(*) > 1) x").await,

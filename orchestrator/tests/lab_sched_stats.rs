@@ -58,12 +58,16 @@ fn summary_as_printed(text: &str) -> Vec<(String, f64)> {
             prefix = match head.split_once("| DOMAIN: ") {
                 _ if !head.starts_with("<ALL CPUS SUMMARY>") => None,
                 None => Some("sched_stats_".into()),
-                Some((_, d)) if d.trim().chars().all(|c| c.is_ascii_digit()) => Some(format!("sched_stats_domain{}_", d.trim())),
+                Some((_, d)) if d.trim().chars().all(|c| c.is_ascii_digit()) => {
+                    Some(format!("sched_stats_domain{}_", d.trim()))
+                }
                 Some((_, d)) => Some(format!("sched_stats_{}_", d.trim().to_lowercase())),
             };
             continue;
         }
-        let (Some(p), Some((name, rest))) = (&prefix, line.split_once(" : ")) else { continue };
+        let (Some(p), Some((name, rest))) = (&prefix, line.split_once(" : ")) else {
+            continue;
+        };
         let name = name.trim().trim_start_matches('*');
         if name.is_empty() || name.contains(' ') {
             continue;
@@ -145,7 +149,11 @@ async fn perf_sched_stats_around_every_job_agrees_with_kreg_s_own_snapshots() {
             assert_eq!(got.1, *value, "job {job}: {name}");
         }
         let stored = metrics.iter().filter(|(n, _)| n.starts_with("sched_stats_")).count();
-        assert_eq!(stored, printed.len(), "job {job}: stored metrics that perf did not print");
+        assert_eq!(
+            stored,
+            printed.len(),
+            "job {job}: stored metrics that perf did not print"
+        );
         // And the report's per-CPU figures are the differences of the snapshots perf itself
         // recorded (`perf report -D`), exactly.
         perf_dump_agrees(&dir.0, &data, &text, *job);
@@ -354,15 +362,31 @@ async fn killed_and_resumed(db: &common::TestDb, dir: &Scratch) {
 fn perf_dump_agrees(dir: &std::path::Path, data: &[u8], text: &str, job: i64) {
     // The CPU line's fields, in /proc/schedstat's order (sched-stats.rst).
     const FIELDS: [&str; 9] = [
-        "yld_count", "array_exp", "sched_count", "sched_goidle", "ttwu_count", "ttwu_local", "rq_cpu_time", "run_delay", "pcount",
+        "yld_count",
+        "array_exp",
+        "sched_count",
+        "sched_goidle",
+        "ttwu_count",
+        "ttwu_local",
+        "rq_cpu_time",
+        "run_delay",
+        "pcount",
     ];
     let perf = built_perf();
     let file = dir.join(format!("perf-{job}.data"));
     std::fs::write(&file, data).unwrap();
-    let out = Command::new(&perf).args(["report", "-D", "-i"]).arg(&file).output().unwrap();
+    let out = Command::new(&perf)
+        .args(["report", "-D", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
     let dump = String::from_utf8_lossy(&out.stdout);
     let snaps = dumped_cpu_snapshots(&dump);
-    assert!(snaps.len() >= 2, "job {job}: CPUs in perf's dump: {snaps:?}\n{}", &dump[..dump.len().min(3000)]);
+    assert!(
+        snaps.len() >= 2,
+        "job {job}: CPUs in perf's dump: {snaps:?}\n{}",
+        &dump[..dump.len().min(3000)]
+    );
     for (cpu, values) in &snaps {
         assert_eq!(values.len(), 2, "job {job}: CPU {cpu}: {values:?}");
         assert_eq!(values[0].len(), 9, "job {job}: CPU {cpu}: {values:?}");
@@ -384,7 +408,12 @@ fn built_perf() -> std::path::PathBuf {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/kreg"));
     let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(cache.join("perf"))
-        .map(|d| d.flatten().map(|e| e.path().join("perf")).filter(|p| p.is_file()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path().join("perf"))
+                .filter(|p| p.is_file())
+                .collect()
+        })
         .unwrap_or_default();
     found.sort();
     found.pop().expect("kreg built a perf for the lab")
@@ -402,7 +431,10 @@ fn cpu_as_printed(text: &str, cpu: u32) -> Vec<(String, f64)> {
             continue;
         }
         if let (true, Some((name, rest))) = (inside, line.split_once(" : ")) {
-            out.push((name.trim().to_string(), rest.split_whitespace().next().unwrap().parse().unwrap()));
+            out.push((
+                name.trim().to_string(),
+                rest.split_whitespace().next().unwrap().parse().unwrap(),
+            ));
         }
     }
     out
@@ -416,7 +448,9 @@ fn dumped_cpu_snapshots(dump: &str) -> std::collections::BTreeMap<u32, Vec<Vec<u
     for line in dump.lines() {
         let Some(rest) = line.strip_prefix("cpu") else { continue };
         let mut words = rest.split_whitespace();
-        let Some(cpu) = words.next().and_then(|w| w.parse::<u32>().ok()) else { continue };
+        let Some(cpu) = words.next().and_then(|w| w.parse::<u32>().ok()) else {
+            continue;
+        };
         let values: Vec<u64> = words.map_while(|w| w.parse().ok()).collect();
         out.entry(cpu).or_default().push(values);
     }

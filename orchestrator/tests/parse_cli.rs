@@ -279,9 +279,16 @@ fn netperf_tables_run_now_are_read_exactly() {
     std::fs::write(&file, &text).unwrap();
     let (ok, json, err) = kreg_parse("netperf", &file);
     assert!(ok, "{err}\n{text}");
-    assert_eq!(value(&json, "transactions_per_s"), cells[0].parse::<f64>().unwrap(), "{text}");
+    assert_eq!(
+        value(&json, "transactions_per_s"),
+        cells[0].parse::<f64>().unwrap(),
+        "{text}"
+    );
     assert_eq!(json[0]["unit"], cells[1], "{text}");
-    for (i, m) in ["lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us"].iter().enumerate() {
+    for (i, m) in ["lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us"]
+        .iter()
+        .enumerate()
+    {
         assert_eq!(value(&json, m), cells[2 + i].parse::<f64>().unwrap(), "{m}\n{text}");
     }
     let text = netperf(&["-t", "TCP_STREAM", "--", "-O"]);
@@ -289,12 +296,22 @@ fn netperf_tables_run_now_are_read_exactly() {
     std::fs::write(&file, &text).unwrap();
     let (ok, json, err) = kreg_parse("netperf", &file);
     assert!(ok, "{err}\n{text}");
-    assert_eq!(value(&json, "throughput"), cells[cells.len() - 2].parse::<f64>().unwrap(), "{text}");
+    assert_eq!(
+        value(&json, "throughput"),
+        cells[cells.len() - 2].parse::<f64>().unwrap(),
+        "{text}"
+    );
     assert_eq!(json[0]["unit"], "10^6bits/s");
     // -O without the unit, and -O under -P 0 (no headings): refused, naming -O.
     for (args, said) in [
-        (&["-t", "TCP_RR", "--", "-O", "THROUGHPUT,P99_LATENCY"][..], "add THROUGHPUT_UNITS to -O's selectors"),
-        (&["-P", "0", "-t", "TCP_RR", "--", "-O", "THROUGHPUT,THROUGHPUT_UNITS"][..], "`-O` columns"),
+        (
+            &["-t", "TCP_RR", "--", "-O", "THROUGHPUT,P99_LATENCY"][..],
+            "add THROUGHPUT_UNITS to -O's selectors",
+        ),
+        (
+            &["-P", "0", "-t", "TCP_RR", "--", "-O", "THROUGHPUT,THROUGHPUT_UNITS"][..],
+            "`-O` columns",
+        ),
     ] {
         let text = netperf(args);
         std::fs::write(&file, &text).unwrap();

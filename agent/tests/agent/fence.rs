@@ -150,7 +150,11 @@ async fn the_fence_cannot_be_set_back_or_pushed_out_of_reach() {
         match c.upload(name, b"0\n".to_vec()).await {
             Err(ClientError::Step { error, .. }) => {
                 assert_eq!(error.kind, ErrorKind::Forbidden, "{name}: {error:?}");
-                assert!(error.message.contains("the agent's own file"), "{name}: {}", error.message);
+                assert!(
+                    error.message.contains("the agent's own file"),
+                    "{name}: {}",
+                    error.message
+                );
             }
             other => panic!("{name}: an upload over the agent's own file was taken: {other:?}"),
         }

@@ -225,7 +225,10 @@ impl Bisection {
         }
         for s in self.steps.iter().skip(seen.0) {
             let at = match &s.position {
-                Some(p) => format!(", position {:.2} [{:.2}, {:.2}] (0 good, 1 bad)", p.estimate, p.lo, p.hi),
+                Some(p) => format!(
+                    ", position {:.2} [{:.2}, {:.2}] (0 good, 1 bad)",
+                    p.estimate, p.lo, p.hi
+                ),
                 None => String::new(),
             };
             out.push(format!(

@@ -290,7 +290,11 @@ fn the_reproduce_lines_quote_what_came_from_users_and_repositories() {
         .arg(format!("printf '%s\\n' {args}"))
         .output()
         .unwrap();
-    let words: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect();
+    let words: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
     assert_eq!(
         words,
         [
@@ -341,12 +345,19 @@ fn each_decision_is_said_once_with_its_interval_the_candidates_and_the_next_comm
         }
     }
     let text = said.join("\n");
-    assert_eq!(said.iter().filter(|l| l.contains("the endpoints differ")).count(), 1, "{text}");
+    assert_eq!(
+        said.iter().filter(|l| l.contains("the endpoints differ")).count(),
+        1,
+        "{text}"
+    );
     // One "decided: commit" line per tested commit, each with its interval.
     let decided: Vec<&String> = said.iter().filter(|l| l.starts_with("decided: commit")).collect();
     assert_eq!(decided.len(), b.steps().len(), "{text}");
     for (line, step) in decided.iter().zip(b.steps()) {
-        assert!(line.starts_with(&format!("decided: commit {} (h{})", step.commit, step.commit)), "{line}");
+        assert!(
+            line.starts_with(&format!("decided: commit {} (h{})", step.commit, step.commit)),
+            "{line}"
+        );
         assert!(line.contains("position") && line.contains('['), "{line}");
     }
     assert!(text.contains("first bad commit: one of 5..5 (1 left)"), "{text}");

@@ -66,7 +66,12 @@ pub(super) fn render_mail(rep: &Report) -> String {
     let mut out = String::new();
     push(
         &mut out,
-        &format!("kreg run {}: scenario {}, {}", rep.run_id, rep.scenario.name, rep.baseline.describe()),
+        &format!(
+            "kreg run {}: scenario {}, {}",
+            rep.run_id,
+            rep.scenario.name,
+            rep.baseline.describe()
+        ),
         "",
         "  ",
     );
@@ -78,7 +83,12 @@ pub(super) fn render_mail(rep: &Report) -> String {
     }
     for b in blocks(rep) {
         out.push('\n');
-        push(&mut out, &format!("{} ({}): {}", b.workload, b.title, command_of(rep, b.workload)), "", "    ");
+        push(
+            &mut out,
+            &format!("{} ({}): {}", b.workload, b.title, command_of(rep, b.workload)),
+            "",
+            "    ",
+        );
         let name_w = b.columns.iter().map(|c| c.chars().count()).max().unwrap_or(0).min(20) + 1;
         for (t, cells) in &b.lines {
             push(&mut out, &metric_label(t), "  ", "    ");
@@ -115,7 +125,12 @@ pub(super) fn render_mail(rep: &Report) -> String {
         }
     }
     out.push('\n');
-    push(&mut out, &method_line(rep.tables, rep.settings, &plan_text(rep)), "", "");
+    push(
+        &mut out,
+        &method_line(rep.tables, rep.settings, &plan_text(rep)),
+        "",
+        "",
+    );
     push(&mut out, &boots_line(rep.tables), "", "");
     out
 }
@@ -130,7 +145,10 @@ mod tests {
         let lines = wrap(text, "  - ", "    ", 40);
         assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:#?}");
         let back: String = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
-        assert_eq!(back.replace("- ", "").split_whitespace().collect::<String>(), text.split_whitespace().collect::<String>());
+        assert_eq!(
+            back.replace("- ", "").split_whitespace().collect::<String>(),
+            text.split_whitespace().collect::<String>()
+        );
         assert!(lines[0].starts_with("  - a reason") && lines[1].starts_with("    "));
     }
 }

@@ -300,9 +300,18 @@ fn pairs_of(s: &Scenario, baseline: &Baseline) -> Vec<(String, Cell, Cell)> {
 /// A field compared by the report's own rules (see [`SchedStats::method`]): the change with
 /// its (1 − alpha) interval on the ratio's scale, the test's p, and whether that test can reach
 /// alpha with these jobs. `None` for the interval and p with fewer than two jobs a side.
-fn compare(base: &[f64], new: &[f64], derived_mean: bool, alpha: f64) -> (Option<f64>, Option<(f64, f64)>, Option<f64>, bool) {
+fn compare(
+    base: &[f64],
+    new: &[f64],
+    derived_mean: bool,
+    alpha: f64,
+) -> (Option<f64>, Option<(f64, f64)>, Option<f64>, bool) {
     use crate::stats::{measure, MetricKind, Unit};
-    let kind = if derived_mean { MetricKind::Mean } else { MetricKind::Count };
+    let kind = if derived_mean {
+        MetricKind::Mean
+    } else {
+        MetricKind::Count
+    };
     let c = measure(base, new, kind, Unit::Run, alpha / 2.0);
     let change = c.change.is_finite().then_some(c.change);
     if base.len() < 2 || new.len() < 2 {

@@ -104,8 +104,22 @@ pub fn cases() -> Vec<Case> {
             WholePercentile { run: 0.05, boot: 0.01 },
             Latency,
         ),
-        c("percentile on a 2^(1/3) grid, CoV 10%", LogGrid { per_octave: 3, cov: 0.10 }, Latency),
-        c("percentile on a 2^(1/4) grid, CoV 10%", LogGrid { per_octave: 4, cov: 0.10 }, Latency),
+        c(
+            "percentile on a 2^(1/3) grid, CoV 10%",
+            LogGrid {
+                per_octave: 3,
+                cov: 0.10,
+            },
+            Latency,
+        ),
+        c(
+            "percentile on a 2^(1/4) grid, CoV 10%",
+            LogGrid {
+                per_octave: 4,
+                cov: 0.10,
+            },
+            Latency,
+        ),
         c("boot offset 1%, one boot a side", OneBoot(0.01), Mean),
         c("boot offset 2%, one boot a side", OneBoot(0.02), Mean),
     ]

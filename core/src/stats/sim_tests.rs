@@ -278,7 +278,12 @@ fn bucketed_values_never_show_no_change_finer_than_their_buckets() {
     assert!(d.step.is_none() && !d.reason.contains("steps of"), "{d:?}");
     // A step that would not widen the interval is not said either: whole numbers far
     // apart, an interval much wider than one unit.
-    let e = one(&[100.0, 140.0, 90.0, 120.0, 80.0], &[110.0, 150.0, 95.0, 130.0, 85.0], MetricKind::Mean, false);
+    let e = one(
+        &[100.0, 140.0, 90.0, 120.0, 80.0],
+        &[110.0, 150.0, 95.0, 130.0, 85.0],
+        MetricKind::Mean,
+        false,
+    );
     assert_eq!(e.verdict, Verdict::Inconclusive, "{e:?}");
     assert!(e.step.is_none() && !e.reason.contains("steps of"), "{e:?}");
 }
@@ -451,7 +456,10 @@ fn an_eighteen_row_report_of_correlated_rows_keeps_each_row_within_one_percent()
 #[test]
 fn a_whole_microsecond_p99_under_seed000s_plan_catches_ten_percent() {
     let s = Settings::default();
-    let case = cases().into_iter().find(|c| c.name.starts_with("p99 ~20 us whole")).unwrap();
+    let case = cases()
+        .into_iter()
+        .find(|c| c.name.starts_with("p99 ~20 us whole"))
+        .unwrap();
     let t = run_trials(&case, Design::Adaptive(4, 8), 0.10, 2000, 91, &s);
     assert!(t.share(t.caught()) >= 0.90, "{t:?}");
     assert_eq!(t.wrong_way(), 0);
@@ -463,7 +471,11 @@ fn a_whole_microsecond_p99_under_seed000s_plan_catches_ten_percent() {
 #[test]
 fn percentiles_on_log_spaced_steps_do_not_hide_a_three_percent_change() {
     let s = Settings::default();
-    for (i, case) in cases().iter().filter(|c| matches!(c.noise, sim::Noise::LogGrid { .. })).enumerate() {
+    for (i, case) in cases()
+        .iter()
+        .filter(|c| matches!(c.noise, sim::Noise::LogGrid { .. }))
+        .enumerate()
+    {
         for design in [Design::Adaptive(3, 10), Design::Fixed(10), Design::Fixed(3)] {
             let t = run_trials(case, design, 0.03, 2000, 300 + i as u64, &s);
             assert!(t.share(t.no_change) <= 0.05, "{} {design:?}: {t:?}", case.name);
@@ -471,7 +483,11 @@ fn percentiles_on_log_spaced_steps_do_not_hide_a_three_percent_change() {
     }
     let one = judge_one(&[128.0; 5], &[128.0; 5], MetricKind::Latency, false, &s).unwrap();
     assert_eq!(one.verdict, Verdict::Inconclusive);
-    assert!(one.ci.is_none() && one.reason.contains("every value of both sides is 128"), "{}", one.reason);
+    assert!(
+        one.ci.is_none() && one.reason.contains("every value of both sides is 128"),
+        "{}",
+        one.reason
+    );
 }
 
 /// A row whose 90% interval lies wholly beyond the band, but whose test does not reach
@@ -486,7 +502,12 @@ fn an_interval_beyond_the_band_without_a_significant_test_says_why() {
     let (l, _) = c.ci.unwrap();
     assert!(l > 0.02, "{c:?}");
     assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
-    assert!(c.reason.contains("the 90% interval clears 0, but a change is called only when the test reaches alpha"), "{}", c.reason);
+    assert!(
+        c.reason
+            .contains("the 90% interval clears 0, but a change is called only when the test reaches alpha"),
+        "{}",
+        c.reason
+    );
     let (tl, th) = c.ci_test.flatten().unwrap();
     assert_eq!(c.ci_test_level, Some(0.995));
     assert!(tl < l && tl < 0.0 && th > c.ci.unwrap().1, "{c:?}");

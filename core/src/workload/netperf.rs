@@ -351,7 +351,10 @@ fn human_columns(text: &str) -> Option<Vec<(String, String, usize)>> {
         })
         .collect();
     // The form is told by its names: a Throughput column, as netperf names THROUGHPUT.
-    columns.iter().any(|(n, _, _)| n.eq_ignore_ascii_case("Throughput")).then_some(columns)
+    columns
+        .iter()
+        .any(|(n, _, _)| n.eq_ignore_ascii_case("Throughput"))
+        .then_some(columns)
 }
 
 /// `-O` columns read by their names, as `-o`'s: the throughput with its unit, the latencies.

@@ -235,7 +235,9 @@ fn cpu_ms() -> f64 {
 /// A backend that exits between two readings takes its time away: the benchmark keeps its
 /// connections open, so its backends live through it.
 fn postgres_cpu_ms() -> f64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return 0.0 };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
     dir.flatten()
         .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
         .filter(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "postgres"))
@@ -272,7 +274,11 @@ async fn live_table(db: &sqlx::PgPool, (base, live): (&str, &str), run: i64, wat
         "response ms (slowest)",
         "ms until every viewer had its update",
     ]);
-    for (i, (times, wall, cpu)) in viewers(db, (base, live), run, watchers, 3).await?.into_iter().enumerate() {
+    for (i, (times, wall, cpu)) in viewers(db, (base, live), run, watchers, 3)
+        .await?
+        .into_iter()
+        .enumerate()
+    {
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         let worst = times.iter().copied().fold(0.0, f64::max);
         t.add_row(vec![

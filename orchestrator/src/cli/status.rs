@@ -34,7 +34,9 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
             format!(
                 "      a bisection of {}: {} (`kreg bisect --show {}`)",
                 kreg::text::one_line(what),
-                kind.as_deref().map(|k| k.replace('_', " ")).unwrap_or_else(|| "going on".into()),
+                kind.as_deref()
+                    .map(|k| k.replace('_', " "))
+                    .unwrap_or_else(|| "going on".into()),
                 r.id
             )
         });

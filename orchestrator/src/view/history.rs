@@ -204,7 +204,9 @@ mod tests {
 
     fn points(step: f64) -> Vec<Point> {
         // 0.05 % of noise: any step of a percent or more is found.
-        let noise = [0.3, -0.5, 0.2, -0.1, 0.4, -0.3, 0.1, -0.4, 0.5, -0.2, 0.0, 0.3, -0.1, 0.2];
+        let noise = [
+            0.3, -0.5, 0.2, -0.1, 0.4, -0.3, 0.1, -0.4, 0.5, -0.2, 0.0, 0.3, -0.1, 0.2,
+        ];
         noise
             .iter()
             .enumerate()
@@ -245,6 +247,9 @@ mod tests {
         )
         .ci
         .unwrap();
-        assert!(wide.0 < l && h < wide.1, "the 95% interval {wide:?} holds the 90% one ({l}, {h})");
+        assert!(
+            wide.0 < l && h < wide.1,
+            "the 95% interval {wide:?} holds the 90% one ({l}, {h})"
+        );
     }
 }

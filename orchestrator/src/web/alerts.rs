@@ -44,7 +44,10 @@ async fn alerts_view(st: &AppState, p: &Params) -> view::Result<AlertsView> {
         .iter()
         .map(|s| (s.to_string(), every.iter().filter(|a| a.state == *s).count()))
         .collect();
-    let mut shown: Vec<Alert> = every.into_iter().filter(|a| state.is_none_or(|s| a.state == s)).collect();
+    let mut shown: Vec<Alert> = every
+        .into_iter()
+        .filter(|a| state.is_none_or(|s| a.state == s))
+        .collect();
     // New first, then by the order of triage states; newest first within each.
     shown.sort_by_key(|a| (STATES.iter().position(|s| *s == a.state), std::cmp::Reverse(a.id)));
     let mut out = Vec::new();
@@ -83,7 +86,15 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
     let rows: Vec<Vec<String>> = v.alerts.iter().map(row).collect();
     body.push_str(&html::table(
         "alerts",
-        &["alert", "state", "where", "change (90% interval)", "runs", "raised", "bisect"],
+        &[
+            "alert",
+            "state",
+            "where",
+            "change (90% interval)",
+            "runs",
+            "raised",
+            "bisect",
+        ],
         &rows,
     ));
     body.push_str(

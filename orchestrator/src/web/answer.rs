@@ -102,9 +102,13 @@ pub async fn answer(State(gz): State<Arc<Gzipped>>, req: axum::extract::Request,
     use sha2::Digest;
     let tag = format!("W/\"{}\"", hex::encode(&sha2::Sha256::digest(&bytes)[..12]));
     if !parts.headers.contains_key(header::CACHE_CONTROL) {
-        parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        parts
+            .headers
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     }
-    parts.headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    parts
+        .headers
+        .insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     if let Ok(value) = HeaderValue::from_str(&tag) {
         parts.headers.insert(header::ETAG, value);
     }
@@ -119,7 +123,9 @@ pub async fn answer(State(gz): State<Arc<Gzipped>>, req: axum::extract::Request,
     }
     let body = if compress && bytes.len() >= GZIP_FROM {
         let gz = gz.get_or_make(&tag, &bytes);
-        parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        parts
+            .headers
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         parts.headers.remove(header::CONTENT_LENGTH);
         gz
     } else {

@@ -49,7 +49,10 @@ async fn once(
     }
 }
 
-pub async fn api(State(st): State<AppState>, Path(id): Path<String>) -> Result<axum::response::Response, super::ApiError> {
+pub async fn api(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<axum::response::Response, super::ApiError> {
     use axum::response::IntoResponse;
     let id = id_of("run", &id)?;
     let made = async {
@@ -57,7 +60,11 @@ pub async fn api(State(st): State<AppState>, Path(id): Path<String>) -> Result<a
         serde_json::to_string(&v).map_err(|e| ViewError::Other(e.into()))
     };
     let body = once(&st, id, "bisect api", made).await?;
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body.as_str().to_string()).into_response())
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.as_str().to_string(),
+    )
+        .into_response())
 }
 
 pub async fn page(State(st): State<AppState>, Path(id): Path<String>) -> PageResult {

@@ -112,18 +112,21 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
         .iter()
         .flat_map(|l| {
             l.points.iter().map(move |p| {
-                (p.run, vec![
-                    html::link(&format!("/runs/{}", p.run), &p.run.to_string()),
-                    esc(&l.name),
-                    p.n.to_string(),
-                    esc(&crate::report::fmt_value(p.centre)),
-                    format!(
-                        "{} … {}",
-                        esc(&crate::report::fmt_value(p.low)),
-                        esc(&crate::report::fmt_value(p.high))
-                    ),
-                    html::time(&p.created_at),
-                ])
+                (
+                    p.run,
+                    vec![
+                        html::link(&format!("/runs/{}", p.run), &p.run.to_string()),
+                        esc(&l.name),
+                        p.n.to_string(),
+                        esc(&crate::report::fmt_value(p.centre)),
+                        format!(
+                            "{} … {}",
+                            esc(&crate::report::fmt_value(p.low)),
+                            esc(&crate::report::fmt_value(p.high))
+                        ),
+                        html::time(&p.created_at),
+                    ],
+                )
             })
         })
         .collect();

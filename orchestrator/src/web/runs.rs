@@ -263,7 +263,11 @@ pub async fn run_page(State(st): State<AppState>, Path(id): Path<String>) -> Pag
     let run = id_of("run", &id)?;
     let page = match crate::store::pages::run_version(&st.db, run).await? {
         None => return Err(ViewError::NotFound(format!("run {run} does not exist")).into()),
-        Some(v) if !v.starts_with("running") => st.pages.page(format!("{run} run page"), v, run_html(&st.db, run)).await?,
+        Some(v) if !v.starts_with("running") => {
+            st.pages
+                .page(format!("{run} run page"), v, run_html(&st.db, run))
+                .await?
+        }
         Some(_) => std::sync::Arc::new(run_html(&st.db, run).await?),
     };
     Ok(Html(page.as_str().to_string()))
@@ -277,7 +281,10 @@ fn summary(r: &RunItem, v: (&[String], &[String], &[String])) -> String {
         ("state", format!("<span id=\"run-state\">{}</span>", state_html(r))),
         ("progress", format!("<span id=\"run-progress\">{}</span>", progress(r))),
         ("started", html::time(&r.created_at)),
-        ("duration", format!("<span id=\"run-duration\">{}</span>", html::duration(r.duration_s(now)))),
+        (
+            "duration",
+            format!("<span id=\"run-duration\">{}</span>", html::duration(r.duration_s(now))),
+        ),
         ("kernels", esc(&v.0.join(", "))),
         ("variants", esc(&v.1.join(", "))),
         ("workloads", esc(&v.2.join(", "))),

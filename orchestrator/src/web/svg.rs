@@ -247,7 +247,12 @@ pub fn history(series: &[Series], runs: &[i64], unit: &str, marks: &[Mark]) -> S
         );
     }
     // The unit, once, above the axis.
-    let _ = write!(out, "<text x=\"{}\" y=\"8\" class=\"tick unit\" text-anchor=\"end\">{}</text>", left - 6.0, esc(unit));
+    let _ = write!(
+        out,
+        "<text x=\"{}\" y=\"8\" class=\"tick unit\" text-anchor=\"end\">{}</text>",
+        left - 6.0,
+        esc(unit)
+    );
     // Run labels at most every ~40 px: every k-th run, the last always.
     let every = (runs.len() as f64 * 40.0 / (w - left - 20.0)).ceil().max(1.0) as usize;
     let last = runs.len().saturating_sub(1);
@@ -350,16 +355,25 @@ mod tests {
         let t = nice_ticks(97.33, 112.61, 5);
         assert_eq!(t, vec![100.0, 105.0, 110.0]);
         let t = nice_ticks(0.0213, 0.0377, 5);
-        assert!(t.len() >= 3 && t.iter().all(|v| ((v * 1e4).round() - v * 1e4).abs() < 1e-6), "{t:?}");
+        assert!(
+            t.len() >= 3 && t.iter().all(|v| ((v * 1e4).round() - v * 1e4).abs() < 1e-6),
+            "{t:?}"
+        );
         let runs: Vec<i64> = (1..=120).collect();
         let s = Series {
             name: "k/v".into(),
-            points: runs.iter().map(|r| (*r, 100.0 + (*r % 7) as f64, 99.0, 108.0)).collect(),
+            points: runs
+                .iter()
+                .map(|r| (*r, 100.0 + (*r % 7) as f64, 99.0, 108.0))
+                .collect(),
         };
         let svg = history(&[s], &runs, "ms", &[]);
         let labels = svg.matches("text-anchor=\"middle\"").count();
         assert!((8..=25).contains(&labels), "{labels} run labels");
-        assert!(svg.contains(">120</text>") && svg.contains(">1</text>"), "first and last run labelled");
+        assert!(
+            svg.contains(">120</text>") && svg.contains(">1</text>"),
+            "first and last run labelled"
+        );
         assert!(svg.contains("class=\"tick unit\""), "the unit is on the axis");
     }
 
@@ -377,13 +391,31 @@ mod tests {
         let s = Scale::over([1.0, 2.0, 3.0].into_iter(), 0.0, STRIP_W);
         let svg = strip(&[1.0, 2.0, 3.0], 2.0, &s, "n=3");
         assert_eq!(svg.matches("h0").count(), 3);
-        let bar = change_bar(0.05, (Some((0.01, f64::INFINITY)), 0.9), None, 0.02, 0.1, "v-regression");
+        let bar = change_bar(
+            0.05,
+            (Some((0.01, f64::INFINITY)), 0.9),
+            None,
+            0.02,
+            0.1,
+            "v-regression",
+        );
         assert!(bar.contains("class=\"band\"") && bar.contains("unbounded"), "{bar}");
         assert!(bar.contains("90% interval") && !bar.contains("ci-test"), "{bar}");
         // Where a change is at stake, the test's interval is drawn too, named by its level.
-        let both = change_bar(0.08, (Some((0.03, 0.13)), 0.9), Some((Some((-0.01, 0.17)), 0.995)), 0.02, 0.2, "v");
+        let both = change_bar(
+            0.08,
+            (Some((0.03, 0.13)), 0.9),
+            Some((Some((-0.01, 0.17)), 0.995)),
+            0.02,
+            0.2,
+            "v",
+        );
         assert!(both.contains("class=\"ci-test\""), "{both}");
-        assert!(both.contains("99.5% interval -1.00% … +17.00%, the change test&#39;s level") || both.contains("99.5% interval -1.00% … +17.00%, the change test's level"), "{both}");
+        assert!(
+            both.contains("99.5% interval -1.00% … +17.00%, the change test&#39;s level")
+                || both.contains("99.5% interval -1.00% … +17.00%, the change test's level"),
+            "{both}"
+        );
     }
 
     #[test]

@@ -38,7 +38,10 @@ async fn what_cannot_be_bisected_is_refused_and_nothing_recorded() {
             format!("{i}\n").len()
         ));
     }
-    stream.push_str(&format!("reset refs/tags/first\nfrom :1\n\nreset refs/tags/last\nfrom :{}\n\n", n + 1));
+    stream.push_str(&format!(
+        "reset refs/tags/first\nfrom :1\n\nreset refs/tags/last\nfrom :{}\n\n",
+        n + 1
+    ));
     let mut fi = std::process::Command::new("git")
         .args(["fast-import", "--quiet"])
         .current_dir(&long)

@@ -385,7 +385,10 @@ async fn the_run_page_issues_a_fixed_number_of_queries() {
     assert_eq!(two, seven, "queries for 2 kernels vs 7: {counts:?}");
     // A finished run's page is made once: loaded again, it costs the one look-up of the
     // run's state that says it has not changed.
-    assert!(two <= 1 && counts[0] > two, "a finished run's page made again: {counts:?}");
+    assert!(
+        two <= 1 && counts[0] > two,
+        "a finished run's page made again: {counts:?}"
+    );
     println!(
         "run page: {two} queries for 2 kernels and for 7 (first loads {} and {})",
         counts[0], counts[1]

@@ -22,6 +22,9 @@ async fn hostile_worker_names_are_refused_and_never_printed_raw() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("without control characters"), "{stderr}");
     assert!(!stderr.contains('\x1b'), "{stderr:?}");
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM workers").fetch_one(&db.pool).await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM workers")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(n, 1);
 }

@@ -90,7 +90,9 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
         "{hammer}"
     );
     assert!(
-        hammer.contains("  perf on sut: perf built from Debian's linux-source-7.2 (on the controller); has `perf sched stats`"),
+        hammer.contains(
+            "  perf on sut: perf built from Debian's linux-source-7.2 (on the controller); has `perf sched stats`"
+        ),
         "{hammer}"
     );
     // a b a b: each kernel booted twice, alternating.

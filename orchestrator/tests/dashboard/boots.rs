@@ -70,13 +70,23 @@ warmup: 1
     let mail = b.js("return document.getElementById('mail-text').textContent").await;
     let mail = mail.as_str().unwrap().to_string();
     assert!(mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
-    assert!(mail.contains("unconfirmed improvement") && mail.contains("90% CI"), "{mail}");
-    let cli = kreg(&db, &dir.0).args(["report", "1", "--format", "mail"]).output().unwrap();
+    assert!(
+        mail.contains("unconfirmed improvement") && mail.contains("90% CI"),
+        "{mail}"
+    );
+    let cli = kreg(&db, &dir.0)
+        .args(["report", "1", "--format", "mail"])
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&cli.stdout).trim_end(), mail.trim_end());
     b.client.set_window_size(1280, 900).await.unwrap();
     b.js("document.querySelector('details.mail').open = true; document.querySelector('details.mail').scrollIntoView(); return 0")
         .await;
-    std::fs::write(shots_dir().join("report-mail-1280.png"), b.client.screenshot().await.unwrap()).unwrap();
+    std::fs::write(
+        shots_dir().join("report-mail-1280.png"),
+        b.client.screenshot().await.unwrap(),
+    )
+    .unwrap();
     let page = b.text("main").await;
     assert!(page.contains("unconfirmed improvement"), "{page}");
     assert!(

@@ -100,11 +100,25 @@ async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command(
     // and interval, its runs, its history and the command that bisects it.
     visit(&b, &format!("{}/alerts", server.base), "alerts").await;
     let row = b.text("table.alerts tbody tr").await;
-    for part in ["#1", "acknowledged", "<looked at>", "steps", "probe/latency", "current/default", "regression +", "7 → 8", &good, &bad] {
+    for part in [
+        "#1",
+        "acknowledged",
+        "<looked at>",
+        "steps",
+        "probe/latency",
+        "current/default",
+        "regression +",
+        "7 → 8",
+        &good,
+        &bad,
+    ] {
         assert!(row.contains(part), "{part:?} not in {row}");
     }
     let counts = b.text("main p.links").await;
-    assert!(counts.contains("new (0)") && counts.contains("acknowledged (1)"), "{counts}");
+    assert!(
+        counts.contains("new (0)") && counts.contains("acknowledged (1)"),
+        "{counts}"
+    );
     let listed: Value = reqwest::get(format!("{}/api/v1/alerts?state=new", server.base))
         .await
         .unwrap()
@@ -113,7 +127,9 @@ async fn a_history_marks_its_change_point_with_the_alert_and_the_bisect_command(
         .unwrap();
     assert_eq!(listed["alerts"].as_array().unwrap().len(), 0, "{listed:#}");
     assert_eq!(listed["counts"][1], json!(["acknowledged", 1]), "{listed:#}");
-    let bad_state = reqwest::get(format!("{}/api/v1/alerts?state=bogus", server.base)).await.unwrap();
+    let bad_state = reqwest::get(format!("{}/api/v1/alerts?state=bogus", server.base))
+        .await
+        .unwrap();
     assert_eq!(bad_state.status().as_u16(), 400);
     // The two runs around the step, both sides in the page: every value of each as text.
     // Between them the tool was upgraded (as a stored job says): the environments say so.

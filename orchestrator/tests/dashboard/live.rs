@@ -67,7 +67,10 @@ async fn a_live_run_in_the_browser() {
             assert_eq!(facts[2], json!(42), "the run page loaded itself again");
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "the run page's facts did not follow: {facts}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the run page's facts did not follow: {facts}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(delays.len() >= 10, "too few state changes watched: {}", delays.len());
@@ -209,11 +212,17 @@ async fn a_live_run_in_the_browser() {
     let calls: Vec<(String, String, bool)> = serde_json::from_value(calls).unwrap();
     assert!(calls.len() > 20, "{calls:?}");
     for (field, call, strong) in &calls {
-        assert!(!*strong && (call == "too few jobs" || call == "same"), "{field}: {call} in {calls:?}");
+        assert!(
+            !*strong && (call == "too few jobs" || call == "same"),
+            "{field}: {call} in {calls:?}"
+        );
     }
     let sched = calls.iter().find(|c| c.0 == "sched_count").unwrap();
     assert_eq!(sched.1, "too few jobs", "{calls:?}");
-    assert!(stats.contains("\"too few jobs\" where no test of that many jobs can reach"), "{stats}");
+    assert!(
+        stats.contains("\"too few jobs\" where no test of that many jobs can reach"),
+        "{stats}"
+    );
     assert!(stats.contains("cross-check:"), "{stats}");
     b.js("document.getElementById('perf-sched-stats').scrollIntoView(); return 0")
         .await;
@@ -280,10 +289,7 @@ async fn a_live_run_in_the_browser() {
     let url = b.client.current_url().await.unwrap();
     assert!(url.as_str().ends_with("variant=batch#commands"), "{url}");
     let cmds = b.text("pre.cmd").await;
-    assert!(
-        cmds.starts_with("here$ chrt -b 0 sh -c "),
-        "{cmds}"
-    );
+    assert!(cmds.starts_with("here$ chrt -b 0 sh -c "), "{cmds}");
     let reproduce = b.text("#reproduce + p + pre.cmd").await;
     assert!(reproduce.starts_with("kreg run /"), "{reproduce}");
     dots_name_and_open_their_jobs(&b, &base).await;

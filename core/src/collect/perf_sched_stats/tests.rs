@@ -257,7 +257,8 @@ fn a_report_without_every_cpu_its_domains_span_is_refused() {
 /// kreg's snapshots that perf's report lacks is an error, not an agreement.
 #[test]
 fn cross_check_refuses_a_cpu_perf_does_not_report() {
-    let read = |w: &str| crate::schedstat::parse(&fixture(&format!("perf-7.2-sched-stats-schedstat-{w}.6.12.txt"))).unwrap();
+    let read =
+        |w: &str| crate::schedstat::parse(&fixture(&format!("perf-7.2-sched-stats-schedstat-{w}.6.12.txt"))).unwrap();
     let diff = crate::schedstat::diff(&read("before"), &read("after")).unwrap();
     let mut report = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
     report.sections.retain(|s| s.cpu != Some(1));

@@ -41,7 +41,11 @@ fn layouts() -> Vec<Layout> {
 }
 
 fn counters(s: &Section) -> Vec<&str> {
-    s.fields.iter().filter(|f| !f.derived).map(|f| f.name.as_str()).collect()
+    s.fields
+        .iter()
+        .filter(|f| !f.derived)
+        .map(|f| f.name.as_str())
+        .collect()
 }
 
 /// A CPU's own section has exactly the nine counters every version prints, in order.
@@ -77,7 +81,12 @@ fn domain_section(s: &Section) -> Result<&'static str, String> {
         let at = nearest.counters.iter().zip(&got).take_while(|(a, b)| a == b).count();
         let what = match nearest.counters.get(at) {
             Some(f) => format!("{f} is missing after {} counter(s)", at),
-            None => format!("{} counters where schedstat v{} has {}", got.len(), nearest.versions, at),
+            None => format!(
+                "{} counters where schedstat v{} has {}",
+                got.len(),
+                nearest.versions,
+                at
+            ),
         };
         return Err(format!(
             "section `{}` is not a whole domain section of schedstat v15, v16 or v17: {what} (the report is cut short or mixed)",
@@ -176,9 +185,14 @@ fn cpus(sections: &[Section]) -> Result<(), ParseError> {
         )));
     }
     for cpu in &present {
-        let own = sections.iter().filter(|s| s.cpu == Some(*cpu) && s.domain.is_none()).count();
+        let own = sections
+            .iter()
+            .filter(|s| s.cpu == Some(*cpu) && s.domain.is_none())
+            .count();
         if own != 1 {
-            return Err(fail(format!("CPU {cpu} has {own} sections of its own counters where a report has one")));
+            return Err(fail(format!(
+                "CPU {cpu} has {own} sections of its own counters where a report has one"
+            )));
         }
         let mine: Vec<&str> = sections
             .iter()

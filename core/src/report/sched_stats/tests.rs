@@ -288,13 +288,26 @@ fn two_jobs_a_side_decide_nothing_and_say_so() {
     let mut all = jobs(2, 0.3, &["sched_count"], 3.0, 17);
     for j in all.iter_mut() {
         let one = if j.kernel == "b" { 1.0 } else { 0.0 };
-        for sec in j.report.sections.iter_mut().filter(|x| x.cpu.is_none() && x.domain.is_some()) {
-            sec.fields.iter_mut().find(|f| f.name == "busy_lb_failed").unwrap().values[0] = one;
+        for sec in j
+            .report
+            .sections
+            .iter_mut()
+            .filter(|x| x.cpu.is_none() && x.domain.is_some())
+        {
+            sec.fields
+                .iter_mut()
+                .find(|f| f.name == "busy_lb_failed")
+                .unwrap()
+                .values[0] = one;
         }
     }
     let sec = section(&s, &all, &Baseline::Kernel("a".into()), 0.005).unwrap();
     let every: Vec<&FieldDiff> = sec.pairs.iter().flat_map(|p| &p.fields).collect();
-    assert!(every.iter().all(|f| !f.moved), "{:?}", every.iter().filter(|f| f.moved).collect::<Vec<_>>());
+    assert!(
+        every.iter().all(|f| !f.moved),
+        "{:?}",
+        every.iter().filter(|f| f.moved).collect::<Vec<_>>()
+    );
     for f in every.iter().filter(|f| f.p.is_some()) {
         assert!(["too few jobs", "same"].contains(&f.call()), "{f:?}");
         if let Some((l, _)) = f.ci {

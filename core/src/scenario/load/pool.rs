@@ -165,7 +165,10 @@ pub fn endpoint(t: &Transport) -> Option<String> {
     let host_key = |host: &str| {
         let h = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
         let h = h.trim_end_matches('.').to_string();
-        let loopback = h == "localhost" || h == "::1" || h.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a == std::net::Ipv4Addr::LOCALHOST);
+        let loopback = h == "localhost"
+            || h == "::1"
+            || h.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|a| a == std::net::Ipv4Addr::LOCALHOST);
         if loopback {
             "127.0.0.1".to_string()
         } else {
