@@ -209,12 +209,9 @@ async fn perf_sched_stats_around_every_job_agrees_with_kreg_s_own_snapshots() {
         .unwrap_or_else(|| panic!("no sched_count line: {text}"));
     let cells: Vec<&str> = line.split('|').map(str::trim).collect();
     assert!(cells[4].starts_with('±') && cells[6].starts_with('±'), "{line}");
-    assert!(
-        cells[8].starts_with('[') && cells[8].ends_with(']'),
-        "an interval: {line}"
-    );
-    // Two jobs a side: no exact test of two against two reaches alpha.
-    assert_eq!(cells[9], "too few jobs", "{line}");
+    // Two jobs a side: no exact test of two against two reaches alpha, and no interval of
+    // the ratio at 99.5 % is bounded by four values.
+    assert_eq!((cells[8], cells[9]), ("unbounded", "too few jobs"), "{line}");
     assert!(
         text.contains(&format!(
             "cross-check: perf's counters and kreg's /proc/schedstat delta agree on all {compared} counters of 4 job(s)"
@@ -234,7 +231,7 @@ async fn perf_sched_stats_around_every_job_agrees_with_kreg_s_own_snapshots() {
         .find(|f| f["field"] == "sched_count" && f["level"] == "cpu")
         .unwrap();
     assert_eq!((sc["base"]["n"].as_u64(), sc["new"]["n"].as_u64()), (Some(2), Some(2)));
-    assert!(sc["p"].as_f64().is_some() && sc["ci"].is_array(), "{sc}");
+    assert!(sc["p"].as_f64().is_some() && sc["ci"].is_null() && sc["decidable"] == false, "{sc}");
 
     // The host's perf (Debian's 6.1) has no `perf sched stats`: `kreg plan` says so, and
     // `kreg run` refuses before recording anything.

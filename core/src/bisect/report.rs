@@ -25,7 +25,10 @@ pub struct Boot {
     pub value: Result<f64, String>,
 }
 
-/// A mean over boots with its interval (95 %, from the boot-to-boot variance pooled over
+/// The level of every interval a bisection's report gives: the reports' own (90 %).
+pub const LEVEL: f64 = 0.90;
+
+/// A mean over boots with its interval ([`LEVEL`], from the boot-to-boot variance pooled over
 /// every commit the bisection measured).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Side {
@@ -161,7 +164,7 @@ pub fn report(
     (compiled, failed_builds): (usize, usize),
     outcome: Option<Outcome>,
 ) -> Report {
-    let alpha = 0.05;
+    let alpha = 1.0 - LEVEL;
     let last = commits.len() - 1;
     let good = values(boots, Some(0), &["endpoint", "reference"]);
     let bad = values(boots, Some(last), &["endpoint", "reference"]);
@@ -370,6 +373,11 @@ pub fn render(r: &Report, markdown: bool) -> String {
     );
     let _ = writeln!(o, "{b}range: {}", range_text(r));
     let _ = writeln!(o, "{b}result: {}", verdict(r));
+    let _ = writeln!(
+        o,
+        "{b}means over boots with their {:.0}% intervals (the boot-to-boot variance pooled over every commit measured):",
+        100.0 * LEVEL
+    );
     let rows = [
         ("good", r.at_good),
         ("bad", r.at_bad),

@@ -476,8 +476,12 @@ pub fn cells(f: &FieldDiff) -> Vec<String> {
         f.change
             .map(|c| format!("{:+.1}%", 100.0 * c))
             .unwrap_or_else(|| "from 0".into()),
-        f.ci.map(|ci| crate::stats::interval_text(Some(ci)))
-            .unwrap_or_else(|| "-".into()),
+        match (f.ci, f.p) {
+            (Some(ci), _) => crate::stats::interval_text(Some(ci)),
+            // Tested, but too few jobs to bound the change at this level.
+            (None, Some(_)) => "unbounded".into(),
+            (None, None) => "-".into(),
+        },
         f.call().to_string(),
     ]
 }

@@ -97,31 +97,17 @@ async fn seed(db: &sqlx::PgPool, samples: usize) -> Result<(i64, usize)> {
     Ok((run, stored))
 }
 
-/// One load of a page: (server ms, bytes as sent plain, bytes gzipped).
+/// One load of a page as a browser makes it, then once more plain: (the browser's load's
+/// server ms, compression included; bytes plain; bytes gzipped).
 async fn load_once(client: &reqwest::Client, url: &str) -> Result<(f64, usize, usize)> {
-    let timing = |res: &reqwest::Response| -> Result<f64> {
-        res.headers()
-            .get("server-timing")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split("dur=").nth(1))
-            .and_then(|v| v.parse().ok())
-            .context("no Server-Timing header")
-    };
-    let res = client.get(url).send().await?.error_for_status()?;
-    let ms = timing(&res)?;
-    let plain = res.bytes().await?.len();
-    let res = client
-        .get(url)
-        .header("accept-encoding", "gzip")
-        .send()
-        .await?
-        .error_for_status()?;
-    let gzipped = res.bytes().await?.len();
+    let (ms, gzipped) = gzipped(client, url).await?;
+    let plain = client.get(url).send().await?.error_for_status()?.bytes().await?.len();
     Ok((ms, plain, gzipped))
 }
 
-/// One load as a browser makes it (gzip accepted): the server's time, compression included.
-async fn load_as_a_browser(client: &reqwest::Client, url: &str) -> Result<f64> {
+/// One load as a browser makes it (gzip accepted): the server's time (its Server-Timing,
+/// which counts the compression) and the bytes sent.
+async fn gzipped(client: &reqwest::Client, url: &str) -> Result<(f64, usize)> {
     let res = client
         .get(url)
         .header("accept-encoding", "gzip")
@@ -135,8 +121,7 @@ async fn load_as_a_browser(client: &reqwest::Client, url: &str) -> Result<f64> {
         .and_then(|v| v.split("dur=").nth(1))
         .and_then(|v| v.parse().ok())
         .context("no Server-Timing header")?;
-    res.bytes().await?;
-    Ok(ms)
+    Ok((ms, res.bytes().await?.len()))
 }
 
 /// Stores `n` small finished runs (one job each) for the runs list.
@@ -187,7 +172,7 @@ async fn viewers(
                 let events = String::from_utf8_lossy(&chunk).matches("event: change").count();
                 for _ in 0..events {
                     seen += 1;
-                    if let Ok(ms) = load_as_a_browser(&client, &rows).await {
+                    if let Ok((ms, _)) = gzipped(&client, &rows).await {
                         let _ = tx.send((seen, ms));
                     }
                 }

@@ -218,8 +218,9 @@ fn numbers(r: &Report) -> String {
         rows.push(row);
     }
     let mut out = format!(
-        "<h2>Numbers</h2><p>{} per boot (the mean of its iterations); intervals 95 %, from the boot-to-boot variance pooled over every commit measured.</p>",
-        esc(&r.about.metric)
+        "<h2>Numbers</h2><p>{} per boot (the mean of its iterations); intervals {:.0} % (the level every report uses), from the boot-to-boot variance pooled over every commit measured.</p>",
+        esc(&r.about.metric),
+        100.0 * report::LEVEL
     );
     out.push_str(&html::table("numbers", &["", "mean", "interval", "boots"], &rows));
     let mut changes = Vec::new();
