@@ -140,7 +140,7 @@ async fn two_debian_kernels_through_kexec_into_postgres() {
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(
         md.contains("### hb (variant noqueue)")
-            && md.contains("| metric | old (base) | new | new change | new CI | new verdict |")
+            && md.contains("| metric | old (base) | new | new change | new 90% CI | new verdict |")
             && md.contains("| time (s, mean, lower better) |")
             && md.contains("`hackbench -p -g 1 -l 20`")
             && md.contains("- kernel old: sut: 6.1.0-")

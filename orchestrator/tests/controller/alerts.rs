@@ -78,6 +78,8 @@ fn a_step_in_a_history_is_raised_once_at_its_run_and_triaged_through_the_cli() {
         "{out}"
     );
     assert!(out.contains("kreg compare 7 8"), "{out}");
+    // The p-value said once, as everywhere: "(p=…)", never "(p p=…)".
+    assert!(out.contains(" (p=") && !out.contains("p p="), "{out}");
     assert!(
         out.contains("no bisection: kernel current of runs 7 and 8 was not built from git by kreg"),
         "{out}"
