@@ -231,7 +231,10 @@ async fn perf_sched_stats_around_every_job_agrees_with_kreg_s_own_snapshots() {
         .find(|f| f["field"] == "sched_count" && f["level"] == "cpu")
         .unwrap();
     assert_eq!((sc["base"]["n"].as_u64(), sc["new"]["n"].as_u64()), (Some(2), Some(2)));
-    assert!(sc["p"].as_f64().is_some() && sc["ci"].is_null() && sc["decidable"] == false, "{sc}");
+    assert!(
+        sc["p"].as_f64().is_some() && sc["ci"].is_null() && sc["decidable"] == false,
+        "{sc}"
+    );
 
     // The host's perf (Debian's 6.1) has no `perf sched stats`: `kreg plan` says so, and
     // `kreg run` refuses before recording anything.

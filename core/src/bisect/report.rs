@@ -17,6 +17,44 @@ pub struct Commit {
     pub author: String,
 }
 
+/// The commits of a range that a report names: how many the range has, and those it shows
+/// (its ends, the commits measured, the culprit); a page reads those, not the whole range.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Range {
+    pub count: usize,
+    pub known: std::collections::BTreeMap<usize, Commit>,
+}
+
+impl Range {
+    /// A whole range, good first.
+    pub fn whole(commits: Vec<Commit>) -> Range {
+        Range {
+            count: commits.len(),
+            known: commits.into_iter().enumerate().collect(),
+        }
+    }
+
+    /// The commits at the indices a report of these boots and this outcome names: the two
+    /// ends, every commit measured, and the culprit.
+    pub fn named(count: usize, boots: &[Boot], outcome: Option<&Outcome>) -> std::collections::BTreeSet<usize> {
+        let mut at: std::collections::BTreeSet<usize> = [0, count.saturating_sub(1)].into();
+        at.extend(boots.iter().map(|b| b.commit));
+        if let Some(Outcome::Culprit { commit, .. }) = outcome {
+            at.insert(*commit);
+        }
+        at
+    }
+
+    /// The commit at `i` (one the caller did not read shows as unknown).
+    pub fn at(&self, i: usize) -> Commit {
+        self.known.get(&i).cloned().unwrap_or_else(|| Commit {
+            hash: format!("{i:?}"),
+            subject: "(not read)".into(),
+            author: String::new(),
+        })
+    }
+}
+
 /// One boot's measurement as stored: the commit, why, and its value or why there is none.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Boot {
@@ -158,14 +196,14 @@ fn values(boots: &[Boot], commit: Option<usize>, roles: &[&str]) -> Vec<f64> {
 /// and `failed_builds` those that failed.
 pub fn report(
     about: About,
-    commits: &[Commit],
+    commits: &Range,
     bisection: &Bisection,
     boots: &[Boot],
     (compiled, failed_builds): (usize, usize),
     outcome: Option<Outcome>,
 ) -> Report {
     let alpha = 1.0 - LEVEL;
-    let last = commits.len() - 1;
+    let last = commits.count - 1;
     let good = values(boots, Some(0), &["endpoint", "reference"]);
     let bad = values(boots, Some(last), &["endpoint", "reference"]);
     let culprit = match &outcome {
@@ -195,8 +233,8 @@ pub fn report(
         .iter()
         .map(|s| StepRow {
             index: s.commit,
-            hash: commits[s.commit].hash.clone(),
-            subject: commits[s.commit].subject.clone(),
+            hash: commits.at(s.commit).hash,
+            subject: commits.at(s.commit).subject,
             decision: s.mark,
             position: s.position,
             boots: s.boots,
@@ -212,14 +250,14 @@ pub fn report(
         .filter(|s| s.position.is_some())
         .map(|s| s.commit)
         .collect();
-    let log2 = (usize::BITS - (commits.len() - 1).leading_zeros()) as usize;
+    let log2 = (usize::BITS - (commits.count - 1).leading_zeros()) as usize;
     Report {
         reproduce: reproduce(&about, commits, &tested, culprit),
         about,
-        commits: commits.len(),
-        good: commits[0].clone(),
-        bad: commits[last].clone(),
-        culprit: culprit.map(|c| commits[c].clone()),
+        commits: commits.count,
+        good: commits.at(0),
+        bad: commits.at(last),
+        culprit: culprit.map(|c| commits.at(c)),
         at_good: side(&good, pool, alpha),
         at_bad: side(&bad, pool, alpha),
         endpoints_change: change(&good, &bad, pool, alpha),
@@ -239,7 +277,7 @@ pub fn report(
 
 /// The commands that reproduce the bisection, its confirmation, and each commit measured:
 /// the scenario pinned to that commit (`kreg bisect --show RUN --at COMMIT`) run as any run.
-fn reproduce(about: &About, commits: &[Commit], tested: &[usize], culprit: Option<usize>) -> Vec<String> {
+fn reproduce(about: &About, commits: &Range, tested: &[usize], culprit: Option<usize>) -> Vec<String> {
     // Every word from the user or the repository quoted: a ref may hold `$( ) ;`.
     let q = crate::text::shell_quote;
     let metric = format!("{}/{}", about.workload, about.metric);
@@ -258,25 +296,26 @@ fn reproduce(about: &About, commits: &[Commit], tested: &[usize], culprit: Optio
         "--variant",
         &about.variant,
     ])];
-    let last = commits.len() - 1;
+    let last = commits.count - 1;
     let mut each: Vec<usize> = vec![0, last];
     each.extend(tested.iter().copied());
     each.sort_unstable();
     each.dedup();
     for i in each {
-        let h = q(short(&commits[i].hash));
+        let c = commits.at(i);
+        let h = q(short(&c.hash));
         out.push(format!(
             "kreg bisect --show {} --at {h} > {h}.yaml && kreg run {h}.yaml   # commit {i}: {}",
             about.run,
-            crate::text::one_line(&commits[i].subject)
+            crate::text::one_line(&c.subject)
         ));
     }
     if let Some(c) = culprit {
-        let (c, b) = (&commits[c].hash, &commits[last].hash);
+        let (c, b) = (commits.at(c).hash, commits.at(last).hash);
         out.push(format!(
             "git checkout {} && git revert --no-edit {}   # bad with the culprit reverted (then build and run it as above)",
-            q(short(b)),
-            q(short(c))
+            q(short(&b)),
+            q(short(&c))
         ));
     }
     out

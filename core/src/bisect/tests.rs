@@ -229,7 +229,14 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
         good_ref: "v1".into(),
         bad_ref: "v2".into(),
     };
-    let r = report(about, &commits, &b, &boots, (4, 0), Some(outcome));
+    let r = report(
+        about,
+        &super::report::Range::whole(commits.clone()),
+        &b,
+        &boots,
+        (4, 0),
+        Some(outcome),
+    );
     assert_eq!(r.culprit.as_ref().map(|c| c.subject.as_str()), Some("commit 3"));
     let c = r.endpoints_change.unwrap();
     assert!(c.lo < 0.1 && 0.1 < c.hi, "{c:?}");
@@ -281,7 +288,14 @@ fn the_reproduce_lines_quote_what_came_from_users_and_repositories() {
         good_ref: "g$(touch${IFS}pwned)".into(),
         bad_ref: "b;touch pwned2".into(),
     };
-    let r = report(about, &commits, &b, &[], (0, 0), None);
+    let r = report(
+        about,
+        &super::report::Range::whole(commits.clone()),
+        &b,
+        &[],
+        (0, 0),
+        None,
+    );
     let first = &r.reproduce[0];
     let args = first.strip_prefix("kreg ").unwrap();
     let out = std::process::Command::new("sh")

@@ -165,12 +165,12 @@ async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec
         variant: spec.variant.clone().expect("set"),
         good,
         bad,
-        commits: sqlx::types::Json(commits),
+        commit_count: commits.len() as i32,
         rules: sqlx::types::Json(serde_json::to_value(spec.rules).expect("serialisable")),
         outcome: None,
     };
-    let n = row.commits.len();
-    let run_id = sb::record_bisection(&db, (&s.name, text, &source.display().to_string()), &row).await?;
+    let n = commits.len();
+    let run_id = sb::record_bisection(&db, (&s.name, text, &source.display().to_string()), &row, &commits).await?;
     // Progress on stderr: stdout is the report alone (`--format json | jq` works).
     eprintln!(
         "run {run_id}: bisecting {}/{} over {n} commits ({} .. {}); resume with `kreg resume {run_id}` if it stops",
@@ -249,8 +249,9 @@ pub async fn status(db: &PgPool, run_id: i64) -> Result<Option<String>> {
     };
     let mut out = report::render(&kreg::view::bisect::load_report(db, run_id).await?, false);
     out.push_str("measurements:\n");
+    let commits = sb::commits(db, run_id).await?;
     for m in sb::measurements(db, run_id).await? {
-        let c = &row.commits.0[m.commit_index as usize];
+        let c = &commits[m.commit_index as usize];
         let got = match (&m.value, &m.error) {
             (Some(v), _) => format!("{} = {v:.6}", row.metric),
             (None, Some(e)) => format!("no value: {}", kreg::text::one_line(e.lines().next().unwrap_or(""))),
@@ -271,9 +272,8 @@ async fn pinned(db: &PgPool, run_id: i64, at: &str) -> Result<String> {
     let row = sb::bisection(db, run_id)
         .await?
         .ok_or_else(|| anyhow!("run {run_id} is not a bisection"))?;
-    let found: Vec<&report::Commit> = row
-        .commits
-        .0
+    let commits = sb::commits(db, run_id).await?;
+    let found: Vec<&report::Commit> = commits
         .iter()
         .filter(|c| at.len() >= 4 && c.hash.starts_with(&at.to_lowercase()))
         .collect();

@@ -16,7 +16,7 @@ use crate::bisect::{Ask, Bisection, Outcome, Role, Rules};
 use crate::config::Config;
 use crate::plan::{Job, RunState};
 use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, TreeSource};
-use crate::store::bisect::{BisectionRow, Measurement};
+use crate::store::bisect::{BisectionRow, Commit, Measurement};
 use crate::store::{self, RunRow};
 
 /// Said while a bisection goes.
@@ -70,10 +70,10 @@ fn kernel_at(src: &Source, name: &str, hash: &str, revert: Option<PathBuf>) -> K
 
 /// The kernel name a commit's boots run under: its place in the range and its hash; a
 /// revert's names the commit reverted.
-pub fn kernel_name(row: &BisectionRow, commit: usize, role: Role) -> String {
+pub fn kernel_name(commits: &[Commit], commit: usize, role: Role) -> String {
     match role {
-        Role::Revert { culprit } => format!("revert-{}", &row.commits[culprit].hash[..12]),
-        _ => format!("c{commit}-{}", &row.commits[commit].hash[..12]),
+        Role::Revert { culprit } => format!("revert-{}", &commits[culprit].hash[..12]),
+        _ => format!("c{commit}-{}", &commits[commit].hash[..12]),
     }
 }
 
@@ -83,7 +83,7 @@ pub fn kernel_name(row: &BisectionRow, commit: usize, role: Role) -> String {
 /// or the code changed since.
 pub fn replay(row: &BisectionRow, ms: &[Measurement]) -> Result<(Bisection, Option<Measurement>), String> {
     let rules: Rules = serde_json::from_value(row.rules.0.clone()).map_err(|e| format!("stored rules: {e}"))?;
-    let mut b = Bisection::new(row.commits.len(), rules);
+    let mut b = Bisection::new(row.commit_count as usize, rules);
     for (i, m) in ms.iter().enumerate() {
         let role = Role::parse(&m.role, m.reverted.map(|r| r as usize))
             .ok_or_else(|| format!("measurement {}: unknown role {:?}", m.seq, m.role))?;
@@ -119,6 +119,7 @@ pub async fn bisect(
         .await?
         .ok_or_else(|| EngineError::Bisect(format!("run {run_id} is not a bisection")))?;
     let scenario = scenario_of(&run)?;
+    let commits = store::bisect::commits(db, run_id).await?;
     let lock = lock_run(db, run_id).await?;
     store::set_run_state(db, run_id, RunState::Running).await?;
     put_back_leftovers(db, run_id, cfg, on_event).await?;
@@ -126,6 +127,7 @@ pub async fn bisect(
         db,
         run: &run,
         row: &row,
+        commits: &commits,
         scenario: &scenario,
         cfg,
     }
@@ -144,6 +146,8 @@ struct Bisector<'a> {
     db: &'a PgPool,
     run: &'a RunRow,
     row: &'a BisectionRow,
+    /// The whole range, good first.
+    commits: &'a [Commit],
     scenario: &'a Scenario,
     cfg: &'a Config,
 }
@@ -173,7 +177,7 @@ impl Bisector<'_> {
         let run_dir = self.cfg.data_dir.join("runs").join(self.run.id.to_string());
         let mut conns = open_conns(self.scenario, &run_dir, self.cfg, reached).await?;
         let mut seen = (bisection.steps().len(), bisection.reproduced());
-        let hash = |i: usize| crate::bisect::report::short(&self.row.commits[i].hash).to_string();
+        let hash = |i: usize| crate::bisect::report::short(&self.commits[i].hash).to_string();
         loop {
             let m = match pending.take() {
                 Some(m) => self.resumed(m).await?,
@@ -211,7 +215,7 @@ impl Bisector<'_> {
 
     /// "measurement 7: step c4-1a2b3c4d5e6f (sched: …)".
     fn describe(&self, m: &Measurement) -> String {
-        let c = &self.row.commits[m.commit_index as usize];
+        let c = &self.commits[m.commit_index as usize];
         format!("measurement {}: {} {} ({})", m.seq, m.role, m.kernel, c.subject)
     }
 
@@ -255,7 +259,7 @@ impl Bisector<'_> {
 
     /// A new measurement stored with its jobs, in a boot of its own.
     async fn ask(&self, seq: i32, commit: usize, role: Role) -> Result<Measurement, EngineError> {
-        let kernel = kernel_name(self.row, commit, role);
+        let kernel = kernel_name(self.commits, commit, role);
         let (boot, new) = self.jobs_for(&kernel).await?;
         let m = Measurement {
             seq,
@@ -279,13 +283,13 @@ impl Bisector<'_> {
     /// variant and workload, every boot a fresh one.
     fn scenario_for(&self, m: &Measurement) -> Result<Scenario, String> {
         let src = source(self.scenario, &self.row.kernel)?;
-        let commit = &self.row.commits[m.commit_index as usize];
+        let commit = &self.commits[m.commit_index as usize];
         let revert = match m.reverted {
             Some(culprit) => Some(
                 crate::kernel::range::revert_patch(
                     src.url,
                     &commit.hash,
-                    &self.row.commits[culprit as usize].hash,
+                    &self.commits[culprit as usize].hash,
                     &self.cfg.cache_dir,
                 )
                 .map_err(|e| e.to_string())?,

@@ -18,7 +18,9 @@ pub struct BisectionRow {
     pub variant: String,
     pub good: String,
     pub bad: String,
-    pub commits: sqlx::types::Json<Vec<Commit>>,
+    /// How many commits the range has (good and bad included); the commits themselves
+    /// are rows of their own (`commits`, `commits_at`).
+    pub commit_count: i32,
     pub rules: sqlx::types::Json<serde_json::Value>,
     pub outcome: Option<sqlx::types::Json<serde_json::Value>>,
 }
@@ -50,6 +52,7 @@ pub async fn record_bisection(
     db: &PgPool,
     (name, yaml, source_path): (&str, &str, &str),
     b: &BisectionRow,
+    commits: &[Commit],
 ) -> Result<i64> {
     use sha2::Digest;
     let sha = hex::encode(sha2::Sha256::digest(yaml.as_bytes()));
@@ -57,7 +60,7 @@ pub async fn record_bisection(
     let scenario_id = super::upsert_scenario(&mut *tx, name, yaml, &sha).await?;
     let run_id = super::create_run(&mut tx, scenario_id, source_path, &[]).await?;
     sqlx::query(
-        "INSERT INTO bisections (run_id, kernel, workload, metric, variant, good, bad, commits, rules)
+        "INSERT INTO bisections (run_id, kernel, workload, metric, variant, good, bad, commit_count, rules)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(run_id)
@@ -67,8 +70,21 @@ pub async fn record_bisection(
     .bind(&b.variant)
     .bind(&b.good)
     .bind(&b.bad)
-    .bind(&b.commits)
+    .bind(commits.len() as i32)
     .bind(&b.rules)
+    .execute(&mut *tx)
+    .await?;
+    let idx: Vec<i32> = (0..commits.len() as i32).collect();
+    let column = |f: fn(&Commit) -> &str| commits.iter().map(|c| f(c).to_string()).collect::<Vec<String>>();
+    sqlx::query(
+        "INSERT INTO bisect_commits (run_id, idx, hash, subject, author)
+         SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[])",
+    )
+    .bind(run_id)
+    .bind(&idx)
+    .bind(column(|c| &c.hash))
+    .bind(column(|c| &c.subject))
+    .bind(column(|c| &c.author))
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -78,7 +94,7 @@ pub async fn record_bisection(
 /// The bisection of a run, if it is one.
 pub async fn bisection(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<BisectionRow>> {
     Ok(sqlx::query_as(
-        "SELECT run_id, kernel, workload, metric, variant, good, bad, commits, rules, outcome
+        "SELECT run_id, kernel, workload, metric, variant, good, bad, commit_count, rules, outcome
          FROM bisections WHERE run_id = $1",
     )
     .bind(run_id)
@@ -86,7 +102,34 @@ pub async fn bisection(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<Bi
     .await?)
 }
 
-/// Every measurement of a bisection, in the order asked.
+/// The whole range of a bisection, good first (what drives it needs every commit).
+pub async fn commits(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Commit>> {
+    let rows: Vec<(String, String, String)> =
+        sqlx::query_as("SELECT hash, subject, author FROM bisect_commits WHERE run_id = $1 ORDER BY idx")
+            .bind(run_id)
+            .fetch_all(db)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(hash, subject, author)| Commit { hash, subject, author })
+        .collect())
+}
+
+/// The commits of a bisection's range at `idx` (a page's few), by index.
+pub async fn commits_at(db: impl PgExecutor<'_>, run_id: i64, idx: &[i32]) -> Result<Vec<(i32, Commit)>> {
+    let rows: Vec<(i32, String, String, String)> = sqlx::query_as(
+        "SELECT idx, hash, subject, author FROM bisect_commits WHERE run_id = $1 AND idx = ANY($2) ORDER BY idx",
+    )
+    .bind(run_id)
+    .bind(idx)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(i, hash, subject, author)| (i, Commit { hash, subject, author }))
+        .collect())
+}
+
 /// Every bisection's run, with what it bisects and how it ended (the outcome's `kind`, or
 /// none while it goes on): what `kreg status` says beside the run.
 pub async fn bisection_kinds(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String, Option<String>)>> {
@@ -98,6 +141,7 @@ pub async fn bisection_kinds(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String
     .await?)
 }
 
+/// Every measurement of a bisection, in the order asked.
 pub async fn measurements(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Measurement>> {
     Ok(sqlx::query_as(
         "SELECT seq, commit_index, role, reverted, kernel, boot, value, error, compiled

@@ -57,9 +57,23 @@ pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
         good_ref: row.good.clone(),
         bad_ref: row.bad.clone(),
     };
+    // Only the commits the report names are read: the ends, those measured, the culprit.
+    let count = row.commit_count as usize;
+    let named: Vec<i32> = report::Range::named(count, &boots, outcome.as_ref())
+        .into_iter()
+        .map(|i| i as i32)
+        .collect();
+    let range = report::Range {
+        count,
+        known: sb::commits_at(db, run_id, &named)
+            .await?
+            .into_iter()
+            .map(|(i, c)| (i as usize, c))
+            .collect(),
+    };
     Ok(report::report(
         about,
-        &row.commits.0,
+        &range,
         &bisection,
         &boots,
         (compiled, failed),

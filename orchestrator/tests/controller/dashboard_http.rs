@@ -469,3 +469,64 @@ async fn a_finished_run_is_judged_once_before_it_is_asked_for() {
     let _ = child.wait();
     assert_eq!(n, 2, "{:?}", said.lock().unwrap());
 }
+
+/// A bisection's page reads the few commits it names (the ends, the commits measured, the
+/// culprit), not its whole range: counted from the rows the server's statements return
+/// (`KREG_LOG`), for a range of 16,000 commits.
+#[tokio::test]
+async fn a_bisection_page_reads_the_commits_it_names_not_the_range() {
+    use kreg::store::bisect as sb;
+    let db = fresh_db("dash_bisect_range").await;
+    let dir = Scratch::new("dash_bisect_range");
+    let commits: Vec<sb::Commit> = (0..16_000)
+        .map(|i| sb::Commit {
+            hash: format!("{i:040x}"),
+            subject: format!("commit {i}"),
+            author: "A U Thor <a@example.org>".into(),
+        })
+        .collect();
+    let row = sb::BisectionRow {
+        run_id: 0,
+        kernel: "tree".into(),
+        workload: "hb".into(),
+        metric: "time".into(),
+        variant: "default".into(),
+        good: "v1".into(),
+        bad: "v2".into(),
+        commit_count: 0,
+        rules: sqlx::types::Json(serde_json::to_value(kreg::bisect::Rules::default()).unwrap()),
+        outcome: None,
+    };
+    let yaml = "name: b\nhosts: { sut: { role: sut, transport: { kind: lab } } }\nkernels: [ { name: tree, source: running } ]\nworkloads: [ { name: hb, kind: hackbench } ]\n";
+    let run = sb::record_bisection(&db.pool, ("b", yaml, "/nowhere/b.yaml"), &row, &commits)
+        .await
+        .unwrap();
+    assert_eq!(
+        sb::commits(&db.pool, run).await.unwrap(),
+        commits,
+        "the range is kept whole, in order"
+    );
+    let (mut child, base, said) = serve_logged(&db, &dir);
+    let page = reqwest::get(format!("{base}/runs/{run}/bisect")).await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let text = page.text().await.unwrap();
+    assert!(
+        text.contains("16000 commits") && text.contains("commit 15999"),
+        "{text}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = child.kill();
+    let _ = child.wait();
+    let lines = said.lock().unwrap().clone();
+    let reads: Vec<&String> = lines.iter().filter(|l| l.contains("bisect_commits")).collect();
+    assert!(!reads.is_empty(), "{lines:?}");
+    for l in &reads {
+        let returned: u64 = l
+            .split("rows_returned=")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no row count in {l}"));
+        assert!(returned <= 2, "the page read {returned} commits: {l}");
+    }
+}

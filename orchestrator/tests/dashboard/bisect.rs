@@ -35,11 +35,11 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
         variant: "default".into(),
         good: "v1".into(),
         bad: "v2".into(),
-        commits: sqlx::types::Json(commits),
+        commit_count: commits.len() as i32,
         rules: sqlx::types::Json(serde_json::to_value(rules).unwrap()),
         outcome: None,
     };
-    let run = sb::record_bisection(&pool, ("bisect-page", SCENARIO, "/nowhere/b.yaml"), &row)
+    let run = sb::record_bisection(&pool, ("bisect-page", SCENARIO, "/nowhere/b.yaml"), &row, &commits)
         .await
         .unwrap();
     let mut b = Bisection::new(9, rules);
