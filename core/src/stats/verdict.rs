@@ -366,7 +366,7 @@ fn note_step(c: &mut Comparison, min: f64) {
         c.runs_needed = None;
         c.reason.push_str(&format!(
             "; every value of both sides is {}: percentiles from a histogram's buckets can all fall in one bucket, whose width nothing here shows, so no interval is claimed (a finer measure will settle it: more loops, or the tool's finer buckets)",
-            crate::report::fmt_value(c.centre[0])
+            c.centre[0]
         ));
         return;
     }

@@ -331,17 +331,6 @@ pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
     .await?)
 }
 
-/// A run's failed jobs, in run order (what a live run page lists as they fail).
-pub async fn failed_jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, warmup
-         FROM jobs WHERE run_id = $1 AND state = 'failed' ORDER BY ordinal",
-    )
-    .bind(run_id)
-    .fetch_all(db)
-    .await?)
-}
-
 /// The jobs of one slot of a submitted run, in run order.
 pub async fn slot_jobs(db: impl PgExecutor<'_>, run_id: i64, slot: i32) -> Result<Vec<JobRow>> {
     Ok(sqlx::query_as(

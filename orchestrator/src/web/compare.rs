@@ -271,19 +271,7 @@ async fn report_html(st: &AppState, id: &str, q: Vec<(String, String)>) -> view:
     };
     let _ = write!(body, "<div id=\"report-notes\">{}</div>", notes(&loaded));
     body.push_str(&tables_html(&loaded, &q));
-    // The report as a mail carries it: plain text of at most 80 columns, with a button
-    // that copies it (`kreg report --format mail` prints the same).
-    let _ = write!(
-        body,
-        "<details class=\"mail\"><summary>As text for a mail (80 columns)</summary>\
-<p><button type=\"button\" data-copy=\"mail-text\">Copy</button> {} · <code>kreg report {run} --format mail</code></p>\
-<pre id=\"mail-text\">{}</pre></details>",
-        html::link(
-            &format!("/runs/{run}/download/report-mail.txt{}", settings_query(&q)),
-            "download"
-        ),
-        esc(&loaded.report(false).render(report::Format::Mail))
-    );
+    body.push_str(&super::mail::block(&loaded, &settings_query(&q)));
     Ok(html::layout(&format!("Comparison, run {run}"), &body, &live))
 }
 
@@ -425,11 +413,10 @@ pub(super) fn notes(l: &Loaded) -> String {
         "<p class=\"reading\"><b>Reading a row:</b> <em>centre</em> is the mean (the median for \
 percentiles and counts); <em>spread</em> is ± the standard deviation in % of the mean (<em>iqr</em>: \
 the interquartile range in % of the median); <em>change</em> is the centre's against the baseline \
-row; the <em>interval</em> drawing shows that change (the dot) and its interval (the thick \
-line, at the level the table's reasons name: 90% under a fixed plan; <em>no change</em> is that line \
-inside the band) and, where a change is at stake, the interval at the change test's own level, \
-1 − α (the thin dashed line: a change is called only when the test reaches α), on the % axis \
-under each table, over the shaded band of ±{}% (changes too small to matter); <em>samples</em>: one dot per run, the line their centre: point at a dot for its value \
+row; the <em>interval</em> drawing shows that change (the dot), its interval (the thick line, \
+90% under a fixed plan; <em>no change</em> is that line inside the band) and, where a change is \
+at stake, the interval at the test's own level, 1 − α (thin, dashed: a change is called only \
+when the test reaches α), on the % axis under each table, over the band of ±{}%; <em>samples</em>: one dot per run, the line their centre: point at a dot for its value \
 and job, click it to open the job.</p>",
         100.0 * l.settings.min_effect
     );

@@ -20,6 +20,7 @@ mod html;
 mod job;
 mod kernels;
 mod live;
+mod mail;
 mod params;
 mod runs;
 mod samples;

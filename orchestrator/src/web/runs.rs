@@ -300,7 +300,7 @@ pub async fn run_live(State(st): State<AppState>, Path(id): Path<String>) -> Api
     let item = crate::store::pages::run_item(&st.db, run)
         .await?
         .ok_or_else(|| view::ViewError::NotFound(format!("run {run} does not exist")))?;
-    let failed = crate::store::failed_jobs(&st.db, run).await?;
+    let failed = crate::store::pages::failed_jobs(&st.db, run).await?;
     json(&serde_json::json!({
         "jobs": item.jobs,
         "run-state": state_html(&item),
