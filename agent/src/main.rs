@@ -71,6 +71,7 @@ async fn real_main(args: Args) -> Result<(), String> {
         println!("{fp}");
         return Ok(());
     }
+    kreg_agent::steps::identity::keep_id(&args.data_dir)?;
     let token_file = args.token_file.clone().expect("required by clap");
     let token = Token::read_file(&token_file)?;
     let tls = match args.tls {

@@ -489,6 +489,10 @@ pub struct Identity {
     /// Seconds since the agent started.
     #[serde(default)]
     pub agent_uptime_secs: f64,
+    /// The agent's own id, kept in its data folder (empty from an agent that has none): two
+    /// addresses that reach one agent report the same.
+    #[serde(default)]
+    pub agent_id: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -44,6 +44,7 @@ pub async fn run() -> Result<Identity, StepError> {
             .and_then(|u| u.split_whitespace().next()?.parse().ok())
             .unwrap_or(0.0),
         agent_uptime_secs: started().elapsed().as_secs_f64(),
+        agent_id: ID.get().cloned().unwrap_or_default(),
     })
 }
 
@@ -51,4 +52,52 @@ pub async fn run() -> Result<Identity, StepError> {
 pub fn started() -> std::time::Instant {
     static AT: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     *AT.get_or_init(std::time::Instant::now)
+}
+
+/// This agent's id, once [`keep_id`] read or made it.
+static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Reads the agent's id from `DATA_DIR/agent-id`, or makes one (128 random bits in hex)
+/// and keeps it there: the controller tells one agent listed under two addresses from two
+/// agents by it. A data folder wiped makes a new agent.
+pub fn keep_id(data_dir: &std::path::Path) -> Result<String, String> {
+    let path = data_dir.join("agent-id");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = text.trim();
+        if id.len() == 32 && id.chars().all(|c| c.is_ascii_hexdigit()) {
+            let _ = ID.set(id.to_string());
+            return Ok(id.to_string());
+        }
+    }
+    let mut bytes = [0u8; 16];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").map_err(|e| format!("cannot open /dev/urandom: {e}"))?,
+        &mut bytes,
+    )
+    .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot make {}: {e}", data_dir.display()))?;
+    let tmp = data_dir.join("agent-id.tmp");
+    std::fs::write(&tmp, format!("{id}\n"))
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let _ = ID.set(id.clone());
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_id_is_made_once_and_kept_and_a_damaged_one_is_made_again() {
+        let dir = std::env::temp_dir().join(format!("kreg-agent-id-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let first = super::keep_id(&dir).unwrap();
+        assert_eq!(first.len(), 32);
+        assert_eq!(super::keep_id(&dir).unwrap(), first);
+        std::fs::write(dir.join("agent-id"), "not an id\n").unwrap();
+        let again = super::keep_id(&dir).unwrap();
+        assert_ne!(again, first);
+        assert_eq!(std::fs::read_to_string(dir.join("agent-id")).unwrap().trim(), again);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

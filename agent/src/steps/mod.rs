@@ -86,8 +86,9 @@ pub(crate) fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
 }
 
 /// The agent's own files in its data folder, which no upload may name (or replace): the
-/// fence's epoch, its temporary, and the TLS identity's folder.
-pub const RESERVED: &[&str] = &["epoch", "epoch.tmp", "tls"];
+/// fence's epoch, its temporary, the TLS identity's folder and the agent's id (with its
+/// temporary).
+pub const RESERVED: &[&str] = &["epoch", "epoch.tmp", "tls", "agent-id", "agent-id.tmp"];
 
 /// Where an uploaded file named `name` lives. Names are plain: letters, digits, `.`, `_`,
 /// `-`, `+`, starting with a letter or digit, and none of [`RESERVED`].
@@ -107,7 +108,7 @@ pub fn upload_path(dir: &Path, name: &str) -> Result<PathBuf, StepError> {
     if RESERVED.contains(&name) {
         return Err(err(
             ErrorKind::Forbidden,
-            format!("{name:?} is the agent's own file in its data folder (its fence or TLS identity): upload under another name"),
+            format!("{name:?} is the agent's own file in its data folder (its fence, TLS identity or id): upload under another name"),
         ));
     }
     Ok(dir.join(name))

@@ -145,8 +145,9 @@ async fn the_fence_cannot_be_set_back_or_pushed_out_of_reach() {
     let _ = std::fs::remove_dir_all(&dir);
     let (_child, url) = agent(&dir, "log").await;
     let c = client(&url, Some(7));
-    c.identity().await.unwrap();
-    for name in ["epoch", "epoch.tmp", "tls"] {
+    let id = c.identity().await.unwrap().agent_id;
+    assert_eq!(std::fs::read_to_string(dir.join("data/agent-id")).unwrap().trim(), id);
+    for name in ["epoch", "epoch.tmp", "tls", "agent-id", "agent-id.tmp"] {
         match c.upload(name, b"0\n".to_vec()).await {
             Err(ClientError::Step { error, .. }) => {
                 assert_eq!(error.kind, ErrorKind::Forbidden, "{name}: {error:?}");
@@ -160,6 +161,7 @@ async fn the_fence_cannot_be_set_back_or_pushed_out_of_reach() {
         }
     }
     assert_eq!(std::fs::read_to_string(dir.join("data/epoch")).unwrap().trim(), "7");
+    assert_eq!(std::fs::read_to_string(dir.join("data/agent-id")).unwrap().trim(), id);
     // Another name is fine.
     c.upload("epochs.txt", b"x".to_vec()).await.unwrap();
     for given in ["18446744073709551615", "9223372036854775808", "0"] {

@@ -233,6 +233,7 @@ async fn bench(cfg: &Config, a: &FleetArgs, url: &str) -> Result<ExitCode> {
             role: "sut",
             loadgen: None,
             labels: &m.labels,
+            agent_id: None,
         })
         .collect();
     fleet::add_machines(&db, &pool, &dir.0.display().to_string(), &rows).await?;

@@ -40,7 +40,7 @@ pub struct SubmitArgs {
 pub async fn machines(cmd: MachinesCmd, cfg: &Config) -> Result<ExitCode> {
     let db = super::db::connect(cfg).await?;
     match cmd {
-        MachinesCmd::Add { pool } => add(&db, &pool).await,
+        MachinesCmd::Add { pool } => add(&db, &pool, cfg).await,
         MachinesCmd::List => {
             print!("{}", list(&db).await?);
             Ok(ExitCode::SUCCESS)
@@ -74,11 +74,40 @@ pub fn load_pool(file: &Path) -> Result<(String, PathBuf, Vec<PoolMachine>)> {
     }
 }
 
-async fn add(db: &sqlx::PgPool, file: &Path) -> Result<ExitCode> {
+async fn add(db: &sqlx::PgPool, file: &Path, cfg: &Config) -> Result<ExitCode> {
     let (text, dir, machines) = load_pool(file)?;
+    let asked = futures_util::future::join_all(
+        machines
+            .iter()
+            .map(|m| kreg::engine::reach::agent_id(m, cfg, std::time::Duration::from_secs(20))),
+    )
+    .await;
+    let mut ids = Vec::new();
+    for (m, id) in machines.iter().zip(asked) {
+        match id {
+            Ok(id) => ids.push(id),
+            Err(why) => {
+                eprintln!(
+                    "{}: machine `{}`: its agent was not reached ({}): whether another entry reaches the same agent is not checked",
+                    file.display(),
+                    m.name,
+                    kreg::text::printable(&why)
+                );
+                ids.push(None);
+            }
+        }
+    }
+    let problems = same_agents(&machines, &ids, &fleet::machines(db).await?);
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("{}: {p}", file.display());
+        }
+        bail!("{} has {} problem(s); no machine added", file.display(), problems.len());
+    }
     let rows: Vec<fleet::NewMachine> = machines
         .iter()
-        .map(|m| fleet::NewMachine {
+        .zip(&ids)
+        .map(|(m, id)| fleet::NewMachine {
             name: &m.name,
             role: match m.role {
                 Role::Sut => "sut",
@@ -86,6 +115,7 @@ async fn add(db: &sqlx::PgPool, file: &Path) -> Result<ExitCode> {
             },
             loadgen: m.loadgen.as_deref(),
             labels: &m.labels,
+            agent_id: id.as_deref(),
         })
         .collect();
     fleet::add_machines(db, &text, &dir.display().to_string(), &rows).await?;
@@ -94,6 +124,36 @@ async fn add(db: &sqlx::PgPool, file: &Path) -> Result<ExitCode> {
     }
     println!("{} machine(s) in the pool from {}", machines.len(), file.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Entries whose agents reported one id: the second of two in the file, or one that reaches
+/// the agent of a machine already in the pool under another name. Leased to two slots at
+/// once, one agent fences one of them, whose jobs then fail.
+fn same_agents(machines: &[PoolMachine], ids: &[Option<String>], stored: &[fleet::MachineRow]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for (m, id) in machines.iter().zip(ids) {
+        let Some(id) = id.as_deref() else { continue };
+        let short = &id[..id.len().min(12)];
+        if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
+            out.push(format!(
+                "machine `{}` reaches the same agent as machine `{first}` (agent id {short}…): one machine leased to two slots fences one of them; list it once",
+                m.name
+            ));
+            continue;
+        }
+        seen.push((id, &m.name));
+        let other = stored
+            .iter()
+            .find(|r| r.agent_id.as_deref() == Some(id) && !machines.iter().any(|n| n.name == r.name));
+        if let Some(r) = other {
+            out.push(format!(
+                "machine `{}` reaches the same agent as machine `{}`, already in the pool (agent id {short}…): list it once (`kreg machines remove {}` first to rename it)",
+                m.name, r.name, r.name
+            ));
+        }
+    }
+    out
 }
 
 fn rows_role(r: Role) -> &'static str {

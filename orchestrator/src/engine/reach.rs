@@ -6,7 +6,7 @@ use kreg_protocol::client::AgentClient;
 
 use super::error::HostError;
 use crate::config::Config;
-use crate::scenario::{Host, Machine, SshTransport, Transport};
+use crate::scenario::{Host, Machine, PoolMachine, SshTransport, Transport};
 use crate::ssh;
 
 /// The agents already reached (by the preflight), by host name: the engine takes them
@@ -92,4 +92,25 @@ pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError
         }
         Transport::Lab { .. } => Ok(None),
     }
+}
+
+/// The id the agent of pool machine `m` reports (None: a lab machine, or an agent that has
+/// none), or why it could not be asked within `wait`.
+pub async fn agent_id(m: &PoolMachine, cfg: &Config, wait: std::time::Duration) -> Result<Option<String>, String> {
+    let host = Host {
+        name: m.name.clone(),
+        role: m.role,
+        transport: m.transport.clone(),
+        tuning: Default::default(),
+    };
+    let asked = async {
+        let Some(a) = agent(&host, cfg).await.map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        let id = a.client.identity().await.map_err(|e| e.to_string())?;
+        Ok(Some(id.agent_id).filter(|i| !i.is_empty()))
+    };
+    tokio::time::timeout(wait, asked)
+        .await
+        .map_err(|_| format!("no answer in {} s", wait.as_secs()))?
 }

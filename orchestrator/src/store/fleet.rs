@@ -37,9 +37,11 @@ pub struct MachineRow {
     pub lease_expires: Option<chrono::DateTime<chrono::Utc>>,
     /// Whether the lease (if any) is still in force, by the database's clock.
     pub leased: bool,
+    /// The id its agent reported when the machine was last added and reached.
+    pub agent_id: Option<String>,
 }
 
-const MACHINE_COLUMNS: &str = "name, role, pool_yaml, pool_dir, loadgen, labels, lease_worker, lease_epoch, lease_since, lease_heartbeat, lease_expires, COALESCE(lease_expires > now(), false) AS leased";
+const MACHINE_COLUMNS: &str = "name, role, pool_yaml, pool_dir, loadgen, labels, lease_worker, lease_epoch, lease_since, lease_heartbeat, lease_expires, COALESCE(lease_expires > now(), false) AS leased, agent_id";
 
 /// A machine to register (or update): its role, its pool file's text and folder.
 pub struct NewMachine<'a> {
@@ -47,6 +49,8 @@ pub struct NewMachine<'a> {
     pub role: &'a str,
     pub loadgen: Option<&'a str>,
     pub labels: &'a Labels,
+    /// The id its agent reported now (None: not reached; the one on record stays).
+    pub agent_id: Option<&'a str>,
 }
 
 /// Registers the machines of one pool file, or updates them (their leases are kept).
@@ -54,9 +58,10 @@ pub async fn add_machines(db: &PgPool, pool_yaml: &str, pool_dir: &str, machines
     let mut tx = db.begin().await?;
     for m in machines {
         sqlx::query(
-            "INSERT INTO machines (name, role, pool_yaml, pool_dir, loadgen, labels) VALUES ($1, $2, $3, $4, $5, $6)
+            "INSERT INTO machines (name, role, pool_yaml, pool_dir, loadgen, labels, agent_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role, pool_yaml = EXCLUDED.pool_yaml,
-                 pool_dir = EXCLUDED.pool_dir, loadgen = EXCLUDED.loadgen, labels = EXCLUDED.labels",
+                 pool_dir = EXCLUDED.pool_dir, loadgen = EXCLUDED.loadgen, labels = EXCLUDED.labels,
+                 agent_id = COALESCE(EXCLUDED.agent_id, machines.agent_id)",
         )
         .bind(m.name)
         .bind(m.role)
@@ -64,6 +69,7 @@ pub async fn add_machines(db: &PgPool, pool_yaml: &str, pool_dir: &str, machines
         .bind(pool_dir)
         .bind(m.loadgen)
         .bind(Json(m.labels))
+        .bind(m.agent_id)
         .execute(&mut *tx)
         .await?;
     }

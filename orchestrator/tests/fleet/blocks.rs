@@ -126,3 +126,66 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
         "{status}"
     );
 }
+
+/// One agent listed under two addresses that no rewriting makes equal (127.0.0.1 and
+/// 127.0.0.2, the agent listening on every address) is told by the id it reports: the
+/// second entry is refused, in the file and against the pool, and nothing is added; an
+/// entry whose agent is down is added with a word that it was not checked.
+#[tokio::test]
+async fn one_agent_under_two_addresses_is_refused_by_the_id_it_reports() {
+    let db = fresh_db("fleet_twice").await;
+    let dir = Scratch::new("fleet-twice");
+    let agent = LoggedAgent::start(&dir.0, "x", "0.0.0.0", &[]);
+    let other = LoggedAgent::start(&dir.0, "y", "127.0.0.1", &[]);
+    let port = agent.url.rsplit(':').next().unwrap().to_string();
+    let id = std::fs::read_to_string(agent.data.join("agent-id")).unwrap();
+    assert_eq!(id.trim().len(), 32, "{id:?}");
+    let entry = |name: &str, host: &str, port: &str| {
+        format!("  {name}: {{ role: sut, transport: {{ kind: http, url: \"http://{host}:{port}\", token_file: token }} }}\n")
+    };
+    let data = dir.0.join("cli");
+    let run = |args: &[&str]| kreg_out(&db.url, &data, args);
+    let write = |file: &str, text: String| {
+        let p = dir.0.join(file);
+        std::fs::write(&p, format!("machines:\n{text}")).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let both = write("both.yaml", entry("a", "127.0.0.1", &port) + &entry("b", "127.0.0.2", &port));
+    let (ok, out) = run(&["machines", "add", &both]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(&format!("machine `b` reaches the same agent as machine `a` (agent id {}…)", &id[..12]))
+            && out.contains("no machine added"),
+        "{out}"
+    );
+    let (_, list) = run(&["machines", "list"]);
+    assert!(list.contains("no machines"), "{list}");
+    // Two agents on one host are two machines; an agent that is down is not checked.
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let first = write(
+        "first.yaml",
+        entry("a", "127.0.0.1", &port)
+            + &entry("c", "127.0.0.1", other.url.rsplit(':').next().unwrap())
+            + &entry("down", "127.0.0.1", &gone.to_string()),
+    );
+    let (ok, out) = run(&["machines", "add", &first]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("machine `down`: its agent was not reached") && out.contains("3 machine(s) in the pool"),
+        "{out}"
+    );
+    // Another file that names the same agent under another name and address.
+    let second = write("second.yaml", entry("b", "127.0.0.2", &port));
+    let (ok, out) = run(&["machines", "add", &second]);
+    assert!(
+        !ok && out.contains("machine `b` reaches the same agent as machine `a`, already in the pool"),
+        "{out}"
+    );
+    // The same machine added again (its pool file edited) is itself, not a twin.
+    let (ok, out) = run(&["machines", "add", &first]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["machines", "remove", "a"]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["machines", "add", &second]);
+    assert!(ok, "{out}");
+}
