@@ -297,15 +297,13 @@ fn pairs_of(s: &Scenario, baseline: &Baseline) -> Vec<(String, Cell, Cell)> {
     out
 }
 
+/// The change, its interval, p, and whether the test can decide.
+type Compared = (Option<f64>, Option<(f64, f64)>, Option<f64>, bool);
+
 /// A field compared by the report's own rules (see [`SchedStats::method`]): the change with
 /// its (1 − alpha) interval on the ratio's scale, the test's p, and whether that test can reach
 /// alpha with these jobs. `None` for the interval and p with fewer than two jobs a side.
-fn compare(
-    base: &[f64],
-    new: &[f64],
-    derived_mean: bool,
-    alpha: f64,
-) -> (Option<f64>, Option<(f64, f64)>, Option<f64>, bool) {
+fn compare(base: &[f64], new: &[f64], derived_mean: bool, alpha: f64) -> Compared {
     use crate::stats::{measure, MetricKind, Unit};
     let kind = if derived_mean {
         MetricKind::Mean

@@ -44,7 +44,7 @@ enum Ended {
 }
 
 pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
-    if !(a.lease >= 3.0) {
+    if a.lease.is_nan() || a.lease < 3.0 {
         anyhow::bail!("--lease {}: give 3 seconds or more", a.lease);
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();

@@ -20,10 +20,13 @@ type Cell<T> = Arc<OnceCell<Arc<T>>>;
 /// Rendered pages.
 pub type PageCache = Cache<String>;
 
+/// ((key, version), the entry).
+type Entry<T> = ((String, String), Cell<T>);
+
 pub struct Cache<T> {
     kept: usize,
     /// ((key, version), the entry), in the order made.
-    pages: Mutex<Vec<((String, String), Cell<T>)>>,
+    pages: Mutex<Vec<Entry<T>>>,
 }
 
 impl<T> Cache<T> {

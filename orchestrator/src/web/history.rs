@@ -134,8 +134,8 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
     const SHOWN: usize = 24;
     let headers = ["run", "kernel/variant", "n", "centre", "spread", "started"];
     let newest: std::collections::BTreeSet<i64> = v.runs.iter().rev().take(SHOWN).copied().collect();
-    let (recent, older): (Vec<(i64, Vec<String>)>, Vec<(i64, Vec<String>)>) =
-        rows.into_iter().partition(|(run, _)| newest.contains(run));
+    type Rows = Vec<(i64, Vec<String>)>;
+    let (recent, older): (Rows, Rows) = rows.into_iter().partition(|(run, _)| newest.contains(run));
     let cells = |r: Vec<(i64, Vec<String>)>| r.into_iter().map(|(_, c)| c).collect::<Vec<_>>();
     body.push_str(&html::table("history", &headers, &cells(recent)));
     if !older.is_empty() {

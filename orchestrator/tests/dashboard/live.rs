@@ -292,7 +292,7 @@ async fn a_live_run_in_the_browser() {
     assert!(cmds.starts_with("here$ chrt -b 0 sh -c "), "{cmds}");
     let reproduce = b.text("#reproduce + p + pre.cmd").await;
     assert!(reproduce.starts_with("kreg run /"), "{reproduce}");
-    dots_name_and_open_their_jobs(&b, &base).await;
+    dots_name_and_open_their_jobs(&b, base).await;
 
     // Every page: a title, no console error, fits 800 px, a screenshot at each width.
     let job: i64 = sqlx::query_scalar("SELECT min(id) FROM jobs")

@@ -381,7 +381,8 @@ async fn workers_under_kills_stops_cuts_and_database_restarts_lose_nothing() {
         "the queue did not drain; workers said:\n{}",
         texts.join("\n---\n")
     );
-    let report = check(&db, &agents, &applied.lock().unwrap(), &texts).await;
+    let applied = std::mem::take(&mut *applied.lock().unwrap());
+    let report = check(&db, &agents, &applied, &texts).await;
     eprintln!("{report}");
     eprintln!("soak: {:.0} s in all", started.elapsed().as_secs_f64());
     drop(fleet);

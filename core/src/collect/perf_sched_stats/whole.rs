@@ -200,7 +200,7 @@ fn cpus(sections: &[Section]) -> Result<(), ParseError> {
             .filter_map(|s| s.domain.as_deref())
             .collect();
         // A CPU in no domain (isolated from load balancing) has none.
-        if mine != levels && !(mine.is_empty() && !spanned.contains(cpu)) {
+        if mine != levels && (!mine.is_empty() || spanned.contains(cpu)) {
             return Err(fail(format!(
                 "CPU {cpu} has domain section(s) [{}] where the summary has [{}] (the report is cut short or mixed)",
                 mine.join(", "),
