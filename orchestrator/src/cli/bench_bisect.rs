@@ -71,6 +71,24 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
         ),
         ("a drift of +0.05% a commit (+3.2% in all)", drift, None),
         (
+            "+1.2% at 37, boots 1%: too near the noise",
+            Synthetic {
+                culprits: vec![(37, 0.012)],
+                ..base.clone()
+            },
+            Some(37),
+        ),
+        (
+            "+1.3% at 37, near the 1% minimum, CoV 0.5%, boots 0.3%",
+            Synthetic {
+                culprits: vec![(37, 0.013)],
+                cov: 0.005,
+                boot_cov: 0.003,
+                ..base.clone()
+            },
+            Some(37),
+        ),
+        (
             "+3% at 37, 36 does not build",
             Synthetic {
                 build_fails: vec![36],
