@@ -90,3 +90,39 @@ fn only_config_reads_the_environment() {
     }
     assert!(found.is_empty(), "environment read outside config: {found:#?}");
 }
+
+/// The database is written and read in `store/` only: no query, no SQL text elsewhere in the
+/// controller (the benches' included). The dashboard's and the reports' views (`view/`,
+/// `web/`) read the store and core, never the driver (`engine`).
+#[test]
+fn sql_only_in_the_store_and_the_views_do_not_import_the_engine() {
+    let src = root().join("orchestrator/src");
+    let mut found = Vec::new();
+    for (path, text) in sources(&src) {
+        let rel = path.strip_prefix(&src).unwrap().to_path_buf();
+        if rel.starts_with("store") || rel.ends_with("boundaries.rs") {
+            continue;
+        }
+        let sql = [
+            "sqlx::query",
+            "query_as(",
+            "query_scalar(",
+            "\"SELECT ",
+            "\"INSERT INTO ",
+            "\"UPDATE ",
+            "\"DELETE FROM ",
+            "DATABASE {",
+            "\"WITH ",
+        ];
+        for needle in sql {
+            if text.contains(needle) {
+                found.push(format!("{}: {needle}", rel.display()));
+            }
+        }
+        let view = rel.starts_with("view") || rel.starts_with("web");
+        if view && (text.contains("crate::engine") || text.contains("kreg::engine")) {
+            found.push(format!("{}: imports the engine", rel.display()));
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}

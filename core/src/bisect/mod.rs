@@ -20,6 +20,7 @@
 
 mod confirm;
 mod position;
+mod replay;
 pub mod report;
 mod search;
 pub mod sim;
@@ -29,6 +30,7 @@ use crate::stats::welch;
 use confirm::Confirm;
 pub use confirm::Confirmation;
 pub use position::{position, Position};
+pub use replay::Stored;
 pub use search::{Mark, Next, Search};
 pub use spec::{metric_of, Spec};
 

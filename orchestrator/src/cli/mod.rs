@@ -3,11 +3,6 @@
 pub mod agent;
 pub mod alerts;
 pub mod bench;
-pub mod bench_agent;
-pub mod bench_bisect;
-pub mod bench_changepoints;
-pub mod bench_dashboard;
-pub mod bench_fleet;
 pub mod bisect;
 pub mod db;
 pub mod fleet;

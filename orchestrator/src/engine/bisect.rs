@@ -12,7 +12,7 @@ use sqlx::PgPool;
 
 use super::drive::{Driver, Ledger};
 use super::{lock_run, open_conns, put_back_leftovers, scenario_of, EngineError, Event};
-use crate::bisect::{Ask, Bisection, Outcome, Role, Rules};
+use crate::bisect::{Ask, Outcome, Role};
 use crate::config::Config;
 use crate::plan::{Job, RunState};
 use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, TreeSource};
@@ -77,35 +77,6 @@ pub fn kernel_name(commits: &[Commit], commit: usize, role: Role) -> String {
     }
 }
 
-/// The bisection replayed from its stored measurements: the measured ones recorded in
-/// order, and the one asked but not measured yet (a resume measures it first). A stored
-/// measurement that is not what the bisection asks at its place is an error: the rules
-/// or the code changed since.
-pub fn replay(row: &BisectionRow, ms: &[Measurement]) -> Result<(Bisection, Option<Measurement>), String> {
-    let rules: Rules = serde_json::from_value(row.rules.0.clone()).map_err(|e| format!("stored rules: {e}"))?;
-    let mut b = Bisection::new(row.commit_count as usize, rules);
-    for (i, m) in ms.iter().enumerate() {
-        let role = Role::parse(&m.role, m.reverted.map(|r| r as usize))
-            .ok_or_else(|| format!("measurement {}: unknown role {:?}", m.seq, m.role))?;
-        match b.ask() {
-            Ask::Measure { commit, role: r } if commit == m.commit_index as usize && r == role => {}
-            other => {
-                return Err(format!(
-                    "measurement {} ({} of commit {}) is not what the bisection asks there ({other:?})",
-                    m.seq, m.role, m.commit_index
-                ))
-            }
-        }
-        match (&m.value, &m.error) {
-            (Some(v), _) => b.record(m.commit_index as usize, role, Ok(*v)),
-            (None, Some(e)) => b.record(m.commit_index as usize, role, Err(e.clone())),
-            (None, None) if i + 1 == ms.len() => return Ok((b, Some(m.clone()))),
-            (None, None) => return Err(format!("measurement {} was never measured", m.seq)),
-        }
-    }
-    Ok((b, None))
-}
-
 /// Drives the bisection of `run_id` to its outcome (stored with the bisection).
 pub async fn bisect(
     db: &PgPool,
@@ -165,7 +136,7 @@ impl Bisector<'_> {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Outcome, EngineError> {
         let ms = store::bisect::measurements(self.db, self.run.id).await?;
-        let (mut bisection, mut pending) = replay(self.row, &ms).map_err(EngineError::Bisect)?;
+        let (mut bisection, mut pending) = store::bisect::replay(self.row, &ms).map_err(EngineError::Bisect)?;
         let mut seq = ms.iter().map(|m| m.seq).max().unwrap_or(0);
         if !ms.is_empty() {
             let done = ms.iter().filter(|m| m.measured()).count();
@@ -200,7 +171,7 @@ impl Bisector<'_> {
                     }
                 }
             };
-            let role = Role::parse(&m.role, m.reverted.map(|r| r as usize)).expect("stored by this code");
+            let role = m.role().map_err(EngineError::Bisect)?;
             say(on_event, self.describe(&m));
             let measured = self.measure(&m, &mut conns, on_event).await?;
             let value = measured.value.as_ref().map(|v| *v).map_err(String::as_str);

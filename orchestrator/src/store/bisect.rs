@@ -4,6 +4,7 @@
 use sqlx::{PgExecutor, PgPool};
 
 use super::Result;
+use crate::bisect::{Bisection, Role, Rules, Stored};
 use crate::plan::Job;
 
 pub use crate::bisect::report::Commit;
@@ -44,6 +45,35 @@ impl Measurement {
     pub fn measured(&self) -> bool {
         self.value.is_some() || self.error.is_some()
     }
+
+    /// Why it was asked (an unknown stored role is an error).
+    pub fn role(&self) -> std::result::Result<Role, String> {
+        Role::parse(&self.role, self.reverted.map(|r| r as usize))
+            .ok_or_else(|| format!("measurement {}: unknown role {:?}", self.seq, self.role))
+    }
+}
+
+/// The bisection replayed from its stored measurements (see [`Bisection::replay`]), and the
+/// one asked but not measured yet.
+pub fn replay(
+    row: &BisectionRow,
+    ms: &[Measurement],
+) -> std::result::Result<(Bisection, Option<Measurement>), String> {
+    let rules: Rules = serde_json::from_value(row.rules.0.clone()).map_err(|e| format!("stored rules: {e}"))?;
+    let stored = ms
+        .iter()
+        .map(|m| {
+            Ok(Stored {
+                seq: m.seq as i64,
+                commit: m.commit_index as usize,
+                role: m.role()?,
+                value: m.value,
+                error: m.error.as_deref(),
+            })
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()?;
+    let (b, pending) = Bisection::replay(row.commit_count as usize, rules, &stored)?;
+    Ok((b, pending.map(|i| ms[i].clone())))
 }
 
 /// Records a bisection: its scenario's text, a run with no jobs yet, and what it bisects,

@@ -2,6 +2,7 @@
 //! (pool, connection or transaction) so callers choose the transaction boundaries.
 
 pub mod alerts;
+pub mod bench;
 pub mod bisect;
 mod builds;
 pub mod cluster;

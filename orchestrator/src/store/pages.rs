@@ -457,3 +457,20 @@ pub async fn failed_jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<sup
     .fetch_all(db)
     .await?)
 }
+
+/// Opens the connections a report's first load uses at once (its samples on two, the rest
+/// on a third) and has each read the tables a report reads, so that the first reader does
+/// not wait for new PostgreSQL backends and their first look at the catalog.
+pub async fn warm(db: sqlx::PgPool) {
+    let one = |db: sqlx::PgPool| async move {
+        let mut conn = db.acquire().await?;
+        sqlx::query("SELECT 1 FROM runs r, jobs j, results x, raw_outputs o WHERE false")
+            .execute(&mut *conn)
+            .await?;
+        Ok::<_, sqlx::Error>(conn)
+    };
+    // Held together, so that three distinct connections are made.
+    if let Err(e) = tokio::try_join!(one(db.clone()), one(db.clone()), one(db.clone())) {
+        tracing::debug!("dashboard: warming the database's connections: {e}");
+    }
+}

@@ -7,7 +7,6 @@ use sqlx::PgPool;
 
 use crate::bisect::report::{self, About, Boot};
 use crate::bisect::{Outcome, Role};
-use crate::engine::{self, bisect as eb};
 use crate::store::{self, bisect as sb};
 
 /// The report of a bisection run as it stands.
@@ -17,13 +16,13 @@ pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
         .await?
         .ok_or_else(|| anyhow!("run {run_id} is not a bisection"))?;
     let ms = sb::measurements(db, run_id).await?;
-    let (bisection, _) = eb::replay(&row, &ms).map_err(|e| anyhow!(e))?;
+    let (bisection, _) = sb::replay(&row, &ms).map_err(|e| anyhow!(e))?;
     let boots: Vec<Boot> = ms
         .iter()
         .filter(|m| m.measured())
         .map(|m| Boot {
             commit: m.commit_index as usize,
-            role: Role::parse(&m.role, m.reverted.map(|r| r as usize)).unwrap_or(Role::Step),
+            role: m.role().unwrap_or(Role::Step),
             value: match (&m.value, &m.error) {
                 (Some(v), _) => Ok(*v),
                 (None, e) => Err(e.clone().unwrap_or_default()),
@@ -37,7 +36,7 @@ pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
         .as_ref()
         .and_then(|o| serde_json::from_value(o.0.clone()).ok());
     // The machine is named as the scenario names its SUT (when the stored text still loads).
-    let sut = engine::scenario_of(&run)
+    let sut = crate::scenario_file::of_run(&run)
         .map(|s| s.sut().name.clone())
         .unwrap_or_else(|_| "the SUT".into());
     let machine = store::provenance(db, run_id, &sut)

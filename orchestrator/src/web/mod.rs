@@ -54,7 +54,7 @@ impl AppState {
         let pages = std::sync::Arc::new(cache::PageCache::new(cache::PAGES_KEPT));
         let judged = std::sync::Arc::new(cache::Cache::new(cache::REPORTS_KEPT));
         tokio::spawn(live::listen(db.clone(), changes.clone()));
-        tokio::spawn(warm(db.clone()));
+        tokio::spawn(crate::store::pages::warm(db.clone()));
         let st = AppState {
             db,
             changes,
@@ -63,23 +63,6 @@ impl AppState {
         };
         tokio::spawn(compare::prepare_finished(st.clone()));
         st
-    }
-}
-
-/// Opens the connections a report's first load uses at once (its samples on two, the rest
-/// on a third) and has each read the tables a report reads, so that the first reader does
-/// not wait for new PostgreSQL backends and their first look at the catalog.
-async fn warm(db: PgPool) {
-    let one = |db: PgPool| async move {
-        let mut conn = db.acquire().await?;
-        sqlx::query("SELECT 1 FROM runs r, jobs j, results x, raw_outputs o WHERE false")
-            .execute(&mut *conn)
-            .await?;
-        Ok::<_, sqlx::Error>(conn)
-    };
-    // Held together, so that three distinct connections are made.
-    if let Err(e) = tokio::try_join!(one(db.clone()), one(db.clone()), one(db.clone())) {
-        tracing::debug!("dashboard: warming the database's connections: {e}");
     }
 }
 

@@ -1,6 +1,13 @@
-//! `kreg bench verdicts`: the verdicts' promises measured by simulation and printed as a
-//! table: false alarms, equivalence shown, power against a 10% change and the runs it
-//! took, for every noise shape the test suite holds them to.
+//! `kreg bench`: figures the README promises, measured. `verdicts` (here): the verdicts'
+//! promises by simulation — false alarms, equivalence shown, power against a 10% change and
+//! the runs it took, for every noise shape the test suite holds them to; the agent's, the
+//! bisection's, the change points', the dashboard's and the fleet's in their own files.
+
+mod agent;
+mod bisect;
+mod changepoints;
+mod dashboard;
+mod fleet;
 
 use std::process::ExitCode;
 
@@ -39,17 +46,17 @@ pub enum BenchCmd {
     },
     /// What the agent costs the machine it runs on: memory idle and during an upload, CPU
     /// idle, hackbench with it against without it.
-    Agent(super::bench_agent::AgentArgs),
+    Agent(agent::AgentArgs),
     /// The fleet's queue: claim latency with many workers and pairs, the database's load,
     /// and how soon a killed worker's machines are leased again (agents on loopback; a
     /// database of its own on the configured server, dropped after).
-    Fleet(super::bench_fleet::FleetArgs),
+    Fleet(fleet::FleetArgs),
     /// The bisection's decisions on described ranges: how often it names the right
     /// commit, a wrong one, "does not reproduce", a range or "ambiguous", and its cost.
-    Bisect(super::bench_bisect::BisectArgs),
+    Bisect(bisect::BisectArgs),
     /// The history's change-point search on synthetic series: steps found at their run,
     /// false change points in series without one.
-    Changepoints(super::bench_changepoints::ChangepointArgs),
+    Changepoints(changepoints::ChangepointArgs),
 }
 
 /// The plans a case is tried under: for cases of runs, the README's adaptive 3..10, a
@@ -82,11 +89,11 @@ pub async fn dispatch(cmd: BenchCmd, cfg: &kreg::config::Config) -> Result<ExitC
             repeat,
             runs,
             viewers,
-        } => super::bench_dashboard::run(cfg, samples, repeat, runs, viewers).await,
-        BenchCmd::Agent(args) => super::bench_agent::run(cfg, args).await,
-        BenchCmd::Bisect(args) => super::bench_bisect::run(args),
-        BenchCmd::Fleet(args) => super::bench_fleet::run(cfg, args).await,
-        BenchCmd::Changepoints(args) => super::bench_changepoints::run(args),
+        } => dashboard::run(cfg, samples, repeat, runs, viewers).await,
+        BenchCmd::Agent(args) => agent::run(cfg, args).await,
+        BenchCmd::Bisect(args) => bisect::run(args),
+        BenchCmd::Fleet(args) => fleet::run(cfg, args).await,
+        BenchCmd::Changepoints(args) => changepoints::run(args),
     }
 }
 

@@ -183,13 +183,7 @@ async fn viewers(
     for change in 1..=changes {
         let started = std::time::Instant::now();
         let cpu = cpu_ms();
-        sqlx::query(
-            "UPDATE jobs SET state = 'done', finished_at = clock_timestamp()
-             WHERE id = (SELECT min(id) FROM jobs WHERE run_id = $1)",
-        )
-        .bind(run)
-        .execute(db)
-        .await?;
+        kreg::store::bench::finish_first_job(db, run).await?;
         let mut times = Vec::new();
         while times.len() < viewers {
             let (seen, ms) = tokio::time::timeout(std::time::Duration::from_secs(120), rx.recv())
@@ -334,7 +328,7 @@ async fn pages_table(base: &str, run: i64, repeat: usize) -> Result<Table> {
 }
 
 pub async fn run(cfg: &Config, samples: usize, repeat: usize, runs: usize, watchers: usize) -> Result<ExitCode> {
-    let options = super::db::options(cfg).await?;
+    let options = crate::cli::db::options(cfg).await?;
     let db = store::open(options.clone()).await?;
     let started = std::time::Instant::now();
     more_runs(&db, runs).await?;

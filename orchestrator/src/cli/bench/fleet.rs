@@ -9,8 +9,7 @@ use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
-use sqlx::postgres::PgConnectOptions;
-use sqlx::{ConnectOptions, PgPool};
+use sqlx::PgPool;
 
 use kreg::config::Config;
 use kreg::store::{self, fleet};
@@ -74,7 +73,7 @@ async fn url_of(cfg: &Config, name: &str) -> Result<String> {
 }
 
 fn agent(bin: &Path, dir: &Path, i: usize) -> Result<(Child, String)> {
-    super::bench_agent::spawn_loopback(bin, &dir.join("token"), &dir.join(format!("a{i}")), false)
+    super::agent::spawn_loopback(bin, &dir.join("token"), &dir.join(format!("a{i}")), false)
 }
 
 fn worker(url: &str, dir: &Path, name: &str, a: &FleetArgs, until_empty: bool) -> Result<Child> {
@@ -119,16 +118,6 @@ async fn submit(db: &PgPool, text: &str, pairs: usize) -> Result<i64> {
     Ok(fleet::submit(db, (&s.name, text, "bench"), &with, &sub).await?)
 }
 
-/// The database's counters: transactions, rows returned, fetched and written, blocks read.
-async fn db_counters(db: &PgPool) -> Result<[i64; 5]> {
-    let r: (i64, i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT xact_commit + xact_rollback, tup_returned, tup_fetched, tup_inserted + tup_updated + tup_deleted, blks_read
-         FROM pg_stat_database WHERE datname = current_database()",
-    )
-    .fetch_one(db)
-    .await?;
-    Ok([r.0, r.1, r.2, r.3, r.4])
-}
 
 /// CPU seconds used so far by this machine's PostgreSQL servers (0 when the server is
 /// elsewhere): each server's own and its ended backends' (reaped into its children's
@@ -199,14 +188,9 @@ pub async fn run(cfg: &Config, a: FleetArgs) -> Result<ExitCode> {
     let name = format!("kreg_bench_fleet_{}", std::process::id());
     let url = url_of(cfg, &name).await?;
     let admin_url = url_of(cfg, "postgres").await?;
-    let mut admin = admin_url.parse::<PgConnectOptions>()?.connect().await?;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await?;
+    store::bench::create_database(&admin_url, &name).await?;
     let result = bench(cfg, &a, &url).await;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await?;
+    store::bench::drop_database(&admin_url, &name).await?;
     result
 }
 
@@ -245,7 +229,7 @@ async fn bench(cfg: &Config, a: &FleetArgs, url: &str) -> Result<ExitCode> {
         submit(&db, &scenario("[sh, -c, \"echo value: 1\"]", n), n).await?;
         left -= n;
     }
-    let (before, cpu_before, t0) = (db_counters(&db).await?, postgres_cpu(), Instant::now());
+    let (before, cpu_before, t0) = (store::bench::counters(&db).await?, postgres_cpu(), Instant::now());
     let mut workers = Kids(Vec::new());
     for i in 0..a.workers {
         workers.0.push(worker(url, &dir.0, &format!("claim-w{i}"), a, true)?);
@@ -254,11 +238,9 @@ async fn bench(cfg: &Config, a: &FleetArgs, url: &str) -> Result<ExitCode> {
         w.wait()?;
     }
     let secs = t0.elapsed().as_secs_f64();
-    let (after, cpu_after) = (db_counters(&db).await?, postgres_cpu());
+    let (after, cpu_after) = (store::bench::counters(&db).await?, postgres_cpu());
     let claims = claim_times(&dir.0);
-    let done: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state = 'done'")
-        .fetch_one(&db)
-        .await?;
+    let done = store::bench::jobs_done(&db).await?;
     let releases = relet(&db, a, url, &dir.0).await?;
     drop(workers);
     drop(agents);
@@ -288,10 +270,7 @@ async fn relet(db: &PgPool, a: &FleetArgs, url: &str, dir: &Path) -> Result<Vec<
     // Every worker holding a slot of the run.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let leased: i64 = sqlx::query_scalar("SELECT count(*) FROM run_slots WHERE run_id = $1 AND state = 'leased'")
-            .bind(run)
-            .fetch_one(db)
-            .await?;
+        let leased = store::bench::slots_leased(db, run).await?;
         if leased as usize == a.workers {
             break;
         }
@@ -301,32 +280,19 @@ async fn relet(db: &PgPool, a: &FleetArgs, url: &str, dir: &Path) -> Result<Vec<
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // Their last heartbeats, then SIGKILL: each lease times out `lease` after its last.
-    let victims: Vec<(i32, f64)> = sqlx::query_as(
-        "SELECT s.slot, EXTRACT(EPOCH FROM m.lease_expires)::FLOAT8 FROM run_slots s JOIN machines m ON m.name = s.sut
-         WHERE s.run_id = $1 ORDER BY s.slot",
-    )
-    .bind(run)
-    .fetch_all(db)
-    .await?;
+    let victims = store::bench::slot_lease_expiry(db, run).await?;
     for w in workers.0.iter_mut().take(a.kill) {
         let _ = w.kill();
         let _ = w.wait();
     }
-    let killed_at: f64 = sqlx::query_scalar("SELECT EXTRACT(EPOCH FROM now())::FLOAT8")
-        .fetch_one(db)
-        .await?;
+    let killed_at = store::bench::now(db).await?;
     // Fresh workers to take the machines over.
     for i in 0..a.kill {
         workers.0.push(worker(url, dir, &format!("relief-w{i}"), a, false)?);
     }
     let deadline = Instant::now() + Duration::from_secs_f64(a.lease + 90.0);
     let taken: Vec<(i32, f64)> = loop {
-        let rows: Vec<(i32, f64)> = sqlx::query_as(
-            "SELECT slot, EXTRACT(EPOCH FROM leased_at)::FLOAT8 FROM run_slots WHERE run_id = $1 AND takeovers > 0",
-        )
-        .bind(run)
-        .fetch_all(db)
-        .await?;
+        let rows = store::bench::slots_taken_over(db, run).await?;
         if rows.len() >= a.kill || Instant::now() > deadline {
             break rows;
         }
