@@ -25,7 +25,7 @@ const TEMP_PREFIX: &str = ".upload-";
 const TEMP_SUFFIX: &str = ".partial";
 
 fn io_err(what: &str, e: std::io::Error) -> StepError {
-    steps::err(ErrorKind::Io, format!("{what}: {e}"))
+    steps::common::err(ErrorKind::Io, format!("{what}: {e}"))
 }
 
 /// Removes temp files that an earlier agent left behind (it was killed mid-upload).
@@ -72,7 +72,7 @@ impl Temp {
                 Err(e) => return Err(io_err("creating a temp file", e)),
             }
         }
-        Err(steps::err(ErrorKind::Io, "no free temp file name after 16 tries"))
+        Err(steps::common::err(ErrorKind::Io, "no free temp file name after 16 tries"))
     }
 
     fn rename_to(mut self, to: &Path) -> Result<(), StepError> {
@@ -115,14 +115,14 @@ pub(super) async fn upload(
 /// and the agent runs on the machine being measured), then renames it into place.
 async fn save_upload(dir: &Path, name: &str, mut body: Body, idle: std::time::Duration) -> Result<Uploaded, StepError> {
     use tokio::io::AsyncWriteExt;
-    let path = steps::upload_path(dir, name)?;
+    let path = steps::common::upload_path(dir, name)?;
     let (temp, file) = Temp::create(dir)?;
     let mut file = tokio::fs::File::from_std(file);
     let mut bytes = 0u64;
     while let Some(data) = super::next_data(&mut body, idle, name).await? {
         bytes += data.len() as u64;
         if bytes > MAX_UPLOAD {
-            return Err(steps::err(
+            return Err(steps::common::err(
                 ErrorKind::TooLarge,
                 format!("{name} is larger than {} GiB", MAX_UPLOAD >> 30),
             ));
@@ -146,7 +146,7 @@ async fn save_upload(dir: &Path, name: &str, mut body: Body, idle: std::time::Du
 
 /// A file of the data folder (a build's output packed there), streamed.
 pub(super) async fn download(State(state): State<Arc<AppState>>, UrlPath(name): UrlPath<String>) -> Response {
-    let opened = steps::upload_path(&state.config.data_dir, &name).and_then(|p| steps::open_regular(&p));
+    let opened = steps::common::upload_path(&state.config.data_dir, &name).and_then(|p| steps::common::open_regular(&p));
     let file = match opened {
         Ok(f) => tokio::fs::File::from_std(f),
         Err(e) => return reply_error(e.kind, e.message),

@@ -160,7 +160,7 @@ async fn read_step_body<'a>(
 ) -> Result<(Vec<u8>, tokio::sync::SemaphorePermit<'a>), StepError> {
     let max = state.limits.max_step_body;
     let too_large = |n: u64| {
-        steps::err(
+        steps::common::err(
             ErrorKind::TooLarge,
             format!("a step body of {n} bytes is larger than the {max} bytes allowed"),
         )
@@ -174,8 +174,8 @@ async fn read_step_body<'a>(
     let idle = state.limits.body_idle_timeout;
     let permit = tokio::time::timeout(idle, state.body_budget.acquire_many(kib))
         .await
-        .map_err(|_| steps::err(ErrorKind::Busy, "too many large steps in progress; try again"))?
-        .map_err(|_| steps::err(ErrorKind::Busy, "the agent is shutting down"))?;
+        .map_err(|_| steps::common::err(ErrorKind::Busy, "too many large steps in progress; try again"))?
+        .map_err(|_| steps::common::err(ErrorKind::Busy, "the agent is shutting down"))?;
     let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(max as u64) as usize);
     while let Some(data) = next_data(&mut body, idle, "the step").await? {
         if buf.len() + data.len() > max {
@@ -193,13 +193,13 @@ async fn next_data(body: &mut Body, idle: std::time::Duration, what: &str) -> Re
     loop {
         let frame = match tokio::time::timeout(idle, body.frame()).await {
             Err(_) => {
-                return Err(steps::err(
+                return Err(steps::common::err(
                     ErrorKind::Timeout,
                     format!("{what}: nothing received for {} s", idle.as_secs()),
                 ))
             }
             Ok(None) => return Ok(None),
-            Ok(Some(f)) => f.map_err(|e| steps::err(ErrorKind::Io, format!("receiving {what}: {e}")))?,
+            Ok(Some(f)) => f.map_err(|e| steps::common::err(ErrorKind::Io, format!("receiving {what}: {e}")))?,
         };
         // Trailers carry no data: read on.
         if let Ok(data) = frame.into_data() {

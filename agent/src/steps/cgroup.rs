@@ -14,9 +14,9 @@ pub use kreg_protocol::limits::MAX_GROUPS;
 /// Where the cgroup2 file system is mounted (the first such mount in mountinfo).
 pub fn mount() -> Result<PathBuf, StepError> {
     let info = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| super::err(ErrorKind::Io, format!("reading /proc/self/mountinfo: {e}")))?;
+        .map_err(|e| super::common::err(ErrorKind::Io, format!("reading /proc/self/mountinfo: {e}")))?;
     mount_in(&info).ok_or_else(|| {
-        super::err(
+        super::common::err(
             ErrorKind::NotFound,
             "no cgroup2 file system is mounted on this machine (mount -t cgroup2 none /sys/fs/cgroup)",
         )
@@ -56,8 +56,8 @@ fn unescape(s: &str) -> PathBuf {
 /// removal takes every tree of a run.
 fn check_name(name: &str) -> Result<(), StepError> {
     let parts: Vec<&str> = name.split('/').collect();
-    if parts.len() > 2 || parts.iter().any(|p| super::check_owner(p).is_err()) {
-        return Err(super::err(
+    if parts.len() > 2 || parts.iter().any(|p| super::common::check_owner(p).is_err()) {
+        return Err(super::common::err(
             ErrorKind::BadRequest,
             format!("bad cgroup tree name {name:?}: one or two plain names joined by '/'"),
         ));
@@ -66,7 +66,7 @@ fn check_name(name: &str) -> Result<(), StepError> {
 }
 
 fn io(what: impl std::fmt::Display, e: std::io::Error) -> StepError {
-    super::err(ErrorKind::Io, format!("{what}: {e}"))
+    super::common::err(ErrorKind::Io, format!("{what}: {e}"))
 }
 
 fn write(path: &Path, value: &str) -> Result<(), StepError> {
@@ -86,7 +86,7 @@ fn controllers(tree: &CgroupTree) -> Result<Vec<String>, StepError> {
                     .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_'))
         });
         if !ok_file || file.starts_with("cgroup.") || value.contains('\n') {
-            return Err(super::err(
+            return Err(super::common::err(
                 ErrorKind::BadRequest,
                 format!("bad cgroup limit {file}={value:?}"),
             ));
@@ -115,7 +115,7 @@ fn total_groups(fanout: &[u32]) -> u64 {
 pub fn make(tree: &CgroupTree) -> Result<CgroupsMade, StepError> {
     check_name(&tree.name)?;
     if tree.fanout.contains(&0) || total_groups(&tree.fanout) > MAX_GROUPS {
-        return Err(super::err(
+        return Err(super::common::err(
             ErrorKind::BadRequest,
             format!(
                 "a cgroup hierarchy of {:?} children per level: each at least 1, at most {MAX_GROUPS} groups in all",
@@ -131,7 +131,7 @@ pub fn make(tree: &CgroupTree) -> Result<CgroupsMade, StepError> {
         .iter()
         .find(|c| !available.split_whitespace().any(|a| a == c.as_str()))
     {
-        return Err(super::err(
+        return Err(super::common::err(
             ErrorKind::NotFound,
             format!(
                 "the cgroup2 mount {} has no {missing} controller (it has: {})",
@@ -256,7 +256,7 @@ pub fn placement(leaves: &[String]) -> Result<(CString, Vec<PathBuf>), StepError
             && p.components()
                 .all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
         if !inside || !p.join("cgroup.procs").exists() {
-            return Err(super::err(
+            return Err(super::common::err(
                 ErrorKind::BadRequest,
                 format!("{leaf} is not a cgroup kreg made (under {})", kreg.display()),
             ));
@@ -264,10 +264,10 @@ pub fn placement(leaves: &[String]) -> Result<(CString, Vec<PathBuf>), StepError
         out.push(p);
     }
     let Some(first) = out.first() else {
-        return Err(super::err(ErrorKind::BadRequest, "cgroups: an empty list of leaves"));
+        return Err(super::common::err(ErrorKind::BadRequest, "cgroups: an empty list of leaves"));
     };
     let procs = CString::new(first.join("cgroup.procs").as_os_str().as_encoded_bytes())
-        .map_err(|_| super::err(ErrorKind::BadRequest, "a cgroup path with a NUL byte"))?;
+        .map_err(|_| super::common::err(ErrorKind::BadRequest, "a cgroup path with a NUL byte"))?;
     Ok((procs, out))
 }
 

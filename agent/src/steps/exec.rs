@@ -115,13 +115,13 @@ impl Drop for Reaper {
 /// CPUs must exist on this machine: checked before anything forks.
 fn check_cpus(cpus: &[u32]) -> Result<(), StepError> {
     if cpus.is_empty() {
-        return Err(super::err(ErrorKind::BadRequest, "cpus: an empty list allows no CPU"));
+        return Err(super::common::err(ErrorKind::BadRequest, "cpus: an empty list allows no CPU"));
     }
     // SAFETY: sysconf takes no pointers.
     let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u64;
     let limit = configured.min(libc::CPU_SETSIZE as u64);
     match cpus.iter().find(|c| u64::from(**c) >= limit) {
-        Some(c) => Err(super::err(
+        Some(c) => Err(super::common::err(
             ErrorKind::BadRequest,
             format!(
                 "cpus: CPU {c} does not exist here (this machine has CPUs 0-{})",
@@ -180,12 +180,12 @@ fn observe(pid: u32, seen: &mut Vec<String>) {
 /// and exec.
 pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepError> {
     let Some((program, args)) = req.argv.split_first() else {
-        return Err(super::err(ErrorKind::BadRequest, "exec needs a non-empty argv"));
+        return Err(super::common::err(ErrorKind::BadRequest, "exec needs a non-empty argv"));
     };
     if req.argv.iter().any(|a| a.contains('\0'))
         || req.env.iter().any(|(k, v)| k.contains(['\0', '=']) || v.contains('\0'))
     {
-        return Err(super::err(
+        return Err(super::common::err(
             ErrorKind::BadRequest,
             "argv and env may not hold NUL bytes (nor `=` in a name)",
         ));
@@ -194,7 +194,7 @@ pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepErro
         check_cpus(cpus)?;
     }
     if let Some(owner) = &req.owner {
-        super::check_owner(owner)?;
+        super::common::check_owner(owner)?;
     }
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -329,7 +329,7 @@ pub async fn run(mut req: ExecRequest) -> Result<ExecResult, StepError> {
     let started = Instant::now();
     let mut child = cmd
         .spawn()
-        .map_err(|e| super::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
+        .map_err(|e| super::common::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
     let pid = child.id().unwrap_or(0);
     // From here on, whatever happens to this request, nothing the step started survives it.
     let reaper = Reaper { pgid: pid as i32, mark };
@@ -360,7 +360,7 @@ pub async fn run(mut req: ExecRequest) -> Result<ExecResult, StepError> {
             }
         }
     }
-    .map_err(|e| super::err(ErrorKind::Io, format!("waiting for {program:?}: {e}")))?;
+    .map_err(|e| super::common::err(ErrorKind::Io, format!("waiting for {program:?}: {e}")))?;
     // Stray members of the group and daemonised descendants must not outlive the step;
     // their pipes close with them.
     drop(reaper);

@@ -8,7 +8,7 @@ use super::install::{check_cmdline, check_release, find_program, run, Layout};
 use crate::wire::{ErrorKind, ExecRequest, StepError, StepOutput};
 
 fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
-    super::err(kind, message)
+    super::common::err(kind, message)
 }
 
 /// GRUB's programs under Debian's names or Fedora's.

@@ -6,7 +6,7 @@ async fn read_trim(path: &str) -> Result<String, StepError> {
     tokio::fs::read_to_string(path)
         .await
         .map(|s| s.trim().to_string())
-        .map_err(|e| super::err(ErrorKind::Io, format!("reading {path}: {e}")))
+        .map_err(|e| super::common::err(ErrorKind::Io, format!("reading {path}: {e}")))
 }
 
 pub async fn run() -> Result<Identity, StepError> {

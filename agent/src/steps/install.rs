@@ -39,7 +39,7 @@ impl Default for Layout {
 }
 
 fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
-    super::err(kind, message)
+    super::common::err(kind, message)
 }
 
 /// A release is a plain name: letters, digits, `.`, `_`, `-`, `+`, `~`, starting with a
@@ -128,7 +128,7 @@ pub async fn install(req: &InstallRequest, data_dir: &Path, layout: &Layout) -> 
         ));
     }
     let upload = |name: &str| -> Result<PathBuf, StepError> {
-        let p = super::upload_path(data_dir, name)?;
+        let p = super::common::upload_path(data_dir, name)?;
         if p.is_file() {
             Ok(p)
         } else {
@@ -170,7 +170,7 @@ pub async fn install(req: &InstallRequest, data_dir: &Path, layout: &Layout) -> 
         .chain(&req.config)
         .chain(&req.modules)
     {
-        if let Ok(p) = super::upload_path(data_dir, name) {
+        if let Ok(p) = super::common::upload_path(data_dir, name) {
             let _ = std::fs::remove_file(p);
         }
     }

@@ -12,7 +12,7 @@ use super::install::{check_release, running_release, Layout};
 use crate::wire::{ErrorKind, InstalledKernel, StepError, StepOutput};
 
 fn err(kind: ErrorKind, message: impl Into<String>) -> StepError {
-    super::err(kind, message)
+    super::common::err(kind, message)
 }
 
 /// Bytes under `path` (files only; symlinks are not followed).

@@ -11,14 +11,14 @@ use crate::wire::{ErrorKind, KexecRequest, StepError, StepOutput};
 const KEXEC_FILE_NO_INITRAMFS: libc::c_ulong = 0x4;
 
 pub async fn load(req: &KexecRequest, data_dir: &Path) -> Result<StepOutput, StepError> {
-    let kernel_path = super::upload_path(data_dir, &req.kernel)?;
+    let kernel_path = super::common::upload_path(data_dir, &req.kernel)?;
     let initrd_path = match &req.initrd {
-        Some(n) => Some(super::upload_path(data_dir, n)?),
+        Some(n) => Some(super::common::upload_path(data_dir, n)?),
         None => None,
     };
     for (name, path) in std::iter::once((&req.kernel, &kernel_path)).chain(req.initrd.iter().zip(initrd_path.iter())) {
         if !path.is_file() {
-            return Err(super::err(ErrorKind::NotFound, format!("{name} was not uploaded")));
+            return Err(super::common::err(ErrorKind::NotFound, format!("{name} was not uploaded")));
         }
     }
     load_files(&kernel_path, initrd_path.as_deref(), &req.cmdline).await
@@ -31,14 +31,14 @@ pub async fn load_files(
     cmdline: &str,
 ) -> Result<StepOutput, StepError> {
     let open =
-        |p: &Path| std::fs::File::open(p).map_err(|e| super::err(ErrorKind::NotFound, format!("{}: {e}", p.display())));
+        |p: &Path| std::fs::File::open(p).map_err(|e| super::common::err(ErrorKind::NotFound, format!("{}: {e}", p.display())));
     let kernel = open(kernel_path)?;
     let initrd = initrd_path.map(open).transpose()?;
     let release = std::fs::read(kernel_path)
         .ok()
         .and_then(|b| crate::bzimage::release(&b));
     let cmdline = CString::new(cmdline.to_string())
-        .map_err(|_| super::err(ErrorKind::BadRequest, "the kernel command line contains a NUL byte"))?;
+        .map_err(|_| super::common::err(ErrorKind::BadRequest, "the kernel command line contains a NUL byte"))?;
     let (initrd_fd, flags) = match &initrd {
         Some(f) => (f.as_raw_fd(), 0),
         None => (-1, KEXEC_FILE_NO_INITRAMFS),
@@ -57,7 +57,7 @@ pub async fn load_files(
     };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
-        return Err(super::err(
+        return Err(super::common::err(
             ErrorKind::Kernel,
             format!("kexec_file_load of {} refused: {e}", kernel_path.display()),
         ));

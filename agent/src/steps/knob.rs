@@ -14,7 +14,7 @@ fn check(path: &str) -> Result<(), StepError> {
         && p.components()
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
     if !plain || !ALLOWED.iter().any(|a| path.starts_with(a)) {
-        return Err(super::err(
+        return Err(super::common::err(
             ErrorKind::Forbidden,
             format!("knob {path:?} refused: only absolute paths under /proc/sys/ or /sys/, without '..', and /dev/cpu_dma_latency"),
         ));
@@ -33,7 +33,7 @@ pub async fn read(path: &str) -> Result<KnobValue, StepError> {
         } else {
             ErrorKind::Io
         };
-        super::err(kind, format!("reading knob {path}: {e}"))
+        super::common::err(kind, format!("reading knob {path}: {e}"))
     })?;
     Ok(KnobValue {
         path: path.to_string(),
@@ -52,7 +52,7 @@ pub async fn write(path: &str, value: &str) -> Result<KnobValue, StepError> {
         } else {
             ErrorKind::Io
         };
-        super::err(kind, format!("writing {value:?} to knob {path}: {e}"))
+        super::common::err(kind, format!("writing {value:?} to knob {path}: {e}"))
     })?;
     read(path).await
 }

@@ -24,7 +24,7 @@ fn io_err(what: String, e: std::io::Error) -> StepError {
     } else {
         ErrorKind::Io
     };
-    super::err(kind, format!("{what}: {e}"))
+    super::common::err(kind, format!("{what}: {e}"))
 }
 
 /// The latency in effect: the device answers a read with a native-endian 32-bit value.
@@ -45,7 +45,7 @@ pub fn read() -> Result<KnobValue, StepError> {
 
 pub fn write(value: &str) -> Result<KnobValue, StepError> {
     let us: i32 = value.trim().parse().ok().filter(|v| *v >= 0).ok_or_else(|| {
-        super::err(
+        super::common::err(
             ErrorKind::BadRequest,
             format!("{DEVICE}: {value:?} is not a latency in microseconds (0 to 2147483647)"),
         )

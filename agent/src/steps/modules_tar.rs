@@ -14,11 +14,11 @@ use tar::EntryType;
 use crate::wire::{ErrorKind, StepError};
 
 fn bad(message: String) -> StepError {
-    super::err(ErrorKind::BadRequest, format!("the modules archive {message}"))
+    super::common::err(ErrorKind::BadRequest, format!("the modules archive {message}"))
 }
 
 fn io(what: &Path, e: std::io::Error) -> StepError {
-    super::err(ErrorKind::Io, format!("{}: {e}", what.display()))
+    super::common::err(ErrorKind::Io, format!("{}: {e}", what.display()))
 }
 
 /// A member's name as plain parts (a leading `./` dropped), or `None` when it has `..`,
@@ -125,7 +125,7 @@ fn unpack_into(release: &str, tar: &Path, staging: &Path, modules_dir: &Path) ->
     archive.set_preserve_mtime(true);
     archive
         .unpack(staging)
-        .map_err(|e| super::err(ErrorKind::Io, format!("unpacking the modules archive: {e}")))?;
+        .map_err(|e| super::common::err(ErrorKind::Io, format!("unpacking the modules archive: {e}")))?;
     let tree = staging.join(release);
     let meta = std::fs::symlink_metadata(&tree).map_err(|e| io(&tree, e))?;
     if !meta.is_dir() {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::wire::{ErrorKind, FileSource, PlaceRequest, Placed, StepError};
 
 fn bad(message: String) -> StepError {
-    super::err(ErrorKind::BadRequest, message)
+    super::common::err(ErrorKind::BadRequest, message)
 }
 
 /// An absolute path with no `.`/`..` parts, no NUL, and a file name.
@@ -30,15 +30,15 @@ fn check_destination(to: &str) -> Result<PathBuf, StepError> {
 
 fn source(from: &FileSource, data_dir: &Path) -> Result<std::fs::File, StepError> {
     match from {
-        FileSource::Upload(name) => super::open_regular(&super::upload_path(data_dir, name)?),
+        FileSource::Upload(name) => super::common::open_regular(&super::common::upload_path(data_dir, name)?),
         FileSource::Path(p) => {
             if !Path::new(p).is_absolute() {
                 return Err(bad(format!("source {p:?} must be an absolute path")));
             }
-            let f = std::fs::File::open(p).map_err(|e| super::err(ErrorKind::NotFound, format!("{p}: {e}")))?;
+            let f = std::fs::File::open(p).map_err(|e| super::common::err(ErrorKind::NotFound, format!("{p}: {e}")))?;
             let meta = f
                 .metadata()
-                .map_err(|e| super::err(ErrorKind::Io, format!("{p}: {e}")))?;
+                .map_err(|e| super::common::err(ErrorKind::Io, format!("{p}: {e}")))?;
             if !meta.is_file() {
                 return Err(bad(format!("source {p} is not a regular file")));
             }
@@ -54,7 +54,7 @@ pub fn run(req: &PlaceRequest, data_dir: &Path) -> Result<Placed, StepError> {
     let to = check_destination(&req.to)?;
     let mut from = source(&req.from, data_dir)?;
     let dir = to.parent().expect("checked: has a file name");
-    let io = |what: &Path, e: std::io::Error| super::err(ErrorKind::Io, format!("{}: {e}", what.display()));
+    let io = |what: &Path, e: std::io::Error| super::common::err(ErrorKind::Io, format!("{}: {e}", what.display()));
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let name = to.file_name().expect("checked").to_string_lossy();
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

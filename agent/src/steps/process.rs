@@ -100,7 +100,7 @@ fn state(id: u64, e: &mut Entry, since: Option<[u64; 2]>) -> ProcessState {
 }
 
 fn not_found(id: u64) -> StepError {
-    super::err(
+    super::common::err(
         ErrorKind::NotFound,
         format!("no spawned process with id {id} (the agent restarts with none)"),
     )
@@ -113,7 +113,7 @@ impl Table {
         let mut cmd = super::exec::command(&req, &mark)?;
         let mut child = cmd
             .spawn()
-            .map_err(|e| super::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
+            .map_err(|e| super::common::err(ErrorKind::Spawn, format!("cannot start {program:?}: {e}")))?;
         super::exec::feed_stdin(&mut child, req.stdin.take());
         let pid = child.id().unwrap_or(0);
         let stdout = collect(child.stdout.take().expect("piped"));
@@ -182,7 +182,7 @@ impl Table {
 pub fn threads(pid: u32) -> Result<Vec<ThreadInfo>, StepError> {
     let dir = format!("/proc/{pid}/task");
     let entries =
-        std::fs::read_dir(&dir).map_err(|e| super::err(ErrorKind::NotFound, format!("process {pid}: {e}")))?;
+        std::fs::read_dir(&dir).map_err(|e| super::common::err(ErrorKind::NotFound, format!("process {pid}: {e}")))?;
     let mut out = Vec::new();
     for e in entries.flatten() {
         let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
@@ -213,7 +213,7 @@ pub fn listeners(port: u16) -> Result<Vec<crate::wire::Listener>, StepError> {
         let text = match std::fs::read_to_string(file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(super::err(ErrorKind::Io, format!("reading {file}: {e}"))),
+            Err(e) => return Err(super::common::err(ErrorKind::Io, format!("reading {file}: {e}"))),
         };
         found.extend(listening(&text, v6, port));
     }
@@ -228,7 +228,7 @@ pub fn listeners(port: u16) -> Result<Vec<crate::wire::Listener>, StepError> {
     if found.is_empty() {
         return Ok(out);
     }
-    let procs = std::fs::read_dir("/proc").map_err(|e| super::err(ErrorKind::Io, format!("reading /proc: {e}")))?;
+    let procs = std::fs::read_dir("/proc").map_err(|e| super::common::err(ErrorKind::Io, format!("reading /proc: {e}")))?;
     for p in procs.flatten() {
         let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;

@@ -13,6 +13,6 @@ pub async fn run() -> Result<SchedstatSnapshot, StepError> {
     let monotonic_ns = monotonic_ns();
     let raw = tokio::fs::read_to_string("/proc/schedstat")
         .await
-        .map_err(|e| super::err(ErrorKind::Io, format!("reading /proc/schedstat: {e}")))?;
+        .map_err(|e| super::common::err(ErrorKind::Io, format!("reading /proc/schedstat: {e}")))?;
     Ok(SchedstatSnapshot { raw, monotonic_ns })
 }

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::check_owner;
+use super::common::check_owner;
 use super::exec::{env_value, processes_where, OWNER_MARK, STEP_MARK};
 use super::process::Table;
 use crate::wire::{StepError, SweptProcess};
