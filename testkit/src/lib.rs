@@ -227,9 +227,16 @@ pub fn kreg_run(db: &TestDb, data_dir: &Path, file: &Path) -> (bool, String) {
 
 /// Runs git in `dir` with a fixed identity; returns its trimmed stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_env(dir, args, &[])
+}
+
+/// [`git`] with `env` added (an identity and dates of the caller's own make a repository's
+/// hashes the same on every machine).
+pub fn git_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     let out = Command::new("git")
         .args(["-c", "user.name=kreg", "-c", "user.email=kreg@localhost"])
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .output()
         .unwrap();

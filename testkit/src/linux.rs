@@ -61,20 +61,19 @@ pub fn fragment_yaml() -> String {
 }
 
 fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=Kreg Test", "-c", "user.email=test@kreg.invalid"])
-        .args(args)
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .current_dir(repo)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    let date = "2026-01-01T00:00:00Z";
+    crate::git_env(
+        repo,
+        args,
+        &[
+            ("GIT_AUTHOR_NAME", "Kreg Test"),
+            ("GIT_AUTHOR_EMAIL", "test@kreg.invalid"),
+            ("GIT_COMMITTER_NAME", "Kreg Test"),
+            ("GIT_COMMITTER_EMAIL", "test@kreg.invalid"),
+            ("GIT_AUTHOR_DATE", date),
+            ("GIT_COMMITTER_DATE", date),
+        ],
+    )
 }
 
 /// Replaces the first `from` after `after` in `file` by `to`.

@@ -126,22 +126,9 @@ pub async fn bisect(cfg: &Config, a: &BisectArgs) -> Result<ExitCode> {
     let file = a.file.as_deref().expect("clap requires it");
     let (text, s) = super::validate::load(file)?;
     let spec = spec_of(&s, a)?;
-    let found = kreg::preflight::check(&s, cfg).await;
-    for w in &found.warnings {
-        eprintln!("kreg: warning: {}", kreg::text::printable(w));
-    }
-    if !found.problems.is_empty() {
-        for p in &found.problems {
-            eprintln!("kreg: {}", kreg::text::printable(p));
-        }
-        bail!(
-            "{} cannot start: {} problem(s), nothing recorded",
-            file.display(),
-            found.problems.len()
-        );
-    }
+    let agents = super::run::preflight(&s, cfg, file).await?;
     let run_id = record(cfg, file, &text, &s, &spec).await?;
-    drive(cfg, run_id, found.agents, &a.format).await
+    drive(cfg, run_id, agents, &a.format).await
 }
 
 /// The range resolved in the kernel's repository and the bisection recorded.

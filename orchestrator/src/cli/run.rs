@@ -274,23 +274,7 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
         );
     }
     // Every host reached and authenticated before anything is recorded.
-    let found = kreg::preflight::check(&s, cfg).await;
-    for n in &found.notes {
-        eprintln!("kreg: {}", kreg::text::printable(n));
-    }
-    for w in &found.warnings {
-        eprintln!("kreg: warning: {}", kreg::text::printable(w));
-    }
-    if !found.problems.is_empty() {
-        for p in &found.problems {
-            eprintln!("kreg: {}", kreg::text::printable(p));
-        }
-        bail!(
-            "{} cannot start: {} problem(s), no run recorded",
-            file.display(),
-            found.problems.len()
-        );
-    }
+    let agents = preflight(&s, cfg, file).await?;
     let db = super::db::connect(cfg).await?;
     let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
     let run_id = store::record_run(&db, &s.name, &text, &source.display().to_string(), &jobs).await?;
@@ -306,7 +290,7 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
         jobs.len(),
         s.name
     );
-    drive(&db, run_id, cfg, found.agents).await
+    drive(&db, run_id, cfg, agents).await
 }
 
 /// `kreg resume`: a run driven on from its first job not done.
@@ -332,4 +316,28 @@ fn job_label(iteration: i32) -> (String, String) {
         0 => ("warm-up".to_string(), "warm-up".to_string()),
         i => (format!("iteration {i}"), format!("iteration={i}")),
     }
+}
+
+/// The preflight of `s` (every host reached and authenticated, its features and perf
+/// checked) with what it found said on stderr: notes, warnings, then problems. The agents
+/// reached, or an error when a problem keeps the scenario from starting (nothing recorded).
+pub async fn preflight(s: &kreg::scenario::Scenario, cfg: &Config, file: &Path) -> Result<kreg::engine::reach::Reached> {
+    let found = kreg::preflight::check(s, cfg).await;
+    for n in &found.notes {
+        eprintln!("kreg: {}", kreg::text::printable(n));
+    }
+    for w in &found.warnings {
+        eprintln!("kreg: warning: {}", kreg::text::printable(w));
+    }
+    if !found.problems.is_empty() {
+        for p in &found.problems {
+            eprintln!("kreg: {}", kreg::text::printable(p));
+        }
+        bail!(
+            "{} cannot start: {} problem(s), no run recorded",
+            file.display(),
+            found.problems.len()
+        );
+    }
+    Ok(found.agents)
 }

@@ -91,13 +91,7 @@ fn side_cell(run: i64, t: &MetricTable, r: Option<&Row>, scale: &Scale) -> Strin
         format!("±{:.2}%", r.spread_pct(t.kind))
     };
     let values: Vec<String> = r.side.values.iter().map(|v| report::fmt_value(*v)).collect();
-    let href = format!(
-        "/runs/{run}/samples?workload={}&metric={}&kernel={}&variant={}",
-        enc(&t.workload),
-        enc(&t.metric),
-        enc(&r.kernel),
-        enc(&r.variant)
-    );
+    let href = super::samples::href(run, t, r);
     format!(
         "<div class=\"side\"><b>{}</b> {} <small>n={}</small><br><a href=\"{h}\">{}</a>\
 <small class=\"values\">{}</small><small><a href=\"{h}\">jobs</a> · <a href=\"{h}#commands\">command lines</a></small></div>",
@@ -177,14 +171,7 @@ fn controls(a: i64, b: i64, p: &Params) -> String {
     };
     let verdict = p.get("verdict").unwrap_or("");
     let mut verdicts = String::from("<option value=\"\">all</option>");
-    for v in [
-        "regression",
-        "improvement",
-        "unconfirmed regression",
-        "unconfirmed improvement",
-        "no change",
-        "inconclusive",
-    ] {
+    for v in super::compare::VERDICTS {
         let _ = write!(
             verdicts,
             "<option value=\"{v}\"{}>{v}</option>",

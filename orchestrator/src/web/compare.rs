@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::bars::{axis_row, bar_reach};
 use super::html::{self, esc, Live};
-use super::params::{enc, Params};
+use super::params::Params;
 use super::svg::{self, Scale};
 use super::{id_of, ApiError, AppState, PageError, PageResult};
 use crate::report::{self, Baseline, MetricTable, Row};
@@ -30,7 +30,8 @@ const REPORT_PARAMS: [&str; 8] = [
     "verdict",
     "show",
 ];
-const VERDICTS: [&str; 6] = [
+/// The verdicts a report's rows can be filtered by, as they are written.
+pub(super) const VERDICTS: [&str; 6] = [
     "regression",
     "improvement",
     "unconfirmed regression",
@@ -495,13 +496,7 @@ fn tables_html(l: &Loaded, q: &ReportQuery) -> String {
 /// A row's samples as a strip plot that opens the list of them, with links to that list
 /// and to the command lines the row's jobs ran.
 fn samples_cell(run: i64, t: &MetricTable, r: &Row, scale: &Scale) -> String {
-    let href = format!(
-        "/runs/{run}/samples?workload={}&metric={}&kernel={}&variant={}",
-        enc(&t.workload),
-        enc(&t.metric),
-        enc(&r.kernel),
-        enc(&r.variant)
-    );
+    let href = super::samples::href(run, t, r);
     let label = format!(
         "{} samples, {} … {}",
         r.summary.n,

@@ -178,3 +178,15 @@ fn commands_section(v: &SamplesView) -> String {
     );
     out
 }
+
+/// The link to the samples of row `r` of table `t` in `run` (this page).
+pub fn href(run: i64, t: &report::MetricTable, r: &report::Row) -> String {
+    use super::params::enc;
+    format!(
+        "/runs/{run}/samples?workload={}&metric={}&kernel={}&variant={}",
+        enc(&t.workload),
+        enc(&t.metric),
+        enc(&r.kernel),
+        enc(&r.variant)
+    )
+}
