@@ -2,25 +2,81 @@
 //! commits built through the cache in the shared work tree, each boot a fresh kexec in the
 //! lab VM, hackbench run and stored as any run's jobs. The stand-in's commits all build the
 //! same image, so the endpoints do not differ: the bisection must stop after them with
-//! "does not reproduce", building nothing else — even when kreg is SIGKILLed midway and
-//! resumed, with no finished measurement repeated. The bisection of a real range with a
+//! "does not reproduce", building nothing else — even when PostgreSQL is stopped and started
+//! again mid-measurement (the bisection waits for it, as `kreg run` does) and when kreg is
+//! SIGKILLed midway and resumed, with no finished measurement repeated. The database is a
+//! private cluster of the test's own, so that stopping it disturbs no other test. The bisection of a real range with a
 //! slow commit in it is tests/lab_bisect.rs (scripts/test-kernel.sh).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::standin::standin_repo;
-use common::{fresh_db, git, Scratch, TestDb};
+use common::{git, Scratch, TestDb};
 use kreg_testkit as common;
 
 async fn count(db: &TestDb, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap()
 }
 
+/// `kreg db WHAT` on the private cluster in `pg` (`url` starts it); its stdout.
+fn db_cmd(pg: &std::path::Path, what: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .args(["db", what])
+        .env("KREG_DATA_DIR", pg)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kreg db {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Done jobs in the boot measurement `seq` is measured in (0 before it is asked).
+const DONE_IN: &str = "SELECT count(*) FROM jobs j JOIN bisect_measurements m ON m.kernel = j.kernel AND m.boot = j.boot WHERE j.state = 'done' AND m.seq = ";
+
+/// The jobs of a boot a measurement left, in order: (state, error).
+async fn boot_jobs(db: &TestDb, boot: i32) -> Vec<(String, Option<String>)> {
+    sqlx::query_as("SELECT state, error FROM jobs WHERE boot = $1 ORDER BY iteration")
+        .bind(boot)
+        .fetch_all(&db.pool)
+        .await
+        .unwrap()
+}
+
+/// Waits until measurement `seq` has a run done; kreg must not end meanwhile.
+async fn until(db: &TestDb, child: &mut std::process::Child, seq: i32, deadline: Instant) {
+    let sql = format!("{DONE_IN}{seq}");
+    while count(db, &sql).await < 1 {
+        assert!(child.try_wait().unwrap().is_none(), "kreg ended before measurement {seq} ran");
+        assert!(Instant::now() < deadline, "measurement {seq} did not run in 15 minutes");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn boot_of(db: &TestDb, seq: i32) -> i32 {
+    sqlx::query_scalar("SELECT boot FROM bisect_measurements WHERE seq = $1")
+        .bind(seq)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_range_whose_ends_do_not_differ_stops_after_them_even_across_a_kill() {
-    let db = fresh_db("bstandin").await;
     let dir = Scratch::new("bstandin");
+    let pg = dir.0.join("pg");
+    let url = db_cmd(&pg, "url");
+    let db = TestDb {
+        // Opened as kreg opens it: the schema made.
+        pool: kreg::store::open(url.parse::<sqlx::postgres::PgConnectOptions>().unwrap())
+            .await
+            .unwrap(),
+        url,
+    };
     let cache = dir.0.join("cache");
     let (repo, _) = standin_repo(&dir.0);
     // Two more commits: the range is v1 and three after it.
@@ -72,19 +128,20 @@ bisect:
         .stderr(std::fs::File::create(dir.0.join("bisect.stderr")).unwrap())
         .spawn()
         .unwrap();
-    // Killed once the first run of the third boot is stored: that boot is cut off with two
-    // runs to go (each takes longer than the poll's 20 ms).
+    // PostgreSQL stopped once the first measurement's first run is stored, for 8 s (the
+    // bisection writes within that time whatever it is doing: a run, the measurement, the
+    // next one asked), then started again: the bisection waits for it and goes on.
     let measured = "SELECT count(*) FROM bisect_measurements WHERE value IS NOT NULL OR error IS NOT NULL";
-    let done = "SELECT count(*) FROM jobs WHERE state = 'done'";
     let deadline = Instant::now() + Duration::from_secs(900);
-    loop {
-        if count(&db, done).await >= 7 {
-            break;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "kreg ended before its seventh run");
-        assert!(Instant::now() < deadline, "seven runs not stored in 15 minutes");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until(&db, &mut child, 1, deadline).await;
+    let first_boot = boot_of(&db, 1).await;
+    db_cmd(&pg, "stop");
+    std::thread::sleep(Duration::from_secs(8));
+    db_cmd(&pg, "url");
+    // Killed once the first run of the third measurement is stored: its boot is cut off
+    // with two runs to go (each takes longer than the poll's 20 ms).
+    until(&db, &mut child, 3, deadline).await;
+    let third_boot = boot_of(&db, 3).await;
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(
@@ -94,6 +151,7 @@ bisect:
     );
     let progress = std::fs::read_to_string(dir.0.join("bisect.stderr")).unwrap();
     assert!(progress.contains(": bisecting hb/time over 4 commits"), "{progress}");
+    assert!(progress.contains("the database went away"), "{progress}");
     let run: i64 = count(&db, "SELECT run_id FROM bisections").await;
     let kept = count(&db, measured).await;
     assert_eq!(kept, 2, "two boots measured, the third cut off");
@@ -128,17 +186,10 @@ bisect:
     assert_eq!(boots, 6, "every measurement in a boot of its own");
     let twice = "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE state = 'done' GROUP BY kernel, boot, iteration HAVING count(*) > 1) x";
     assert_eq!(count(&db, twice).await, 0, "a finished job ran again");
-    // The cut-off boot: its run stays stored, counted by nothing; its other run failed with why.
-    let third: (i32, String) = sqlx::query_as("SELECT boot, kernel FROM bisect_measurements WHERE seq = 3")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert_ne!(third.0, 3, "measurement 3 was taken again in a new boot");
-    let old: Vec<(String, Option<String>)> =
-        sqlx::query_as("SELECT state, error FROM jobs WHERE boot = 3 ORDER BY iteration")
-            .fetch_all(&db.pool)
-            .await
-            .unwrap();
+    // The cut-off boot: its run stays stored, counted by nothing; its other runs failed
+    // with why.
+    assert_ne!(boot_of(&db, 3).await, third_boot, "measurement 3 was taken again in a new boot");
+    let old = boot_jobs(&db, third_boot).await;
     assert_eq!(old.len(), 3, "{old:?}");
     assert_eq!(old[0].0, "done", "{old:?}");
     for o in &old[1..] {
@@ -150,7 +201,21 @@ bisect:
             "{old:?}"
         );
     }
-    // Two builds (good and bad), each compiled once whatever the kill interrupted.
+    // The boot the outage cut into, when it did (the outage may have come between two
+    // measurements): its runs done stay, counted by nothing, the others failed with why.
+    if boot_of(&db, 1).await != first_boot {
+        let cut = boot_jobs(&db, first_boot).await;
+        assert!(cut.iter().any(|j| j.0 == "done"), "{cut:?}");
+        for j in cut.iter().filter(|j| j.0 != "done") {
+            assert_eq!(j.0, "failed", "{cut:?}");
+            assert!(
+                j.1.as_deref().unwrap_or("").contains("measurement 1 was taken again in boot"),
+                "{cut:?}"
+            );
+        }
+    }
+    // Two builds (good and bad), each compiled once whatever the outage and the kill
+    // interrupted.
     assert_eq!(
         count(&db, "SELECT count(*) FROM bisect_measurements WHERE compiled").await,
         2
@@ -223,4 +288,6 @@ bisect:
     let r: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(r["outcome"]["kind"], "endpoint_failed", "{r:#}");
+    db.pool.close().await;
+    db_cmd(&pg, "stop");
 }

@@ -9,7 +9,8 @@
 //! - the agent SIGKILLed mid-step and started again on its port, as systemd would;
 //! - the network to the agent cut mid-job (its link down in the test's network
 //!   namespace) for 30 s, and for longer than the job's timeout;
-//! - PostgreSQL stopped mid-job and started again.
+//! - PostgreSQL stopped mid-job and started again, under `kreg run` and under a fleet
+//!   worker driving a slot (a bisection's outage is tests/bisect_standin.rs's, in the lab).
 //!
 //! Every job is a shell script on a real kreg-agent: it notes its pid and start time, checks
 //! that no earlier attempt's shell still lives (same pid, same start time, not a zombie: a
@@ -523,24 +524,27 @@ async fn network_cut(n: u32, cut: Duration, timeout: u32, handled: &str) -> Row 
     row
 }
 
+/// `kreg db WHAT` on a private cluster kept in `pgdata` (`url` starts it): its stdout.
+fn db_cmd(pgdata: &Path, what: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .args(["db", what])
+        .env("KREG_DATA_DIR", pgdata)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kreg db {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// PostgreSQL stopped (fast) while a job runs, started again 3 s later.
 async fn database_restart() -> Row {
     let scratch = Scratch::new("fault-pg");
     let pgdata = scratch.0.join("pg");
-    let db_cmd = |what: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
-            .args(["db", what])
-            .env("KREG_DATA_DIR", &pgdata)
-            .env_remove("DATABASE_URL")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "kreg db {what}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    };
+    let db_cmd = |what: &str| db_cmd(&pgdata, what);
     let url = db_cmd("url");
     let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
         .await
@@ -563,6 +567,72 @@ async fn database_restart() -> Row {
     }
     let (ok, text) = finish(child, Duration::from_secs(300));
     account(&pool, &case, &orig, &mut row).await;
+    row.done = ok;
+    row.outcome = outcome(ok, &text, "database went away");
+    pool.close().await;
+    db_cmd("stop");
+    row
+}
+
+/// PostgreSQL stopped (fast) while a fleet worker drives a slot's job, started again 3 s
+/// later: the worker waits for it, keeps its lease (10 s) and goes on where the slot stands.
+async fn fleet_database_restart() -> Row {
+    let scratch = Scratch::new("fault-fleetpg");
+    let pgdata = scratch.0.join("pg");
+    let db_cmd = |what: &str| db_cmd(&pgdata, what);
+    let url = db_cmd("url");
+    let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
+        .await
+        .unwrap();
+    let agent = LoopAgent::start();
+    let hosts = "hosts:\n  sut: { role: sut, transport: { kind: lab } }\n";
+    let case = Case::new("fleetpg", 12, hosts, "1.5", 60, 2);
+    std::fs::write(
+        case.dir.0.join("pool.yaml"),
+        format!(
+            "machines:\n  m1: {{ role: sut, transport: {{ kind: http, url: \"http://{}\", token_file: \"{}\" }} }}\n",
+            agent.addr,
+            agent.token_file.display()
+        ),
+    )
+    .unwrap();
+    let orig = knob();
+    let data = case.dir.0.join("data");
+    for args in [
+        vec!["machines", "add", "pool.yaml"],
+        vec!["submit", "s.yaml"],
+    ] {
+        let out = kreg(&url, &data).args(&args).current_dir(&case.dir.0).output().unwrap();
+        assert!(out.status.success(), "kreg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let child = kreg(&url, &data)
+        .args(["worker", "--lease", "10", "--poll", "0.3", "--until-empty"])
+        .spawn()
+        .unwrap();
+    let mut row = Row {
+        fault: "PostgreSQL restarted mid-job of a fleet slot".into(),
+        ..Row::default()
+    };
+    for n in [1, 3] {
+        case.wait_attempts(n);
+        db_cmd("stop");
+        std::thread::sleep(Duration::from_secs(3));
+        db_cmd("url");
+        row.count += 1;
+    }
+    let (ok, text) = finish(child, Duration::from_secs(300));
+    account(&pool, &case, &orig, &mut row).await;
+    let states: Vec<String> = sqlx::query_scalar("SELECT state FROM run_slots UNION ALL SELECT state FROM runs")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    if states.iter().any(|s| s != "done") {
+        row.checks.push(format!("the slot and its run end {states:?}, not done"));
+    }
+    let took_over = text.contains("lease of epoch");
+    if took_over {
+        row.checks.push("the lease was lost over a 3 s outage".into());
+    }
     row.done = ok;
     row.outcome = outcome(ok, &text, "database went away");
     pool.close().await;
@@ -640,6 +710,7 @@ async fn faults_in_the_middle_of_real_work_lose_double_and_taint_nothing() {
     }
     if wanted("database") {
         rows.push(database_restart().await);
+        rows.push(fleet_database_restart().await);
     }
     // Straight to the test's stderr, past the harness's capture: the table is the suite's
     // report, seen in every log, passed or failed.

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use sqlx::PgPool;
 
 use super::drive::{Driver, Ledger};
-use super::{lock_run, open_conns, put_back_leftovers, scenario_of, EngineError, Event};
+use super::{lock_run, open_conns, put_back_leftovers, scenario_of, EngineError, Event, Outages};
 use crate::bisect::{Ask, Outcome, Role};
 use crate::config::Config;
 use crate::plan::{Job, RunState};
@@ -91,19 +91,31 @@ pub async fn bisect(
         .ok_or_else(|| EngineError::Bisect(format!("run {run_id} is not a bisection")))?;
     let scenario = scenario_of(&run)?;
     let commits = store::bisect::commits(db, run_id).await?;
-    let lock = lock_run(db, run_id).await?;
+    let mut lock = Some(lock_run(db, run_id).await?);
     store::set_run_state(db, run_id, RunState::Running).await?;
     put_back_leftovers(db, run_id, cfg, on_event).await?;
-    let result = Bisector {
+    let bisector = Bisector {
         db,
         run: &run,
         row: &row,
         commits: &commits,
         scenario: &scenario,
         cfg,
-    }
-    .go(reached, on_event)
-    .await;
+        uncredited: Default::default(),
+    };
+    // A database that goes away mid-measurement is waited for as `kreg run` waits for it;
+    // the next pass replays what is stored and goes on from there.
+    let mut outages = Outages::default();
+    let mut reached = reached;
+    let result = loop {
+        let result = bisector.go(std::mem::take(&mut reached), on_event).await;
+        let Err(e) = &result else { break result };
+        match outages.again(db, run_id, cfg, &mut lock, e, on_event).await {
+            Ok(true) => {}
+            Ok(false) => break result,
+            Err(e) => break Err(e),
+        }
+    };
     let state = match &result {
         Ok(_) => RunState::Done,
         Err(_) => RunState::Interrupted,
@@ -121,6 +133,9 @@ struct Bisector<'a> {
     commits: &'a [Commit],
     scenario: &'a Scenario,
     cfg: &'a Config,
+    /// Kernels compiled for a measurement that a lost database cut off before it was
+    /// stored: the pass that measures it again (from the cache) counts the build.
+    uncredited: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// What one measurement's boot gave, with whether its kernel was compiled for it.
@@ -329,9 +344,15 @@ impl Bisector<'_> {
         let driven = driver.all(&todo).await;
         *conns = std::mem::take(&mut driver.conns);
         drop(driver);
-        driven?;
         // A kernel that failed before it was prepared was being built (or fetched) for it.
         let compiled = compiled || (failed && !prepared);
+        let mut uncredited = self.uncredited.lock().expect("not poisoned");
+        if compiled {
+            uncredited.insert(m.kernel.clone());
+        }
+        drop(uncredited);
+        driven?;
+        let compiled = self.uncredited.lock().expect("not poisoned").remove(&m.kernel);
         Ok(Measured {
             value: self.value_of(m).await?,
             compiled,

@@ -384,6 +384,44 @@ async fn put_back_leftovers(
     Ok(())
 }
 
+/// The database lost during a drive: how many times so far (at most [`DB_OUTAGES`]).
+#[derive(Default)]
+pub(crate) struct Outages(u32);
+
+impl Outages {
+    /// After a pass of a drive ended with `e`: whether to go on with another pass. When `e`
+    /// is the database gone away, it is said, waited for (up to [`DB_OUTAGE_WAIT`]), the
+    /// run's lock taken again (into `lock`) and settings left changed put back; the next
+    /// pass goes on where the run stands, as a resume would. `Ok(false)`: `e` is not an
+    /// outage (or one too many), the drive ends with it; `Err`: the wait or the lock failed.
+    pub(crate) async fn again(
+        &mut self,
+        db: &PgPool,
+        run_id: i64,
+        cfg: &Config,
+        lock: &mut Option<store::RunLock>,
+        e: &EngineError,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<bool, EngineError> {
+        let lost = match e {
+            EngineError::Store(e) if e.is_connection_lost() && self.0 < DB_OUTAGES => e.to_string(),
+            _ => return Ok(false),
+        };
+        self.0 += 1;
+        on_event(Event::Warning {
+            message: format!(
+                "the database went away ({lost}); waiting up to {} s for it, then the run goes on where it stands",
+                DB_OUTAGE_WAIT.as_secs()
+            ),
+        });
+        *lock = None;
+        store::wait_until_back(db, DB_OUTAGE_WAIT).await?;
+        *lock = Some(lock_run(db, run_id).await?);
+        put_back_leftovers(db, run_id, cfg, on_event).await?;
+        Ok(true)
+    }
+}
+
 /// Runs every job of `run_id` that is not done yet. When the database goes away mid-run,
 /// the drive waits for it (up to [`DB_OUTAGE_WAIT`]), takes the run's lock again and goes
 /// on as a resume would: a job is stored in one transaction, so one whose storing was cut
@@ -414,33 +452,17 @@ pub async fn drive(
     }
     store::set_run_state(db, run_id, RunState::Running).await?;
     put_back_leftovers(db, run_id, cfg, on_event).await?;
-    let mut outages = 0;
+    let mut outages = Outages::default();
     // The jobs read above serve the first pass; a pass after a lost database reads them anew.
     let mut known = Some(jobs);
     let result = loop {
         let hosts = std::mem::take(&mut reached);
         let result = drive_jobs(db, (&run, &scenario, None), cfg, hosts, known.take(), on_event).await;
-        let lost = match &result {
-            Err(EngineError::Store(e)) if e.is_connection_lost() && outages < DB_OUTAGES => e.to_string(),
-            _ => break result,
-        };
-        outages += 1;
-        on_event(Event::Warning {
-            message: format!(
-                "the database went away ({lost}); waiting up to {} s for it, then the run goes on where it stands",
-                DB_OUTAGE_WAIT.as_secs()
-            ),
-        });
-        lock = None;
-        if let Err(e) = store::wait_until_back(db, DB_OUTAGE_WAIT).await {
-            break Err(e.into());
-        }
-        lock = match lock_run(db, run_id).await {
-            Ok(l) => Some(l),
+        let Err(e) = &result else { break result };
+        match outages.again(db, run_id, cfg, &mut lock, e, on_event).await {
+            Ok(true) => {}
+            Ok(false) => break result,
             Err(e) => break Err(e),
-        };
-        if let Err(e) = put_back_leftovers(db, run_id, cfg, on_event).await {
-            break Err(e);
         }
     };
     if result.is_err() {
