@@ -346,11 +346,9 @@ impl Bisector<'_> {
         drop(driver);
         // A kernel that failed before it was prepared was being built (or fetched) for it.
         let compiled = compiled || (failed && !prepared);
-        let mut uncredited = self.uncredited.lock().expect("not poisoned");
         if compiled {
-            uncredited.insert(m.kernel.clone());
+            self.uncredited.lock().expect("not poisoned").insert(m.kernel.clone());
         }
-        drop(uncredited);
         driven?;
         let compiled = self.uncredited.lock().expect("not poisoned").remove(&m.kernel);
         Ok(Measured {
