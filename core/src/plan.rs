@@ -345,7 +345,7 @@ macro_rules! state_names {
             type Error = String;
 
             fn try_from(s: String) -> Result<$ty, String> {
-                $ty::parse(&s).ok_or_else(|| format!("unknown {} state {s:?}", stringify!($ty)))
+                $ty::parse(&s).ok_or_else(|| format!("unknown {} {s:?}", stringify!($ty)))
             }
         }
 
@@ -366,6 +366,32 @@ macro_rules! state_names {
 
 state_names!(JobState { Pending => "pending", Running => "running", Done => "done", Failed => "failed" });
 state_names!(RunState { Running => "running", Interrupted => "interrupted", Done => "done", Failed => "failed" });
+
+/// What a run is, fixed when it is recorded: how it is driven, resumed and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    /// Every cell of the matrix, its iterations fixed (`kreg run`).
+    Matrix,
+    /// Rounds added while rows stay inconclusive (`iterations: { min, max }`).
+    Adaptive,
+    /// A metric bisection (`kreg bisect`): its jobs are the boots it asked for.
+    Bisection,
+    /// Submitted to the fleet's queue (`kreg submit`): its slots driven by workers.
+    Fleet,
+}
+
+state_names!(RunKind { Matrix => "matrix", Adaptive => "adaptive", Bisection => "bisection", Fleet => "fleet" });
+
+impl RunKind {
+    /// A run of `s` recorded by `kreg run`: adaptive or a plain matrix.
+    pub fn of(s: &Scenario) -> RunKind {
+        if s.adaptive() {
+            RunKind::Adaptive
+        } else {
+            RunKind::Matrix
+        }
+    }
+}
 
 impl JobState {
     /// Whether a drive of the run takes this job (again): all but the done ones.

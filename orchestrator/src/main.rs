@@ -121,7 +121,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Submit(a) => cli::fleet::submit(&a, cfg).await,
         Cmd::Worker(a) => cli::worker::worker(&a, cfg).await,
         Cmd::Machines { command } => cli::fleet::machines(command, cfg).await,
-        Cmd::Resume(a) => cli::bisect::resume(a.run, cfg).await,
+        Cmd::Resume(a) => cli::run::resume(a.run, cfg).await,
         Cmd::Status(a) => cli::status::status(&cli::db::connect(cfg).await?, a.run).await,
         Cmd::Report(a) => cli::report::report(cfg, &a).await,
         Cmd::Schedstat { command } => cli::schedstat::dispatch(command, cfg).await,

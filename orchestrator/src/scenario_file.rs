@@ -170,6 +170,7 @@ mod tests {
             created_at: chrono::Utc::now(),
             plan_alpha: None,
             plan_min_effect: None,
+            kind: crate::plan::RunKind::Matrix,
         };
         let before = stored_parses();
         let a = of_run(&run(1, yaml)).unwrap();

@@ -42,13 +42,13 @@ metrics:\n      m: {{ regex: \"m=([0-9.]+)\", unit: us, higher_is_better: false 
     );
     let s =
         kreg::scenario::from_str(&yaml, std::path::Path::new(".")).unwrap_or_else(|d| panic!("{}", d[0].render(name)));
-    let run = kreg::store::record_run(
-        &db.pool,
-        &s.name,
-        &yaml,
-        &format!("{name}.yaml"),
-        &kreg::plan::expand(&s),
-    )
+    let source = format!("{name}.yaml");
+    let text = kreg::store::ScenarioText {
+        name: &s.name,
+        yaml: &yaml,
+        source_path: &source,
+    };
+    let run = kreg::store::record_run(&db.pool, &text, kreg::plan::RunKind::of(&s), &kreg::plan::expand(&s))
     .await
     .unwrap();
     (run, kreg::store::jobs(&db.pool, run).await.unwrap())

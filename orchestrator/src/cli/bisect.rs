@@ -157,7 +157,13 @@ async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec
         outcome: None,
     };
     let n = commits.len();
-    let run_id = sb::record_bisection(&db, (&s.name, text, &source.display().to_string()), &row, &commits).await?;
+    let source = source.display().to_string();
+    let scenario = store::ScenarioText {
+        name: &s.name,
+        yaml: text,
+        source_path: &source,
+    };
+    let run_id = sb::record_bisection(&db, &scenario, &row, &commits).await?;
     // Progress on stderr: stdout is the report alone (`--format json | jq` works).
     eprintln!(
         "run {run_id}: bisecting {}/{} over {n} commits ({} .. {}); resume with `kreg resume {run_id}` if it stops",
@@ -166,17 +172,11 @@ async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec
     Ok(run_id)
 }
 
-/// `kreg resume RUN`: a bisection goes on where it stands; any other run as runs do.
-pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
-    let db = super::db::connect(cfg).await?;
-    if kreg::store::fleet::fleet_run(&db, run).await?.is_some() {
-        let n = kreg::store::fleet::requeue_failed(&db, run).await?;
-        println!("run {run}: a submitted run; {n} failed slot(s) queued again for the workers (their jobs not done run again on the same machines)");
-        return Ok(ExitCode::SUCCESS);
-    }
-    let Some(b) = sb::bisection(&db, run).await? else {
-        return super::run::resume(run, cfg).await;
-    };
+/// `kreg resume RUN` of a bisection: it goes on where it stands.
+pub async fn resume(db: &PgPool, run: i64, cfg: &Config) -> Result<ExitCode> {
+    let b = sb::bisection(db, run)
+        .await?
+        .ok_or_else(|| anyhow!("run {run} is not a bisection"))?;
     if b.outcome.is_some() {
         println!("run {run}: a finished bisection; nothing to resume (`kreg bisect --show {run}`)");
         return Ok(ExitCode::SUCCESS);

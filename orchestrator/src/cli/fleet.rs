@@ -283,9 +283,14 @@ pub async fn submit(a: &SubmitArgs, cfg: &Config) -> Result<ExitCode> {
     pool_fits(&rows, &want, a, needs_loadgen).map_err(|e| anyhow::anyhow!("{e}; nothing queued"))?;
     let source = std::fs::canonicalize(&a.file).unwrap_or(a.file.clone());
     let with_slots: Vec<(kreg::plan::Job, i32)> = jobs.into_iter().zip(slots.into_iter().map(|s| s as i32)).collect();
+    let source = source.display().to_string();
     let run_id = fleet::submit(
         &db,
-        (&s.name, &text, &source.display().to_string()),
+        &kreg::store::ScenarioText {
+            name: &s.name,
+            yaml: &text,
+            source_path: &source,
+        },
         &with_slots,
         &fleet::Submission {
             pairs: a.pairs as i32,

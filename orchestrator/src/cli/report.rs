@@ -107,7 +107,7 @@ pub async fn report(cfg: &kreg::config::Config, a: &ReportArgs) -> Result<ExitCo
     };
     let settings = kreg::stats::Settings::checked(a.alpha, a.min_effect).map_err(anyhow::Error::msg)?;
     let db = super::db::connect(cfg).await?;
-    if kreg::store::bisect::bisection(&db, a.run).await?.is_some() {
+    if kreg::store::run(&db, a.run).await?.kind == kreg::plan::RunKind::Bisection {
         // A bisection's kernels are its commits, with no baseline among them: its report is
         // the bisection's.
         let r = kreg::view::bisect::load_report(&db, a.run).await?;

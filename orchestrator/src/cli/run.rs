@@ -277,7 +277,13 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
     let agents = preflight(&s, cfg, file).await?;
     let db = super::db::connect(cfg).await?;
     let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
-    let run_id = store::record_run(&db, &s.name, &text, &source.display().to_string(), &jobs).await?;
+    let source = source.display().to_string();
+    let scenario = store::ScenarioText {
+        name: &s.name,
+        yaml: &text,
+        source_path: &source,
+    };
+    let run_id = store::record_run(&db, &scenario, plan::RunKind::of(&s), &jobs).await?;
     let cells = match only.is_empty() {
         true => String::new(),
         false => format!(
@@ -293,20 +299,31 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
     drive(&db, run_id, cfg, agents).await
 }
 
-/// `kreg resume`: a run driven on from its first job not done.
+/// `kreg resume RUN`, as the run's kind says: a run of `kreg run` driven on from its first
+/// job not done, a bisection where it stands, a submitted run's failed slots queued again.
 pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
     let db = super::db::connect(cfg).await?;
-    let before = store::jobs(&db, run).await?;
-    if before.is_empty() {
-        store::run(&db, run).await?;
+    match store::run(&db, run).await?.kind {
+        plan::RunKind::Matrix | plan::RunKind::Adaptive => resume_run(&db, run, cfg).await,
+        plan::RunKind::Bisection => super::bisect::resume(&db, run, cfg).await,
+        plan::RunKind::Fleet => {
+            let n = store::fleet::requeue_failed(&db, run).await?;
+            println!("run {run}: a submitted run; {n} failed slot(s) queued again for the workers (their jobs not done run again on the same machines)");
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// A run of `kreg run` driven on from its first job not done.
+async fn resume_run(db: &sqlx::PgPool, run: i64, cfg: &Config) -> Result<ExitCode> {
+    let before = store::jobs(db, run).await?;
     let left = before.iter().filter(|j| j.state != plan::JobState::Done).count();
     if left == 0 {
         println!("run {run}: finished, all {} jobs done; nothing to resume", before.len());
         return Ok(ExitCode::SUCCESS);
     }
     println!("run {run}: resuming, {left} of {} jobs left", before.len());
-    drive(&db, run, cfg, Default::default()).await
+    drive(db, run, cfg, Default::default()).await
 }
 
 /// A job's place in its cell, for the progress line and the plain log: iteration 0 is a

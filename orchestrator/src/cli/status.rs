@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use sqlx::PgPool;
 
+use kreg::plan::RunKind;
 use kreg::store;
 
 /// `kreg status`'s arguments.
@@ -28,9 +29,13 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
     if runs.is_empty() {
         println!("no runs yet: start one with `kreg run SCENARIO.yaml`");
     }
-    let bisections = store::bisect::bisection_kinds(db).await?;
+    let bisections = match runs.iter().any(|r| r.kind == RunKind::Bisection) {
+        true => store::bisect::bisection_kinds(db).await?,
+        false => Vec::new(),
+    };
     for r in &runs {
-        let bisect = bisections.iter().find(|b| b.0 == r.id).map(|(_, what, kind)| {
+        let of_run = |b: &&(i64, String, Option<String>)| b.0 == r.id && r.kind == RunKind::Bisection;
+        let bisect = bisections.iter().find(of_run).map(|(_, what, kind)| {
             format!(
                 "      a bisection of {}: {} (`kreg bisect --show {}`)",
                 kreg::text::one_line(what),
@@ -55,9 +60,11 @@ pub async fn status(db: &PgPool, run: Option<i64>) -> Result<ExitCode> {
         }
     }
     if let Some(id) = run {
-        if let Some(log) = super::bisect::status(db, id).await? {
-            print!("{}", kreg::text::printable(&log));
-            return Ok(ExitCode::SUCCESS);
+        if runs.iter().any(|r| r.kind == RunKind::Bisection) {
+            if let Some(log) = super::bisect::status(db, id).await? {
+                print!("{}", kreg::text::printable(&log));
+                return Ok(ExitCode::SUCCESS);
+            }
         }
         for j in store::jobs(db, id).await? {
             let err = j

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use sqlx::PgPool;
 
 use crate::config::Config;
-use crate::plan::{JobState, RunState};
+use crate::plan::{JobState, RunKind, RunState};
 use crate::scenario::Scenario;
 use crate::store::{self, JobRow};
 
@@ -443,7 +443,7 @@ pub async fn drive(
     let left = jobs.iter().filter(|j| j.state.to_drive()).count();
     // An adaptive run stopped between a round and its look still has a look to take.
     let unfinished = matches!(run.state, RunState::Running | RunState::Interrupted);
-    if left == 0 && !(scenario.adaptive() && unfinished) {
+    if left == 0 && !(run.kind == RunKind::Adaptive && unfinished) {
         // A finished run stays as it is: nothing to do, nothing touched.
         return Ok(Outcome {
             done: jobs.len(),
@@ -587,7 +587,7 @@ pub(crate) async fn drive_jobs(
             .collect();
         first = false;
         driver.all(&todo).await?;
-        if !scenario.adaptive() {
+        if run.kind != RunKind::Adaptive {
             break;
         }
         if !look(db, run, scenario, &jobs, &mut *driver.ledger.on_event).await? {

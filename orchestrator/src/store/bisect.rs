@@ -5,7 +5,7 @@ use sqlx::{PgExecutor, PgPool};
 
 use super::Result;
 use crate::bisect::{Bisection, Role, Rules, Stored};
-use crate::plan::Job;
+use crate::plan::{Job, RunKind};
 
 pub use crate::bisect::report::Commit;
 
@@ -80,15 +80,13 @@ pub fn replay(
 /// in one transaction. Returns the run's id.
 pub async fn record_bisection(
     db: &PgPool,
-    (name, yaml, source_path): (&str, &str, &str),
+    text: &super::ScenarioText<'_>,
     b: &BisectionRow,
     commits: &[Commit],
 ) -> Result<i64> {
-    use sha2::Digest;
-    let sha = hex::encode(sha2::Sha256::digest(yaml.as_bytes()));
     let mut tx = db.begin().await?;
-    let scenario_id = super::upsert_scenario(&mut *tx, name, yaml, &sha).await?;
-    let run_id = super::create_run(&mut tx, scenario_id, source_path, &[]).await?;
+    let scenario_id = super::upsert_scenario(&mut *tx, text).await?;
+    let run_id = super::create_run(&mut tx, scenario_id, text.source_path, RunKind::Bisection, &[]).await?;
     sqlx::query(
         "INSERT INTO bisections (run_id, kernel, workload, metric, variant, good, bad, commit_count, rules)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",

@@ -140,13 +140,13 @@ pub struct Submission<'a> {
 /// fleet settings and its slots queued, in one transaction. Returns the run's id.
 pub async fn submit(
     db: &PgPool,
-    (name, yaml, source_path): (&str, &str, &str),
+    text: &super::ScenarioText<'_>,
     jobs: &[(Job, i32)],
     s: &Submission<'_>,
 ) -> Result<i64> {
     let plain: Vec<Job> = jobs.iter().map(|(j, _)| j.clone()).collect();
     let mut tx = db.begin().await?;
-    let run_id = super::record_run_in(&mut tx, name, yaml, source_path, &plain).await?;
+    let run_id = super::record_run_in(&mut tx, text, crate::plan::RunKind::Fleet, &plain).await?;
     for (j, slot) in jobs {
         sqlx::query("UPDATE jobs SET slot = $3 WHERE run_id = $1 AND ordinal = $2")
             .bind(run_id)

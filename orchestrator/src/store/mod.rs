@@ -22,7 +22,7 @@ pub use crate::results::{KernelProvenance, Sample};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
-use crate::plan::{Job, JobState, RunState};
+use crate::plan::{Job, JobState, RunKind, RunState};
 use crate::record::RawKind;
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -136,14 +136,36 @@ pub async fn open(options: PgConnectOptions) -> Result<PgPool> {
         .acquire_timeout(std::time::Duration::from_secs(30))
         .connect_lazy_with(options);
     MIGRATOR.run(&pool).await?;
+    settle_kinds(&pool).await?;
     Ok(pool)
+}
+
+/// Runs recorded before runs had a kind (migration 0018 settled the bisections and the
+/// fleet's): an adaptive one or a plain matrix, as its stored scenario says (a scenario that
+/// no longer loads is taken for a matrix; it cannot be driven either way).
+async fn settle_kinds(db: &PgPool) -> Result<()> {
+    let open: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT r.id, s.yaml, r.source_path FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.kind IS NULL",
+    )
+    .fetch_all(db)
+    .await?;
+    for (id, yaml, source) in open {
+        let dir = std::path::Path::new(&source).parent().unwrap_or(std::path::Path::new("/"));
+        let kind = crate::scenario::from_str(&yaml, dir).map_or(RunKind::Matrix, |s| RunKind::of(&s));
+        sqlx::query("UPDATE runs SET kind = $2 WHERE id = $1 AND kind IS NULL")
+            .bind(id)
+            .bind(kind.as_str())
+            .execute(db)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Records a new run of a scenario: its text (stored once per distinct content, known by
 /// its SHA-256), the run, and all its jobs pending, in one transaction. Returns the run's id.
-pub async fn record_run(db: &PgPool, name: &str, yaml: &str, source_path: &str, jobs: &[Job]) -> Result<i64> {
+pub async fn record_run(db: &PgPool, text: &ScenarioText<'_>, kind: RunKind, jobs: &[Job]) -> Result<i64> {
     let mut tx = db.begin().await?;
-    let run_id = record_run_in(&mut tx, name, yaml, source_path, jobs).await?;
+    let run_id = record_run_in(&mut tx, text, kind, jobs).await?;
     tx.commit().await?;
     Ok(run_id)
 }
@@ -151,25 +173,31 @@ pub async fn record_run(db: &PgPool, name: &str, yaml: &str, source_path: &str, 
 /// [`record_run`] within the caller's transaction.
 async fn record_run_in(
     tx: &mut Transaction<'_, Postgres>,
-    name: &str,
-    yaml: &str,
-    source_path: &str,
+    text: &ScenarioText<'_>,
+    kind: RunKind,
     jobs: &[Job],
 ) -> Result<i64> {
-    use sha2::Digest;
-    let sha = hex::encode(sha2::Sha256::digest(yaml.as_bytes()));
-    let scenario_id = upsert_scenario(&mut **tx, name, yaml, &sha).await?;
-    create_run(tx, scenario_id, source_path, jobs).await
+    let scenario_id = upsert_scenario(&mut **tx, text).await?;
+    create_run(tx, scenario_id, text.source_path, kind, jobs).await
+}
+
+/// A scenario as a run records it: its name, its text, and the path it came from.
+pub struct ScenarioText<'a> {
+    pub name: &'a str,
+    pub yaml: &'a str,
+    pub source_path: &'a str,
 }
 
 /// Stores the scenario text once per distinct content; returns its id.
-async fn upsert_scenario(db: impl PgExecutor<'_>, name: &str, yaml: &str, sha256: &str) -> Result<i64> {
+async fn upsert_scenario(db: impl PgExecutor<'_>, text: &ScenarioText<'_>) -> Result<i64> {
+    use sha2::Digest;
+    let sha256 = hex::encode(sha2::Sha256::digest(text.yaml.as_bytes()));
     let id = sqlx::query_scalar(
         "INSERT INTO scenarios (name, yaml, sha256) VALUES ($1, $2, $3)
          ON CONFLICT (sha256) DO UPDATE SET name = EXCLUDED.name RETURNING id",
     )
-    .bind(name)
-    .bind(yaml)
+    .bind(text.name)
+    .bind(text.yaml)
     .bind(sha256)
     .fetch_one(db)
     .await?;
@@ -181,16 +209,18 @@ async fn create_run(
     tx: &mut Transaction<'_, Postgres>,
     scenario_id: i64,
     source_path: &str,
+    kind: RunKind,
     jobs: &[Job],
 ) -> Result<i64> {
     let plan = crate::stats::Settings::default();
     let run_id: i64 = sqlx::query_scalar(
-        "INSERT INTO runs (scenario_id, source_path, plan_alpha, plan_min_effect) VALUES ($1, $2, $3, $4) RETURNING id",
+        "INSERT INTO runs (scenario_id, source_path, plan_alpha, plan_min_effect, kind) VALUES ($1, $2, $3, $4, $5) RETURNING id",
     )
     .bind(scenario_id)
     .bind(source_path)
     .bind(plan.alpha)
     .bind(plan.min_effect)
+    .bind(kind.as_str())
     .fetch_one(&mut **tx)
     .await?;
     insert_jobs(tx, run_id, jobs).await?;
@@ -235,6 +265,8 @@ pub struct RunRow {
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub plan_alpha: Option<f64>,
     pub plan_min_effect: Option<f64>,
+    #[sqlx(try_from = "String")]
+    pub kind: RunKind,
 }
 
 impl RunRow {
@@ -252,7 +284,8 @@ impl RunRow {
 
 pub async fn run(db: impl PgExecutor<'_>, run_id: i64) -> Result<RunRow> {
     sqlx::query_as(
-        "SELECT r.id, s.name AS scenario_name, s.yaml, r.source_path, r.state, r.created_at, r.plan_alpha, r.plan_min_effect
+        "SELECT r.id, s.name AS scenario_name, s.yaml, r.source_path, r.state, r.created_at, r.plan_alpha, r.plan_min_effect,
+                COALESCE(r.kind, 'matrix') AS kind
          FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id = $1",
     )
     .bind(run_id)

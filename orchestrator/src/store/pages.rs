@@ -8,7 +8,7 @@ use sqlx::PgExecutor;
 
 use super::Result;
 use crate::kernel::build::Fingerprint;
-use crate::plan::{JobState, RunState};
+use crate::plan::{JobState, RunKind, RunState};
 
 /// A run as the runs page lists it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -17,6 +17,9 @@ pub struct RunItem {
     pub scenario: String,
     #[sqlx(try_from = "String")]
     pub state: RunState,
+    /// A matrix, adaptive, a bisection or a fleet run.
+    #[sqlx(try_from = "String")]
+    pub kind: RunKind,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
@@ -31,9 +34,9 @@ impl RunItem {
     /// Seconds from start to end (or to now while it runs, or to its last change when it
     /// stopped without an end).
     pub fn duration_s(&self, now: DateTime<Utc>) -> i64 {
-        let end = match (self.finished_at, self.state.as_str()) {
+        let end = match (self.finished_at, self.state) {
             (Some(f), _) => f,
-            (None, "running") => now,
+            (None, RunState::Running) => now,
             (None, _) => self.updated_at,
         };
         (end - self.created_at).num_seconds().max(0)
@@ -46,7 +49,7 @@ impl RunItem {
 static RUN_ITEMS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let count = |s: JobState| format!("count(*) FILTER (WHERE j.state = '{s}') AS {s}");
     format!(
-        "SELECT r.id, s.name AS scenario, r.state, r.created_at, r.finished_at, r.updated_at,
+        "SELECT r.id, s.name AS scenario, r.state, COALESCE(r.kind, 'matrix') AS kind, r.created_at, r.finished_at, r.updated_at,
                 c.jobs, c.done, c.failed, c.running, c.pending
          FROM runs r JOIN scenarios s ON s.id = r.scenario_id
          CROSS JOIN LATERAL (SELECT count(*) AS jobs, {}, {}, {}, {} FROM jobs j WHERE j.run_id = r.id) c",
@@ -141,7 +144,7 @@ pub async fn run_with_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<(s
     let count = |s: JobState| format!("count(j.id) FILTER (WHERE j.state = '{s}') AS {s}");
     let found: Option<RunWithItem> = sqlx::query_as(&format!(
         "SELECT r.id, s.name AS scenario_name, s.yaml, r.source_path, r.state, r.created_at, r.plan_alpha,
-                r.plan_min_effect, r.finished_at, r.updated_at, count(j.id) AS jobs, {}, {}, {}, {}
+                r.plan_min_effect, COALESCE(r.kind, 'matrix') AS kind, r.finished_at, r.updated_at, count(j.id) AS jobs, {}, {}, {}, {}
          FROM runs r JOIN scenarios s ON s.id = r.scenario_id LEFT JOIN jobs j ON j.run_id = r.id
          WHERE r.id = $1 GROUP BY r.id, s.name, s.yaml",
         count(JobState::Done),
@@ -157,6 +160,7 @@ pub async fn run_with_item(db: impl PgExecutor<'_>, id: i64) -> Result<Option<(s
             id: f.row.id,
             scenario: f.row.scenario_name.clone(),
             state: f.row.state,
+            kind: f.row.kind,
             created_at: f.row.created_at,
             finished_at: f.finished_at,
             updated_at: f.updated_at,

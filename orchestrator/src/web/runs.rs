@@ -233,7 +233,7 @@ pub async fn run_view(db: &PgPool, id: i64) -> view::Result<RunView> {
     };
     let kernels = first_seen(jobs.iter().map(|j| &j.kernel));
     let builds = queries::builds_of_run(db, id).await?;
-    let bisection = crate::store::bisect::bisection(db, id).await?.is_some();
+    let bisection = row.kind == crate::plan::RunKind::Bisection;
     Ok(RunView {
         bisection,
         planned_runs,

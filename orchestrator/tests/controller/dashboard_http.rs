@@ -498,7 +498,16 @@ async fn a_bisection_page_reads_the_commits_it_names_not_the_range() {
         outcome: None,
     };
     let yaml = "name: b\nhosts: { sut: { role: sut, transport: { kind: lab } } }\nkernels: [ { name: tree, source: running } ]\nworkloads: [ { name: hb, kind: hackbench } ]\n";
-    let run = sb::record_bisection(&db.pool, ("b", yaml, "/nowhere/b.yaml"), &row, &commits)
+    let run = sb::record_bisection(
+        &db.pool,
+        &kreg::store::ScenarioText {
+            name: "b",
+            yaml,
+            source_path: "/nowhere/b.yaml",
+        },
+        &row,
+        &commits,
+    )
         .await
         .unwrap();
     assert_eq!(

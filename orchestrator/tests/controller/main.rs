@@ -13,6 +13,7 @@ mod dashboard_http;
 mod dashboard_pages;
 mod database_errors;
 mod interrupt;
+mod kinds;
 mod names;
 mod report_notes;
 mod run_only;

@@ -39,7 +39,16 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
         rules: sqlx::types::Json(serde_json::to_value(rules).unwrap()),
         outcome: None,
     };
-    let run = sb::record_bisection(&pool, ("bisect-page", SCENARIO, "/nowhere/b.yaml"), &row, &commits)
+    let run = sb::record_bisection(
+        &pool,
+        &kreg::store::ScenarioText {
+            name: "bisect-page",
+            yaml: SCENARIO,
+            source_path: "/nowhere/b.yaml",
+        },
+        &row,
+        &commits,
+    )
         .await
         .unwrap();
     let mut b = Bisection::new(9, rules);

@@ -118,6 +118,9 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
         text.contains("machines of different labels were mixed in this run"),
         "{text}"
     );
+    // A submitted run is resumed by queueing its failed slots (none here), not driven here.
+    let (ok, out) = run(&["resume", "2"]);
+    assert!(ok && out.contains("run 2: a submitted run; 0 failed slot(s) queued again"), "{out}");
     let (_, status) = run(&["status"]);
     assert!(
         status.contains("queue (slots of runs not finished):\n  empty")

@@ -50,7 +50,16 @@ async fn seed(db: &sqlx::PgPool, samples: usize) -> Result<(i64, usize)> {
     let s = kreg::scenario::from_str(&yaml, std::path::Path::new("."))
         .map_err(|d| anyhow::anyhow!("bench scenario: {}", d[0].render("bench")))?;
     let jobs = kreg::plan::expand(&s);
-    let run = store::record_run(db, &s.name, &yaml, "bench-dashboard.yaml", &jobs).await?;
+    let run = store::record_run(
+        db,
+        &store::ScenarioText {
+            name: &s.name,
+            yaml: &yaml,
+            source_path: "bench-dashboard.yaml",
+        },
+        kreg::plan::RunKind::of(&s),
+        &jobs,
+    ).await?;
     let mut rng = Rng::new(7);
     let mut stored = 0;
     for j in store::jobs(db, run).await? {
@@ -133,7 +142,16 @@ metrics: { m: { regex: \"m=([0-9.]+)\", higher_is_better: false } } }\niteration
         .map_err(|d| anyhow::anyhow!("bench scenario: {}", d[0].render("bench")))?;
     let jobs = kreg::plan::expand(&s);
     for _ in 0..n {
-        let run = store::record_run(db, &s.name, yaml, "bench-runs.yaml", &jobs).await?;
+        let run = store::record_run(
+            db,
+            &store::ScenarioText {
+                name: &s.name,
+                yaml,
+                source_path: "bench-runs.yaml",
+            },
+            kreg::plan::RunKind::of(&s),
+            &jobs,
+        ).await?;
         store::set_run_state(db, run, kreg::plan::RunState::Done).await?;
     }
     Ok(())

@@ -115,7 +115,16 @@ async fn submit(db: &PgPool, text: &str, pairs: usize) -> Result<i64> {
         mix_labels: false,
         needs_loadgen: false,
     };
-    Ok(fleet::submit(db, (&s.name, text, "bench"), &with, &sub).await?)
+    Ok(fleet::submit(
+        db,
+        &store::ScenarioText {
+            name: &s.name,
+            yaml: text,
+            source_path: "bench",
+        },
+        &with,
+        &sub,
+    ).await?)
 }
 
 
