@@ -94,6 +94,7 @@ pub fn check_files(s: &Scenario) -> Vec<Diagnostic> {
 /// A scenario's text, read from `source` (a file, or the path a run stored): parsed and
 /// validated, relative paths taken from the file's folder and `~/` from the user's home.
 pub fn parse(text: &str, source: &Path) -> Result<Scenario, Vec<Diagnostic>> {
+    tracing::debug!("scenario parsed: {}", source.display());
     let base = source.parent().unwrap_or(Path::new("."));
     let mut s = scenario::from_str(text, base)?;
     s.expand_home(&crate::config::home());
@@ -130,6 +131,15 @@ pub fn of_run(run: &crate::store::RunRow) -> Result<Scenario, String> {
     });
     cache.insert(key, parsed.clone());
     parsed
+}
+
+/// Keeps `s` as the scenario of `run` for [`of_run`]: the one `kreg run` parsed from the file
+/// it recorded the run from (the same text, its relative paths taken from the same folder),
+/// so that the drive does not parse it again.
+pub fn remember(run: &crate::store::RunRow, s: &Scenario) {
+    let key = (run.source_path.clone(), run.yaml.clone());
+    let mut stored = STORED.lock().unwrap_or_else(|p| p.into_inner());
+    stored.get_or_insert_with(HashMap::new).insert(key, Ok(s.clone()));
 }
 
 /// How many stored scenarios this process has parsed.

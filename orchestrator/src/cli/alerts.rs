@@ -112,12 +112,8 @@ pub async fn scan(db: &PgPool, scenario: Option<&str>) -> Result<Vec<Alert>> {
 
 /// After a run finished: its scenario's histories scanned, each new alert said on stderr.
 /// A failure to scan is said too and changes nothing of the run.
-pub async fn after_run(db: &PgPool, run_id: i64) {
-    let found = async {
-        let run = kreg::store::run(db, run_id).await?;
-        scan(db, Some(&run.scenario_name)).await
-    };
-    match found.await {
+pub async fn after_run(db: &PgPool, scenario: &str) {
+    match scan(db, Some(scenario)).await {
         Ok(raised) => {
             for a in raised {
                 eprintln!(

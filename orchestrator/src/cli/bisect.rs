@@ -13,6 +13,7 @@ use sqlx::PgPool;
 use kreg::bisect::report;
 use kreg::bisect::{metric_of, Outcome, Spec};
 use kreg::config::Config;
+use kreg::engine::session::Session;
 use kreg::engine::{self, bisect as eb};
 use kreg::scenario::{KernelSource, Scenario, TreeSource};
 use kreg::store::{self, bisect as sb};
@@ -124,15 +125,20 @@ pub async fn bisect(cfg: &Config, a: &BisectArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let file = a.file.as_deref().expect("clap requires it");
-    let (text, s) = super::validate::load(file)?;
+    // Read where it resolves to: the scenario's relative paths are those the stored run
+    // will be read with.
+    let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
+    let (text, s) = super::validate::load_from(&source, file)?;
     let spec = spec_of(&s, a)?;
     let agents = super::run::preflight(&s, cfg, file).await?;
-    let run_id = record(cfg, file, &text, &s, &spec).await?;
-    drive(cfg, run_id, agents, &a.format).await
+    let db = super::db::connect(cfg).await?;
+    let run_id = record(&db, cfg, &source, &text, &s, &spec).await?;
+    let session = Session::recorded(store::run(&db, run_id).await?, s);
+    drive(&db, session, cfg, agents, &a.format).await
 }
 
 /// The range resolved in the kernel's repository and the bisection recorded.
-async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec) -> Result<i64> {
+async fn record(db: &PgPool, cfg: &Config, source: &Path, text: &str, s: &Scenario, spec: &Spec) -> Result<i64> {
     let kernel = spec.kernel.clone().expect("set");
     let url = eb::source(s, &kernel).map_err(|e| anyhow!(e))?.url.to_string();
     let (good, bad) = (spec.good.clone().expect("set"), spec.bad.clone().expect("set"));
@@ -142,8 +148,6 @@ async fn record(cfg: &Config, file: &Path, text: &str, s: &Scenario, spec: &Spec
         .await?
         .map_err(|e| anyhow!("{e}"))?;
     let (workload, metric) = spec.metric.clone().expect("set");
-    let db = super::db::connect(cfg).await?;
-    let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
     let row = sb::BisectionRow {
         run_id: 0,
         kernel,
@@ -182,19 +186,25 @@ pub async fn resume(db: &PgPool, run: i64, cfg: &Config) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!("run {run}: resuming the bisection");
-    drive(cfg, run, Default::default(), "text").await
+    drive(db, Session::open(db, run).await?, cfg, Default::default(), "text").await
 }
 
-/// Drives the bisection of `run_id` (new, or resumed) and prints its report.
-pub async fn drive(cfg: &Config, run_id: i64, reached: engine::reach::Reached, format: &str) -> Result<ExitCode> {
-    let db = super::db::connect(cfg).await?;
+/// Drives the bisection of `session` (new, or resumed) and prints its report.
+pub async fn drive(
+    db: &PgPool,
+    mut session: Session,
+    cfg: &Config,
+    reached: engine::reach::Reached,
+    format: &str,
+) -> Result<ExitCode> {
+    let run_id = session.id();
     let mut progress = super::run::Progress::new();
     let mut on_event = |e: engine::Event| progress.show(e);
     let outcome = tokio::select! {
-        r = eb::bisect(&db, run_id, cfg, reached, &mut on_event) => r?,
+        r = eb::bisect(db, &mut session, cfg, reached, &mut on_event) => r?,
         signal = super::run::interrupted() => {
-            store::interrupt_run(&db, run_id).await?;
-            for line in engine::restore_settings(&db, run_id, cfg).await? {
+            store::interrupt_run(db, run_id).await?;
+            for line in engine::restore_settings(db, run_id, cfg).await? {
                 eprintln!("{}", kreg::text::printable(&line));
             }
             eprintln!(
@@ -203,7 +213,7 @@ pub async fn drive(cfg: &Config, run_id: i64, reached: engine::reach::Reached, f
             return Ok(ExitCode::from(130));
         }
     };
-    print_report(&db, run_id, format).await?;
+    print_report(db, run_id, format).await?;
     Ok(match outcome {
         Outcome::Culprit { .. } | Outcome::DoesNotReproduce { .. } => ExitCode::SUCCESS,
         // Nothing was bisected: an error, as the README says (1), with why on stderr.

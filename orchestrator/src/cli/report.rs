@@ -5,14 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::builder::TypedValueParser as _;
-use sqlx::PgPool;
 
 use kreg::report::Format;
 use kreg::{report, view};
-
-/// A format, and whether text tables may use box-drawing characters (asked for, or
-/// printing to a terminal).
-pub type Style = (Format, bool);
 
 /// `--format`: one of [`Format::NAMES`].
 fn format_arg() -> impl clap::builder::TypedValueParser<Value = Format> {
@@ -61,7 +56,7 @@ pub struct CompareArgs {
     style: StyleArgs,
 }
 
-fn boxes(asked: bool) -> bool {
+pub(super) fn boxes(asked: bool) -> bool {
     use std::io::IsTerminal;
     asked || std::io::stdout().is_terminal()
 }
@@ -69,7 +64,7 @@ fn boxes(asked: bool) -> bool {
 /// The rendered report on stdout. What hosts and tools said (a failed job's stderr, a
 /// warning) may hold escape sequences: shown escaped, never sent to the terminal raw. JSON
 /// escapes them itself.
-fn print(text: &str, format: Format) {
+pub(super) fn print(text: &str, format: Format) {
     let text = match format {
         Format::Json => std::borrow::Cow::Borrowed(text),
         _ => kreg::text::printable(text),
@@ -78,13 +73,6 @@ fn print(text: &str, format: Format) {
     if !text.ends_with('\n') {
         println!();
     }
-}
-
-/// A run's report with the default baseline and settings (what `kreg run` prints at its end).
-pub async fn print_report(db: &PgPool, run_id: i64, (format, boxes_asked): Style) -> Result<()> {
-    let loaded = view::load_report(db, run_id, None, &kreg::stats::Settings::default()).await?;
-    print(&loaded.report(boxes(boxes_asked)).render(format), format);
-    Ok(())
 }
 
 /// `kreg compare A B`: B's rows against A's where the two runs define things alike.

@@ -12,10 +12,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sqlx::PgPool;
 
 use kreg::config::Config;
+use kreg::engine::session::Session;
 use kreg::engine::{self, Event};
 use kreg::{plan, store};
 
-use super::report::print_report;
 use kreg::report::Format;
 
 /// What a run's progress looks like: lines on stderr (each stage with what it cost, each job
@@ -199,12 +199,13 @@ fn look_line(cells: &[String], jobs: usize) -> String {
 }
 
 /// `reached`: the agents the preflight reached (none on a resume).
-pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, reached: engine::reach::Reached) -> Result<ExitCode> {
+pub async fn drive(db: &PgPool, mut session: Session, cfg: &Config, reached: engine::reach::Reached) -> Result<ExitCode> {
+    let run_id = session.id();
     let mut progress = Progress::new();
     let bar = progress.bar.clone();
     let mut on_event = |e: Event| progress.show(e);
     let outcome = tokio::select! {
-        r = engine::drive(db, run_id, cfg, reached, &mut on_event) => r?,
+        r = engine::drive(db, &mut session, cfg, reached, &mut on_event) => r?,
         signal = interrupted() => {
             // The drive was dropped with its requests: each agent ends what the job in
             // progress started when its request goes away.
@@ -220,9 +221,10 @@ pub async fn drive(db: &PgPool, run_id: i64, cfg: &Config, reached: engine::reac
         }
     };
     bar.finish_and_clear();
-    print_report(db, run_id, (Format::Text, false)).await?;
+    let loaded = kreg::view::load_report_of(db, &session.run, None, &kreg::stats::Settings::default()).await?;
+    super::report::print(&loaded.report(super::report::boxes(false)).render(Format::Text), Format::Text);
     println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
-    super::alerts::after_run(db, run_id).await;
+    super::alerts::after_run(db, &session.run.scenario_name).await;
     Ok(if outcome.failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -260,7 +262,10 @@ pub struct ResumeArgs {
 
 /// `kreg run`: the hosts checked, the run recorded, then driven.
 pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCode> {
-    let (text, s) = super::validate::load(file)?;
+    // Read where it resolves to: the scenario's relative paths are those the stored run
+    // will be read with.
+    let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
+    let (text, s) = super::validate::load_from(&source, file)?;
     let only = only
         .iter()
         .map(|o| plan::Only::parse(&s, o))
@@ -276,7 +281,6 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
     // Every host reached and authenticated before anything is recorded.
     let agents = preflight(&s, cfg, file).await?;
     let db = super::db::connect(cfg).await?;
-    let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
     let source = source.display().to_string();
     let scenario = store::ScenarioText {
         name: &s.name,
@@ -296,7 +300,8 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
         jobs.len(),
         s.name
     );
-    drive(&db, run_id, cfg, agents).await
+    let session = Session::recorded(store::run(&db, run_id).await?, s);
+    drive(&db, session, cfg, agents).await
 }
 
 /// `kreg resume RUN`, as the run's kind says: a run of `kreg run` driven on from its first
@@ -323,7 +328,7 @@ async fn resume_run(db: &sqlx::PgPool, run: i64, cfg: &Config) -> Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     println!("run {run}: resuming, {left} of {} jobs left", before.len());
-    drive(db, run, cfg, Default::default()).await
+    drive(db, Session::open(db, run).await?, cfg, Default::default()).await
 }
 
 /// A job's place in its cell, for the progress line and the plain log: iteration 0 is a

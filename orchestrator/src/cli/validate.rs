@@ -34,13 +34,19 @@ pub struct PlanArgs {
 
 /// Loads a scenario file, printing every problem as FILE:LINE:COL: message.
 pub fn load(file: &Path) -> Result<(String, scenario::Scenario)> {
-    match kreg::scenario_file::load(file, false) {
+    load_from(file, file)
+}
+
+/// [`load`] of the file at `path`, its problems said under the name `shown` (the path the
+/// user gave, where `path` is where it resolves to).
+pub fn load_from(path: &Path, shown: &Path) -> Result<(String, scenario::Scenario)> {
+    match kreg::scenario_file::load(path, false) {
         Ok(x) => Ok(x),
         Err(diags) => {
             for d in &diags {
-                eprintln!("{}", d.render(&file.display().to_string()));
+                eprintln!("{}", d.render(&shown.display().to_string()));
             }
-            bail!("{} has {} problem(s)", file.display(), diags.len())
+            bail!("{} has {} problem(s)", shown.display(), diags.len())
         }
     }
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use sqlx::PgPool;
 
 use super::drive::{Driver, Ledger};
-use super::{lock_run, open_conns, put_back_leftovers, scenario_of, EngineError, Event, Outages};
+use super::{lock_run, open_conns, put_back_leftovers, EngineError, Event, Outages};
 use crate::bisect::{Ask, Outcome, Role};
 use crate::config::Config;
 use crate::plan::{Job, RunState};
@@ -80,26 +80,25 @@ pub fn kernel_name(commits: &[Commit], commit: usize, role: Role) -> String {
 /// Drives the bisection of `run_id` to its outcome (stored with the bisection).
 pub async fn bisect(
     db: &PgPool,
-    run_id: i64,
+    session: &mut super::session::Session,
     cfg: &Config,
     reached: super::reach::Reached,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
-    let run = store::run(db, run_id).await?;
+    let run_id = session.id();
     let row = store::bisect::bisection(db, run_id)
         .await?
         .ok_or_else(|| EngineError::Bisect(format!("run {run_id} is not a bisection")))?;
-    let scenario = scenario_of(&run)?;
     let commits = store::bisect::commits(db, run_id).await?;
     let mut lock = Some(lock_run(db, run_id).await?);
     store::set_run_state(db, run_id, RunState::Running).await?;
     put_back_leftovers(db, run_id, cfg, on_event).await?;
     let bisector = Bisector {
         db,
-        run: &run,
+        run: &session.run,
         row: &row,
         commits: &commits,
-        scenario: &scenario,
+        scenario: &session.scenario,
         cfg,
         uncredited: Default::default(),
     };
@@ -122,6 +121,8 @@ pub async fn bisect(
     };
     let _ = store::set_run_state(db, run_id, state).await;
     drop(lock);
+    drop(bisector);
+    session.settled(state);
     result
 }
 

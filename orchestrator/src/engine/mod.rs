@@ -19,6 +19,7 @@ mod machine;
 pub mod part;
 pub mod reach;
 mod sched_stats;
+pub mod session;
 mod server;
 mod tools;
 pub mod tune;
@@ -431,13 +432,13 @@ impl Outages {
 /// are reached here.
 pub async fn drive(
     db: &PgPool,
-    run_id: i64,
+    session: &mut session::Session,
     cfg: &Config,
     mut reached: reach::Reached,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
-    let run = store::run(db, run_id).await?;
-    let scenario = scenario_of(&run)?;
+    let (run, scenario) = (&session.run, &session.scenario);
+    let run_id = run.id;
     let mut lock = Some(lock_run(db, run_id).await?);
     let jobs = store::jobs(db, run_id).await?;
     let left = jobs.iter().filter(|j| j.state.to_drive()).count();
@@ -457,7 +458,7 @@ pub async fn drive(
     let mut known = Some(jobs);
     let result = loop {
         let hosts = std::mem::take(&mut reached);
-        let result = drive_jobs(db, (&run, &scenario, None), cfg, hosts, known.take(), on_event).await;
+        let result = drive_jobs(db, (run, scenario, None), cfg, hosts, known.take(), on_event).await;
         let Err(e) = &result else { break result };
         match outages.again(db, run_id, cfg, &mut lock, e, on_event).await {
             Ok(true) => {}
@@ -465,11 +466,17 @@ pub async fn drive(
             Err(e) => break Err(e),
         }
     };
-    if result.is_err() {
-        // Whatever stopped the drive, the run does not stay `running`.
-        let _ = store::set_run_state(db, run_id, RunState::Interrupted).await;
-    }
+    let state = match &result {
+        Ok(o) if o.failed == 0 => RunState::Done,
+        Ok(_) => RunState::Failed,
+        Err(_) => {
+            // Whatever stopped the drive, the run does not stay `running`.
+            let _ = store::set_run_state(db, run_id, RunState::Interrupted).await;
+            RunState::Interrupted
+        }
+    };
     drop(lock);
+    session.settled(state);
     result
 }
 

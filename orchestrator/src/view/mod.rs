@@ -159,8 +159,20 @@ pub fn check_baseline(s: &Scenario, run_id: i64, baseline: &Baseline) -> Result<
 
 /// `kreg report`'s tables of a run against a baseline (the scenario's unless given).
 pub async fn load_report(db: &PgPool, run_id: i64, baseline: Option<Baseline>, settings: &Settings) -> Result<Loaded> {
+    let run = store::run(db, run_id).await?;
+    load_report_of(db, &run, baseline, settings).await
+}
+
+/// [`load_report`] of a run already read (its row as it stands now).
+pub async fn load_report_of(
+    db: &PgPool,
+    run: &store::RunRow,
+    baseline: Option<Baseline>,
+    settings: &Settings,
+) -> Result<Loaded> {
     let started = std::time::Instant::now();
-    let (run, s) = scenario(db, run_id).await?;
+    let run_id = run.id;
+    let s = scenario_of(run)?;
     let baseline = baseline.unwrap_or_else(|| report::default_baseline(&s));
     check_baseline(&s, run_id, &baseline)?;
     // The samples read and judged while the report's other parts are read. Judging a large

@@ -38,3 +38,46 @@ async fn kinds_are_recorded_and_runs_of_before_are_settled_from_their_scenario()
         .await;
     assert!(bad.is_err(), "an unknown kind was stored");
 }
+
+/// `kreg run` reads its run once and parses its scenario once, from recording it to its
+/// final report (the drive works on the session it opened): counted from the statements it
+/// logs (`KREG_LOG`), as the run page's query count is, and from its "scenario parsed" lines.
+/// A resume reads the run once more (its own session), and parses the stored text once.
+#[tokio::test]
+async fn kreg_run_reads_its_run_once_and_parses_its_scenario_once() {
+    use kreg_testkit::{kreg, Agent, Scratch};
+    let db = fresh_db("walk").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("walk");
+    let file = dir.0.join("s.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: walk\n{}kernels: [ {{ name: current, source: running }} ]\nworkloads:\n  - name: probe\n    kind: command\n    argv: [sh, -c, \"echo value: 1\"]\n    metrics: {{ value: {{ regex: \"value: ([0-9]+)\", higher_is_better: true }} }}\niterations: 2\n",
+            agent.hosts_yaml()
+        ),
+    )
+    .unwrap();
+    let logged = |args: &[&str]| {
+        let out = kreg(&db, &dir.0)
+            .args(args)
+            .env("KREG_LOG", "sqlx::query=debug,kreg::scenario_file=debug")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{err}");
+        let reads = err
+            .lines()
+            .filter(|l| l.contains("sqlx::query") && l.contains("FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id"))
+            .count();
+        let parses = err.lines().filter(|l| l.contains("scenario parsed")).count();
+        (String::from_utf8_lossy(&out.stdout).to_string(), reads, parses)
+    };
+    let (out, reads, parses) = logged(&["run", file.to_str().unwrap()]);
+    assert!(out.contains("run 1: 2 jobs done, 0 failed"), "{out}");
+    assert_eq!((reads, parses), (1, 1), "the run read {reads} times, the scenario parsed {parses} times");
+    // A resume of the finished run: nothing to do, read once, nothing parsed.
+    let (out, reads, parses) = logged(&["resume", "1"]);
+    assert!(out.contains("nothing to resume"), "{out}");
+    assert_eq!((reads, parses), (1, 0));
+}
