@@ -39,7 +39,7 @@ enum Cmd {
         command: cli::fleet::MachinesCmd,
     },
     /// Continue a run from its first job not done.
-    Resume(cli::run::ResumeArgs),
+    Resume(cli::resume::ResumeArgs),
     /// Show where runs stand.
     Status(cli::status::StatusArgs),
     /// Per metric: kernel × variant with n, mean, stddev%, change against the baseline and
@@ -121,7 +121,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Submit(a) => cli::fleet::submit(&a, cfg).await,
         Cmd::Worker(a) => cli::worker::worker(&a, cfg).await,
         Cmd::Machines { command } => cli::fleet::machines(command, cfg).await,
-        Cmd::Resume(a) => cli::run::resume(a.run, cfg).await,
+        Cmd::Resume(a) => cli::resume::resume(a.run, cfg).await,
         Cmd::Status(a) => cli::status::status(&cli::db::connect(cfg).await?, a.run).await,
         Cmd::Report(a) => cli::report::report(cfg, &a).await,
         Cmd::Schedstat { command } => cli::schedstat::dispatch(command, cfg).await,

@@ -167,7 +167,7 @@ async fn record(db: &PgPool, cfg: &Config, source: &Path, text: &str, s: &Scenar
         yaml: text,
         source_path: &source,
     };
-    let run_id = sb::record_bisection(&db, &scenario, &row, &commits).await?;
+    let run_id = sb::record_bisection(db, &scenario, &row, &commits).await?;
     // Progress on stderr: stdout is the report alone (`--format json | jq` works).
     eprintln!(
         "run {run_id}: bisecting {}/{} over {n} commits ({} .. {}); resume with `kreg resume {run_id}` if it stops",
@@ -177,7 +177,8 @@ async fn record(db: &PgPool, cfg: &Config, source: &Path, text: &str, s: &Scenar
 }
 
 /// `kreg resume RUN` of a bisection: it goes on where it stands.
-pub async fn resume(db: &PgPool, run: i64, cfg: &Config) -> Result<ExitCode> {
+pub async fn resume(db: &PgPool, row: store::RunRow, cfg: &Config) -> Result<ExitCode> {
+    let run = row.id;
     let b = sb::bisection(db, run)
         .await?
         .ok_or_else(|| anyhow!("run {run} is not a bisection"))?;
@@ -186,7 +187,7 @@ pub async fn resume(db: &PgPool, run: i64, cfg: &Config) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!("run {run}: resuming the bisection");
-    drive(db, Session::open(db, run).await?, cfg, Default::default(), "text").await
+    drive(db, Session::of(row)?, cfg, Default::default(), "text").await
 }
 
 /// Drives the bisection of `session` (new, or resumed) and prints its report.

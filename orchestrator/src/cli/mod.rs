@@ -10,6 +10,7 @@ pub mod kernels;
 pub mod lab;
 pub mod parse;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod schedstat;
 pub mod serve;

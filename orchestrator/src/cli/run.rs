@@ -254,11 +254,6 @@ pub struct RunArgs {
     pub only: Vec<String>,
 }
 
-/// `kreg resume`'s arguments.
-#[derive(clap::Args)]
-pub struct ResumeArgs {
-    pub run: i64,
-}
 
 /// `kreg run`: the hosts checked, the run recorded, then driven.
 pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCode> {
@@ -304,23 +299,9 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
     drive(&db, session, cfg, agents).await
 }
 
-/// `kreg resume RUN`, as the run's kind says: a run of `kreg run` driven on from its first
-/// job not done, a bisection where it stands, a submitted run's failed slots queued again.
-pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
-    let db = super::db::connect(cfg).await?;
-    match store::run(&db, run).await?.kind {
-        plan::RunKind::Matrix | plan::RunKind::Adaptive => resume_run(&db, run, cfg).await,
-        plan::RunKind::Bisection => super::bisect::resume(&db, run, cfg).await,
-        plan::RunKind::Fleet => {
-            let n = store::fleet::requeue_failed(&db, run).await?;
-            println!("run {run}: a submitted run; {n} failed slot(s) queued again for the workers (their jobs not done run again on the same machines)");
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
 /// A run of `kreg run` driven on from its first job not done.
-async fn resume_run(db: &sqlx::PgPool, run: i64, cfg: &Config) -> Result<ExitCode> {
+pub(super) async fn resume_run(db: &sqlx::PgPool, row: store::RunRow, cfg: &Config) -> Result<ExitCode> {
+    let run = row.id;
     let before = store::jobs(db, run).await?;
     let left = before.iter().filter(|j| j.state != plan::JobState::Done).count();
     if left == 0 {
@@ -328,7 +309,7 @@ async fn resume_run(db: &sqlx::PgPool, run: i64, cfg: &Config) -> Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     println!("run {run}: resuming, {left} of {} jobs left", before.len());
-    drive(db, Session::open(db, run).await?, cfg, Default::default()).await
+    drive(db, Session::of(row)?, cfg, Default::default()).await
 }
 
 /// A job's place in its cell, for the progress line and the plain log: iteration 0 is a

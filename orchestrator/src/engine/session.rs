@@ -18,7 +18,11 @@ pub struct Session {
 impl Session {
     /// Reads run `run_id` and its scenario (parsed once per process).
     pub async fn open(db: &PgPool, run_id: i64) -> Result<Session, EngineError> {
-        let run = store::run(db, run_id).await?;
+        Session::of(store::run(db, run_id).await?)
+    }
+
+    /// The session of a run already read.
+    pub fn of(run: RunRow) -> Result<Session, EngineError> {
         let scenario = scenario_of(&run)?;
         Ok(Session { run, scenario })
     }
