@@ -31,10 +31,6 @@ pub struct Config {
     pub agent_bin: PathBuf,
     /// `KREG_LAB_ACCEL`: `auto` (default: KVM where it works, else TCG), `kvm` or `tcg`.
     pub lab_accel: String,
-    /// The epoch of the fleet lease this process drives its machines under (a worker's
-    /// drive of a slot): every agent request carries it, so that the agent refuses a
-    /// controller whose lease was taken over. None outside the fleet.
-    pub lease_epoch: Option<u64>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -131,7 +127,6 @@ impl Config {
                 .map(PathBuf::from)
                 .unwrap_or_else(default_agent_bin),
             lab_accel: var("KREG_LAB_ACCEL").unwrap_or_else(|| "auto".into()),
-            lease_epoch: None,
         }
     }
 }

@@ -50,7 +50,7 @@ pub async fn check(s: &Scenario, cfg: &Config) -> Findings {
     // Features can be checked for certain only when every kernel is the running one.
     let only_running = s.kernels.iter().all(|k| matches!(k.source, KernelSource::Running));
     for h in &s.hosts {
-        let agent = match crate::engine::reach::agent(h, cfg).await {
+        let agent = match crate::engine::reach::agent(h, cfg, None).await {
             Ok(Some(a)) => a,
             Ok(None) => continue,
             Err(e) => {

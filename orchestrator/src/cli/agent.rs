@@ -407,7 +407,7 @@ async fn status_cmd(cfg: &Config, targets: &[String], ssh_args: &SshArgs, scenar
                     rows.push(ssh_row(cfg, &h.name, &t.ssh, &[(Slot::SSH, token)]).await);
                 }
                 Transport::Http(_) => {
-                    let row = match kreg::engine::reach::agent(h, cfg).await {
+                    let row = match kreg::engine::reach::agent(h, cfg, None).await {
                         Ok(Some(a)) => match a.client.identity().await {
                             Ok(id) => Row::of(
                                 &h.name,

@@ -13,7 +13,8 @@ use sqlx::PgPool;
 
 use kreg::config::Config;
 use kreg::engine::part::{self, Part};
-use kreg::engine::{self, EngineError};
+use kreg::engine::session::Session;
+use kreg::engine::EngineError;
 use kreg::store::{self, fleet};
 
 /// `kreg worker`'s arguments.
@@ -183,17 +184,13 @@ async fn part_of(db: &PgPool, c: &fleet::Claim) -> Result<Part, NoPart> {
             true => NoPart::Db(e),
             false => NoPart::Bad(e.to_string()),
         })?;
-    let scenario = engine::scenario_of(&run).map_err(|e| e.to_string())?;
+    let mut session = Session::of(run).map_err(|e| e.to_string())?;
     let sut = pool_machine(&c.sut)?;
     let loadgen = c.loadgen.as_ref().map(pool_machine).transpose()?;
-    let scenario = part::on_pair(&scenario, &sut, loadgen.as_ref())?;
+    session.scenario = part::on_pair(&session.scenario, &sut, loadgen.as_ref())?;
     Ok(Part {
-        fence: fleet::Fence {
-            run_id: c.run_id,
-            slot: c.slot,
-            epoch: c.epoch,
-        },
-        scenario,
+        lease: c.lease(),
+        session,
     })
 }
 
@@ -216,11 +213,7 @@ async fn keep_lease(db: PgPool, id: i64, epoch: i64, lease: f64) -> String {
 }
 
 async fn drive_claim(db: &PgPool, id: i64, (c, took): (&fleet::Claim, Duration), lease: f64, cfg: &Config) -> Ended {
-    let f = fleet::Fence {
-        run_id: c.run_id,
-        slot: c.slot,
-        epoch: c.epoch,
-    };
+    let f = c.lease();
     say(&format!(
         "worker {id}: run {} slot {} on {}{} at epoch {} (claimed in {:.1} ms){}",
         c.run_id,
@@ -244,15 +237,13 @@ async fn drive_claim(db: &PgPool, id: i64, (c, took): (&fleet::Claim, Duration),
             return Ended::Finished;
         }
     };
-    let mut cfg = cfg.clone();
-    cfg.lease_epoch = Some(c.epoch as u64);
     let lost = keep_lease(db.clone(), id, c.epoch, lease);
     tokio::pin!(lost);
     loop {
         let mut progress = super::run::Progress::new();
         let mut on_event = |e| progress.show(e);
         let result = tokio::select! {
-            r = part::drive_part(db, &part, &cfg, &mut on_event) => r,
+            r = part::drive_part(db, &part, cfg, &mut on_event) => r,
             why = &mut lost => return Ended::Lost(why),
             s = super::run::interrupted() => return Ended::Signal(s),
         };

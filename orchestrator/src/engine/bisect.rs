@@ -162,7 +162,7 @@ impl Bisector<'_> {
             );
         }
         let run_dir = self.cfg.data_dir.join("runs").join(self.run.id.to_string());
-        let mut conns = open_conns(self.scenario, &run_dir, self.cfg, reached).await?;
+        let mut conns = open_conns(self.scenario, &run_dir, self.cfg, None, reached).await?;
         let mut seen = (bisection.steps().len(), bisection.reproduced());
         let hash = |i: usize| crate::bisect::report::short(&self.commits[i].hash).to_string();
         loop {
@@ -334,7 +334,7 @@ impl Bisector<'_> {
                 run: self.run,
                 total: all.len(),
                 on_event: &mut watch,
-                fence: None,
+                lease: None,
             },
             scenario: &scenario,
             cfg: self.cfg,

@@ -243,7 +243,7 @@ impl Driver<'_> {
     ) -> Result<Booted, Stop<Failure>> {
         for h in &self.scenario.hosts {
             if let Some(c) = self.conns[&h.name].client() {
-                c.set_owner(&owner_of(self.run, &h.name, self.ledger.fence.map(|f| f.slot)));
+                c.set_owner(&owner_of(self.run, &h.name, self.ledger.lease.map(|f| f.slot)));
                 sweep(c, &h.name, false, self.ledger.on_event).await;
                 if h.name != self.sut {
                     if let Ok(other) = c.identity().await {

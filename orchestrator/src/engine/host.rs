@@ -46,18 +46,20 @@ pub struct LabConn {
 impl Conn {
     /// `perf`: whether a lab guest needs perf in its initramfs.
     /// `reached`: the host's agent when the preflight reached it already.
+    /// `lease`: a fleet slot's, whose epoch every request to the agent carries.
     pub async fn open(
         host: &Host,
         run_dir: &std::path::Path,
         cfg: &Config,
         perf: bool,
+        lease: Option<&crate::store::fleet::Lease>,
         reached: Option<super::reach::Agent>,
     ) -> Result<Conn, HostError> {
         match &host.transport {
             Transport::Http(_) | Transport::Ssh(_) => {
                 let a = match reached {
                     Some(a) => a,
-                    None => super::reach::agent(host, cfg).await?.expect("an agent host"),
+                    None => super::reach::agent(host, cfg, lease).await?.expect("an agent host"),
                 };
                 Ok(Conn::Machine(MachineConn::new(&host.name, a)))
             }

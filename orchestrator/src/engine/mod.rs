@@ -216,19 +216,20 @@ async fn schedstats_on(
 pub async fn restore_settings(db: &PgPool, run_id: i64, cfg: &Config) -> Result<Vec<String>, EngineError> {
     let run = store::run(db, run_id).await?;
     let scenario = scenario_of(&run)?;
-    restore_settings_on(db, run_id, &scenario, cfg, false).await
+    restore_settings_on(db, run_id, &scenario, cfg, None).await
 }
 
-/// [`restore_settings`] on the hosts of `scenario`; `this_boot_only` (a fleet slot, whose
-/// host names other slots' machines share): a setting of another boot is left as it is,
-/// not taken for reset by a reboot.
+/// [`restore_settings`] on the hosts of `scenario`; under a fleet slot's `lease` (whose
+/// host names other slots' machines share) a setting of another boot is left as it is,
+/// not taken for reset by a reboot, and the agents are asked under the lease's epoch.
 pub(crate) async fn restore_settings_on(
     db: &PgPool,
     run_id: i64,
     scenario: &Scenario,
     cfg: &Config,
-    this_boot_only: bool,
+    lease: Option<&store::fleet::Lease>,
 ) -> Result<Vec<String>, EngineError> {
+    let this_boot_only = lease.is_some();
     let mut said = Vec::new();
     for store::PendingSetting {
         host,
@@ -239,7 +240,7 @@ pub(crate) async fn restore_settings_on(
     {
         let found = scenario.hosts.iter().find(|h| h.name == host);
         let agent = match found {
-            Some(h) => reach::agent(h, cfg).await.transpose(),
+            Some(h) => reach::agent(h, cfg, lease).await.transpose(),
             None => None,
         };
         let put_back = match agent {
@@ -437,7 +438,7 @@ pub async fn drive(
     mut reached: reach::Reached,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
-    let (run, scenario) = (&session.run, &session.scenario);
+    let run = &session.run;
     let run_id = run.id;
     let mut lock = Some(lock_run(db, run_id).await?);
     let jobs = store::jobs(db, run_id).await?;
@@ -458,7 +459,7 @@ pub async fn drive(
     let mut known = Some(jobs);
     let result = loop {
         let hosts = std::mem::take(&mut reached);
-        let result = drive_jobs(db, (run, scenario, None), cfg, hosts, known.take(), on_event).await;
+        let result = drive_jobs(db, session, None, cfg, hosts, known.take(), on_event).await;
         let Err(e) = &result else { break result };
         match outages.again(db, run_id, cfg, &mut lock, e, on_event).await {
             Ok(true) => {}
@@ -517,11 +518,13 @@ async fn look(
     Ok(true)
 }
 
-/// A connection to each host of the scenario (those the preflight reached, taken over).
+/// A connection to each host of the scenario (those the preflight reached, taken over),
+/// under the slot's `lease` when a fleet worker drives.
 async fn open_conns(
     scenario: &Scenario,
     run_dir: &std::path::Path,
     cfg: &Config,
+    lease: Option<&store::fleet::Lease>,
     mut reached: reach::Reached,
 ) -> Result<HashMap<String, host::Conn>, EngineError> {
     let mut conns = HashMap::new();
@@ -531,6 +534,7 @@ async fn open_conns(
             run_dir,
             cfg,
             scenario.needs_perf_on(&h.name),
+            lease,
             reached.remove(&h.name),
         )
         .await
@@ -545,22 +549,25 @@ async fn open_conns(
 
 /// The body of [`drive`], once the run is locked and marked running.
 /// `known`: the run's jobs when they were just read.
+/// `lease`: a fleet slot's, which every write and agent request of the drive is held to.
 pub(crate) async fn drive_jobs(
     db: &PgPool,
-    (run, scenario, fence): (&store::RunRow, &Scenario, Option<store::fleet::Fence>),
+    session: &session::Session,
+    lease: Option<store::fleet::Lease>,
     cfg: &Config,
     reached: reach::Reached,
     known: Option<Vec<JobRow>>,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
-    let dir = match fence {
+    let (run, scenario) = (&session.run, &session.scenario);
+    let dir = match lease {
         Some(f) => format!("{}-slot{}", run.id, f.slot),
         None => run.id.to_string(),
     };
-    let conns = open_conns(scenario, &cfg.data_dir.join("runs").join(dir), cfg, reached).await?;
+    let conns = open_conns(scenario, &cfg.data_dir.join("runs").join(dir), cfg, lease.as_ref(), reached).await?;
     let mut jobs = match known {
         Some(jobs) => jobs,
-        None => jobs_of(db, run.id, fence).await?,
+        None => jobs_of(db, run.id, lease).await?,
     };
     let mut driver = drive::Driver {
         db,
@@ -570,7 +577,7 @@ pub(crate) async fn drive_jobs(
             run,
             total: jobs.len(),
             on_event,
-            fence,
+            lease,
         },
         scenario,
         cfg,
@@ -605,11 +612,11 @@ pub(crate) async fn drive_jobs(
         driver.started = started_boots(&jobs);
     }
 
-    let after = jobs_of(db, run.id, fence).await?;
+    let after = jobs_of(db, run.id, lease).await?;
     let done = after.iter().filter(|j| j.state == JobState::Done).count();
     let failed = after.len() - done;
     // A fleet slot's end is the worker's to record (the run ends with its last slot).
-    if fence.is_none() {
+    if lease.is_none() {
         let state = if failed == 0 { RunState::Done } else { RunState::Failed };
         store::set_run_state(db, run.id, state).await?;
     }
@@ -617,8 +624,8 @@ pub(crate) async fn drive_jobs(
 }
 
 /// The jobs a drive takes: the run's, or a fleet slot's.
-async fn jobs_of(db: &PgPool, run_id: i64, fence: Option<store::fleet::Fence>) -> Result<Vec<JobRow>, EngineError> {
-    Ok(match fence {
+async fn jobs_of(db: &PgPool, run_id: i64, lease: Option<store::fleet::Lease>) -> Result<Vec<JobRow>, EngineError> {
+    Ok(match lease {
         Some(f) => store::slot_jobs(db, run_id, f.slot).await?,
         None => store::jobs(db, run_id).await?,
     })

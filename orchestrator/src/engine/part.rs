@@ -1,6 +1,6 @@
 //! A fleet worker's drive of one slot of a submitted run: the slot's jobs, on the pair of
-//! machines its lease holds, every write checked against the lease ([`Fence`]) and every
-//! agent request carrying the lease's epoch (the worker's `Config::lease_epoch`). The steps
+//! machines its lease holds, every write checked against the lease ([`Lease`]) and every
+//! agent request carrying the lease's epoch (the agents are reached under it). The steps
 //! are those of `kreg run`; a slot taken over from a worker that lost its lease goes on
 //! where it stood, as a resume does.
 
@@ -10,12 +10,12 @@ use super::{drive_jobs, EngineError, Event, Outcome};
 use crate::config::Config;
 use crate::plan::JobState;
 use crate::scenario::{PoolMachine, Role, Scenario};
-use crate::store::{self, fleet::Fence};
+use crate::store::{self, fleet::Lease};
 
-/// A slot to drive: its fence and the run's scenario with its hosts on the pair.
+/// A slot to drive: its lease, and the run's session with the scenario's hosts on the pair.
 pub struct Part {
-    pub fence: Fence,
-    pub scenario: Scenario,
+    pub lease: Lease,
+    pub session: super::session::Session,
 }
 
 /// The run's scenario with its SUT on `sut` and its load generator on `loadgen`: names,
@@ -63,8 +63,7 @@ pub async fn drive_part(
     cfg: &Config,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
-    let f = part.fence;
-    let run = store::run(db, f.run_id).await?;
+    let f = part.lease;
     let jobs = store::slot_jobs(db, f.run_id, f.slot).await?;
     if jobs.iter().all(|j| j.state == JobState::Done) {
         return Ok(Outcome {
@@ -73,19 +72,11 @@ pub async fn drive_part(
         });
     }
     if !store::unrestored_settings(db, f.run_id).await?.is_empty() {
-        for line in super::restore_settings_on(db, f.run_id, &part.scenario, cfg, true).await? {
+        for line in super::restore_settings_on(db, f.run_id, &part.session.scenario, cfg, Some(&f)).await? {
             on_event(Event::Warning {
                 message: format!("left by an earlier holder of the slot: {line}"),
             });
         }
     }
-    drive_jobs(
-        db,
-        (&run, &part.scenario, Some(f)),
-        cfg,
-        Default::default(),
-        Some(jobs),
-        on_event,
-    )
-    .await
+    drive_jobs(db, &part.session, Some(f), cfg, Default::default(), Some(jobs), on_event).await
 }

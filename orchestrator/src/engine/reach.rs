@@ -7,6 +7,7 @@ use kreg_protocol::client::AgentClient;
 use super::error::HostError;
 use crate::config::Config;
 use crate::scenario::{Host, Machine, PoolMachine, SshTransport, Transport};
+use crate::store::fleet::Lease;
 use crate::ssh;
 
 /// The agents already reached (by the preflight), by host name: the engine takes them
@@ -54,8 +55,10 @@ fn ssh_token(t: &SshTransport, cfg: &Config) -> Result<String, HostError> {
 }
 
 /// Reaches the agent of `host` (an http or ssh host; a lab host has none before its VM
-/// starts).
-pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError> {
+/// starts). Under a fleet `lease`, every request of the client carries its epoch, so that
+/// the agent refuses a controller whose lease was taken over.
+pub async fn agent(host: &Host, cfg: &Config, lease: Option<&Lease>) -> Result<Option<Agent>, HostError> {
+    let epoch = lease.map(Lease::agent_epoch);
     match &host.transport {
         Transport::Http(http) => {
             let token = crate::token::read(&http.token_file)?;
@@ -63,7 +66,7 @@ pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError
                 Some(fp) => AgentClient::pinned(&http.url, &token, fp)?,
                 None => AgentClient::new(&http.url, &token),
             };
-            if let Some(e) = cfg.lease_epoch {
+            if let Some(e) = epoch {
                 client.fence(e);
             }
             Ok(Some(Agent {
@@ -77,7 +80,7 @@ pub async fn agent(host: &Host, cfg: &Config) -> Result<Option<Agent>, HostError
         }
         Transport::Ssh(t) => {
             let token = ssh_token(t, cfg)?;
-            let r = ssh::reach_fenced(&t.ssh, &cfg.agent_bin, &token, cfg.lease_epoch).await?;
+            let r = ssh::reach_fenced(&t.ssh, &cfg.agent_bin, &token, epoch).await?;
             tracing::info!(host = %host.name, "ssh {}: agent {}", t.ssh.target(), r.outcome);
             Ok(Some(Agent {
                 client: r.client,
@@ -104,7 +107,7 @@ pub async fn agent_id(m: &PoolMachine, cfg: &Config, wait: std::time::Duration) 
         tuning: Default::default(),
     };
     let asked = async {
-        let Some(a) = agent(&host, cfg).await.map_err(|e| e.to_string())? else {
+        let Some(a) = agent(&host, cfg, None).await.map_err(|e| e.to_string())? else {
             return Ok(None);
         };
         let id = a.client.identity().await.map_err(|e| e.to_string())?;

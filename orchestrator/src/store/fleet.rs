@@ -230,6 +230,17 @@ pub struct Claim {
     pub takeover: bool,
 }
 
+impl Claim {
+    /// The lease the claim holds.
+    pub fn lease(&self) -> Lease {
+        Lease {
+            run_id: self.run_id,
+            slot: self.slot,
+            epoch: self.epoch,
+        }
+    }
+}
+
 #[derive(sqlx::FromRow)]
 struct Candidate {
     run_id: i64,
@@ -405,18 +416,27 @@ pub async fn worker_alive(db: impl PgExecutor<'_>, worker: i64) -> Result<()> {
     Ok(())
 }
 
-/// What a drive of a slot writes under: the slot and the epoch of the lease.
+/// A worker's lease on a slot: what a drive of the slot writes under (checked in each
+/// write's transaction) and what every agent request of it carries (the epoch).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Fence {
+pub struct Lease {
     pub run_id: i64,
     pub slot: i32,
     pub epoch: i64,
 }
 
+impl Lease {
+    /// The epoch as the agents keep it (`X-Kreg-Epoch`): the database's sequence issues
+    /// 1 and up, within both types.
+    pub fn agent_epoch(&self) -> u64 {
+        self.epoch as u64
+    }
+}
+
 /// In `tx`: whether `f` still holds its slot (same epoch, lease not expired); the slot's
 /// row stays locked in share mode until `tx` ends, so that no take-over comes between this
 /// check and the commit. `StoreError::Fenced` otherwise.
-pub async fn check_fence(tx: &mut Transaction<'_, Postgres>, f: &Fence) -> Result<()> {
+pub async fn check_fence(tx: &mut Transaction<'_, Postgres>, f: &Lease) -> Result<()> {
     let held: Option<i32> = sqlx::query_scalar(
         "SELECT 1 FROM run_slots s JOIN machines m ON m.name = s.sut
          WHERE s.run_id = $1 AND s.slot = $2 AND s.epoch = $3 AND s.state = 'leased'
@@ -451,7 +471,7 @@ pub async fn stored_under(db: impl PgExecutor<'_>, job_id: i64, epoch: i64) -> R
 /// A slot's drive ended (`failed`: with failed jobs, or `error` said why it stopped):
 /// the slot is finished, its machines free; the last slot of a run to finish sets the
 /// run's state. Nothing happens when the lease was lost meanwhile.
-pub async fn finish_slot(db: &PgPool, f: &Fence, failed: bool, error: Option<&str>) -> Result<bool> {
+pub async fn finish_slot(db: &PgPool, f: &Lease, failed: bool, error: Option<&str>) -> Result<bool> {
     let mut tx = db.begin().await?;
     sqlx::query("SELECT id FROM runs WHERE id = $1 FOR UPDATE")
         .bind(f.run_id)

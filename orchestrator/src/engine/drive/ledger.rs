@@ -16,7 +16,7 @@ pub(crate) struct Ledger<'a> {
     pub on_event: &'a mut dyn FnMut(Event),
     /// A fleet worker's lease: every write checks it still holds its slot, in the
     /// transaction of the write (none for `kreg run`).
-    pub fence: Option<store::fleet::Fence>,
+    pub lease: Option<store::fleet::Lease>,
 }
 
 impl Ledger<'_> {
@@ -24,7 +24,7 @@ impl Ledger<'_> {
     /// over stores nothing).
     async fn begin(&self) -> Result<Transaction<'static, Postgres>, EngineError> {
         let mut tx = self.db.begin().await.map_err(store::StoreError::from)?;
-        if let Some(f) = &self.fence {
+        if let Some(f) = &self.lease {
             store::fleet::check_fence(&mut tx, f).await?;
         }
         Ok(tx)
@@ -102,7 +102,7 @@ impl Ledger<'_> {
             Ok(outcome) => {
                 let mut tx = self.begin().await?;
                 store::finish_job(&mut tx, self.run.id, j.id, &outcome).await?;
-                if let Some(f) = &self.fence {
+                if let Some(f) = &self.lease {
                     store::fleet::stored_under(&mut *tx, j.id, f.epoch).await?;
                 }
                 Self::commit(tx).await?;
