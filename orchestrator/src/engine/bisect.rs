@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use sqlx::PgPool;
 
 use super::drive::{Driver, Ledger};
-use super::{lock_run, open_conns, put_back_leftovers, EngineError, Event, Outages};
+use super::{open_conns, EngineError, Event};
 use crate::bisect::{Ask, Outcome, Role};
 use crate::config::Config;
 use crate::plan::{Job, RunState};
@@ -90,26 +90,26 @@ pub async fn bisect(
         .await?
         .ok_or_else(|| EngineError::Bisect(format!("run {run_id} is not a bisection")))?;
     let commits = store::bisect::commits(db, run_id).await?;
-    let mut lock = Some(lock_run(db, run_id).await?);
-    store::set_run_state(db, run_id, RunState::Running).await?;
-    put_back_leftovers(db, run_id, cfg, on_event).await?;
-    let bisector = Bisector {
-        db,
-        run: &session.run,
-        row: &row,
-        commits: &commits,
-        scenario: &session.scenario,
-        cfg,
-        uncredited: Default::default(),
-    };
+    session.lock(db).await?;
+    session.start(db, cfg, on_event).await?;
+    // Kernels compiled for a measurement a lost database cut off (see `Bisector`).
+    let uncredited = Default::default();
     // A database that goes away mid-measurement is waited for as `kreg run` waits for it;
     // the next pass replays what is stored and goes on from there.
-    let mut outages = Outages::default();
     let mut reached = reached;
     let result = loop {
+        let bisector = Bisector {
+            db,
+            run: &session.run,
+            row: &row,
+            commits: &commits,
+            scenario: &session.scenario,
+            cfg,
+            uncredited: &uncredited,
+        };
         let result = bisector.go(std::mem::take(&mut reached), on_event).await;
         let Err(e) = &result else { break result };
-        match outages.again(db, run_id, cfg, &mut lock, e, on_event).await {
+        match session.again(db, cfg, e, on_event).await {
             Ok(true) => {}
             Ok(false) => break result,
             Err(e) => break Err(e),
@@ -119,10 +119,7 @@ pub async fn bisect(
         Ok(_) => RunState::Done,
         Err(_) => RunState::Interrupted,
     };
-    let _ = store::set_run_state(db, run_id, state).await;
-    drop(lock);
-    drop(bisector);
-    session.settled(state);
+    session.end(db, state, true).await;
     result
 }
 
@@ -136,7 +133,7 @@ struct Bisector<'a> {
     cfg: &'a Config,
     /// Kernels compiled for a measurement that a lost database cut off before it was
     /// stored: the pass that measures it again (from the cache) counts the build.
-    uncredited: std::sync::Mutex<std::collections::HashSet<String>>,
+    uncredited: &'a std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// What one measurement's boot gave, with whether its kernel was compiled for it.

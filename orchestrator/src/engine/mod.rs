@@ -350,84 +350,8 @@ pub fn scenario_of(run: &store::RunRow) -> Result<Scenario, EngineError> {
     crate::scenario_file::of_run(run).map_err(|detail| EngineError::Scenario { run: run.id, detail })
 }
 
-/// How long a drive waits for a database that went away mid-run (a restarted server),
-/// and how many times in one drive.
-const DB_OUTAGE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
-const DB_OUTAGES: u32 = 5;
-
-/// How long a drive waits for a run's lock: the server notices that a killed controller's
-/// connection is gone (and frees its lock) a moment after the controller died.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// One driver per run (`store::lock_run`; released if this process dies, or the database
-/// restarts: see [`drive`]).
-async fn lock_run(db: &PgPool, run_id: i64) -> Result<store::RunLock, EngineError> {
-    store::lock_run(db, run_id, LOCK_WAIT)
-        .await?
-        .ok_or(EngineError::Busy(run_id))
-}
-
-/// A controller killed without warning (or a drive cut off from its database) left its
-/// settings changed: put back first (the drive applies them again from the machine's own
-/// values).
-async fn put_back_leftovers(
-    db: &PgPool,
-    run_id: i64,
-    cfg: &Config,
-    on_event: &mut dyn FnMut(Event),
-) -> Result<(), EngineError> {
-    if !store::unrestored_settings(db, run_id).await?.is_empty() {
-        for line in restore_settings(db, run_id, cfg).await? {
-            on_event(Event::Warning {
-                message: format!("left by the interrupted attempt: {line}"),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The database lost during a drive: how many times so far (at most [`DB_OUTAGES`]).
-#[derive(Default)]
-pub(crate) struct Outages(u32);
-
-impl Outages {
-    /// After a pass of a drive ended with `e`: whether to go on with another pass. When `e`
-    /// is the database gone away, it is said, waited for (up to [`DB_OUTAGE_WAIT`]), the
-    /// run's lock taken again (into `lock`) and settings left changed put back; the next
-    /// pass goes on where the run stands, as a resume would. `Ok(false)`: `e` is not an
-    /// outage (or one too many), the drive ends with it; `Err`: the wait or the lock failed.
-    pub(crate) async fn again(
-        &mut self,
-        db: &PgPool,
-        run_id: i64,
-        cfg: &Config,
-        lock: &mut Option<store::RunLock>,
-        e: &EngineError,
-        on_event: &mut dyn FnMut(Event),
-    ) -> Result<bool, EngineError> {
-        let lost = match e {
-            EngineError::Store(e) if e.is_connection_lost() && self.0 < DB_OUTAGES => e.to_string(),
-            _ => return Ok(false),
-        };
-        self.0 += 1;
-        on_event(Event::Warning {
-            message: format!(
-                "the database went away ({lost}); waiting up to {} s for it, then the run goes on where it stands",
-                DB_OUTAGE_WAIT.as_secs()
-            ),
-        });
-        *lock = None;
-        store::wait_until_back(db, DB_OUTAGE_WAIT).await?;
-        *lock = Some(lock_run(db, run_id).await?);
-        put_back_leftovers(db, run_id, cfg, on_event).await?;
-        Ok(true)
-    }
-}
-
-/// Runs every job of `run_id` that is not done yet. When the database goes away mid-run,
-/// the drive waits for it (up to [`DB_OUTAGE_WAIT`]), takes the run's lock again and goes
-/// on as a resume would: a job is stored in one transaction, so one whose storing was cut
-/// off is either done or runs again, never stored twice.
+/// Runs every job of the session's run that is not done yet. When the database goes away
+/// mid-run, the drive waits for it and goes on as a resume would ([`session::Session::again`]).
 ///
 /// `reached`: agents the caller reached already (the preflight of `kreg run`); the others
 /// are reached here.
@@ -438,30 +362,29 @@ pub async fn drive(
     mut reached: reach::Reached,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Outcome, EngineError> {
+    session.lock(db).await?;
     let run = &session.run;
     let run_id = run.id;
-    let mut lock = Some(lock_run(db, run_id).await?);
     let jobs = store::jobs(db, run_id).await?;
     let left = jobs.iter().filter(|j| j.state.to_drive()).count();
     // An adaptive run stopped between a round and its look still has a look to take.
     let unfinished = matches!(run.state, RunState::Running | RunState::Interrupted);
     if left == 0 && !(run.kind == RunKind::Adaptive && unfinished) {
         // A finished run stays as it is: nothing to do, nothing touched.
+        session.unlock();
         return Ok(Outcome {
             done: jobs.len(),
             failed: 0,
         });
     }
-    store::set_run_state(db, run_id, RunState::Running).await?;
-    put_back_leftovers(db, run_id, cfg, on_event).await?;
-    let mut outages = Outages::default();
+    session.start(db, cfg, on_event).await?;
     // The jobs read above serve the first pass; a pass after a lost database reads them anew.
     let mut known = Some(jobs);
     let result = loop {
         let hosts = std::mem::take(&mut reached);
         let result = drive_jobs(db, session, None, cfg, hosts, known.take(), on_event).await;
         let Err(e) = &result else { break result };
-        match outages.again(db, run_id, cfg, &mut lock, e, on_event).await {
+        match session.again(db, cfg, e, on_event).await {
             Ok(true) => {}
             Ok(false) => break result,
             Err(e) => break Err(e),
@@ -470,14 +393,11 @@ pub async fn drive(
     let state = match &result {
         Ok(o) if o.failed == 0 => RunState::Done,
         Ok(_) => RunState::Failed,
-        Err(_) => {
-            // Whatever stopped the drive, the run does not stay `running`.
-            let _ = store::set_run_state(db, run_id, RunState::Interrupted).await;
-            RunState::Interrupted
-        }
+        // Whatever stopped the drive, the run does not stay `running`.
+        Err(_) => RunState::Interrupted,
     };
-    drop(lock);
-    session.settled(state);
+    // A drive's end state is stored by its last pass (done or failed), or here.
+    session.end(db, state, result.is_err()).await;
     result
 }
 
