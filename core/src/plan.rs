@@ -364,6 +364,8 @@ macro_rules! state_names {
     };
 }
 
+pub(crate) use state_names;
+
 state_names!(JobState { Pending => "pending", Running => "running", Done => "done", Failed => "failed" });
 state_names!(RunState { Running => "running", Interrupted => "interrupted", Done => "done", Failed => "failed" });
 
@@ -381,6 +383,17 @@ pub enum RunKind {
 }
 
 state_names!(RunKind { Matrix => "matrix", Adaptive => "adaptive", Bisection => "bisection", Fleet => "fleet" });
+
+/// Where a slot of a fleet run stands: queued for a worker, leased by one, or ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotState {
+    Queued,
+    Leased,
+    Done,
+    Failed,
+}
+
+state_names!(SlotState { Queued => "queued", Leased => "leased", Done => "done", Failed => "failed" });
 
 impl RunKind {
     /// A run of `s` recorded by `kreg run`: adaptive or a plain matrix.

@@ -4,11 +4,13 @@
 
 use serde::Serialize;
 
+use crate::plan::{JobState, RunState};
+
 /// Where an unfinished run stands.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Provisional {
-    /// `running`, or `interrupted` (to be resumed).
-    pub state: String,
+    /// Running, or interrupted (to be resumed).
+    pub state: RunState,
     /// Jobs (warm-ups aside) done, failed, and planned so far.
     pub done: usize,
     pub failed: usize,
@@ -27,17 +29,17 @@ pub struct CellLeft {
 }
 
 /// One job as [`Provisional::of`] counts it: (workload, kernel, variant, state, warm-up).
-pub type JobCount<'a> = (&'a str, &'a str, &'a str, &'a str, bool);
+pub type JobCount<'a> = (&'a str, &'a str, &'a str, JobState, bool);
 
 impl Provisional {
     /// From the run's state and jobs; `None` for a run that ended. `max_runs` is the most
     /// runs a cell may get (the plan's `iterations`, or its `max` when adaptive).
-    pub fn of<'a>(state: &str, jobs: impl IntoIterator<Item = JobCount<'a>>, max_runs: u32) -> Option<Provisional> {
-        if !matches!(state, "running" | "interrupted") {
+    pub fn of<'a>(state: RunState, jobs: impl IntoIterator<Item = JobCount<'a>>, max_runs: u32) -> Option<Provisional> {
+        if !matches!(state, RunState::Running | RunState::Interrupted) {
             return None;
         }
         let mut p = Provisional {
-            state: state.to_string(),
+            state,
             done: 0,
             failed: 0,
             jobs: 0,
@@ -62,11 +64,11 @@ impl Provisional {
             let c = &mut counts[at].1;
             c[2] += 1;
             match job_state {
-                "done" => {
+                JobState::Done => {
                     c[0] += 1;
                     p.done += 1;
                 }
-                "failed" => {
+                JobState::Failed => {
                     c[1] += 1;
                     p.failed += 1;
                 }
@@ -101,7 +103,7 @@ impl Provisional {
 
     /// The line every format starts with.
     pub fn line(&self) -> String {
-        let how = if self.state == "interrupted" {
+        let how = if self.state == RunState::Interrupted {
             "was interrupted (`kreg resume` continues it)"
         } else {
             "is still running"
@@ -137,15 +139,15 @@ mod tests {
     #[test]
     fn cells_left_by_the_plan_and_finished_runs_not_provisional() {
         let jobs = [
-            ("w", "a", "v", "done", true),
-            ("w", "a", "v", "done", false),
-            ("w", "a", "v", "done", false),
-            ("w", "a", "v", "pending", false),
-            ("w", "b", "v", "done", false),
-            ("w", "b", "v", "failed", false),
-            ("w", "b", "v", "running", false),
+            ("w", "a", "v", JobState::Done, true),
+            ("w", "a", "v", JobState::Done, false),
+            ("w", "a", "v", JobState::Done, false),
+            ("w", "a", "v", JobState::Pending, false),
+            ("w", "b", "v", JobState::Done, false),
+            ("w", "b", "v", JobState::Failed, false),
+            ("w", "b", "v", JobState::Running, false),
         ];
-        let p = Provisional::of("running", jobs, 6).unwrap();
+        let p = Provisional::of(RunState::Running, jobs, 6).unwrap();
         assert_eq!((p.done, p.failed, p.jobs), (3, 1, 6));
         // a: 2 done, 1 pending, up to 6: 4 more; b: 1 done, 1 failed: up to 4 more.
         assert_eq!(p.left_in("w", "a", "v"), Some(4));
@@ -156,13 +158,13 @@ mod tests {
             .starts_with("PROVISIONAL: the run is still running: 3 of 6 jobs done so far, 1 failed;"));
         assert_eq!(p.row_note("w", "a", "v", 2), "provisional: 2 runs so far, up to 4 more");
         // A fixed plan with its jobs all done but the run not marked done: none more.
-        let fixed = Provisional::of("interrupted", [("w", "a", "v", "done", false)], 1).unwrap();
+        let fixed = Provisional::of(RunState::Interrupted, [("w", "a", "v", JobState::Done, false)], 1).unwrap();
         assert_eq!(
             fixed.row_note("w", "a", "v", 1),
             "provisional: 1 runs, none more planned"
         );
         assert!(fixed.line().contains("was interrupted (`kreg resume` continues it)"));
-        assert_eq!(Provisional::of("done", jobs, 6), None);
-        assert_eq!(Provisional::of("failed", jobs, 6), None);
+        assert_eq!(Provisional::of(RunState::Done, jobs, 6), None);
+        assert_eq!(Provisional::of(RunState::Failed, jobs, 6), None);
     }
 }

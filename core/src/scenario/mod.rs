@@ -178,6 +178,8 @@ pub enum Role {
     Loadgen,
 }
 
+crate::plan::state_names!(Role { Sut => "sut", Loadgen => "loadgen" });
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Host {
     pub name: String,

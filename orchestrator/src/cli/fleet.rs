@@ -109,10 +109,7 @@ async fn add(db: &sqlx::PgPool, file: &Path, cfg: &Config) -> Result<ExitCode> {
         .zip(&ids)
         .map(|(m, id)| fleet::NewMachine {
             name: &m.name,
-            role: match m.role {
-                Role::Sut => "sut",
-                Role::Loadgen => "loadgen",
-            },
+            role: m.role,
             loadgen: m.loadgen.as_deref(),
             labels: &m.labels,
             agent_id: id.as_deref(),
@@ -120,7 +117,7 @@ async fn add(db: &sqlx::PgPool, file: &Path, cfg: &Config) -> Result<ExitCode> {
         .collect();
     fleet::add_machines(db, &text, &dir.display().to_string(), &rows).await?;
     for m in &machines {
-        println!("{}: {} {}", m.name, rows_role(m.role), labels_text(&m.labels));
+        println!("{}: {} {}", m.name, m.role, labels_text(&m.labels));
     }
     println!("{} machine(s) in the pool from {}", machines.len(), file.display());
     Ok(ExitCode::SUCCESS)
@@ -154,13 +151,6 @@ fn same_agents(machines: &[PoolMachine], ids: &[Option<String>], stored: &[fleet
         }
     }
     out
-}
-
-fn rows_role(r: Role) -> &'static str {
-    match r {
-        Role::Sut => "sut",
-        Role::Loadgen => "loadgen",
-    }
 }
 
 fn labels_text(l: &BTreeMap<String, String>) -> String {
@@ -235,7 +225,7 @@ fn pool_fits(
 ) -> Result<(), String> {
     let fit: Vec<&fleet::MachineRow> = rows
         .iter()
-        .filter(|m| m.role == "sut")
+        .filter(|m| m.role == Role::Sut)
         .filter(|m| want.iter().all(|(k, v)| m.labels.0.get(k) == Some(v)))
         .filter(|m| !needs_loadgen || m.loadgen.is_some())
         .collect();
@@ -331,7 +321,7 @@ pub async fn status(db: &sqlx::PgPool) -> Result<String> {
     }
     for s in &slots {
         let on = match (&s.sut, s.worker, s.epoch) {
-            (Some(m), Some(w), Some(e)) if s.state == "leased" => format!(" on {m} by worker {w} (epoch {e})"),
+            (Some(m), Some(w), Some(e)) if s.state == kreg::plan::SlotState::Leased => format!(" on {m} by worker {w} (epoch {e})"),
             (Some(m), _, _) => format!(" on {m}"),
             _ => String::new(),
         };

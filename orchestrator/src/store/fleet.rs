@@ -15,7 +15,8 @@ use sqlx::types::Json;
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
 use super::{Result, StoreError};
-use crate::plan::Job;
+use crate::plan::{Job, SlotState};
+use crate::scenario::Role;
 
 /// The labels of a machine, or those a run asks for.
 pub type Labels = BTreeMap<String, String>;
@@ -24,7 +25,8 @@ pub type Labels = BTreeMap<String, String>;
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MachineRow {
     pub name: String,
-    pub role: String,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
     pub pool_yaml: String,
     pub pool_dir: String,
     pub loadgen: Option<String>,
@@ -46,7 +48,7 @@ const MACHINE_COLUMNS: &str = "name, role, pool_yaml, pool_dir, loadgen, labels,
 /// A machine to register (or update): its role, its pool file's text and folder.
 pub struct NewMachine<'a> {
     pub name: &'a str,
-    pub role: &'a str,
+    pub role: Role,
     pub loadgen: Option<&'a str>,
     pub labels: &'a Labels,
     /// The id its agent reported now (None: not reached; the one on record stays).
@@ -64,7 +66,7 @@ pub async fn add_machines(db: &PgPool, pool_yaml: &str, pool_dir: &str, machines
                  agent_id = COALESCE(EXCLUDED.agent_id, machines.agent_id)",
         )
         .bind(m.name)
-        .bind(m.role)
+        .bind(m.role.as_str())
         .bind(pool_yaml)
         .bind(pool_dir)
         .bind(m.loadgen)
@@ -245,7 +247,8 @@ impl Claim {
 struct Candidate {
     run_id: i64,
     slot: i32,
-    state: String,
+    #[sqlx(try_from = "String")]
+    state: SlotState,
     sut: Option<String>,
     labels: Json<Labels>,
     mix_labels: bool,
@@ -289,7 +292,7 @@ pub async fn claim(db: &PgPool, worker: i64, lease_secs: f64) -> Result<Option<C
         .bind(lease_secs)
         .execute(&mut *tx)
         .await?;
-        let takeover = c.state == "leased";
+        let takeover = c.state == SlotState::Leased;
         sqlx::query(
             "UPDATE run_slots SET state = 'leased', sut = $3, worker = $4, epoch = $5, leased_at = now(),
                  takeovers = takeovers + $6, error = NULL
@@ -547,7 +550,8 @@ pub struct SlotRow {
     pub run_id: i64,
     pub scenario: String,
     pub slot: i32,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: SlotState,
     pub sut: Option<String>,
     pub worker: Option<i64>,
     pub epoch: Option<i64>,

@@ -11,6 +11,7 @@ use crate::report::{self, Baseline, FailedCell, MetricTable, Report};
 use crate::results::KernelProvenance;
 use crate::scenario::Scenario;
 use crate::stats::Settings;
+use crate::plan::RunState;
 use crate::{plan, store};
 
 /// Why a view could not be made: what was asked for does not exist, the request itself is
@@ -195,7 +196,7 @@ pub async fn load_report_of(
     let others = async {
         let prov = store::provenance(db, run_id, &s.sut().name).await?;
         let jobs = sched_stats_jobs(db, run_id).await?;
-        let provisional = provisional_of(db, run_id, run.state.as_str(), &s).await?;
+        let provisional = provisional_of(db, run_id, run.state, &s).await?;
         let failed = failed_of(db, run_id).await?;
         let mixed = store::fleet::mixed_labels(db, run_id).await?;
         Ok::<_, ViewError>((prov, jobs, provisional, failed, mixed))
@@ -232,10 +233,10 @@ pub async fn load_report_of(
 pub async fn provisional_of(
     db: &PgPool,
     run_id: i64,
-    state: &str,
+    state: RunState,
     s: &Scenario,
 ) -> Result<Option<report::provisional::Provisional>> {
-    if !matches!(state, "running" | "interrupted") {
+    if !matches!(state, RunState::Running | RunState::Interrupted) {
         return Ok(None);
     }
     let jobs = store::jobs(db, run_id).await?;
@@ -246,7 +247,7 @@ pub async fn provisional_of(
                 j.workload.as_str(),
                 j.kernel.as_str(),
                 j.variant.as_str(),
-                j.state.as_str(),
+                j.state,
                 j.warmup,
             )
         }),
@@ -365,7 +366,7 @@ pub async fn load_compare(db: &PgPool, run_a: i64, run_b: i64) -> Result<Loaded>
             prov.push(p);
         }
     }
-    let provisional = provisional_of(db, run_b, rb.state.as_str(), &sb).await?;
+    let provisional = provisional_of(db, run_b, rb.state, &sb).await?;
     Ok(Loaded {
         provisional,
         base_tables,

@@ -14,7 +14,7 @@ use crate::view::ViewError;
 #[derive(Serialize)]
 struct Machine {
     name: String,
-    role: String,
+    role: crate::scenario::Role,
     labels: fleet::Labels,
     loadgen: Option<String>,
     /// Whether a lease holds it now.
@@ -95,10 +95,10 @@ fn queue(queue: &[fleet::SlotRow]) -> String {
                     html::link(&format!("/runs/{}", s.run_id), &format!("run {}", s.run_id)),
                     esc(&s.scenario),
                     s.slot.to_string(),
-                    esc(&s.state),
+                    s.state.to_string(),
                     s.sut.as_deref().map(esc).unwrap_or_default(),
                     s.worker
-                        .filter(|_| s.state == "leased")
+                        .filter(|_| s.state == crate::plan::SlotState::Leased)
                         .map(|w| format!("worker {w}"))
                         .unwrap_or_default(),
                     s.epoch.map(|e| e.to_string()).unwrap_or_default(),
@@ -138,7 +138,7 @@ fn machines(machines: &[Machine]) -> String {
             .map(|m| {
                 vec![
                     esc(&m.name),
-                    esc(&m.role),
+                    m.role.to_string(),
                     labels(&m.labels),
                     m.loadgen.as_deref().map(esc).unwrap_or_default(),
                     match (m.leased, m.worker) {

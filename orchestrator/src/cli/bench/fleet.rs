@@ -223,7 +223,7 @@ async fn bench(cfg: &Config, a: &FleetArgs, url: &str) -> Result<ExitCode> {
         .iter()
         .map(|m| fleet::NewMachine {
             name: &m.name,
-            role: "sut",
+            role: kreg::scenario::Role::Sut,
             loadgen: None,
             labels: &m.labels,
             agent_id: None,
