@@ -58,7 +58,7 @@ pub fn judge(rows: &[RowInput], looks: &Looks, s: &Settings, complete: bool) -> 
                 c.verdict = c.verdict.unconfirmed();
                 c.reason.push_str(UNCONFIRMED);
             }
-            test_interval(&mut c, (todo_of(&todo, i), rows[i].kind), alpha);
+            test_interval(&mut c, todo_of(&todo, i), rows[i].kind, alpha);
             settled[i] = c.verdict != Verdict::Inconclusive;
             if !last && !settled[i] {
                 c.reason.push_str(&format!("; {}", looks.describe(k, c.unit.plural())));
@@ -92,7 +92,7 @@ fn todo_of<'t, 'a>(todo: &'t [Task<'a>], i: usize) -> &'t Task<'a> {
 /// Where a change is at stake — the verdict is one, or the interval shown clears 0 without
 /// the test reaching alpha — the interval at the test's own level (1 − `alpha`) is added, so
 /// that a row whose 90% interval lies beyond the band says why it is not a change.
-fn test_interval(c: &mut Comparison, (task, kind): (&Task, MetricKind), alpha: f64) {
+fn test_interval(c: &mut Comparison, task: &Task, kind: MetricKind, alpha: f64) {
     let clears = c.ci.is_some_and(|(l, h)| l > 0.0 || h < 0.0);
     if !(c.verdict.is_change() || (c.verdict == Verdict::Inconclusive && clears)) || c.n[0] < 2 || c.n[1] < 2 {
         return;

@@ -82,7 +82,7 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
                 s = super::run::interrupted() => break s,
             }
         };
-        match drive_claim(&db, id, (&c, took), a.lease, cfg).await {
+        match drive_claim(&db, id, &c, took, a.lease, cfg).await {
             Ended::Finished => {}
             Ended::Lost(why) => say(&format!(
                 "worker {id}: run {} slot {}: lease of epoch {} lost ({why}); stopped driving it",
@@ -212,7 +212,8 @@ async fn keep_lease(db: PgPool, id: i64, epoch: i64, lease: f64) -> String {
     }
 }
 
-async fn drive_claim(db: &PgPool, id: i64, (c, took): (&fleet::Claim, Duration), lease: f64, cfg: &Config) -> Ended {
+/// Drives claim `c` (made in `took`) under worker `id`'s lease of `lease` seconds.
+async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, lease: f64, cfg: &Config) -> Ended {
     let f = c.lease();
     say(&format!(
         "worker {id}: run {} slot {} on {}{} at epoch {} (claimed in {:.1} ms){}",

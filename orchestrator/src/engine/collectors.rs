@@ -203,12 +203,12 @@ impl Collector for PerfStat {
             ..Default::default()
         };
         let ready = |st: &kreg_protocol::wire::ProcessState| perf_stat::counting(&st.stderr);
-        let what = (
-            "perf stat",
-            "before counting",
-            30,
-            "perf stat printed no count within 30 s",
-        );
+        let what = super::Readiness {
+            what: "perf stat",
+            until_what: "before counting",
+            secs: 30,
+            late: "perf stat printed no count within 30 s",
+        };
         match super::spawn_until_ready(sut, req, what, ready).await {
             Ok(id) => {
                 self.0 = Some(id);

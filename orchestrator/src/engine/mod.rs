@@ -121,16 +121,30 @@ enum NotReady {
     Said(String),
 }
 
+/// What [`spawn_until_ready`] waits for, in words: what the process is, what it had not
+/// done when it exited ("before counting"), how long it has, and what it had not done
+/// when that time went by.
+struct Readiness<'a> {
+    what: &'a str,
+    until_what: &'a str,
+    secs: u64,
+    late: &'a str,
+}
+
 /// Spawns `req` on `client` and polls it until `ready` holds of its state (a collector
-/// that has opened its counters); returns its spawn id. `what` names it, `until_what`
-/// says what it had not done when it exited ("before counting"), `late` what it had not
-/// done when `secs` went by.
+/// that has opened its counters); returns its spawn id.
 async fn spawn_until_ready(
     client: &kreg_protocol::client::AgentClient,
     req: kreg_protocol::wire::ExecRequest,
-    (what, until_what, secs, late): (&str, &str, u64, &str),
+    r: Readiness<'_>,
     ready: impl Fn(&kreg_protocol::wire::ProcessState) -> bool,
 ) -> Result<u64, NotReady> {
+    let Readiness {
+        what,
+        until_what,
+        secs,
+        late,
+    } = r;
     use crate::poll::{until, Look, Waited};
     let p = client.spawn(req).await.map_err(NotReady::Agent)?;
     let waited = until(

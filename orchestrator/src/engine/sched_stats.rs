@@ -54,12 +54,12 @@ pub async fn start(sut: &AgentClient, path: &str) -> Result<Recording, HostError
         ..Default::default()
     };
     let ready = |st: &kreg_protocol::wire::ProcessState| st.stdout.contains(READY);
-    let what = (
-        "perf sched stats record",
-        "before its first snapshot",
-        30,
-        "perf sched stats record took no first snapshot within 30 s",
-    );
+    let what = super::Readiness {
+        what: "perf sched stats record",
+        until_what: "before its first snapshot",
+        secs: 30,
+        late: "perf sched stats record took no first snapshot within 30 s",
+    };
     match super::spawn_until_ready(sut, req, what, ready).await {
         Ok(id) => Ok(Recording {
             id,

@@ -163,7 +163,8 @@ metrics: { m: { regex: \"m=([0-9.]+)\", higher_is_better: false } } }\niteration
 /// included), the time until every viewer had its rows, and this process's CPU time.
 async fn viewers(
     db: &sqlx::PgPool,
-    (base, live): (&str, &str),
+    base: &str,
+    live: &str,
     run: i64,
     viewers: usize,
     changes: usize,
@@ -260,7 +261,7 @@ fn own_cpu_ms(path: &str) -> f64 {
 }
 
 /// The viewers of one live page, three changes: a table of what each change cost.
-async fn live_table(db: &sqlx::PgPool, (base, live): (&str, &str), run: i64, watchers: usize) -> Result<Table> {
+async fn live_table(db: &sqlx::PgPool, base: &str, live: &str, run: i64, watchers: usize) -> Result<Table> {
     let mut t = Table::new();
     t.load_preset(presets::ASCII_MARKDOWN);
     t.set_header([
@@ -271,7 +272,7 @@ async fn live_table(db: &sqlx::PgPool, (base, live): (&str, &str), run: i64, wat
         "response ms (slowest)",
         "ms until every viewer had its update",
     ]);
-    for (i, (times, wall, cpu)) in viewers(db, (base, live), run, watchers, 3)
+    for (i, (times, wall, cpu)) in viewers(db, base, live, run, watchers, 3)
         .await?
         .into_iter()
         .enumerate()
@@ -376,7 +377,7 @@ pub async fn run(cfg: &Config, samples: usize, repeat: usize, runs: usize, watch
             ("report", format!("/runs/{run}/report/rows")),
             ("run", format!("/runs/{run}/live")),
         ] {
-            let t = live_table(&db, (&base, &live), run, watchers).await?;
+            let t = live_table(&db, &base, &live, run, watchers).await?;
             println!(
                 "live: {watchers} viewers of run {run}'s {page} page, each fetching {live} on every change \
                  (a job of the run finishing); CPU of this process (the server, compression included) and of \
