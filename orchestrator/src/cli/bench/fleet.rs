@@ -27,9 +27,16 @@ pub struct FleetArgs {
     /// The workers' lease (seconds).
     #[arg(long, default_value_t = 10.0)]
     lease: f64,
-    /// Workers killed (SIGKILL) while they hold leases, for the re-lease figure.
-    #[arg(long, default_value_t = 5)]
-    kill: usize,
+    /// Workers killed (SIGKILL) while they hold leases, for the re-lease figure (default:
+    /// half the workers, at least one).
+    #[arg(long)]
+    kill: Option<usize>,
+}
+
+impl FleetArgs {
+    fn kill(&self) -> usize {
+        self.kill.unwrap_or((self.workers / 2).max(1))
+    }
 }
 
 /// Children killed when dropped.
@@ -191,7 +198,7 @@ fn claim_times(dir: &Path) -> Vec<f64> {
 }
 
 pub async fn run(cfg: &Config, a: FleetArgs) -> Result<ExitCode> {
-    if a.workers == 0 || a.pairs < a.workers || a.kill > a.workers {
+    if a.workers == 0 || a.pairs < a.workers || a.kill() > a.workers {
         bail!("give --workers ≥ 1, --pairs ≥ --workers and --kill ≤ --workers");
     }
     let name = format!("kreg_bench_fleet_{}", std::process::id());
@@ -290,28 +297,28 @@ async fn relet(db: &PgPool, a: &FleetArgs, url: &str, dir: &Path) -> Result<Vec<
     }
     // Their last heartbeats, then SIGKILL: each lease times out `lease` after its last.
     let victims = store::bench::slot_lease_expiry(db, run).await?;
-    for w in workers.0.iter_mut().take(a.kill) {
+    for w in workers.0.iter_mut().take(a.kill()) {
         let _ = w.kill();
         let _ = w.wait();
     }
     let killed_at = store::bench::now(db).await?;
     // Fresh workers to take the machines over.
-    for i in 0..a.kill {
+    for i in 0..a.kill() {
         workers.0.push(worker(url, dir, &format!("relief-w{i}"), a, false)?);
     }
     let deadline = Instant::now() + Duration::from_secs_f64(a.lease + 90.0);
     let taken: Vec<(i32, f64)> = loop {
         let rows = store::bench::slots_taken_over(db, run).await?;
-        if rows.len() >= a.kill || Instant::now() > deadline {
+        if rows.len() >= a.kill() || Instant::now() > deadline {
             break rows;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    if taken.len() < a.kill {
+    if taken.len() < a.kill() {
         bail!(
             "only {} of {} killed workers' slots were leased again within {} s",
             taken.len(),
-            a.kill,
+            a.kill(),
             a.lease + 90.0
         );
     }
