@@ -19,22 +19,6 @@ async fn count(db: &TestDb, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap()
 }
 
-/// `kreg db WHAT` on the private cluster in `pg` (`url` starts it); its stdout.
-fn db_cmd(pg: &std::path::Path, what: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
-        .args(["db", what])
-        .env("KREG_DATA_DIR", pg)
-        .env_remove("DATABASE_URL")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kreg db {what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 /// Done jobs in the boot measurement `seq` is measured in (0 before it is asked).
 const DONE_IN: &str = "SELECT count(*) FROM jobs j JOIN bisect_measurements m ON m.kernel = j.kernel AND m.boot = j.boot WHERE j.state = 'done' AND m.seq = ";
 
@@ -69,7 +53,7 @@ async fn boot_of(db: &TestDb, seq: i32) -> i32 {
 async fn a_range_whose_ends_do_not_differ_stops_after_them_even_across_a_kill() {
     let dir = Scratch::new("bstandin");
     let pg = dir.0.join("pg");
-    let url = db_cmd(&pg, "url");
+    let url = common::private_db(&pg, "url");
     let db = TestDb {
         // Opened as kreg opens it: the schema made.
         pool: kreg::store::open(url.parse::<sqlx::postgres::PgConnectOptions>().unwrap())
@@ -135,9 +119,9 @@ bisect:
     let deadline = Instant::now() + Duration::from_secs(900);
     until(&db, &mut child, 1, deadline).await;
     let first_boot = boot_of(&db, 1).await;
-    db_cmd(&pg, "stop");
+    common::private_db(&pg, "stop");
     std::thread::sleep(Duration::from_secs(8));
-    db_cmd(&pg, "url");
+    common::private_db(&pg, "url");
     // Killed once the first run of the third measurement is stored: its boot is cut off
     // with two runs to go (each takes longer than the poll's 20 ms).
     until(&db, &mut child, 3, deadline).await;
@@ -289,5 +273,5 @@ bisect:
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(r["outcome"]["kind"], "endpoint_failed", "{r:#}");
     db.pool.close().await;
-    db_cmd(&pg, "stop");
+    common::private_db(&pg, "stop");
 }

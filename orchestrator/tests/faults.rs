@@ -524,27 +524,23 @@ async fn network_cut(n: u32, cut: Duration, timeout: u32, handled: &str) -> Row 
     row
 }
 
-/// `kreg db WHAT` on a private cluster kept in `pgdata` (`url` starts it): its stdout.
-fn db_cmd(pgdata: &Path, what: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
-        .args(["db", what])
-        .env("KREG_DATA_DIR", pgdata)
-        .env_remove("DATABASE_URL")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kreg db {what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+/// PostgreSQL stopped (fast) while the case's first and third attempts run, started again
+/// 3 s later each time.
+fn restart_twice(case: &Case, pgdata: &Path, row: &mut Row) {
+    for n in [1, 3] {
+        case.wait_attempts(n);
+        common::private_db(pgdata, "stop");
+        std::thread::sleep(Duration::from_secs(3));
+        common::private_db(pgdata, "url");
+        row.count += 1;
+    }
 }
 
 /// PostgreSQL stopped (fast) while a job runs, started again 3 s later.
 async fn database_restart() -> Row {
     let scratch = Scratch::new("fault-pg");
     let pgdata = scratch.0.join("pg");
-    let db_cmd = |what: &str| db_cmd(&pgdata, what);
+    let db_cmd = |what: &str| common::private_db(&pgdata, what);
     let url = db_cmd("url");
     let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
         .await
@@ -558,13 +554,7 @@ async fn database_restart() -> Row {
         fault: "PostgreSQL restarted mid-job".into(),
         ..Row::default()
     };
-    for n in [1, 3] {
-        case.wait_attempts(n);
-        db_cmd("stop");
-        std::thread::sleep(Duration::from_secs(3));
-        db_cmd("url");
-        row.count += 1;
-    }
+    restart_twice(&case, &pgdata, &mut row);
     let (ok, text) = finish(child, Duration::from_secs(300));
     account(&pool, &case, &orig, &mut row).await;
     row.done = ok;
@@ -575,11 +565,12 @@ async fn database_restart() -> Row {
 }
 
 /// PostgreSQL stopped (fast) while a fleet worker drives a slot's job, started again 3 s
-/// later: the worker waits for it, keeps its lease (10 s) and goes on where the slot stands.
+/// later: the worker waits for it, keeps its lease (30 s: the outage with the server's
+/// restart takes a few seconds more on a loaded machine) and goes on where the slot stands.
 async fn fleet_database_restart() -> Row {
     let scratch = Scratch::new("fault-fleetpg");
     let pgdata = scratch.0.join("pg");
-    let db_cmd = |what: &str| db_cmd(&pgdata, what);
+    let db_cmd = |what: &str| common::private_db(&pgdata, what);
     let url = db_cmd("url");
     let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
         .await
@@ -606,20 +597,14 @@ async fn fleet_database_restart() -> Row {
         assert!(out.status.success(), "kreg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
     let child = kreg(&url, &data)
-        .args(["worker", "--lease", "10", "--poll", "0.3", "--until-empty"])
+        .args(["worker", "--lease", "30", "--poll", "0.3", "--until-empty"])
         .spawn()
         .unwrap();
     let mut row = Row {
         fault: "PostgreSQL restarted mid-job of a fleet slot".into(),
         ..Row::default()
     };
-    for n in [1, 3] {
-        case.wait_attempts(n);
-        db_cmd("stop");
-        std::thread::sleep(Duration::from_secs(3));
-        db_cmd("url");
-        row.count += 1;
-    }
+    restart_twice(&case, &pgdata, &mut row);
     let (ok, text) = finish(child, Duration::from_secs(300));
     account(&pool, &case, &orig, &mut row).await;
     let states: Vec<String> = sqlx::query_scalar("SELECT state FROM run_slots UNION ALL SELECT state FROM runs")
@@ -629,8 +614,7 @@ async fn fleet_database_restart() -> Row {
     if states.iter().any(|s| s != "done") {
         row.checks.push(format!("the slot and its run end {states:?}, not done"));
     }
-    let took_over = text.contains("lease of epoch");
-    if took_over {
+    if text.contains("lease of epoch") {
         row.checks.push("the lease was lost over a 3 s outage".into());
     }
     row.done = ok;

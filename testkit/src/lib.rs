@@ -97,6 +97,24 @@ pub fn kreg_bin() -> PathBuf {
     built("kreg")
 }
 
+/// `kreg db WHAT` on a private cluster kept in `pgdata` (`url` starts it and prints its
+/// URL; `stop` stops it): its stdout. For tests that stop PostgreSQL under a run, which
+/// must not disturb the other tests' server.
+pub fn private_db(pgdata: &Path, what: &str) -> String {
+    let out = Command::new(kreg_bin())
+        .args(["db", what])
+        .env("KREG_DATA_DIR", pgdata)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kreg db {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// A binary of the workspace beside the running test's (`target/debug/deps/..`).
 fn built(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
