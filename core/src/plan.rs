@@ -108,7 +108,8 @@ fn push_boot(
     jobs: &mut Vec<Job>,
     kernel: &str,
     boot: u32,
-    (warmups, iterations): (u32, &[u32]),
+    warmups: u32,
+    iterations: &[u32],
     wanted: &dyn Fn(&Cell) -> bool,
 ) {
     let warm: Vec<u32> = vec![0; warmups as usize];
@@ -168,7 +169,7 @@ pub fn expand_only(s: &Scenario, only: &[Only]) -> Vec<Job> {
     for (b, its) in blocks(s.iterations, s.boots).into_iter().enumerate() {
         let its: Vec<u32> = its.collect();
         for k in &s.kernels {
-            push_boot(s, &mut jobs, &k.name, b as u32 + 1, (s.warmup, &its), &wanted);
+            push_boot(s, &mut jobs, &k.name, b as u32 + 1, s.warmup, &its, &wanted);
         }
     }
     for (i, j) in jobs.iter_mut().enumerate() {
@@ -228,7 +229,7 @@ pub fn extend(s: &Scenario, after: &[Job], cells: &[Cell]) -> Vec<Job> {
         } else {
             (last_boot, 0, vec![next_iteration])
         };
-        push_boot(s, &mut jobs, &k.name, boot, (warmups, &its), &wanted);
+        push_boot(s, &mut jobs, &k.name, boot, warmups, &its, &wanted);
     }
     let first = after.iter().map(|j| j.ordinal + 1).max().unwrap_or(0);
     for (i, j) in jobs.iter_mut().enumerate() {

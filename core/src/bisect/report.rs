@@ -142,7 +142,7 @@ pub struct Report {
 /// The boot-to-boot variance pooled over groups of boots (each a commit measured for one
 /// purpose), with its degrees of freedom: the unit the bisection decides with, so that the
 /// report's intervals are the ones its decisions saw.
-pub fn pooled(groups: &[&[f64]]) -> Option<(f64, f64)> {
+pub fn pooled(groups: &[&[f64]]) -> Option<Pooled> {
     let mut ss = 0.0;
     let mut df = 0usize;
     for g in groups.iter().filter(|g| g.len() > 1) {
@@ -150,11 +150,21 @@ pub fn pooled(groups: &[&[f64]]) -> Option<(f64, f64)> {
         ss += g.iter().map(|v| (v - m).powi(2)).sum::<f64>();
         df += g.len() - 1;
     }
-    (df > 0).then(|| (ss / df as f64, df as f64))
+    (df > 0).then(|| Pooled {
+        s2: ss / df as f64,
+        df: df as f64,
+    })
+}
+
+/// A variance pooled over groups, with its degrees of freedom.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pooled {
+    pub s2: f64,
+    pub df: f64,
 }
 
 /// The mean of `x` with its two-sided (1 − `alpha`) interval from the pooled variance.
-pub fn side(x: &[f64], (s2, df): (f64, f64), alpha: f64) -> Option<Side> {
+pub fn side(x: &[f64], Pooled { s2, df }: Pooled, alpha: f64) -> Option<Side> {
     if x.is_empty() {
         return None;
     }
@@ -171,8 +181,9 @@ pub fn side(x: &[f64], (s2, df): (f64, f64), alpha: f64) -> Option<Side> {
 
 /// The change from `a` to `b` relative to `a`'s mean, with the interval of the difference
 /// (pooled variance) scaled the same way.
-pub fn change(a: &[f64], b: &[f64], (s2, df): (f64, f64), alpha: f64) -> Option<Change> {
-    let (sa, sb) = (side(a, (s2, df), alpha)?, side(b, (s2, df), alpha)?);
+pub fn change(a: &[f64], b: &[f64], pool: Pooled, alpha: f64) -> Option<Change> {
+    let Pooled { s2, df } = pool;
+    let (sa, sb) = (side(a, pool, alpha)?, side(b, pool, alpha)?);
     let half = t_quantile(alpha, df) * (s2 * (1.0 / a.len() as f64 + 1.0 / b.len() as f64)).sqrt();
     let d = sb.mean - sa.mean;
     let base = sa.mean.abs();
@@ -227,7 +238,7 @@ pub fn report(
             .map(|s| values(boots, Some(s.commit), &["step"])),
     );
     let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
-    let pool = pooled(&refs).unwrap_or((f64::NAN, 1.0));
+    let pool = pooled(&refs).unwrap_or(Pooled { s2: f64::NAN, df: 1.0 });
     let steps = bisection
         .steps()
         .iter()

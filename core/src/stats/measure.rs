@@ -145,24 +145,37 @@ fn measure_welch(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: 
     let (va, vb) = (sa / base.len() as f64, sb / new.len() as f64);
     let df = (va + vb).powi(2) / (va.powi(2) / (base.len() as f64 - 1.0) + vb.powi(2) / (new.len() as f64 - 1.0));
     let p = welch(base, new).map(|x| x.2).unwrap_or(1.0);
-    means_compared(&mut c, ([ma, mb], [va, vb]), (df, p), tail, base, new);
+    let means = Means {
+        m: [ma, mb],
+        v: [va, vb],
+        df,
+        p,
+    };
+    means_compared(&mut c, means, tail, base, new);
     if ma != 0.0 {
         c.rel_sd = ((sa + sb) / 2.0).sqrt() / ma.abs();
     }
     c
 }
 
-/// Two means (or trimmed means) `m` with the squared standard errors `v`, compared at `df`
-/// degrees of freedom with p-value `p`: the change relative to the baseline's and its
-/// Fieller interval (kept above −100% when every value is positive).
-fn means_compared(
-    c: &mut Comparison,
-    ([ma, mb], [va, vb]): ([f64; 2], [f64; 2]),
-    (df, p): (f64, f64),
-    tail: f64,
-    base: &[f64],
-    new: &[f64],
-) {
+/// Two means (or trimmed means), baseline first, with their squared standard errors, as a
+/// test compared them: at `df` degrees of freedom with p-value `p`.
+struct Means {
+    m: [f64; 2],
+    v: [f64; 2],
+    df: f64,
+    p: f64,
+}
+
+/// Two means compared: the change relative to the baseline's and its Fieller interval
+/// (kept above −100% when every value is positive).
+fn means_compared(c: &mut Comparison, means: Means, tail: f64, base: &[f64], new: &[f64]) {
+    let Means {
+        m: [ma, mb],
+        v: [va, vb],
+        df,
+        p,
+    } = means;
     c.centre = [ma, mb];
     c.p = p;
     c.p_adjusted = p;
@@ -204,7 +217,13 @@ fn measure_yuen(base: &[f64], new: &[f64], kind: MetricKind, unit: Unit, tail: f
     };
     let mut c = blank(kind, Test::Yuen, unit, base, new);
     let ([ma, _], [va, vb]) = (y.means, y.se2);
-    means_compared(&mut c, (y.means, y.se2), (y.df, y.p), tail, base, new);
+    let means = Means {
+        m: y.means,
+        v: y.se2,
+        df: y.df,
+        p: y.p,
+    };
+    means_compared(&mut c, means, tail, base, new);
     if ma != 0.0 {
         // The spread of one observation that gives the trimmed means' standard errors.
         let sd2 = (va * base.len() as f64 + vb * new.len() as f64) / 2.0;
