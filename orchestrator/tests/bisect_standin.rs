@@ -35,7 +35,10 @@ async fn boot_jobs(db: &TestDb, boot: i32) -> Vec<(String, Option<String>)> {
 async fn until(db: &TestDb, child: &mut std::process::Child, seq: i32, deadline: Instant) {
     let sql = format!("{DONE_IN}{seq}");
     while count(db, &sql).await < 1 {
-        assert!(child.try_wait().unwrap().is_none(), "kreg ended before measurement {seq} ran");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "kreg ended before measurement {seq} ran"
+        );
         assert!(Instant::now() < deadline, "measurement {seq} did not run in 15 minutes");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -172,7 +175,11 @@ bisect:
     assert_eq!(count(&db, twice).await, 0, "a finished job ran again");
     // The cut-off boot: its run stays stored, counted by nothing; its other runs failed
     // with why.
-    assert_ne!(boot_of(&db, 3).await, third_boot, "measurement 3 was taken again in a new boot");
+    assert_ne!(
+        boot_of(&db, 3).await,
+        third_boot,
+        "measurement 3 was taken again in a new boot"
+    );
     let old = boot_jobs(&db, third_boot).await;
     assert_eq!(old.len(), 3, "{old:?}");
     assert_eq!(old[0].0, "done", "{old:?}");
@@ -193,7 +200,9 @@ bisect:
         for j in cut.iter().filter(|j| j.0 != "done") {
             assert_eq!(j.0, "failed", "{cut:?}");
             assert!(
-                j.1.as_deref().unwrap_or("").contains("measurement 1 was taken again in boot"),
+                j.1.as_deref()
+                    .unwrap_or("")
+                    .contains("measurement 1 was taken again in boot"),
                 "{cut:?}"
             );
         }

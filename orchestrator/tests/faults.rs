@@ -589,12 +589,13 @@ async fn fleet_database_restart() -> Row {
     .unwrap();
     let orig = knob();
     let data = case.dir.0.join("data");
-    for args in [
-        vec!["machines", "add", "pool.yaml"],
-        vec!["submit", "s.yaml"],
-    ] {
+    for args in [vec!["machines", "add", "pool.yaml"], vec!["submit", "s.yaml"]] {
         let out = kreg(&url, &data).args(&args).current_dir(&case.dir.0).output().unwrap();
-        assert!(out.status.success(), "kreg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kreg {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let child = kreg(&url, &data)
         .args(["worker", "--lease", "30", "--poll", "0.3", "--until-empty"])
@@ -612,7 +613,8 @@ async fn fleet_database_restart() -> Row {
         .await
         .unwrap();
     if states.iter().any(|s| s != "done") {
-        row.checks.push(format!("the slot and its run end {states:?}, not done"));
+        row.checks
+            .push(format!("the slot and its run end {states:?}, not done"));
     }
     if text.contains("lease of epoch") {
         row.checks.push("the lease was lost over a 3 s outage".into());

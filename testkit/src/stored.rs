@@ -49,8 +49,8 @@ metrics:\n      m: {{ regex: \"m=([0-9.]+)\", unit: us, higher_is_better: false 
         source_path: &source,
     };
     let run = kreg::store::record_run(&db.pool, &text, kreg::plan::RunKind::of(&s), &kreg::plan::expand(&s))
-    .await
-    .unwrap();
+        .await
+        .unwrap();
     (run, kreg::store::jobs(&db.pool, run).await.unwrap())
 }
 

@@ -72,7 +72,10 @@ impl Temp {
                 Err(e) => return Err(io_err("creating a temp file", e)),
             }
         }
-        Err(steps::common::err(ErrorKind::Io, "no free temp file name after 16 tries"))
+        Err(steps::common::err(
+            ErrorKind::Io,
+            "no free temp file name after 16 tries",
+        ))
     }
 
     fn rename_to(mut self, to: &Path) -> Result<(), StepError> {
@@ -146,7 +149,8 @@ async fn save_upload(dir: &Path, name: &str, mut body: Body, idle: std::time::Du
 
 /// A file of the data folder (a build's output packed there), streamed.
 pub(super) async fn download(State(state): State<Arc<AppState>>, UrlPath(name): UrlPath<String>) -> Response {
-    let opened = steps::common::upload_path(&state.config.data_dir, &name).and_then(|p| steps::common::open_regular(&p));
+    let opened =
+        steps::common::upload_path(&state.config.data_dir, &name).and_then(|p| steps::common::open_regular(&p));
     let file = match opened {
         Ok(f) => tokio::fs::File::from_std(f),
         Err(e) => return reply_error(e.kind, e.message),

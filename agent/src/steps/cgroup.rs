@@ -264,7 +264,10 @@ pub fn placement(leaves: &[String]) -> Result<(CString, Vec<PathBuf>), StepError
         out.push(p);
     }
     let Some(first) = out.first() else {
-        return Err(super::common::err(ErrorKind::BadRequest, "cgroups: an empty list of leaves"));
+        return Err(super::common::err(
+            ErrorKind::BadRequest,
+            "cgroups: an empty list of leaves",
+        ));
     };
     let procs = CString::new(first.join("cgroup.procs").as_os_str().as_encoded_bytes())
         .map_err(|_| super::common::err(ErrorKind::BadRequest, "a cgroup path with a NUL byte"))?;

@@ -115,7 +115,10 @@ impl Drop for Reaper {
 /// CPUs must exist on this machine: checked before anything forks.
 fn check_cpus(cpus: &[u32]) -> Result<(), StepError> {
     if cpus.is_empty() {
-        return Err(super::common::err(ErrorKind::BadRequest, "cpus: an empty list allows no CPU"));
+        return Err(super::common::err(
+            ErrorKind::BadRequest,
+            "cpus: an empty list allows no CPU",
+        ));
     }
     // SAFETY: sysconf takes no pointers.
     let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u64;

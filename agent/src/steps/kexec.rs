@@ -18,7 +18,10 @@ pub async fn load(req: &KexecRequest, data_dir: &Path) -> Result<StepOutput, Ste
     };
     for (name, path) in std::iter::once((&req.kernel, &kernel_path)).chain(req.initrd.iter().zip(initrd_path.iter())) {
         if !path.is_file() {
-            return Err(super::common::err(ErrorKind::NotFound, format!("{name} was not uploaded")));
+            return Err(super::common::err(
+                ErrorKind::NotFound,
+                format!("{name} was not uploaded"),
+            ));
         }
     }
     load_files(&kernel_path, initrd_path.as_deref(), &req.cmdline).await
@@ -30,8 +33,9 @@ pub async fn load_files(
     initrd_path: Option<&Path>,
     cmdline: &str,
 ) -> Result<StepOutput, StepError> {
-    let open =
-        |p: &Path| std::fs::File::open(p).map_err(|e| super::common::err(ErrorKind::NotFound, format!("{}: {e}", p.display())));
+    let open = |p: &Path| {
+        std::fs::File::open(p).map_err(|e| super::common::err(ErrorKind::NotFound, format!("{}: {e}", p.display())))
+    };
     let kernel = open(kernel_path)?;
     let initrd = initrd_path.map(open).transpose()?;
     let release = std::fs::read(kernel_path)

@@ -19,8 +19,8 @@ pub mod taskstats;
 
 use std::path::Path;
 
-use common::err;
 use crate::wire::{ErrorKind, Step, StepError, StepOutput};
+use common::err;
 
 pub async fn run(
     step: Step,

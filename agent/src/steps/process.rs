@@ -228,7 +228,8 @@ pub fn listeners(port: u16) -> Result<Vec<crate::wire::Listener>, StepError> {
     if found.is_empty() {
         return Ok(out);
     }
-    let procs = std::fs::read_dir("/proc").map_err(|e| super::common::err(ErrorKind::Io, format!("reading /proc: {e}")))?;
+    let procs =
+        std::fs::read_dir("/proc").map_err(|e| super::common::err(ErrorKind::Io, format!("reading /proc: {e}")))?;
     for p in procs.flatten() {
         let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;

@@ -66,7 +66,9 @@ mod tests {
         let mut errors = Vec::new();
         let mut failed_one = false;
         for n in 0..40 {
-            let Ask::Measure { commit, role } = live.ask() else { break };
+            let Ask::Measure { commit, role } = live.ask() else {
+                break;
+            };
             // One step's boot fails (a skip), as a kernel that does not come up.
             let failed = role == Role::Step && !failed_one;
             failed_one |= failed;
@@ -99,9 +101,13 @@ mod tests {
         // One not measured in the middle, or another commit than the one asked, is refused.
         let mut hole = stored.clone();
         hole[2].value = None;
-        assert!(Bisection::replay(16, Rules::default(), &hole).unwrap_err().contains("never measured"));
+        assert!(Bisection::replay(16, Rules::default(), &hole)
+            .unwrap_err()
+            .contains("never measured"));
         let mut other = stored;
         other[1].commit = 3;
-        assert!(Bisection::replay(16, Rules::default(), &other).unwrap_err().contains("not what the bisection asks"));
+        assert!(Bisection::replay(16, Rules::default(), &other)
+            .unwrap_err()
+            .contains("not what the bisection asks"));
     }
 }

@@ -106,7 +106,8 @@ impl Report<'_> {
 
     /// Whether the run is still going: what kreg changed is in effect, not left behind.
     fn running(&self) -> bool {
-        self.provisional.is_some_and(|p| p.state == crate::plan::RunState::Running)
+        self.provisional
+            .is_some_and(|p| p.state == crate::plan::RunState::Running)
     }
 
     /// Provenance lines that are not warnings.

@@ -321,7 +321,9 @@ pub async fn status(db: &sqlx::PgPool) -> Result<String> {
     }
     for s in &slots {
         let on = match (&s.sut, s.worker, s.epoch) {
-            (Some(m), Some(w), Some(e)) if s.state == kreg::plan::SlotState::Leased => format!(" on {m} by worker {w} (epoch {e})"),
+            (Some(m), Some(w), Some(e)) if s.state == kreg::plan::SlotState::Leased => {
+                format!(" on {m} by worker {w} (epoch {e})")
+            }
             (Some(m), _, _) => format!(" on {m}"),
             _ => String::new(),
         };

@@ -199,7 +199,12 @@ fn look_line(cells: &[String], jobs: usize) -> String {
 }
 
 /// `reached`: the agents the preflight reached (none on a resume).
-pub async fn drive(db: &PgPool, mut session: Session, cfg: &Config, reached: engine::reach::Reached) -> Result<ExitCode> {
+pub async fn drive(
+    db: &PgPool,
+    mut session: Session,
+    cfg: &Config,
+    reached: engine::reach::Reached,
+) -> Result<ExitCode> {
     let run_id = session.id();
     let mut progress = Progress::new();
     let bar = progress.bar.clone();
@@ -222,7 +227,10 @@ pub async fn drive(db: &PgPool, mut session: Session, cfg: &Config, reached: eng
     };
     bar.finish_and_clear();
     let loaded = kreg::view::load_report_of(db, &session.run, None, &kreg::stats::Settings::default()).await?;
-    super::report::print(&loaded.report(super::report::boxes(false)).render(Format::Text), Format::Text);
+    super::report::print(
+        &loaded.report(super::report::boxes(false)).render(Format::Text),
+        Format::Text,
+    );
     println!("run {run_id}: {} jobs done, {} failed", outcome.done, outcome.failed);
     super::alerts::after_run(db, &session.run.scenario_name).await;
     Ok(if outcome.failed == 0 {
@@ -253,7 +261,6 @@ pub struct RunArgs {
     #[arg(long, value_name = "KERNEL/VARIANT/WORKLOAD")]
     pub only: Vec<String>,
 }
-
 
 /// `kreg run`: the hosts checked, the run recorded, then driven.
 pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCode> {
@@ -324,7 +331,11 @@ fn job_label(iteration: i32) -> (String, String) {
 /// The preflight of `s` (every host reached and authenticated, its features and perf
 /// checked) with what it found said on stderr: notes, warnings, then problems. The agents
 /// reached, or an error when a problem keeps the scenario from starting (nothing recorded).
-pub async fn preflight(s: &kreg::scenario::Scenario, cfg: &Config, file: &Path) -> Result<kreg::engine::reach::Reached> {
+pub async fn preflight(
+    s: &kreg::scenario::Scenario,
+    cfg: &Config,
+    file: &Path,
+) -> Result<kreg::engine::reach::Reached> {
     let found = kreg::preflight::check(s, cfg).await;
     for n in &found.notes {
         eprintln!("kreg: {}", kreg::text::printable(n));

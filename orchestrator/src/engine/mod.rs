@@ -19,8 +19,8 @@ mod machine;
 pub mod part;
 pub mod reach;
 mod sched_stats;
-pub mod session;
 mod server;
+pub mod session;
 mod tools;
 pub mod tune;
 
@@ -498,7 +498,14 @@ pub(crate) async fn drive_jobs(
         Some(f) => format!("{}-slot{}", run.id, f.slot),
         None => run.id.to_string(),
     };
-    let conns = open_conns(scenario, &cfg.data_dir.join("runs").join(dir), cfg, lease.as_ref(), reached).await?;
+    let conns = open_conns(
+        scenario,
+        &cfg.data_dir.join("runs").join(dir),
+        cfg,
+        lease.as_ref(),
+        reached,
+    )
+    .await?;
     let mut jobs = match known {
         Some(jobs) => jobs,
         None => jobs_of(db, run.id, lease).await?,

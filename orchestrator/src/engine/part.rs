@@ -78,5 +78,14 @@ pub async fn drive_part(
             });
         }
     }
-    drive_jobs(db, &part.session, Some(f), cfg, Default::default(), Some(jobs), on_event).await
+    drive_jobs(
+        db,
+        &part.session,
+        Some(f),
+        cfg,
+        Default::default(),
+        Some(jobs),
+        on_event,
+    )
+    .await
 }

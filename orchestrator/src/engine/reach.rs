@@ -7,8 +7,8 @@ use kreg_protocol::client::AgentClient;
 use super::error::HostError;
 use crate::config::Config;
 use crate::scenario::{Host, Machine, PoolMachine, SshTransport, Transport};
-use crate::store::fleet::Lease;
 use crate::ssh;
+use crate::store::fleet::Lease;
 
 /// The agents already reached (by the preflight), by host name: the engine takes them
 /// over instead of logging in again.

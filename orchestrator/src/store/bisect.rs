@@ -55,10 +55,7 @@ impl Measurement {
 
 /// The bisection replayed from its stored measurements (see [`Bisection::replay`]), and the
 /// one asked but not measured yet.
-pub fn replay(
-    row: &BisectionRow,
-    ms: &[Measurement],
-) -> std::result::Result<(Bisection, Option<Measurement>), String> {
+pub fn replay(row: &BisectionRow, ms: &[Measurement]) -> std::result::Result<(Bisection, Option<Measurement>), String> {
     let rules: Rules = serde_json::from_value(row.rules.0.clone()).map_err(|e| format!("stored rules: {e}"))?;
     let stored = ms
         .iter()

@@ -150,7 +150,9 @@ async fn settle_kinds(db: &PgPool) -> Result<()> {
     .fetch_all(db)
     .await?;
     for (id, yaml, source) in open {
-        let dir = std::path::Path::new(&source).parent().unwrap_or(std::path::Path::new("/"));
+        let dir = std::path::Path::new(&source)
+            .parent()
+            .unwrap_or(std::path::Path::new("/"));
         let kind = crate::scenario::from_str(&yaml, dir).map_or(RunKind::Matrix, |s| RunKind::of(&s));
         sqlx::query("UPDATE runs SET kind = $2 WHERE id = $1 AND kind IS NULL")
             .bind(id)

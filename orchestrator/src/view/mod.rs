@@ -7,11 +7,11 @@ use sqlx::PgPool;
 pub mod bisect;
 pub mod history;
 
+use crate::plan::RunState;
 use crate::report::{self, Baseline, FailedCell, MetricTable, Report};
 use crate::results::KernelProvenance;
 use crate::scenario::Scenario;
 use crate::stats::Settings;
-use crate::plan::RunState;
 use crate::{plan, store};
 
 /// Why a view could not be made: what was asked for does not exist, the request itself is

@@ -41,7 +41,10 @@ fn synthetic_ranges_and_a_replayed_one() {
     assert!(pct(&near[1]) >= 90.0, "{text}");
     let noisy = cells(&text, "+1.2% at 37, boots 1%");
     assert!(pct(&noisy[4]) + pct(&noisy[6]) >= 90.0, "{text}");
-    for line in text.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| range")) {
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| range"))
+    {
         let c: Vec<&str> = line.split('|').map(str::trim).filter(|c| !c.is_empty()).collect();
         if c.len() > 3 && !c[0].starts_with("two commits") && !c[0].starts_with("a drift") {
             assert_eq!(c[3], "0.0%", "a wrong culprit: {line}");

@@ -508,8 +508,8 @@ async fn a_bisection_page_reads_the_commits_it_names_not_the_range() {
         &row,
         &commits,
     )
-        .await
-        .unwrap();
+    .await
+    .unwrap();
     assert_eq!(
         sb::commits(&db.pool, run).await.unwrap(),
         commits,

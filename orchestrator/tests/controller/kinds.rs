@@ -21,7 +21,10 @@ async fn kinds_are_recorded_and_runs_of_before_are_settled_from_their_scenario()
     assert_eq!(listed.kind, RunKind::Adaptive);
     // Recorded before runs had a kind: none stored; read as a matrix until settled, and
     // settled by the scenario when the database is opened again.
-    sqlx::query("UPDATE runs SET kind = NULL").execute(&db.pool).await.unwrap();
+    sqlx::query("UPDATE runs SET kind = NULL")
+        .execute(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(kind_of(&db.pool, adaptive).await, RunKind::Matrix);
     let again = kreg::store::open(db.url.parse().unwrap()).await.unwrap();
     assert_eq!(kind_of(&again, fixed).await, RunKind::Matrix);
@@ -68,14 +71,21 @@ async fn kreg_run_reads_its_run_once_and_parses_its_scenario_once() {
         assert!(out.status.success(), "{err}");
         let reads = err
             .lines()
-            .filter(|l| l.contains("sqlx::query") && l.contains("FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id"))
+            .filter(|l| {
+                l.contains("sqlx::query")
+                    && l.contains("FROM runs r JOIN scenarios s ON s.id = r.scenario_id WHERE r.id")
+            })
             .count();
         let parses = err.lines().filter(|l| l.contains("scenario parsed")).count();
         (String::from_utf8_lossy(&out.stdout).to_string(), reads, parses)
     };
     let (out, reads, parses) = logged(&["run", file.to_str().unwrap()]);
     assert!(out.contains("run 1: 2 jobs done, 0 failed"), "{out}");
-    assert_eq!((reads, parses), (1, 1), "the run read {reads} times, the scenario parsed {parses} times");
+    assert_eq!(
+        (reads, parses),
+        (1, 1),
+        "the run read {reads} times, the scenario parsed {parses} times"
+    );
     // A resume of the finished run: nothing to do, read once, nothing parsed.
     let (out, reads, parses) = logged(&["resume", "1"]);
     assert!(out.contains("nothing to resume"), "{out}");

@@ -49,8 +49,8 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
         &row,
         &commits,
     )
-        .await
-        .unwrap();
+    .await
+    .unwrap();
     let mut b = Bisection::new(9, rules);
     let mut seq = 0;
     let outcome = loop {

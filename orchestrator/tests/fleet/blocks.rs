@@ -120,7 +120,10 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
     );
     // A submitted run is resumed by queueing its failed slots (none here), not driven here.
     let (ok, out) = run(&["resume", "2"]);
-    assert!(ok && out.contains("run 2: a submitted run; 0 failed slot(s) queued again"), "{out}");
+    assert!(
+        ok && out.contains("run 2: a submitted run; 0 failed slot(s) queued again"),
+        "{out}"
+    );
     let (_, status) = run(&["status"]);
     assert!(
         status.contains("queue (slots of runs not finished):\n  empty")
@@ -153,18 +156,27 @@ async fn one_agent_under_two_addresses_is_refused_by_the_id_it_reports() {
         std::fs::write(&p, format!("machines:\n{text}")).unwrap();
         p.to_str().unwrap().to_string()
     };
-    let both = write("both.yaml", entry("a", "127.0.0.1", &port) + &entry("b", "127.0.0.2", &port));
+    let both = write(
+        "both.yaml",
+        entry("a", "127.0.0.1", &port) + &entry("b", "127.0.0.2", &port),
+    );
     let (ok, out) = run(&["machines", "add", &both]);
     assert!(!ok, "{out}");
     assert!(
-        out.contains(&format!("machine `b` reaches the same agent as machine `a` (agent id {}…)", &id[..12]))
-            && out.contains("no machine added"),
+        out.contains(&format!(
+            "machine `b` reaches the same agent as machine `a` (agent id {}…)",
+            &id[..12]
+        )) && out.contains("no machine added"),
         "{out}"
     );
     let (_, list) = run(&["machines", "list"]);
     assert!(list.contains("no machines"), "{list}");
     // Two agents on one host are two machines; an agent that is down is not checked.
-    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let gone = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let first = write(
         "first.yaml",
         entry("a", "127.0.0.1", &port)

@@ -59,7 +59,8 @@ async fn seed(db: &sqlx::PgPool, samples: usize) -> Result<(i64, usize)> {
         },
         kreg::plan::RunKind::of(&s),
         &jobs,
-    ).await?;
+    )
+    .await?;
     let mut rng = Rng::new(7);
     let mut stored = 0;
     for j in store::jobs(db, run).await? {
@@ -151,7 +152,8 @@ metrics: { m: { regex: \"m=([0-9.]+)\", higher_is_better: false } } }\niteration
             },
             kreg::plan::RunKind::of(&s),
             &jobs,
-        ).await?;
+        )
+        .await?;
         store::set_run_state(db, run, kreg::plan::RunState::Done).await?;
     }
     Ok(())
@@ -272,11 +274,7 @@ async fn live_table(db: &sqlx::PgPool, base: &str, live: &str, run: i64, watcher
         "response ms (slowest)",
         "ms until every viewer had its update",
     ]);
-    for (i, (times, wall, cpu)) in viewers(db, base, live, run, watchers, 3)
-        .await?
-        .into_iter()
-        .enumerate()
-    {
+    for (i, (times, wall, cpu)) in viewers(db, base, live, run, watchers, 3).await?.into_iter().enumerate() {
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         let worst = times.iter().copied().fold(0.0, f64::max);
         t.add_row(vec![

@@ -131,9 +131,9 @@ async fn submit(db: &PgPool, text: &str, pairs: usize) -> Result<i64> {
         },
         &with,
         &sub,
-    ).await?)
+    )
+    .await?)
 }
-
 
 /// CPU seconds used so far by this machine's PostgreSQL servers (0 when the server is
 /// elsewhere): each server's own and its ended backends' (reaped into its children's
