@@ -71,7 +71,11 @@ async fn real_main(args: Args) -> Result<(), String> {
         println!("{fp}");
         return Ok(());
     }
-    kreg_agent::steps::identity::keep_id(&args.data_dir)?;
+    // Without its id (a data folder full or read-only) the agent still serves; the
+    // controller then cannot tell it under two addresses, and says so.
+    if let Err(e) = kreg_agent::steps::identity::keep_id(&args.data_dir) {
+        tracing::warn!("no agent id: {e}");
+    }
     let token_file = args.token_file.clone().expect("required by clap");
     let token = Token::read_file(&token_file)?;
     let tls = match args.tls {

@@ -45,12 +45,13 @@ fn temps(data: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The bytes of all files directly in `data`.
+/// The bytes of all files directly in `data`, the agent's own (its id, its fence) aside.
 fn used(data: &Path) -> u64 {
     std::fs::read_dir(data)
         .into_iter()
         .flatten()
         .flatten()
+        .filter(|e| !matches!(e.file_name().to_str(), Some("agent-id" | "epoch")))
         .filter_map(|e| e.metadata().ok())
         .filter(|m| m.is_file())
         .map(|m| m.len())
