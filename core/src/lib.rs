@@ -20,6 +20,7 @@ pub mod report;
 pub mod results;
 pub mod scenario;
 pub mod schedstat;
+mod states;
 pub mod stats;
 pub mod text;
 pub mod tuning;

@@ -178,7 +178,7 @@ pub enum Role {
     Loadgen,
 }
 
-crate::plan::state_names!(Role { Sut => "sut", Loadgen => "loadgen" });
+crate::states::state_names!(Role { Sut => "sut", Loadgen => "loadgen" });
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Host {
