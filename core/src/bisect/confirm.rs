@@ -4,7 +4,7 @@
 //! Each side is read as a position with its interval, as a step is; the culprit is
 //! `confirmed` only when both are clear and agree with the endpoints' change.
 
-use super::{look_rounds, position, Position, Role, Rules};
+use super::{look_rounds, position_in_blocks, reference, sides, Logged, Position, Role, Rules, Side};
 
 /// Boots in a round of the confirmation.
 const ROUND: usize = 6;
@@ -71,6 +71,11 @@ impl Confirm {
         }
     }
 
+    /// The round being measured.
+    pub fn round(&self) -> usize {
+        self.rounds
+    }
+
     /// Boots of the parent, the culprit and the reverted bad end measured so far.
     pub fn boots(&self) -> usize {
         self.parent.len() + self.again.len() + self.reverted.len()
@@ -89,14 +94,8 @@ impl Confirm {
     }
 
     /// The next boot (the commit and why), or the confirmation once both sides are clear
-    /// or the cap is reached; `good` and `bad` are every boot of the endpoints.
-    pub fn ask(
-        &mut self,
-        good: &[f64],
-        bad: &[f64],
-        last: usize,
-        rules: &Rules,
-    ) -> Result<(usize, Role), Confirmation> {
+    /// or the cap is reached; `log` is every boot of the bisection, in its blocks.
+    pub fn ask(&mut self, log: &[Logged], last: usize, rules: &Rules) -> Result<(usize, Role), Confirmation> {
         loop {
             while self.at < ROUND {
                 if let Some(role) = self.role_at(self.at) {
@@ -116,8 +115,21 @@ impl Confirm {
                 continue;
             }
             let alpha = rules.step_alpha / looks.len() as f64;
-            let sandwich = position(&self.parent, bad, &self.again, alpha);
-            let revert = position(good, bad, &self.reverted, alpha);
+            let sandwich = position_in_blocks(
+                &sides(log, |b| match b.role {
+                    Role::Parent => Some(Side::Zero),
+                    Role::Culprit => Some(Side::Step),
+                    _ => reference(b, last).filter(|s| *s == Side::One),
+                }),
+                alpha,
+            );
+            let revert = position_in_blocks(
+                &sides(log, |b| match b.role {
+                    Role::Revert { .. } => Some(Side::Step),
+                    _ => reference(b, last),
+                }),
+                alpha,
+            );
             let carried = self.sandwich_failed.as_ref().map_or(side(sandwich), |_| Some(false));
             let undone = self
                 .revert_failed

@@ -10,8 +10,9 @@
 //! - **A step's position.** A tested commit's boots are interleaved with new boots of the
 //!   references (step, good, step, bad per round), and its position on the good→bad scale
 //!   (0 like good, 1 like bad) is estimated with Fieller's interval for the ratio
-//!   (step − good) / (bad − good) over every boot of the three, a boot being the unit (a
-//!   pooled boot-to-boot variance). The commit is `good` when the interval lies below ½,
+//!   (step − good) / (bad − good), a boot being the unit, the three compared within the
+//!   blocks of boots asked together (an endpoints' pair, a round) so that a machine that
+//!   drifts between them moves nothing ([`position_in_blocks`]). The commit is `good` when the interval lies below ½,
 //!   `bad` when above; more rounds while it straddles ½ (looked at after rounds growing by
 //!   about a third, [`look_rounds`]), and `ambiguous` at the cap.
 //! - **The search** is `git bisect`'s: the commit nearest the middle of what is left; a
@@ -29,7 +30,7 @@ mod spec;
 use crate::stats::welch;
 use confirm::Confirm;
 pub use confirm::Confirmation;
-pub use position::{position, Position};
+pub use position::{position, position_in_blocks, Boot, Position, Side};
 pub use replay::Stored;
 pub use search::{Mark, Next, Search};
 pub use spec::{metric_of, Spec};
@@ -156,6 +157,10 @@ pub struct Bisection {
     search: Search,
     /// Every boot's value, by commit.
     values: Vec<Vec<f64>>,
+    /// Every boot measured, in order: its commit, role and block.
+    log: Vec<Logged>,
+    /// The block being filled, and what it is (the phase, the commit, the round).
+    block: (usize, Option<(u8, usize, usize)>),
     /// The commit under test, with the rounds it was given and the boots of this round
     /// asked so far (0..4: step, good, step, bad).
     current: Option<(usize, usize, usize)>,
@@ -176,6 +181,8 @@ impl Bisection {
             rules,
             search: Search::new(n),
             values: vec![Vec::new(); n],
+            log: Vec::new(),
+            block: (0, None),
             current: None,
             reproduced: false,
             failed: None,
@@ -263,6 +270,9 @@ impl Bisection {
     /// A boot's value (`Ok`), or why the commit could not be built or booted (`Err`: it is
     /// skipped; an endpoint that fails ends nothing here, the driver says why).
     pub fn record(&mut self, commit: usize, role: Role, value: Result<f64, String>) {
+        if let Ok(v) = value {
+            self.log_boot(commit, role, v);
+        }
         if let Some(c) = self.confirm.as_mut() {
             match (role, value) {
                 (Role::Reference, Ok(v)) => {
@@ -295,6 +305,25 @@ impl Bisection {
         }
     }
 
+    /// Logs a measured boot in the block it was asked in: an endpoints' pair, a step's round
+    /// or a round of the confirmation (before the boot moves the state on).
+    fn log_boot(&mut self, commit: usize, role: Role, value: f64) {
+        let key = match (&self.confirm, self.current) {
+            (Some(c), _) => (2, c.culprit, c.round()),
+            (None, Some((c, rounds, _))) => (1, c, rounds),
+            (None, None) => (0, 0, self.values[self.last()].len()),
+        };
+        if self.block.1 != Some(key) {
+            self.block = (self.block.0 + 1, Some(key));
+        }
+        self.log.push(Logged {
+            commit,
+            role,
+            block: self.block.0,
+            value,
+        });
+    }
+
     /// What to measure next, or the outcome.
     pub fn ask(&mut self) -> Ask {
         if let Some((commit, reason)) = self.failed.clone() {
@@ -308,7 +337,7 @@ impl Bisection {
         loop {
             if let Some(c) = self.confirm.as_mut() {
                 let last = self.values.len() - 1;
-                return match c.ask(&self.values[0], &self.values[last], last, &self.rules) {
+                return match c.ask(&self.log, last, &self.rules) {
                     Ok((commit, role)) => Ask::Measure { commit, role },
                     Err(confirmation) => Ask::Done(Outcome::Culprit {
                         commit: c.culprit,
@@ -400,7 +429,15 @@ impl Bisection {
         }
         let cap = self.rules.step_rounds.1;
         let alpha = self.rules.step_alpha / looks.len() as f64;
-        let pos = position(&self.values[0], &self.values[self.last()], &self.values[commit], alpha);
+        let last = self.last();
+        let boots = sides(&self.log, |b| {
+            if b.commit == commit && b.role == Role::Step {
+                Some(Side::Step)
+            } else {
+                reference(b, last)
+            }
+        });
+        let pos = position_in_blocks(&boots, alpha);
         let mark = match pos {
             Some(p) if p.hi < 0.5 => Mark::Good,
             Some(p) if p.lo > 0.5 => Mark::Bad,
@@ -414,6 +451,40 @@ impl Bisection {
             boots: self.values[commit].len(),
         });
         Some(mark)
+    }
+}
+
+/// A measured boot as the bisection keeps it.
+#[derive(Debug, Clone, Copy)]
+pub struct Logged {
+    pub commit: usize,
+    pub role: Role,
+    pub block: usize,
+    pub value: f64,
+}
+
+/// The boots of `log` that `side` places, with their blocks.
+fn sides(log: &[Logged], side: impl Fn(&Logged) -> Option<Side>) -> Vec<Boot> {
+    log.iter()
+        .enumerate()
+        .filter_map(|(at, b)| {
+            side(b).map(|s| Boot {
+                block: b.block,
+                at: at as f64,
+                side: s,
+                value: b.value,
+            })
+        })
+        .collect()
+}
+
+/// Good (0) and bad (the `last` commit) as references: their boots as endpoints or beside
+/// a step (a revert's boot is of the bad end's commit, and is not bad's).
+fn reference(b: &Logged, last: usize) -> Option<Side> {
+    match (b.role, b.commit) {
+        (Role::Endpoint | Role::Reference, 0) => Some(Side::Zero),
+        (Role::Endpoint | Role::Reference, c) if c == last => Some(Side::One),
+        _ => None,
     }
 }
 

@@ -61,9 +61,27 @@ pub struct Trial {
     pub builds: usize,
 }
 
-/// Bisects `range` with `runs` runs a boot, drawing every boot from its commit's model.
-pub fn trial(range: &[CommitModel], rules: Rules, runs: usize, rng: &mut Rng) -> Trial {
+/// The machine the range is measured on: runs a boot, and how it drifts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MachineModel {
+    /// Runs of the workload in a boot (the boot's value is their mean).
+    pub runs: usize,
+    /// The relative change of every value from one boot to the next (0.0001: +0.01 % a
+    /// boot, compounding): a machine that warms, wears or fills up.
+    pub drift: f64,
+}
+
+impl MachineModel {
+    /// `runs` runs a boot on a machine that does not drift.
+    pub fn steady(runs: usize) -> MachineModel {
+        MachineModel { runs, drift: 0.0 }
+    }
+}
+
+/// Bisects `range` on `machine`, drawing every boot from its commit's model.
+pub fn trial(range: &[CommitModel], rules: Rules, machine: MachineModel, rng: &mut Rng) -> Trial {
     let mut b = Bisection::new(range.len(), rules);
+    let mut booted = 0i32;
     let mut built = vec![false; range.len()];
     let mut built_revert = false;
     loop {
@@ -91,8 +109,10 @@ pub fn trial(range: &[CommitModel], rules: Rules, runs: usize, rng: &mut Rng) ->
                     continue;
                 }
                 let boot = c.mean + c.boot_sd * normal(rng);
-                let runs = runs.max(1);
+                let runs = machine.runs.max(1);
                 let value = (0..runs).map(|_| boot + c.sd * normal(rng)).sum::<f64>() / runs as f64;
+                let value = value * (1.0 + machine.drift).powi(booted);
+                booted += 1;
                 b.record(commit, role, Ok(value));
             }
         }
@@ -137,7 +157,7 @@ pub fn tally(
     range: &[CommitModel],
     expected: Option<usize>,
     rules: Rules,
-    runs: usize,
+    machine: MachineModel,
     trials: usize,
     seed: u64,
 ) -> Tally {
@@ -147,7 +167,7 @@ pub fn tally(
         ..Tally::default()
     };
     for _ in 0..trials {
-        let r = trial(range, rules, runs, &mut rng);
+        let r = trial(range, rules, machine, &mut rng);
         match r.outcome {
             Outcome::Culprit { commit, confirmation } if Some(commit) == expected => {
                 t.exact += 1;

@@ -1,7 +1,7 @@
 //! The bisection's decisions: the search alone, positions, and whole bisections of
 //! synthetic ranges (CI-sized here; `kreg bench bisect` runs the full form).
 
-use super::sim::{tally, trial, Synthetic};
+use super::sim::{tally, trial, MachineModel, Synthetic};
 use super::*;
 use crate::stats::rng::Rng;
 
@@ -44,7 +44,7 @@ fn synthetic_ranges_end_where_they_should() {
         boot_cov: 0.01,
         build_fails: vec![],
     };
-    let t = tally(&real.models(), Some(37), rules, 10, trials, 1);
+    let t = tally(&real.models(), Some(37), rules, MachineModel::steady(10), trials, 1);
     println!("3% at 37/64: {t:?}");
     assert!(t.exact as f64 >= 0.95 * trials as f64, "{t:?}");
     assert!(t.confirmed as f64 >= 0.9 * trials as f64, "{t:?}");
@@ -54,7 +54,7 @@ fn synthetic_ranges_end_where_they_should() {
         culprits: vec![],
         ..real.clone()
     };
-    let t = tally(&null.models(), None, rules, 10, trials, 2);
+    let t = tally(&null.models(), None, rules, MachineModel::steady(10), trials, 2);
     println!("null: {t:?}");
     assert!(t.does_not_reproduce as f64 >= 0.95 * trials as f64, "{t:?}");
     assert!(t.wrong as f64 <= 0.01 * trials as f64, "{t:?}");
@@ -63,7 +63,7 @@ fn synthetic_ranges_end_where_they_should() {
         culprits: vec![(20, 0.015), (40, 0.015)],
         ..real.clone()
     };
-    let t = tally(&two.models(), None, rules, 10, trials, 4);
+    let t = tally(&two.models(), None, rules, MachineModel::steady(10), trials, 4);
     println!("two: {t:?}");
     assert_eq!(t.wrong, 0, "{t:?}");
     let broken = Synthetic {
@@ -71,21 +71,122 @@ fn synthetic_ranges_end_where_they_should() {
         ..real.clone()
     };
     let mut rng = Rng::new(3);
-    let r = trial(&broken.models(), rules, 10, &mut rng);
+    let r = trial(&broken.models(), rules, MachineModel::steady(10), &mut rng);
     assert!(matches!(r.outcome, Outcome::Range { first: 36, last: 37 }), "{r:?}");
+}
+
+/// A machine that drifts: every value scaled by (1 + drift) a boot, compounding. The
+/// references beside each step are compared with it in its blocks, so that what moved
+/// between the endpoints' boots and a step's does not move the step.
+#[test]
+fn a_drifting_machine_moves_no_decision() {
+    let trials = 200;
+    // The range at ±0.01 % a boot.
+    let range = Synthetic {
+        commits: 64,
+        culprits: vec![(37, 0.03)],
+        cov: 0.01,
+        boot_cov: 0.01,
+        build_fails: vec![],
+    };
+    for drift in [0.0001, -0.0001] {
+        let machine = MachineModel { runs: 10, drift };
+        let t = tally(&range.models(), Some(37), Rules::default(), machine, trials, 5);
+        println!("3% at 37/64, drift {drift}: {t:?}");
+        assert!(t.exact as f64 >= 0.95 * trials as f64, "{t:?}");
+        assert_eq!(t.wrong, 0, "{t:?}");
+    }
+    // The lab's: hackbench twice as slow from commit 6 of 9, boots spread by 10 %, under a
+    // minimum effect of 90 %, on a host whose load eases by 0.4 % a boot (a third over the
+    // bisection: the endpoints were measured on a busier host than the steps).
+    let lab = Synthetic {
+        commits: 9,
+        culprits: vec![(6, 1.27)],
+        cov: 0.1,
+        boot_cov: 0.1,
+        build_fails: vec![4],
+    };
+    let rules = Rules {
+        min_effect: 0.9,
+        endpoint_boots: (3, 24),
+        step_rounds: (1, 8),
+        ..Rules::default()
+    };
+    let t = tally(
+        &lab.models(),
+        Some(6),
+        rules,
+        MachineModel { runs: 3, drift: -0.004 },
+        trials,
+        6,
+    );
+    println!("lab, drift -0.4%: {t:?}");
+    assert!(t.exact as f64 >= 0.95 * trials as f64, "{t:?}");
+    assert_eq!(t.wrong, 0, "{t:?}");
+}
+
+/// The lab's case: the endpoints measured while the host was busy, a step an hour later on
+/// a quieter host, every value a fifth lower. Within its blocks the step is bad's; taken as
+/// one block (the boots pooled whenever measured), it falls short of bad.
+#[test]
+fn a_step_is_placed_by_the_references_beside_it() {
+    let mut noise = 0.0;
+    let mut next = |v: f64| {
+        noise = (noise + 0.618_034) % 1.0;
+        v * (1.0 + 0.2 * (noise - 0.5))
+    };
+    let (good, bad) = (0.165, 0.375);
+    let mut boots = Vec::new();
+    let mut push = |block: usize, side: Side, value: f64| {
+        let at = boots.len() as f64;
+        boots.push(Boot { block, at, side, value });
+    };
+    for pair in 0..11 {
+        push(pair, Side::Zero, next(good));
+        push(pair, Side::One, next(bad));
+    }
+    for round in 11..19 {
+        let quiet = 0.8;
+        push(round, Side::Step, next(bad * quiet));
+        push(round, Side::Zero, next(good * quiet));
+        push(round, Side::Step, next(bad * quiet));
+        push(round, Side::One, next(bad * quiet));
+    }
+    let placed = position_in_blocks(&boots, 0.01 / 6.0).unwrap();
+    assert!(placed.lo > 0.5 && (placed.estimate - 1.0).abs() < 0.05, "{placed:?}");
+    let side = |s: Side| {
+        boots
+            .iter()
+            .filter(|b| b.side == s)
+            .map(|b| b.value)
+            .collect::<Vec<_>>()
+    };
+    let pooled = position(&side(Side::Zero), &side(Side::One), &side(Side::Step), 0.01 / 6.0).unwrap();
+    assert!(pooled.estimate < 0.9, "{pooled:?}");
 }
 
 /// A culprit whose parent measures the same in new boots, or whose revert does not build,
 /// is not confirmed; one that carries the change and whose revert undoes it is.
 #[test]
 fn the_sandwich_and_the_revert_confirm_only_a_culprit_that_carries_the_change() {
-    let good: Vec<f64> = (0..8).map(|i| 100.0 + (i % 3) as f64 * 0.3).collect();
-    let bad: Vec<f64> = good.iter().map(|v| v + 3.0).collect();
+    // Eight endpoint pairs, each pair a block.
+    let endpoints: Vec<Logged> = (0..8)
+        .flat_map(|i| {
+            let good = 100.0 + (i % 3) as f64 * 0.3;
+            [(0, good), (9, good + 3.0)].map(|(commit, value)| Logged {
+                commit,
+                role: Role::Endpoint,
+                block: i,
+                value,
+            })
+        })
+        .collect();
     let confirm = |parent: f64, culprit: f64, revert: Option<f64>| {
         let mut c = confirm::Confirm::new(5);
+        let mut log = endpoints.clone();
         let mut noise = 0.0;
         loop {
-            match c.ask(&good, &bad, 9, &Rules::default()) {
+            match c.ask(&log, 9, &Rules::default()) {
                 Ok((commit, role)) => {
                     noise = (noise + 0.37) % 1.0;
                     let v = match role {
@@ -97,6 +198,14 @@ fn the_sandwich_and_the_revert_confirm_only_a_culprit_that_carries_the_change() 
                         _ => Ok(103.0 + noise),
                     };
                     assert!(commit == 4 || commit == 5 || commit == 9, "{commit}");
+                    if let Ok(value) = v {
+                        log.push(Logged {
+                            commit,
+                            role,
+                            block: 100 + c.round(),
+                            value,
+                        });
+                    }
                     c.record(role, v);
                 }
                 Err(done) => return done,

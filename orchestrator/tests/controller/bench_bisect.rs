@@ -39,6 +39,11 @@ fn synthetic_ranges_and_a_replayed_one() {
     let pct = |c: &str| -> f64 { c.trim_end_matches('%').parse().unwrap() };
     let near = cells(&text, "+1.3% at 37, near the 1% minimum");
     assert!(pct(&near[1]) >= 90.0, "{text}");
+    // A machine that drifts ±0.01 % a boot (±2 % over a bisection) moves no decision.
+    for sign in ["+", "-"] {
+        let drifting = cells(&text, &format!("the same, the machine drifting {sign}0.01% a boot"));
+        assert!(pct(&drifting[1]) >= 90.0, "{text}");
+    }
     let noisy = cells(&text, "+1.2% at 37, boots 1%");
     assert!(pct(&noisy[4]) + pct(&noisy[6]) >= 90.0, "{text}");
     for line in text
@@ -71,6 +76,19 @@ fn synthetic_ranges_and_a_replayed_one() {
     let text = String::from_utf8_lossy(&out.stdout);
     let row = cells(&text, file.to_str().unwrap());
     assert_eq!(row[1], "100.0%", "{text}");
+    // The same on a machine that slows by 0.05 % a boot (5 % over 100 boots).
+    let out = bench(&[
+        "--trials",
+        "50",
+        "--replay",
+        file.to_str().unwrap(),
+        "--drift",
+        "-0.0005",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = cells(&text, file.to_str().unwrap());
+    assert!(row[1] == "100.0%" || row[1] == "98.0%", "{text}");
 
     // A misspelt field is refused, naming it.
     std::fs::write(&file, r#"{"commits": [{"mean": 1, "sd": 1, "bootsd": 1}]}"#).unwrap();

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use comfy_table::{presets, Table};
 
-use kreg::bisect::sim::{tally, CommitModel, Synthetic, Tally};
+use kreg::bisect::sim::{tally, CommitModel, MachineModel, Synthetic, Tally};
 use kreg::bisect::Rules;
 
 #[derive(clap::Args)]
@@ -22,6 +22,10 @@ pub struct BisectArgs {
     /// Runs of the workload in each boot.
     #[arg(long, default_value_t = 10)]
     runs: usize,
+    /// With --replay: the machine's drift, the relative change of every value from one
+    /// boot to the next (0.0001: +0.01 % a boot, compounding).
+    #[arg(long, default_value_t = 0.0, requires = "replay", allow_hyphen_values = true)]
+    drift: f64,
     /// A range described in a JSON file (its format is in the README) instead of the
     /// synthetic ones.
     #[arg(long, value_name = "FILE")]
@@ -38,8 +42,9 @@ struct Replay {
     culprit: Option<usize>,
 }
 
-/// The synthetic ranges: (what, range, the first bad commit when one commit is it).
-fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
+/// The synthetic ranges: (what, range, the first bad commit when one commit is it, the
+/// machine's drift a boot).
+fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>, f64)> {
     let base = Synthetic {
         commits: 64,
         culprits: vec![(37, 0.03)],
@@ -52,7 +57,19 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
         ..base.clone()
     };
     vec![
-        ("64 commits, +3% at 37, CoV 1%, boots 1%", base.clone(), Some(37)),
+        ("64 commits, +3% at 37, CoV 1%, boots 1%", base.clone(), Some(37), 0.0),
+        (
+            "the same, the machine drifting +0.01% a boot",
+            base.clone(),
+            Some(37),
+            0.0001,
+        ),
+        (
+            "the same, the machine drifting -0.01% a boot",
+            base.clone(),
+            Some(37),
+            -0.0001,
+        ),
         (
             "the same without the change",
             Synthetic {
@@ -60,6 +77,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
                 ..base.clone()
             },
             None,
+            0.0,
         ),
         (
             "two commits of +1.5% (20 and 40)",
@@ -68,8 +86,9 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
                 ..base.clone()
             },
             None,
+            0.0,
         ),
-        ("a drift of +0.05% a commit (+3.2% in all)", drift, None),
+        ("a drift of +0.05% a commit (+3.2% in all)", drift, None, 0.0),
         (
             "+1.2% at 37, boots 1%: too near the noise",
             Synthetic {
@@ -77,6 +96,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
                 ..base.clone()
             },
             Some(37),
+            0.0,
         ),
         (
             "+1.3% at 37, near the 1% minimum, CoV 0.5%, boots 0.3%",
@@ -87,6 +107,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
                 ..base.clone()
             },
             Some(37),
+            0.0,
         ),
         (
             "+3% at 37, 36 does not build",
@@ -95,6 +116,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
                 ..base.clone()
             },
             Some(37),
+            0.0,
         ),
         (
             "16 commits, +5% at 9, CoV 3%, boots 2%",
@@ -106,6 +128,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
                 build_fails: vec![],
             },
             Some(9),
+            0.0,
         ),
         (
             "256 commits, -3% at 200, CoV 1%, boots 1%",
@@ -115,6 +138,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>)> {
                 ..base
             },
             Some(200),
+            0.0,
         ),
     ]
 }
@@ -162,12 +186,17 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
                 "{}: a range needs at least 2 commits",
                 path.display()
             );
-            let x = tally(&r.commits, r.culprit, rules, args.runs, args.trials, args.seed);
+            let machine = MachineModel {
+                runs: args.runs,
+                drift: args.drift,
+            };
+            let x = tally(&r.commits, r.culprit, rules, machine, args.trials, args.seed);
             row(&mut t, &path.display().to_string(), r.commits.len(), &x);
         }
         None => {
-            for (what, range, culprit) in ranges() {
-                let x = tally(&range.models(), culprit, rules, args.runs, args.trials, args.seed);
+            for (what, range, culprit, drift) in ranges() {
+                let machine = MachineModel { runs: args.runs, drift };
+                let x = tally(&range.models(), culprit, rules, machine, args.trials, args.seed);
                 row(&mut t, what, range.commits, &x);
             }
         }
