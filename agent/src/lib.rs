@@ -5,8 +5,10 @@
 //! the agent's certificate ([`tls`]). What the controller shares with it (the wire types,
 //! the limits, the bzImage reader, the accept loop) lives in `kreg-protocol`.
 
+pub mod error;
 pub mod server;
 pub mod steps;
 pub mod tls;
 
+pub use error::Error;
 pub use kreg_protocol::{bzimage, wire, PROTOCOL_VERSION};

@@ -64,7 +64,7 @@ async fn main() {
     }
 }
 
-async fn real_main(args: Args) -> Result<(), String> {
+async fn real_main(args: Args) -> Result<(), kreg_agent::Error> {
     kreg_agent::steps::identity::started();
     if args.tls_fingerprint {
         let (_, _, fp) = kreg_agent::tls::load_or_make(&args.data_dir)?;
@@ -90,8 +90,10 @@ async fn real_main(args: Args) -> Result<(), String> {
     };
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        .map_err(|e| kreg_agent::Error::Serve(format!("cannot listen on {}: {e}", args.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| kreg_agent::Error::Serve(e.to_string()))?;
     // Tests and the lab read this line to learn the bound port.
     println!("kreg-agent listening on {addr}");
     if let Some((_, fp)) = &tls {
@@ -116,5 +118,5 @@ async fn real_main(args: Args) -> Result<(), String> {
         shutdown,
     )
     .await
-    .map_err(|e| e.to_string())
+    .map_err(|e| kreg_agent::Error::Serve(e.to_string()))
 }

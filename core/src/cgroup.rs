@@ -1,6 +1,7 @@
 //! A job's cgroup (v2), as a scenario declares it: CPU bandwidth (`cpu.max`), weight,
 //! cpuset, and a generated hierarchy whose leaves hold the workload's processes.
 
+use crate::Error;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -137,9 +138,9 @@ fn fmt_num(x: f64) -> String {
 
 /// Checks that every process seen (cgroup path → processes) was in one of `leaves`; says
 /// how the processes spread.
-pub fn check_in_leaves(leaves: &[String], observed: &BTreeMap<String, u32>) -> Result<String, String> {
+pub fn check_in_leaves(leaves: &[String], observed: &BTreeMap<String, u32>) -> Result<String, Error> {
     if observed.is_empty() {
-        return Err("no process of the workload was seen in any cgroup".into());
+        return Err(Error::unreadable("no process of the workload was seen in any cgroup"));
     }
     let outside: Vec<String> = observed
         .iter()
@@ -147,10 +148,10 @@ pub fn check_in_leaves(leaves: &[String], observed: &BTreeMap<String, u32>) -> R
         .map(|(cg, n)| format!("{n} in {cg}"))
         .collect();
     if !outside.is_empty() {
-        return Err(format!(
+        return Err(Error::unreadable(format!(
             "the workload's processes were not all in its cgroup's leaves: {}",
             outside.join(", ")
-        ));
+        )));
     }
     let processes: u32 = observed.values().sum();
     Ok(format!(
@@ -161,28 +162,30 @@ pub fn check_in_leaves(leaves: &[String], observed: &BTreeMap<String, u32>) -> R
 }
 
 /// Sums each counter of the `cpu.stat` blocks of the limited groups (each block headed by a `# GROUP` line).
-pub fn parse_cpu_stat(text: &str) -> Result<BTreeMap<String, u64>, String> {
+pub fn parse_cpu_stat(text: &str) -> Result<BTreeMap<String, u64>, Error> {
     let mut out = BTreeMap::new();
     for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
         let mut parts = line.split_whitespace();
         let (Some(key), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(format!("cpu.stat: unexpected line {line:?}"));
+            return Err(Error::unreadable(format!("cpu.stat: unexpected line {line:?}")));
         };
         let v: u64 = value
             .parse()
-            .map_err(|_| format!("cpu.stat: {key} is not a count: {value:?}"))?;
+            .map_err(|_| Error::unreadable(format!("cpu.stat: {key} is not a count: {value:?}")))?;
         *out.entry(key.to_string()).or_insert(0) += v;
     }
     Ok(out)
 }
 
 /// The throttling over the measured phase: periods, throttled periods, time throttled.
-pub fn metrics(before: &str, after: &str) -> Result<Vec<Metric>, String> {
+pub fn metrics(before: &str, after: &str) -> Result<Vec<Metric>, Error> {
     let (b, a) = (parse_cpu_stat(before)?, parse_cpu_stat(after)?);
-    let delta = |k: &str| -> Result<f64, String> {
+    let delta = |k: &str| -> Result<f64, Error> {
         match (b.get(k), a.get(k)) {
             (Some(x), Some(y)) => Ok(y.saturating_sub(*x) as f64),
-            _ => Err(format!("cpu.stat has no {k} (a kernel without CONFIG_CFS_BANDWIDTH?)")),
+            _ => Err(Error::unreadable(format!(
+                "cpu.stat has no {k} (a kernel without CONFIG_CFS_BANDWIDTH?)"
+            ))),
         }
     };
     let usage = delta("usage_usec")?;
@@ -258,7 +261,7 @@ mod cpu_stat_tests {
         );
         let stray: BTreeMap<String, u32> = [("/c/kreg/t/g0".to_string(), 3), ("/c/system.slice".to_string(), 1)].into();
         let e = check_in_leaves(&leaves, &stray).unwrap_err();
-        assert!(e.contains("1 in /c/system.slice"), "{e}");
+        assert!(e.to_string().contains("1 in /c/system.slice"), "{e}");
         assert!(check_in_leaves(&leaves, &BTreeMap::new()).is_err());
     }
 }

@@ -2,12 +2,13 @@
 //! `make olddefconfig`, and finding what a dropped option depends on in the Kconfig files.
 //! Pure: text in, text out.
 
+use crate::Error;
 /// `CONFIG_NAME=VALUE` → (`CONFIG_NAME`, `VALUE`). Values: y, m, n, a number, 0x-hex, or a
 /// double-quoted string.
-pub fn parse_assignment(s: &str) -> Result<(String, String), String> {
+pub fn parse_assignment(s: &str) -> Result<(String, String), Error> {
     let (name, value) = s
         .split_once('=')
-        .ok_or_else(|| format!("{s:?} is not CONFIG_NAME=VALUE"))?;
+        .ok_or_else(|| Error::invalid(format!("{s:?} is not CONFIG_NAME=VALUE")))?;
     let name = name.trim();
     let value = value.trim();
     let ok_name = name.strip_prefix("CONFIG_").is_some_and(|rest| {
@@ -17,9 +18,9 @@ pub fn parse_assignment(s: &str) -> Result<(String, String), String> {
                 .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
     });
     if !ok_name {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "{name:?} is not a config symbol (CONFIG_ followed by A-Z, 0-9, _)"
-        ));
+        )));
     }
     let ok_value = matches!(value, "y" | "m" | "n")
         || value.parse::<i64>().is_ok()
@@ -31,9 +32,9 @@ pub fn parse_assignment(s: &str) -> Result<(String, String), String> {
             && value.ends_with('"')
             && !value[1..value.len() - 1].contains('"'));
     if !ok_value {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "{value:?} is not a config value (y, m, n, a number, 0x…, or \"text\")"
-        ));
+        )));
     }
     Ok((name.to_string(), value.to_string()))
 }
@@ -297,12 +298,17 @@ mod tests {
         assert_eq!(parse_assignment("CONFIG_NR_CPUS=8").unwrap().1, "8");
         assert_eq!(parse_assignment(r#"CONFIG_CMDLINE="quiet""#).unwrap().1, "\"quiet\"");
         assert_eq!(parse_assignment("CONFIG_X=0x1f").unwrap().1, "0x1f");
-        assert!(parse_assignment("HZ=250").unwrap_err().contains("not a config symbol"));
+        assert!(parse_assignment("HZ=250")
+            .unwrap_err()
+            .to_string()
+            .contains("not a config symbol"));
         assert!(parse_assignment("CONFIG_X=yes")
             .unwrap_err()
+            .to_string()
             .contains("not a config value"));
         assert!(parse_assignment("CONFIG_X")
             .unwrap_err()
+            .to_string()
             .contains("not CONFIG_NAME=VALUE"));
     }
 

@@ -11,6 +11,7 @@
 pub mod bisect;
 pub mod cgroup;
 pub mod collect;
+pub mod error;
 pub mod kconfig;
 pub mod parse;
 pub mod perf_support;
@@ -26,3 +27,5 @@ pub mod text;
 pub mod tuning;
 pub mod workload;
 pub mod yaml;
+
+pub use error::Error;

@@ -5,6 +5,7 @@
 //! need them ([`extend`]).
 
 use crate::scenario::{Order, Scenario};
+use crate::Error;
 
 /// One point of the matrix. `ordinal` is its place in the run order, from 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,25 +41,25 @@ pub struct Only {
 
 impl Only {
     /// Reads `spec` against `s`: an unknown name is an error that lists the known ones.
-    pub fn parse(s: &Scenario, spec: &str) -> Result<Only, String> {
+    pub fn parse(s: &Scenario, spec: &str) -> Result<Only, Error> {
         let parts: Vec<&str> = spec.split('/').collect();
         let [kernel, variant, workload] = parts[..] else {
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "--only {spec:?}: expected KERNEL/VARIANT/WORKLOAD (each a name or *)"
-            ));
+            )));
         };
-        let part = |what: &str, given: &str, names: Vec<&str>| -> Result<Option<String>, String> {
+        let part = |what: &str, given: &str, names: Vec<&str>| -> Result<Option<String>, Error> {
             if given == "*" {
                 return Ok(None);
             }
             if names.contains(&given) {
                 Ok(Some(given.to_string()))
             } else {
-                Err(format!(
+                Err(Error::invalid(format!(
                     "--only {spec:?}: no {what} {given:?} in scenario {} ({what}s: {})",
                     s.name,
                     names.join(", ")
-                ))
+                )))
             }
         };
         Ok(Only {
@@ -183,7 +184,7 @@ pub fn expand_only(s: &Scenario, only: &[Only]) -> Vec<Job> {
 /// (b-1) mod pairs), else runs within each boot (run i on pair (i-1) mod pairs, each pair
 /// booting every kernel itself). Either way every pair measures every kernel and variant,
 /// kernels interleaved, so that a comparison can be made within each machine.
-pub fn slots(s: &Scenario, jobs: &[Job], pairs: u32) -> Result<Vec<u32>, String> {
+pub fn slots(s: &Scenario, jobs: &[Job], pairs: u32) -> Result<Vec<u32>, Error> {
     if pairs <= 1 {
         return Ok(vec![0; jobs.len()]);
     }
@@ -191,16 +192,16 @@ pub fn slots(s: &Scenario, jobs: &[Job], pairs: u32) -> Result<Vec<u32>, String>
         return Ok(jobs.iter().map(|j| (j.boot - 1) % pairs).collect());
     }
     if s.warmup > 0 {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "{pairs} pairs: the scenario boots each kernel {} time(s) and warms each boot up; give `boots: {pairs}` or more (each pair boots and warms up its own), or fewer pairs",
             s.boots
-        ));
+        )));
     }
     if s.iterations < pairs {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "{pairs} pairs: the scenario has {} run(s) per boot and {} boot(s): each pair must measure every kernel and variant; give `iterations: {pairs}` or `boots: {pairs}` or more, or fewer pairs",
             s.iterations, s.boots
-        ));
+        )));
     }
     Ok(jobs.iter().map(|j| (j.iteration - 1) % pairs).collect())
 }

@@ -20,10 +20,10 @@ macro_rules! state_names {
         }
 
         impl TryFrom<String> for $ty {
-            type Error = String;
+            type Error = $crate::Error;
 
-            fn try_from(s: String) -> Result<$ty, String> {
-                $ty::parse(&s).ok_or_else(|| format!("unknown {} {s:?}", stringify!($ty)))
+            fn try_from(s: String) -> Result<$ty, $crate::Error> {
+                $ty::parse(&s).ok_or_else(|| $crate::Error::invalid(format!("unknown {} {s:?}", stringify!($ty))))
             }
         }
 

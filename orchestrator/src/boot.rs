@@ -31,16 +31,19 @@ pub trait Watch: Send {
 }
 
 /// Whether `id` is the boot of `p`: its release and, for kreg's builds, its build string.
-pub fn check_booted(p: &Prepared, id: &Identity) -> Result<(), String> {
+pub fn check_booted(p: &Prepared, id: &Identity) -> Result<(), BootError> {
     if id.kernel_release != p.release {
-        return Err(format!("booted {}, expected {}", id.kernel_release, p.release));
+        return Err(BootError::NotAsked(format!(
+            "booted {}, expected {}",
+            id.kernel_release, p.release
+        )));
     }
     if let Some(uts) = p.built.as_ref().and_then(|b| b.uts_version.as_ref()) {
         if !id.proc_version.contains(uts.as_str()) {
-            return Err(format!(
+            return Err(BootError::NotAsked(format!(
                 "/proc/version is {:?}, not the build kreg made ({uts})",
                 id.proc_version
-            ));
+            )));
         }
     }
     Ok(())
@@ -69,9 +72,10 @@ impl BootMethod {
     }
 }
 
-/// How a wait for a new boot ended without one.
+/// How a boot went wrong: a wait for a new boot that ended without one, or a boot that is
+/// not the one asked for.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum NoNewBoot {
+pub enum BootError {
     /// The agent answers from the old boot, started after the boot step was sent: it was
     /// killed (or restarted) before the machine rebooted, and nothing reboots it now.
     #[error("the agent answers again from the old boot, started {agent_uptime_secs:.1} s ago, after the boot step was sent: it was restarted before the machine rebooted")]
@@ -79,6 +83,9 @@ pub enum NoNewBoot {
     /// It did not come back in time, or its VM died: why.
     #[error("{0}")]
     Failed(String),
+    /// It came back on another kernel, or another build of it: what it runs.
+    #[error("{0}")]
+    NotAsked(String),
 }
 
 /// Waits until the agent answers with a boot id other than `old_boot_id` (when given), or
@@ -88,14 +95,12 @@ pub async fn wait_for_agent(
     old_boot_id: Option<&str>,
     timeout: Duration,
     watch: Option<&mut dyn Watch>,
-) -> Result<Identity, String> {
-    wait(client, old_boot_id, None, timeout, watch)
-        .await
-        .map_err(|e| e.to_string())
+) -> Result<Identity, BootError> {
+    wait(client, old_boot_id, None, timeout, watch).await
 }
 
 /// [`wait_for_agent`] after a boot step sent at `sent` from the boot `old_boot_id`; it also
-/// ends, with [`NoNewBoot::AgentRestarted`], as soon as the agent answers from the old boot
+/// ends, with [`BootError::AgentRestarted`], as soon as the agent answers from the old boot
 /// having started after the step was sent (killed mid-kexec, say): the step may then be
 /// sent again, since that machine did not reboot.
 pub async fn wait_for_reboot(
@@ -104,7 +109,7 @@ pub async fn wait_for_reboot(
     sent: std::time::Instant,
     timeout: Duration,
     watch: Option<&mut dyn Watch>,
-) -> Result<Identity, NoNewBoot> {
+) -> Result<Identity, BootError> {
     wait(client, Some(old_boot_id), Some(sent), timeout, watch).await
 }
 
@@ -114,12 +119,12 @@ async fn wait(
     sent: Option<std::time::Instant>,
     timeout: Duration,
     mut watch: Option<&mut dyn Watch>,
-) -> Result<Identity, NoNewBoot> {
+) -> Result<Identity, BootError> {
     let waited = until(timeout, Duration::from_millis(500), async || {
         if let Some(w) = watch.as_deref_mut() {
             if let Some(death) = w.died() {
                 let console = w.console();
-                return Look::Failed(NoNewBoot::Failed(if console.is_empty() {
+                return Look::Failed(BootError::Failed(if console.is_empty() {
                     format!("{death} before its agent answered")
                 } else {
                     format!("{death} before its agent answered; console:\n{console}")
@@ -129,7 +134,7 @@ async fn wait(
         match client.identity().await {
             Ok(id) if Some(id.boot_id.as_str()) != old_boot_id => Look::Ready(id),
             Ok(id) if sent.is_some_and(|t| restarted_since(id.agent_uptime_secs, t.elapsed())) => {
-                Look::Failed(NoNewBoot::AgentRestarted {
+                Look::Failed(BootError::AgentRestarted {
                     agent_uptime_secs: id.agent_uptime_secs,
                 })
             }
@@ -147,7 +152,7 @@ async fn wait(
                 .filter(|c| !c.is_empty())
                 .map(|c| format!("; console:\n{c}"))
                 .unwrap_or_default();
-            Err(NoNewBoot::Failed(format!(
+            Err(BootError::Failed(format!(
                 "not back within {}s (last: {last}){console}",
                 limit.as_secs()
             )))

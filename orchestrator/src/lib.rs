@@ -7,7 +7,7 @@
 
 pub use kreg_core::{
     bisect, cgroup, collect, kconfig, parse, plan, record, report, results, scenario, schedstat, stats, text, tuning,
-    workload, yaml,
+    workload, yaml, Error,
 };
 
 pub mod boot;

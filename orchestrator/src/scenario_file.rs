@@ -78,7 +78,11 @@ pub fn check_files(s: &Scenario) -> Vec<Diagnostic> {
                 Err(e) => Some(format!("{}: {shown}: {e}", f.what)),
                 Ok(_) if f.what == "token_file" => std::fs::read_to_string(&f.path)
                     .map_err(|e| e.to_string())
-                    .and_then(|t| kreg_protocol::wire::Token::from_file_text(&t).map(drop))
+                    .and_then(|t| {
+                        kreg_protocol::wire::Token::from_file_text(&t)
+                            .map(drop)
+                            .map_err(|e| e.to_string())
+                    })
                     .err()
                     .map(|e| format!("token_file: {shown}: {e}")),
                 Ok(_) => None,
@@ -102,7 +106,7 @@ pub fn parse(text: &str, source: &Path) -> Result<Scenario, Vec<Diagnostic>> {
 }
 
 /// The scenarios of runs this process parsed, by (source path, stored text).
-type Parsed = HashMap<(String, String), Result<Scenario, String>>;
+type Parsed = HashMap<(String, String), Result<Scenario, crate::Error>>;
 static STORED: Mutex<Option<Parsed>> = Mutex::new(None);
 static STORED_PARSES: AtomicUsize = AtomicUsize::new(0);
 const STORED_KEPT: usize = 256;
@@ -110,7 +114,7 @@ const STORED_KEPT: usize = 256;
 /// The scenario a run was created from (its stored text, not today's file), or why it no
 /// longer loads (each problem with its position, on one line). Parsed once per process:
 /// the engine, the report and the pages of one process share it.
-pub fn of_run(run: &crate::store::RunRow) -> Result<Scenario, String> {
+pub fn of_run(run: &crate::store::RunRow) -> Result<Scenario, crate::Error> {
     let key = (run.source_path.clone(), run.yaml.clone());
     let mut stored = STORED.lock().unwrap_or_else(|p| p.into_inner());
     let cache = stored.get_or_insert_with(HashMap::new);
@@ -123,11 +127,13 @@ pub fn of_run(run: &crate::store::RunRow) -> Result<Scenario, String> {
     }
     STORED_PARSES.fetch_add(1, Ordering::Relaxed);
     let parsed = parse(&run.yaml, Path::new(&run.source_path)).map_err(|diags| {
-        diags
-            .iter()
-            .map(|d| d.render(&run.source_path))
-            .collect::<Vec<_>>()
-            .join("; ")
+        crate::Error::invalid(
+            diags
+                .iter()
+                .map(|d| d.render(&run.source_path))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
     });
     cache.insert(key, parsed.clone());
     parsed
@@ -189,7 +195,10 @@ mod tests {
         assert_eq!(stored_parses() - before, 1, "the second read is the first's");
         let other = yaml.replace("name: once", "name: twice");
         assert_eq!(of_run(&run(2, &other)).unwrap().name, "twice", "another text is parsed");
-        assert!(of_run(&run(3, "name: [")).unwrap_err().contains("/scn/once-test.yaml:"));
+        assert!(of_run(&run(3, "name: ["))
+            .unwrap_err()
+            .to_string()
+            .contains("/scn/once-test.yaml:"));
     }
 
     #[test]

@@ -8,19 +8,19 @@ use std::path::{Path, PathBuf};
 use crate::scenario::SshSpec;
 
 /// A fresh random token (48 hex digits from /dev/urandom).
-pub fn random() -> Result<String, String> {
+pub fn random() -> Result<String, kreg_protocol::Error> {
     use std::io::Read;
     let mut buf = [0u8; 24];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
-        .map_err(|e| format!("/dev/urandom: {e}"))?;
+        .map_err(|e| kreg_protocol::Error::Secret(format!("/dev/urandom: {e}")))?;
     let token: String = buf.iter().map(|b| format!("{b:02x}")).collect();
     crate::secrets::remember(&token);
     Ok(token)
 }
 
 /// A token file's token: its first line, as the agent reads it.
-pub fn read(path: &Path) -> Result<String, String> {
+pub fn read(path: &Path) -> Result<String, kreg_protocol::Error> {
     let token = kreg_protocol::wire::Token::read_file(path)?;
     crate::secrets::remember(token.expose());
     Ok(token.expose().to_string())
@@ -29,12 +29,12 @@ pub fn read(path: &Path) -> Result<String, String> {
 /// The token in `path`, made first (random, mode 0600, its folder created) when the file
 /// does not exist. It is written whole under another name, then linked in: a second kreg
 /// making the same file at once keeps the first one's token.
-pub fn read_or_make(path: &Path) -> Result<String, String> {
+pub fn read_or_make(path: &Path) -> Result<String, kreg_protocol::Error> {
     if !path.exists() {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| kreg_protocol::Error::Secret(format!("{}: {e}", dir.display())))?;
         let token = random()?;
         let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
         let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
@@ -44,16 +44,16 @@ pub fn read_or_make(path: &Path) -> Result<String, String> {
             .truncate(true)
             .mode(0o600)
             .open(&tmp)
-            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+            .map_err(|e| kreg_protocol::Error::Secret(format!("{}: {e}", tmp.display())))?;
         f.write_all(format!("{token}\n").as_bytes())
-            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+            .map_err(|e| kreg_protocol::Error::Secret(format!("{}: {e}", tmp.display())))?;
         drop(f);
         let linked = std::fs::hard_link(&tmp, path);
         let _ = std::fs::remove_file(&tmp);
         match linked {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(e) => return Err(kreg_protocol::Error::Secret(format!("{}: {e}", path.display()))),
         }
     }
     read(path)
@@ -97,7 +97,7 @@ impl Kept {
     }
 
     /// The token kept for the machine, made (random, mode 0600) on first use, and its file.
-    pub fn read_or_make(self, data_dir: &Path, spec: &SshSpec) -> Result<(PathBuf, String), String> {
+    pub fn read_or_make(self, data_dir: &Path, spec: &SshSpec) -> Result<(PathBuf, String), kreg_protocol::Error> {
         let path = self.path(data_dir, spec);
         let token = read_or_make(&path)?;
         Ok((path, token))

@@ -107,14 +107,14 @@ impl AgentClient {
 
     /// A client of an agent serving HTTPS whose certificate has `fingerprint` (see
     /// [`crate::pin`]): no other certificate is accepted, and no CA is consulted.
-    pub fn pinned(base_url: &str, token: &str, fingerprint: &str) -> Result<AgentClient, String> {
+    pub fn pinned(base_url: &str, token: &str, fingerprint: &str) -> Result<AgentClient, crate::Error> {
         let tls = crate::pin::pinned_client(fingerprint)?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .no_proxy()
             .use_preconfigured_tls(tls)
             .build()
-            .map_err(|e| format!("TLS client: {e}"))?;
+            .map_err(|e| crate::Error::Tls(format!("TLS client: {e}")))?;
         Ok(Self::with_http(base_url, token, http))
     }
 

@@ -6,6 +6,7 @@
 //! feature `listen`) bring their runtimes only where asked for.
 
 pub mod bzimage;
+pub mod error;
 pub mod limits;
 pub mod pin;
 pub mod wire;
@@ -15,4 +16,5 @@ pub mod client;
 #[cfg(feature = "listen")]
 pub mod listen;
 
+pub use error::Error;
 pub use wire::{EPOCH_HEADER, PROTOCOL_VERSION};

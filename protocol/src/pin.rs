@@ -44,8 +44,9 @@ pub fn provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
 /// A client TLS config that accepts exactly the certificate with this fingerprint (the
 /// handshake's signature is checked against it as usual).
 #[cfg(feature = "client")]
-pub fn pinned_client(fingerprint: &str) -> Result<rustls::ClientConfig, String> {
-    let want = normalize(fingerprint).ok_or_else(|| format!("{fingerprint:?} is not a SHA-256 fingerprint"))?;
+pub fn pinned_client(fingerprint: &str) -> Result<rustls::ClientConfig, crate::Error> {
+    let want = normalize(fingerprint)
+        .ok_or_else(|| crate::Error::Tls(format!("{fingerprint:?} is not a SHA-256 fingerprint")))?;
     let p = provider();
     let verifier = Arc::new(Pinned {
         want,
@@ -53,7 +54,7 @@ pub fn pinned_client(fingerprint: &str) -> Result<rustls::ClientConfig, String> 
     });
     Ok(rustls::ClientConfig::builder_with_provider(p)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| crate::Error::Tls(e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth())

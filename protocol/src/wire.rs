@@ -635,10 +635,10 @@ pub const SECRET_LINE_MAX: usize = 4096;
 /// The first line of a secret file (a token, a passphrase), without its line end: a
 /// regular file only (not a device, a FIFO or a folder: opened without blocking and
 /// checked), and no more than [`SECRET_LINE_MAX`] bytes read. `what` names it in errors.
-pub fn read_secret(path: &std::path::Path, what: &str) -> Result<String, String> {
+pub fn read_secret(path: &std::path::Path, what: &str) -> Result<String, crate::Error> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let at = |e: String| format!("cannot read {what} {}: {e}", path.display());
+    let at = |e: String| crate::Error::Secret(format!("cannot read {what} {}: {e}", path.display()));
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -671,25 +671,26 @@ pub struct Token(String);
 impl Token {
     /// Takes the first line of a token file's text (surrounding blanks trimmed); an empty
     /// or short token is refused.
-    pub fn from_file_text(text: &str) -> Result<Token, String> {
+    pub fn from_file_text(text: &str) -> Result<Token, crate::Error> {
+        let refuse = |why: &str| Err(crate::Error::Secret(why.to_string()));
         let t = text.lines().next().unwrap_or("").trim();
         if t.is_empty() {
-            return Err("the token file's first line is empty".into());
+            return refuse("the token file's first line is empty");
         }
         if t.len() < 16 {
-            return Err("the token is shorter than 16 characters".into());
+            return refuse("the token is shorter than 16 characters");
         }
         if !t.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("the token holds a space or a character outside printable ASCII".into());
+            return refuse("the token holds a space or a character outside printable ASCII");
         }
         Ok(Token(t.to_string()))
     }
 
     /// Reads a token file (see [`Token::from_file_text`] and [`read_secret`]); errors
     /// name the file.
-    pub fn read_file(path: &std::path::Path) -> Result<Token, String> {
+    pub fn read_file(path: &std::path::Path) -> Result<Token, crate::Error> {
         let line = read_secret(path, "token file")?;
-        Token::from_file_text(&line).map_err(|e| format!("token file {}: {e}", path.display()))
+        Token::from_file_text(&line).map_err(|e| crate::Error::Secret(format!("token file {}: {e}", path.display())))
     }
 
     pub fn expose(&self) -> &str {

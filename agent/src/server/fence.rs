@@ -30,7 +30,7 @@ pub struct Fence {
 impl Fence {
     /// The fence kept under `data_dir` (0 when no epoch was ever seen). A file that does not
     /// hold a number is an error: the agent does not start without knowing its fence.
-    pub fn load(data_dir: &Path) -> Result<Fence, String> {
+    pub fn load(data_dir: &Path) -> Result<Fence, crate::Error> {
         let path = data_dir.join("epoch");
         let highest = match std::fs::read_to_string(&path) {
             Ok(text) => text
@@ -38,9 +38,9 @@ impl Fence {
                 .parse()
                 .ok()
                 .filter(|e| *e <= MAX_EPOCH)
-                .ok_or_else(|| format!("{}: not an epoch: {:?}", path.display(), text.trim()))?,
+                .ok_or_else(|| crate::Error::Own(format!("{}: not an epoch: {:?}", path.display(), text.trim())))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(e) => return Err(crate::Error::Own(format!("{}: {e}", path.display()))),
         };
         Ok(Fence {
             path,
@@ -65,7 +65,7 @@ impl Fence {
             )),
             Some(e) if e == *highest => Ok(()),
             Some(e) => {
-                self.keep(e).await.map_err(|why| (ErrorKind::Io, why))?;
+                self.keep(e).await.map_err(|why| (ErrorKind::Io, why.to_string()))?;
                 *highest = e;
                 Ok(())
             }
@@ -73,7 +73,7 @@ impl Fence {
     }
 
     /// Writes `epoch` durably: a new file, synced, renamed over the old one.
-    async fn keep(&self, epoch: u64) -> Result<(), String> {
+    async fn keep(&self, epoch: u64) -> Result<(), crate::Error> {
         let tmp = self.path.with_extension("tmp");
         let path = self.path.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
@@ -88,8 +88,8 @@ impl Fence {
             Ok(())
         })
         .await
-        .map_err(|e| format!("keeping epoch {epoch}: {e}"))?
-        .map_err(|e| format!("keeping epoch {epoch} in {}: {e}", self.path.display()))
+        .map_err(|e| crate::Error::Own(format!("keeping epoch {epoch}: {e}")))?
+        .map_err(|e| crate::Error::Own(format!("keeping epoch {epoch} in {}: {e}", self.path.display())))
     }
 }
 

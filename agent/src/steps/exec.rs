@@ -367,7 +367,9 @@ pub async fn run(mut req: ExecRequest) -> Result<ExecResult, StepError> {
     // Stray members of the group and daemonised descendants must not outlive the step;
     // their pipes close with them.
     drop(reaper);
-    let task_stats = listener.take().map(|l| l.and_then(|l| l.finish(pid)));
+    let task_stats = listener
+        .take()
+        .map(|l| l.and_then(|l| l.finish(pid)).map_err(|e| e.to_string()));
     let (stdout, stdout_dropped) = out_task.await.unwrap_or_default().finish();
     let (stderr, stderr_dropped) = err_task.await.unwrap_or_default().finish();
 

@@ -60,7 +60,7 @@ static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// Reads the agent's id from `DATA_DIR/agent-id`, or makes one (128 random bits in hex)
 /// and keeps it there: the controller tells one agent listed under two addresses from two
 /// agents by it. A data folder wiped makes a new agent.
-pub fn keep_id(data_dir: &std::path::Path) -> Result<String, String> {
+pub fn keep_id(data_dir: &std::path::Path) -> Result<String, crate::Error> {
     let path = data_dir.join("agent-id");
     if let Ok(text) = std::fs::read_to_string(&path) {
         let id = text.trim();
@@ -71,16 +71,18 @@ pub fn keep_id(data_dir: &std::path::Path) -> Result<String, String> {
     }
     let mut bytes = [0u8; 16];
     std::io::Read::read_exact(
-        &mut std::fs::File::open("/dev/urandom").map_err(|e| format!("cannot open /dev/urandom: {e}"))?,
+        &mut std::fs::File::open("/dev/urandom")
+            .map_err(|e| crate::Error::Own(format!("cannot open /dev/urandom: {e}")))?,
         &mut bytes,
     )
-    .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    .map_err(|e| crate::Error::Own(format!("cannot read /dev/urandom: {e}")))?;
     let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    std::fs::create_dir_all(data_dir).map_err(|e| format!("cannot make {}: {e}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| crate::Error::Own(format!("cannot make {}: {e}", data_dir.display())))?;
     let tmp = data_dir.join("agent-id.tmp");
     std::fs::write(&tmp, format!("{id}\n"))
         .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|e| crate::Error::Own(format!("cannot write {}: {e}", path.display())))?;
     let _ = ID.set(id.clone());
     Ok(id)
 }

@@ -181,19 +181,21 @@ fn sys(ret: isize) -> io::Result<usize> {
 
 impl Listener {
     /// [`open`](Self::open) off the runtime's thread; the error as text.
-    pub async fn open_async() -> Result<Listener, String> {
+    pub async fn open_async() -> Result<Listener, crate::Error> {
         tokio::task::spawn_blocking(Listener::open)
             .await
-            .map_err(|e| format!("taskstats: {e}"))?
-            .map_err(|e| format!("taskstats: {e}"))
+            .map_err(|e| crate::Error::Kernel(format!("taskstats: {e}")))?
+            .map_err(|e| crate::Error::Kernel(format!("taskstats: {e}")))
     }
 
     /// The exits of `root`'s tree once it has ended; deregisters (off the runtime's
     /// thread: it waits for the kernel's answer).
-    pub fn finish(mut self, root: u32) -> Result<Vec<TaskStat>, String> {
+    pub fn finish(mut self, root: u32) -> Result<Vec<TaskStat>, crate::Error> {
         self.drain();
         let tasks = if self.lost {
-            Err("taskstats: the socket dropped exits (its buffer was full)".to_string())
+            Err(crate::Error::Kernel(
+                "taskstats: the socket dropped exits (its buffer was full)".to_string(),
+            ))
         } else {
             Ok(of_tree(root, &self.exits))
         };

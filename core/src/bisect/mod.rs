@@ -106,6 +106,12 @@ impl Role {
     }
 }
 
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 /// What to do next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ask {

@@ -3,6 +3,7 @@
 //! decided, both without the driver.
 
 use super::{Ask, Bisection, Role, Rules};
+use crate::Error;
 
 /// A boot as stored: its sequence number, the commit, why it was asked, and its value, or
 /// why it has none (both `None`: asked but not measured yet).
@@ -20,25 +21,25 @@ impl Bisection {
     /// order, and the index of the last one when it was asked but not measured yet (a
     /// resume measures it first). A stored boot that is not what the bisection asks at its
     /// place is an error: the rules or the code changed since.
-    pub fn replay(commits: usize, rules: Rules, stored: &[Stored<'_>]) -> Result<(Bisection, Option<usize>), String> {
+    pub fn replay(commits: usize, rules: Rules, stored: &[Stored<'_>]) -> Result<(Bisection, Option<usize>), Error> {
         let mut b = Bisection::new(commits, rules);
         for (i, m) in stored.iter().enumerate() {
             match b.ask() {
                 Ask::Measure { commit, role } if commit == m.commit && role == m.role => {}
                 other => {
-                    return Err(format!(
+                    return Err(Error::invalid(format!(
                         "measurement {} ({} of commit {}) is not what the bisection asks there ({other:?})",
                         m.seq,
                         m.role.name(),
                         m.commit
-                    ))
+                    )))
                 }
             }
             match (m.value, m.error) {
                 (Some(v), _) => b.record(m.commit, m.role, Ok(v)),
                 (None, Some(e)) => b.record(m.commit, m.role, Err(e.to_string())),
                 (None, None) if i + 1 == stored.len() => return Ok((b, Some(i))),
-                (None, None) => return Err(format!("measurement {} was never measured", m.seq)),
+                (None, None) => return Err(Error::invalid(format!("measurement {} was never measured", m.seq))),
             }
         }
         Ok((b, None))
@@ -103,11 +104,13 @@ mod tests {
         hole[2].value = None;
         assert!(Bisection::replay(16, Rules::default(), &hole)
             .unwrap_err()
+            .to_string()
             .contains("never measured"));
         let mut other = stored;
         other[1].commit = 3;
         assert!(Bisection::replay(16, Rules::default(), &other)
             .unwrap_err()
+            .to_string()
             .contains("not what the bisection asks"));
     }
 }

@@ -1,6 +1,7 @@
 //! What a scenario's `bisect:` section (or `kreg bisect`'s options) says to bisect.
 
 use super::Rules;
+use crate::Error;
 
 /// A bisection as declared: each part may also come from the command line, which wins.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -19,9 +20,11 @@ pub struct Spec {
 }
 
 /// `WORKLOAD/METRIC` split in two, or why it is not that.
-pub fn metric_of(text: &str) -> Result<(String, String), String> {
+pub fn metric_of(text: &str) -> Result<(String, String), Error> {
     match text.split_once('/') {
         Some((w, m)) if !w.is_empty() && !m.is_empty() => Ok((w.to_string(), m.to_string())),
-        _ => Err(format!("metric {text:?}: expected WORKLOAD/METRIC (e.g. hb/time)")),
+        _ => Err(Error::invalid(format!(
+            "metric {text:?}: expected WORKLOAD/METRIC (e.g. hb/time)"
+        ))),
     }
 }

@@ -3,6 +3,7 @@
 //! and function-call (CAL) IPIs as metrics of their own.
 
 use crate::parse::{Metric, MetricKind};
+use crate::Error;
 
 /// One snapshot: the CPU columns as headed ("CPU0"…) and each row's counts.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,12 +15,14 @@ pub struct Snapshot {
 
 /// Reads /proc/interrupts as the kernel prints it. Rows with fewer counts than CPUs (ERR
 /// and MIS, machine-wide) keep what they have.
-pub fn parse(text: &str) -> Result<Snapshot, String> {
+pub fn parse(text: &str) -> Result<Snapshot, Error> {
     let mut lines = text.lines();
-    let header = lines.next().ok_or("empty /proc/interrupts")?;
+    let header = lines.next().ok_or(Error::unreadable("empty /proc/interrupts"))?;
     let cpus: Vec<String> = header.split_whitespace().map(str::to_string).collect();
     if cpus.is_empty() || !cpus.iter().all(|c| c.starts_with("CPU")) {
-        return Err(format!("/proc/interrupts: unexpected header {header:?}"));
+        return Err(Error::unreadable(format!(
+            "/proc/interrupts: unexpected header {header:?}"
+        )));
     }
     let mut rows = Vec::new();
     for line in lines {

@@ -9,6 +9,7 @@
 //! one recording.
 
 use crate::parse::{perr, plausible, Metric, MetricKind, ParseError};
+use crate::Error;
 
 const TOOL: &str = "perf sched stats";
 
@@ -65,7 +66,7 @@ pub fn parse(text: &str) -> Result<Report, ParseError> {
     let mut sections: Vec<Section> = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
-        let at = |m: String| perr(TOOL, format!("line {}: {m}: {:?}", n + 1, line));
+        let at = |m: Error| perr(TOOL, format!("line {}: {m}: {:?}", n + 1, line));
         if let Some(rest) = line.strip_prefix("CPU: ") {
             sections.push(section_header(rest).map_err(at)?);
             continue;
@@ -76,7 +77,7 @@ pub fn parse(text: &str) -> Result<Report, ParseError> {
                 .iter()
                 .map(|v| (v.fract() == 0.0).then_some(*v as u64))
                 .collect::<Option<Vec<u64>>>()
-                .ok_or_else(|| at("the elapsed time is not a whole number of jiffies".into()))?;
+                .ok_or_else(|| at(Error::unreadable("the elapsed time is not a whole number of jiffies")))?;
             elapsed = Some(whole);
             continue;
         }
@@ -91,13 +92,13 @@ pub fn parse(text: &str) -> Result<Report, ParseError> {
             None => (false, line),
         };
         let Some((name, rest)) = body.split_once(':') else {
-            return Err(at("not a field line (NAME : VALUE)".into()));
+            return Err(at(Error::unreadable("not a field line (NAME : VALUE)")));
         };
         let name = name.trim();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(at(
-                "a field without its name (perf printed descriptions: kreg reads the report without --verbose)".into(),
-            ));
+            return Err(at(Error::unreadable(
+                "a field without its name (perf printed descriptions: kreg reads the report without --verbose)",
+            )));
         }
         let values = values_after_colon(&format!(":{rest}")).map_err(at)?;
         section.fields.push(Field {
@@ -128,7 +129,7 @@ fn skipped(line: &str) -> bool {
 }
 
 /// `<ALL CPUS SUMMARY>`, `N`, `<ALL CPUS SUMMARY> | DOMAIN: D`, `N | DOMAIN: D | DOMAIN_CPUS: L`.
-fn section_header(rest: &str) -> Result<Section, String> {
+fn section_header(rest: &str) -> Result<Section, Error> {
     let mut parts = rest.split('|').map(str::trim);
     let who = parts.next().unwrap_or("");
     let cpu = if who == "<ALL CPUS SUMMARY>" {
@@ -136,7 +137,7 @@ fn section_header(rest: &str) -> Result<Section, String> {
     } else {
         Some(
             who.parse::<u32>()
-                .map_err(|_| format!("`{who}` is neither a CPU number nor <ALL CPUS SUMMARY>"))?,
+                .map_err(|_| Error::unreadable(format!("`{who}` is neither a CPU number nor <ALL CPUS SUMMARY>")))?,
         )
     };
     let mut domain = None;
@@ -147,11 +148,11 @@ fn section_header(rest: &str) -> Result<Section, String> {
         } else if let Some(c) = part.strip_prefix("DOMAIN_CPUS:") {
             domain_cpus = Some(c.trim().to_string());
         } else {
-            return Err(format!("unknown part `{part}` in a section header"));
+            return Err(Error::unreadable(format!("unknown part `{part}` in a section header")));
         }
     }
     if domain.as_deref() == Some("") {
-        return Err("a domain without its name or level".into());
+        return Err(Error::unreadable("a domain without its name or level"));
     }
     Ok(Section {
         cpu,
@@ -162,9 +163,11 @@ fn section_header(rest: &str) -> Result<Section, String> {
 }
 
 /// The value(s) after `:` and before what perf appends (`( P% )`, `$ J $`, `| C% |`).
-fn values_after_colon(rest: &str) -> Result<Vec<f64>, String> {
+fn values_after_colon(rest: &str) -> Result<Vec<f64>, Error> {
     let rest = rest.trim_start();
-    let rest = rest.strip_prefix(':').ok_or("no `:` before the value")?;
+    let rest = rest
+        .strip_prefix(':')
+        .ok_or(Error::unreadable("no `:` before the value"))?;
     let end = rest.find(['(', '$', '|']).unwrap_or(rest.len());
     let figures = &rest[..end];
     let values = figures
@@ -174,11 +177,14 @@ fn values_after_colon(rest: &str) -> Result<Vec<f64>, String> {
             v.parse::<f64>()
                 .ok()
                 .filter(|x| plausible(*x))
-                .ok_or_else(|| format!("`{v}` is not a count"))
+                .ok_or_else(|| Error::unreadable(format!("`{v}` is not a count")))
         })
-        .collect::<Result<Vec<f64>, String>>()?;
+        .collect::<Result<Vec<f64>, Error>>()?;
     if values.len() > 2 {
-        return Err(format!("{} values where a report has one and a diff two", values.len()));
+        return Err(Error::unreadable(format!(
+            "{} values where a report has one and a diff two",
+            values.len()
+        )));
     }
     Ok(values)
 }
@@ -327,33 +333,32 @@ fn kreg_field(perf: &str) -> String {
 /// Every counter of every CPU and domain that both have (perf's derived figures are not
 /// counters); an error when the two do not describe the same CPUs and domains. Domains pair
 /// by level (their order on the CPU), and by name too where both name them.
-pub fn cross_check(report: &Report, kreg: &crate::schedstat::Diff) -> Result<Vec<Compared>, String> {
+pub fn cross_check(report: &Report, kreg: &crate::schedstat::Diff) -> Result<Vec<Compared>, Error> {
     if report.sides() != 1 {
-        return Err("a diff is not the report of one recording".into());
+        return Err(Error::unreadable("a diff is not the report of one recording"));
     }
     let domain_names = crate::schedstat::domain_fields(kreg.version);
     let mut out = Vec::new();
     for mine in &kreg.cpus {
         if report.cpu(mine.cpu).next().is_none() {
-            return Err(format!(
+            return Err(Error::unreadable(format!(
                 "kreg's snapshots have CPU {}, perf's report has no section for it",
                 mine.cpu
-            ));
+            )));
         }
     }
     for s in report.sections.iter().filter(|s| s.cpu.is_some()) {
         let cpu = s.cpu.expect("filtered");
-        let mine = kreg
-            .cpus
-            .iter()
-            .find(|c| c.cpu == cpu)
-            .ok_or_else(|| format!("perf reports CPU {cpu}, kreg's snapshots have no such CPU"))?;
+        let mine =
+            kreg.cpus.iter().find(|c| c.cpu == cpu).ok_or_else(|| {
+                Error::unreadable(format!("perf reports CPU {cpu}, kreg's snapshots have no such CPU"))
+            })?;
         let perf_levels = report.cpu(cpu).filter(|x| x.domain.is_some()).count();
         if perf_levels != mine.domains.len() {
-            return Err(format!(
+            return Err(Error::unreadable(format!(
                 "CPU {cpu}: perf reports {perf_levels} domain level(s), kreg's snapshots have {}",
                 mine.domains.len()
-            ));
+            )));
         }
         let (names, values, domain): (Vec<String>, Vec<u64>, Option<u32>) = match &s.domain {
             None => (
@@ -373,10 +378,10 @@ pub fn cross_check(report: &Report, kreg: &crate::schedstat::Diff) -> Result<Vec
                     Err(_) => found.name.as_deref().is_none_or(|n| n.eq_ignore_ascii_case(d)),
                 };
                 if !same {
-                    return Err(format!(
+                    return Err(Error::unreadable(format!(
                         "CPU {cpu}: perf's domain level {level} is {d}, kreg's is {}",
                         found.name.clone().unwrap_or_else(|| format!("domain{}", found.index))
-                    ));
+                    )));
                 }
                 (domain_names.clone(), found.values.clone(), Some(found.index))
             }

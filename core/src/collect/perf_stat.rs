@@ -4,6 +4,7 @@
 //! the machine cannot count (`<not supported>`, `<not counted>`) is said so and gives no
 //! metric: never a zero.
 
+use crate::Error;
 use std::collections::BTreeMap;
 
 use crate::parse::{Metric, MetricKind};
@@ -67,7 +68,7 @@ fn parse_line(line: &str) -> Option<(String, Count)> {
 
 /// Each event's total over the intervals, in the order perf printed them first. An event
 /// unavailable in any interval is unavailable.
-pub fn totals(stderr: &str) -> Result<Vec<(String, Count)>, String> {
+pub fn totals(stderr: &str) -> Result<Vec<(String, Count)>, Error> {
     let mut order = Vec::new();
     let mut sums: BTreeMap<String, Count> = BTreeMap::new();
     for (event, count) in stderr.lines().filter_map(parse_line) {
@@ -83,7 +84,9 @@ pub fn totals(stderr: &str) -> Result<Vec<(String, Count)>, String> {
     }
     if order.is_empty() {
         let said = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("nothing");
-        return Err(format!("perf stat printed no counts (it said: {said})"));
+        return Err(Error::unreadable(format!(
+            "perf stat printed no counts (it said: {said})"
+        )));
     }
     Ok(order
         .into_iter()
@@ -183,7 +186,7 @@ mod tests {
     #[test]
     fn nothing_counted_is_an_error_with_what_perf_said() {
         let e = totals("Error:\nNo permission to enable cycles event.\n").unwrap_err();
-        assert!(e.contains("No permission"), "{e}");
+        assert!(e.to_string().contains("No permission"), "{e}");
         assert!(!counting("Error:\n"));
         assert!(counting(OUT));
     }

@@ -1,6 +1,7 @@
 //! Per-task scheduler statistics of the workload's processes and threads, each taken at
 //! its exit (taskstats, by the agent): per thread as a table, summed as metrics.
 
+use crate::Error;
 use kreg_protocol::wire::TaskStat;
 
 use crate::parse::{Metric, MetricKind};
@@ -10,9 +11,11 @@ pub const TABLE_ROWS: usize = 2000;
 
 /// The table kept with the job and the metrics: time on a CPU and waiting on a run queue
 /// (ms, summed over the tasks), timeslices, and the mean wait per timeslice (µs).
-pub fn summarize(tasks: &[TaskStat]) -> Result<(String, Vec<Metric>), String> {
+pub fn summarize(tasks: &[TaskStat]) -> Result<(String, Vec<Metric>), Error> {
     if tasks.is_empty() {
-        return Err("no task of the workload was seen exiting (taskstats)".into());
+        return Err(Error::unreadable(
+            "no task of the workload was seen exiting (taskstats)",
+        ));
     }
     let mut sorted: Vec<&TaskStat> = tasks.iter().collect();
     sorted.sort_by_key(|t| (t.tgid, t.tid));

@@ -3,6 +3,7 @@
 //! behind it and a verdict. The report controls false discoveries across all its rows
 //! (Benjamini–Hochberg). Pure: samples in, tables out; `render` writes them.
 
+use crate::Error;
 pub mod blocks;
 mod compact;
 mod mail;
@@ -42,14 +43,14 @@ impl Format {
 }
 
 impl std::str::FromStr for Format {
-    type Err = String;
+    type Err = Error;
 
-    fn from_str(s: &str) -> Result<Format, String> {
+    fn from_str(s: &str) -> Result<Format, Error> {
         Format::NAMES
             .iter()
             .find(|(n, _)| *n == s)
             .map(|(_, f)| *f)
-            .ok_or_else(|| format!("{s:?} is not a format (text, markdown, csv, json, mail)"))
+            .ok_or_else(|| Error::invalid(format!("{s:?} is not a format (text, markdown, csv, json, mail)")))
     }
 }
 

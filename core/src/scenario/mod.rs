@@ -4,6 +4,7 @@
 //! Loading walks a position-aware YAML tree ([`yaml`]) by hand rather than through serde
 //! derive: serde stops at the first error, and users want all of them at once.
 
+use crate::Error;
 mod load;
 pub mod pin;
 
@@ -266,7 +267,7 @@ impl SshSpec {
 impl SshSpec {
     /// `USER@HOST[:PORT]` (user root, port 22 when not given), as the command line takes a
     /// machine, with the other settings at their defaults.
-    pub fn from_target(target: &str) -> Result<SshSpec, String> {
+    pub fn from_target(target: &str) -> Result<SshSpec, Error> {
         let (user, rest) = match target.split_once('@') {
             Some((u, r)) => (u.to_string(), r),
             None => ("root".to_string(), target),
@@ -277,11 +278,12 @@ impl SshSpec {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
         if !user_ok {
-            return Err(format!("{target:?}: {user:?} is not a user name"));
+            return Err(Error::invalid(format!("{target:?}: {user:?} is not a user name")));
         }
-        let (address, port) = load::ssh::split_address(rest).map_err(|why| format!("{target:?} {why}"))?;
+        let (address, port) =
+            load::ssh::split_address(rest).map_err(|why| Error::invalid(format!("{target:?} {why}")))?;
         if address.is_empty() || address.starts_with('-') || address.contains(char::is_whitespace) {
-            return Err(format!("{target:?}: expected USER@HOST[:PORT]"));
+            return Err(Error::invalid(format!("{target:?}: expected USER@HOST[:PORT]")));
         }
         Ok(SshSpec {
             address,

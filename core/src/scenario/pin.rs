@@ -2,6 +2,7 @@
 //! and all, as written): what reproduces one measurement of a bisection with `kreg run`.
 
 use crate::yaml::{self, Kind, Node};
+use crate::Error;
 
 fn get<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
     match &node.kind {
@@ -44,20 +45,20 @@ fn token_len(text: &str, at: usize) -> usize {
 }
 
 /// `text` with kernel `kernel`'s `source: { git: …, ref: … }` set to `git_ref`.
-pub fn with_kernel_ref(text: &str, kernel: &str, git_ref: &str) -> Result<String, String> {
-    let root = yaml::parse(text).map_err(|e| format!("{}:{}: {}", e.line, e.col, e.message))?;
+pub fn with_kernel_ref(text: &str, kernel: &str, git_ref: &str) -> Result<String, Error> {
+    let root = yaml::parse(text).map_err(|e| Error::invalid(format!("{}:{}: {}", e.line, e.col, e.message)))?;
     let kernels = match get(&root, "kernels").map(|k| &k.kind) {
         Some(Kind::Seq(items)) => items,
-        _ => return Err("the scenario has no list of kernels".into()),
+        _ => return Err(Error::invalid("the scenario has no list of kernels")),
     };
     let found = kernels
         .iter()
         .find(|k| matches!(get(k, "name").map(|n| &n.kind), Some(Kind::Scalar(s, _)) if s == kernel))
-        .ok_or_else(|| format!("the scenario has no kernel {kernel:?}"))?;
+        .ok_or_else(|| Error::invalid(format!("the scenario has no kernel {kernel:?}")))?;
     let node = get(found, "source")
         .and_then(|s| get(s, "ref"))
-        .ok_or_else(|| format!("kernel {kernel} has no `source: {{ git: …, ref: … }}`"))?;
-    let at = offset(text, node.line, node.col).ok_or("a position outside the text")?;
+        .ok_or_else(|| Error::invalid(format!("kernel {kernel} has no `source: {{ git: …, ref: … }}`")))?;
+    let at = offset(text, node.line, node.col).ok_or(Error::invalid("a position outside the text"))?;
     let len = token_len(text, at);
     Ok(format!("{}{git_ref}{}", &text[..at], &text[at + len..]))
 }
@@ -78,6 +79,7 @@ mod tests {
         assert_eq!(out, block.replace("ref: main #", "ref: deadbeef #"));
         assert!(with_kernel_ref(block, "nope", "x")
             .unwrap_err()
+            .to_string()
             .contains("no kernel \"nope\""));
         let s = crate::scenario::from_str(
             &format!("name: p\nhosts: {{ s: {{ role: sut, transport: {{ kind: lab }} }} }}\n{out}workloads: [ {{ name: w, kind: hackbench }} ]\n"),

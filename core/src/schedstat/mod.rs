@@ -2,6 +2,7 @@
 //! parsing, the difference between two snapshots (per CPU, per domain, summed over CPUs),
 //! rates per second and the derived figures `perf sched stats` prints. Pure.
 
+use crate::Error;
 mod render;
 
 pub use render::render_diff;
@@ -249,15 +250,15 @@ pub struct Diff {
     pub cpus: Vec<Cpu>,
 }
 
-pub fn diff(before: &Snapshot, after: &Snapshot) -> Result<Diff, String> {
+pub fn diff(before: &Snapshot, after: &Snapshot) -> Result<Diff, Error> {
     if before.version != after.version {
-        return Err(format!(
+        return Err(Error::unreadable(format!(
             "versions differ: {} before, {} after",
             before.version, after.version
-        ));
+        )));
     }
     if after.timestamp < before.timestamp {
-        return Err("the second snapshot is older than the first".into());
+        return Err(Error::unreadable("the second snapshot is older than the first"));
     }
     let mut cpus = Vec::new();
     for a in &after.cpus {
@@ -265,12 +266,12 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Result<Diff, String> {
             .cpus
             .iter()
             .find(|c| c.cpu == a.cpu)
-            .ok_or_else(|| format!("cpu{} is only in the second snapshot", a.cpu))?;
+            .ok_or_else(|| Error::unreadable(format!("cpu{} is only in the second snapshot", a.cpu)))?;
         let mut values = [0u64; 9];
         for (i, v) in values.iter_mut().enumerate() {
             *v = a.values[i]
                 .checked_sub(b.values[i])
-                .ok_or_else(|| format!("cpu{} {} went backwards", a.cpu, CPU_FIELDS[i]))?;
+                .ok_or_else(|| Error::unreadable(format!("cpu{} {} went backwards", a.cpu, CPU_FIELDS[i])))?;
         }
         let mut domains = Vec::new();
         for ad in &a.domains {
@@ -278,14 +279,14 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Result<Diff, String> {
                 .domains
                 .iter()
                 .find(|d| d.index == ad.index)
-                .ok_or_else(|| format!("cpu{} domain{} is new", a.cpu, ad.index))?;
+                .ok_or_else(|| Error::unreadable(format!("cpu{} domain{} is new", a.cpu, ad.index)))?;
             let values = ad
                 .values
                 .iter()
                 .zip(&bd.values)
                 .map(|(x, y)| {
                     x.checked_sub(*y)
-                        .ok_or_else(|| format!("cpu{} domain{} went backwards", a.cpu, ad.index))
+                        .ok_or_else(|| Error::unreadable(format!("cpu{} domain{} went backwards", a.cpu, ad.index)))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             domains.push(Domain {

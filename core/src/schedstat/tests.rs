@@ -142,8 +142,9 @@ fn bad_snapshots_are_errors() {
         .contains("domain0 has 3 counters, version 15 has 36"));
     let b = parse(&fixture("schedstat-before.6.1.txt")).unwrap();
     let a = parse(&fixture("schedstat-after.6.12.txt")).unwrap();
-    assert!(diff(&b, &a).unwrap_err().contains("versions differ"));
+    assert!(diff(&b, &a).unwrap_err().to_string().contains("versions differ"));
     assert!(diff(&parse(&fixture("schedstat-after.6.1.txt")).unwrap(), &b)
         .unwrap_err()
+        .to_string()
         .contains("older"));
 }

@@ -1,6 +1,7 @@
 //! What kind of figure a metric is, as its parser knows it, and the test that follows: a
 //! mean or a throughput is compared by its mean (Welch), a percentile or a count by ranks.
 
+use crate::Error;
 /// The kind of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -53,8 +54,8 @@ impl std::fmt::Display for MetricKind {
 }
 
 impl TryFrom<String> for MetricKind {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        MetricKind::from_name(&s).ok_or_else(|| format!("unknown metric kind {s:?}"))
+    type Error = crate::Error;
+    fn try_from(s: String) -> Result<Self, Error> {
+        MetricKind::from_name(&s).ok_or_else(|| Error::invalid(format!("unknown metric kind {s:?}")))
     }
 }

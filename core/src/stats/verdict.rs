@@ -8,6 +8,7 @@ use super::kind::MetricKind;
 use super::normal_quantile;
 use super::rank::{runs_to_reach, MONTE_CARLO_DRAWS};
 use crate::text::p_value;
+use crate::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Verdict {
@@ -152,15 +153,15 @@ impl Default for Settings {
 
 impl Settings {
     /// Settings from a user's alpha and minimum effect (in percent), checked.
-    pub fn checked(alpha: f64, min_effect_pct: f64) -> Result<Settings, String> {
+    pub fn checked(alpha: f64, min_effect_pct: f64) -> Result<Settings, Error> {
         // Written so that NaN fails both checks.
         if !(alpha > 0.0 && alpha < 1.0) {
-            return Err(format!("alpha must be between 0 and 1, not {alpha}"));
+            return Err(Error::invalid(format!("alpha must be between 0 and 1, not {alpha}")));
         }
         if !(0.0..100.0).contains(&min_effect_pct) {
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "the minimum effect is a percentage from 0 to 100, not {min_effect_pct}"
-            ));
+            )));
         }
         Ok(Settings {
             alpha,

@@ -3,6 +3,7 @@
 //! per-CPU knobs of those CPUs and the machine-wide ones. What the machine does not have is
 //! unavailable: an error for a required setting, a note for an optional one.
 
+use crate::Error;
 use std::future::Future;
 
 use super::{cpu_list, Knob, Offline, Setting, Tuning};
@@ -63,8 +64,8 @@ struct Cx<'m, M: Machine> {
 }
 
 impl<M: Machine> Cx<'_, M> {
-    async fn read(&self, path: &str) -> Result<Option<String>, String> {
-        self.m.read(path).await.map_err(|e| e.to_string())
+    async fn read(&self, path: &str) -> Result<Option<String>, Error> {
+        self.m.read(path).await.map_err(|e| Error::machine(e.to_string()))
     }
 
     fn lack(&mut self, s: &Setting, why: String) {
@@ -84,7 +85,7 @@ impl<M: Machine> Cx<'_, M> {
     }
 
     /// The CPUs that stay online under an SMT or offline setting.
-    async fn topology(&mut self, s: &Setting, online: &mut Vec<u32>) -> Result<(), String> {
+    async fn topology(&mut self, s: &Setting, online: &mut Vec<u32>) -> Result<(), Error> {
         match &s.knob {
             Knob::Smt(on) => {
                 let path = format!("{CPU}/smt/control");
@@ -134,7 +135,7 @@ impl<M: Machine> Cx<'_, M> {
     }
 
     /// The online CPUs an offline setting takes down (`None`: unavailable, said).
-    async fn offline_set(&mut self, s: &Setting, how: &Offline, online: &[u32]) -> Result<Option<Vec<u32>>, String> {
+    async fn offline_set(&mut self, s: &Setting, how: &Offline, online: &[u32]) -> Result<Option<Vec<u32>>, Error> {
         let off: Vec<u32> = match how {
             Offline::Cpus(list) => {
                 for c in list {
@@ -187,7 +188,7 @@ impl<M: Machine> Cx<'_, M> {
     }
 
     /// The writes of a setting that does not change which CPUs are online.
-    async fn knob(&mut self, s: &Setting, online: &[u32]) -> Result<(), String> {
+    async fn knob(&mut self, s: &Setting, online: &[u32]) -> Result<(), Error> {
         match &s.knob {
             Knob::Governor(_) | Knob::Turbo(_) | Knob::DeepIdle(_) => self.cpu_knob(s, online).await?,
             Knob::OneLlc => self.one_llc(s, online).await?,
@@ -227,7 +228,7 @@ impl<M: Machine> Cx<'_, M> {
     }
 
     /// The cpufreq and cpuidle settings, written per online CPU (turbo machine-wide).
-    async fn cpu_knob(&mut self, s: &Setting, online: &[u32]) -> Result<(), String> {
+    async fn cpu_knob(&mut self, s: &Setting, online: &[u32]) -> Result<(), Error> {
         let first = online[0];
         match &s.knob {
             Knob::Governor(g) => {
@@ -279,7 +280,7 @@ impl<M: Machine> Cx<'_, M> {
     }
 
     /// A single file that must exist.
-    async fn plain(&mut self, s: &Setting, path: &str, value: &str) -> Result<(), String> {
+    async fn plain(&mut self, s: &Setting, path: &str, value: &str) -> Result<(), Error> {
         if self.read(path).await?.is_some() {
             self.write(s, path.into(), value);
         } else {
@@ -289,7 +290,7 @@ impl<M: Machine> Cx<'_, M> {
     }
 
     /// The CPUs sharing the highest cache level with the first online CPU.
-    async fn one_llc(&mut self, s: &Setting, online: &[u32]) -> Result<(), String> {
+    async fn one_llc(&mut self, s: &Setting, online: &[u32]) -> Result<(), Error> {
         let first = online[0];
         let mut best: Option<(u32, Vec<u32>)> = None;
         for i in 0..16 {
@@ -318,9 +319,9 @@ impl<M: Machine> Cx<'_, M> {
 
 /// The writes `tuning` needs on `m`, whose online CPUs (before kreg changed any) are
 /// `online`. `Err`: the machine could not be read, or lacks a required setting.
-pub async fn resolve<M: Machine>(m: &M, tuning: &Tuning, online: &[u32]) -> Result<Resolved, String> {
+pub async fn resolve<M: Machine>(m: &M, tuning: &Tuning, online: &[u32]) -> Result<Resolved, Error> {
     if online.is_empty() {
-        return Err("no online CPU listed in /sys/devices/system/cpu/online".into());
+        return Err(Error::machine("no online CPU listed in /sys/devices/system/cpu/online"));
     }
     let mut cx = Cx {
         m,
@@ -342,7 +343,7 @@ pub async fn resolve<M: Machine>(m: &M, tuning: &Tuning, online: &[u32]) -> Resu
         }
     }
     if !cx.missing.is_empty() {
-        return Err(format!("this machine lacks: {}", cx.missing.join("; ")));
+        return Err(Error::machine(format!("this machine lacks: {}", cx.missing.join("; "))));
     }
     cx.out.online = left;
     Ok(cx.out)
@@ -413,7 +414,7 @@ mod tests {
         Setting { knob, optional: false }
     }
 
-    async fn paths(t: &Tuning) -> Result<Resolved, String> {
+    async fn paths(t: &Tuning) -> Result<Resolved, Error> {
         resolve(&two_socket_smt(), t, &[0, 1, 2, 3]).await
     }
 
@@ -481,13 +482,14 @@ mod tests {
                 ],
             };
             let e = paths(&t).await.unwrap_err();
-            assert!(e.contains("dma_latency: no /dev/cpu_dma_latency"), "{e}");
-            assert!(e.contains("turbo: neither"), "{e}");
+            assert!(e.to_string().contains("dma_latency: no /dev/cpu_dma_latency"), "{e}");
+            assert!(e.to_string().contains("turbo: neither"), "{e}");
             assert!(
-                e.contains("governor ondemand is not offered (available: performance schedutil)"),
+                e.to_string()
+                    .contains("governor ondemand is not offered (available: performance schedutil)"),
                 "{e}"
             );
-            assert!(e.contains("CPU 0 cannot be taken offline"), "{e}");
+            assert!(e.to_string().contains("CPU 0 cannot be taken offline"), "{e}");
             for s in &mut t.settings {
                 s.optional = true;
             }
@@ -503,7 +505,10 @@ mod tests {
                 }],
             };
             let e = resolve(&two_socket_smt(), &all, &[1, 2, 3]).await.unwrap_err();
-            assert!(e.contains("would take every online CPU (1-3) offline"), "{e}");
+            assert!(
+                e.to_string().contains("would take every online CPU (1-3) offline"),
+                "{e}"
+            );
         })
     }
 

@@ -14,6 +14,7 @@ use super::db::DbServer;
 use super::HostRefs;
 use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
+use crate::Error;
 
 /// The keys of a hammerdb workload, besides the common ones.
 pub const KEYS: &[&str] = &["warehouses", "virtual_users", "rampup", "duration", "server"];
@@ -322,17 +323,17 @@ fn proc_metrics(name: &str, line: usize, fields: &[(String, f64)]) -> Result<Vec
 }
 
 /// HammerDB 4.x runs on Tcl 8.6; 5.0 and later need tclsh9.0.
-pub fn check_version(version: &str) -> Result<(), String> {
+pub fn check_version(version: &str) -> Result<(), Error> {
     let major = version
         .trim_start_matches('v')
         .split('.')
         .next()
         .and_then(|m| m.parse::<u32>().ok())
-        .ok_or_else(|| format!("hammerdbcli says no version kreg can read ({version:?})"))?;
+        .ok_or_else(|| Error::unreadable(format!("hammerdbcli says no version kreg can read ({version:?})")))?;
     if major >= 5 {
-        return Err(format!(
+        return Err(Error::unreadable(format!(
             "HammerDB {version} needs Tcl 9 (tclsh9.0), which kreg does not drive: use HammerDB 4.4 to 4.12"
-        ));
+        )));
     }
     Ok(())
 }
@@ -453,7 +454,7 @@ mod tests {
         assert!(check_version("v4.12").is_ok());
         assert!(check_version("v4.4").is_ok());
         let e = check_version("v5.0").unwrap_err();
-        assert!(e.contains("needs Tcl 9"), "{e}");
+        assert!(e.to_string().contains("needs Tcl 9"), "{e}");
         assert!(check_version("").is_err());
     }
 }

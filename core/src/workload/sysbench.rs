@@ -6,6 +6,7 @@ use super::db::DbServer;
 use super::HostRefs;
 use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
+use crate::Error;
 
 /// The keys of a sysbench workload, besides the common ones.
 pub const KEYS: &[&str] = &[
@@ -34,9 +35,9 @@ pub struct Sysbench {
 impl Sysbench {
     /// The options file that carries the password (`name=value` lines, as sysbench reads
     /// `--config-file`); a password with a line end cannot be written in it.
-    pub fn config_text(password: &str) -> Result<String, String> {
+    pub fn config_text(password: &str) -> Result<String, Error> {
         if password.contains(['\n', '\r']) {
-            return Err("a sysbench password may not hold a line end".into());
+            return Err(Error::invalid("a sysbench password may not hold a line end"));
         }
         Ok(format!("mysql-password={password}\n"))
     }

@@ -314,7 +314,7 @@ async fn slot_state(cfg: &Config, spec: &SshSpec, session: Session, slot: &Slot,
     let ours = install::sha256_of(&cfg.agent_bin).ok();
     let p = match install::probe(&session, slot, ours.as_deref().unwrap_or("")).await {
         Ok(p) => p,
-        Err(e) => return state(e, false, false),
+        Err(e) => return state(e.to_string(), false, false),
     };
     let Some(sha) = &p.sha256 else {
         // An answer about the machine, not a failure to ask it.

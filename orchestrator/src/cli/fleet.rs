@@ -91,7 +91,7 @@ async fn add(db: &sqlx::PgPool, file: &Path, cfg: &Config) -> Result<ExitCode> {
                     "{}: machine `{}`: its agent was not reached ({}): whether another entry reaches the same agent is not checked",
                     file.display(),
                     m.name,
-                    kreg::text::printable(&why)
+                    kreg::text::printable(&why.to_string())
                 );
                 ids.push(None);
             }
@@ -222,7 +222,7 @@ fn pool_fits(
     want: &BTreeMap<String, String>,
     a: &SubmitArgs,
     needs_loadgen: bool,
-) -> Result<(), String> {
+) -> Result<()> {
     let fit: Vec<&fleet::MachineRow> = rows
         .iter()
         .filter(|m| m.role == Role::Sut)
@@ -241,18 +241,18 @@ fn pool_fits(
         "SUTs"
     };
     if fit.len() < pairs {
-        return Err(format!(
+        bail!(
             "the pool has {} {what} with labels {} (want {pairs})",
             fit.len(),
             labels_text(want)
-        ));
+        );
     }
     if !a.mix_labels && most < pairs {
         let seen: Vec<String> = groups.iter().map(|(l, n)| format!("{n} with {l}")).collect();
-        return Err(format!(
+        bail!(
             "no {pairs} of the pool's {what} have the same labels ({}): a comparison never mixes machines of different labels unless --mix-labels says so (the report then says it did)",
             seen.join("; ")
-        ));
+        );
     }
     Ok(())
 }

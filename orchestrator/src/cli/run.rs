@@ -271,7 +271,7 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
     let only = only
         .iter()
         .map(|o| plan::Only::parse(&s, o))
-        .collect::<Result<Vec<_>, String>>()
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("{e}; no run recorded"))?;
     let jobs = plan::expand_only(&s, &only);
     if jobs.is_empty() {

@@ -148,19 +148,19 @@ async fn claim_when_db(db: &PgPool, id: i64, lease: f64) -> Option<(fleet::Claim
 }
 
 /// The pool machine `row` describes, parsed from its pool file as stored.
-fn pool_machine(row: &fleet::MachineRow) -> Result<kreg::scenario::PoolMachine, String> {
+fn pool_machine(row: &fleet::MachineRow) -> Result<kreg::scenario::PoolMachine, kreg::Error> {
     let dir = std::path::Path::new(&row.pool_dir);
     let machines = kreg::scenario::pool_from_str(&row.pool_yaml, dir).map_err(|d| {
-        format!(
+        kreg::Error::invalid(format!(
             "machine {}: its pool file no longer loads: {}",
             row.name,
             d.first().map(|d| d.render("pool")).unwrap_or_default()
-        )
+        ))
     })?;
     machines
         .into_iter()
         .find(|m| m.name == row.name)
-        .ok_or_else(|| format!("machine {} is not in its pool file any more", row.name))
+        .ok_or_else(|| kreg::Error::invalid(format!("machine {} is not in its pool file any more", row.name)))
 }
 
 /// The slot's part: the run's scenario on the claimed pair.
@@ -174,6 +174,12 @@ enum NoPart {
 impl From<String> for NoPart {
     fn from(s: String) -> NoPart {
         NoPart::Bad(s)
+    }
+}
+
+impl From<kreg::Error> for NoPart {
+    fn from(e: kreg::Error) -> NoPart {
+        NoPart::Bad(e.to_string())
     }
 }
 

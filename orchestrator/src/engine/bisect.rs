@@ -32,20 +32,20 @@ pub struct Source<'s> {
 }
 
 /// The kernel `name` of `scenario`, which must be built from git.
-pub fn source<'s>(scenario: &'s Scenario, name: &str) -> Result<Source<'s>, String> {
+pub fn source<'s>(scenario: &'s Scenario, name: &str) -> Result<Source<'s>, crate::Error> {
     let kernel = scenario
         .kernel(name)
-        .ok_or_else(|| format!("the scenario has no kernel {name:?}"))?;
+        .ok_or_else(|| crate::Error::invalid(format!("the scenario has no kernel {name:?}")))?;
     match &kernel.source {
         KernelSource::Build(spec) => match &spec.tree {
             TreeSource::Git { url, .. } => Ok(Source { kernel, spec, url }),
-            TreeSource::Tarball { .. } => Err(format!(
+            TreeSource::Tarball { .. } => Err(crate::Error::invalid(format!(
                 "kernel {name} is built from a tarball: a bisection needs a git tree (`source: {{ git: URL, ref: REF }}`)"
-            )),
+            ))),
         },
-        _ => Err(format!(
+        _ => Err(crate::Error::invalid(format!(
             "kernel {name} is not built from source: a bisection builds commits of a git tree"
-        )),
+        ))),
     }
 }
 
@@ -149,7 +149,8 @@ impl Bisector<'_> {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Outcome, EngineError> {
         let ms = store::bisect::measurements(self.db, self.run.id).await?;
-        let (mut bisection, mut pending) = store::bisect::replay(self.row, &ms).map_err(EngineError::Bisect)?;
+        let (mut bisection, mut pending) =
+            store::bisect::replay(self.row, &ms).map_err(|e| EngineError::Bisect(e.to_string()))?;
         let mut seq = ms.iter().map(|m| m.seq).max().unwrap_or(0);
         if !ms.is_empty() {
             let done = ms.iter().filter(|m| m.measured()).count();
@@ -184,7 +185,7 @@ impl Bisector<'_> {
                     }
                 }
             };
-            let role = m.role().map_err(EngineError::Bisect)?;
+            let role = m.role;
             say(on_event, self.describe(&m));
             let measured = self.measure(&m, &mut conns, on_event).await?;
             let value = measured.value.as_ref().map(|v| *v).map_err(String::as_str);
@@ -200,7 +201,7 @@ impl Bisector<'_> {
     /// "measurement 7: step c4-1a2b3c4d5e6f (sched: …)".
     fn describe(&self, m: &Measurement) -> String {
         let c = &self.commits[m.commit_index as usize];
-        format!("measurement {}: {} {} ({})", m.seq, m.role, m.kernel, c.subject)
+        format!("measurement {}: {} {} ({})", m.seq, m.role.name(), m.kernel, c.subject)
     }
 
     /// The jobs of one boot of `kernel`: warm-ups first, then the iterations; numbered
@@ -248,7 +249,7 @@ impl Bisector<'_> {
         let m = Measurement {
             seq,
             commit_index: commit as i32,
-            role: role.name().to_string(),
+            role,
             reverted: match role {
                 Role::Revert { culprit } => Some(culprit as i32),
                 _ => None,
@@ -265,7 +266,7 @@ impl Bisector<'_> {
 
     /// The scenario one measurement is driven with: its kernel alone, the bisection's
     /// variant and workload, every boot a fresh one.
-    fn scenario_for(&self, m: &Measurement) -> Result<Scenario, String> {
+    fn scenario_for(&self, m: &Measurement) -> Result<Scenario, crate::Error> {
         let src = source(self.scenario, &self.row.kernel)?;
         let commit = &self.commits[m.commit_index as usize];
         let revert = match m.reverted {
@@ -276,7 +277,7 @@ impl Bisector<'_> {
                     &self.commits[culprit as usize].hash,
                     &self.cfg.cache_dir,
                 )
-                .map_err(|e| e.to_string())?,
+                .map_err(|e| crate::Error::invalid(e.to_string()))?,
             ),
             None => None,
         };
@@ -301,7 +302,7 @@ impl Bisector<'_> {
             // A revert that does not apply: that side of the confirmation has no value.
             Err(e) => {
                 return Ok(Measured {
-                    value: Err(e),
+                    value: Err(e.to_string()),
                     compiled: false,
                 })
             }

@@ -186,7 +186,7 @@ impl Collector for CpuStat<'_> {
     }
     fn metrics(&self, raw: &mut Outputs) -> Result<Vec<Metric>, Stopped> {
         let (b, a) = both(raw, RawKind::CgroupStat, "cgroup's cpu.stat")?;
-        crate::cgroup::metrics(&b, &a).map_err(fail)
+        crate::cgroup::metrics(&b, &a).map_err(|e| fail(e.to_string()))
     }
 }
 
@@ -233,7 +233,7 @@ impl Collector for PerfStat {
         let Some(text) = raw.get(&RawKind::PerfStat).map(str::to_string) else {
             return Err(fail("the perf stat output is missing"));
         };
-        let totals = crate::collect::perf_stat::totals(&text).map_err(fail)?;
+        let totals = crate::collect::perf_stat::totals(&text).map_err(|e| fail(e.to_string()))?;
         let summary = crate::collect::perf_stat::summarize(&totals);
         raw.push(RawKind::PerfStatTotals, summary.table);
         if !summary.uncounted.is_empty() {
@@ -331,7 +331,7 @@ impl Collector for Interrupts {
         use crate::collect::interrupts;
         let (b, a) = both(raw, RawKind::Interrupts, "/proc/interrupts")?;
         let parsed = interrupts::parse(&b).and_then(|b| Ok((b, interrupts::parse(&a)?)));
-        let (b, a) = parsed.map_err(fail)?;
+        let (b, a) = parsed.map_err(|e| fail(e.to_string()))?;
         let d = interrupts::delta(&b, &a);
         raw.push(RawKind::InterruptsDelta, d.table);
         Ok(d.metrics)

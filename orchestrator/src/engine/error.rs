@@ -13,6 +13,16 @@ pub enum HostError {
     Agent { what: Option<String>, cause: ClientError },
     #[error(transparent)]
     Command(#[from] CommandFailed),
+    /// What the core refused or could not read (a tool's version, a tuning the machine
+    /// lacks).
+    #[error(transparent)]
+    Core(#[from] crate::Error),
+    /// A token or certificate pin that cannot be used.
+    #[error(transparent)]
+    Protocol(#[from] kreg_protocol::Error),
+    /// The machine's SSH: its host key, the login, the tunnel, the agent installed there.
+    #[error(transparent)]
+    Ssh(#[from] crate::ssh::SshError),
     /// Anything else kreg found wrong, said in full.
     #[error("{0}")]
     Other(String),

@@ -11,7 +11,7 @@ use kreg_protocol::wire::{Identity, KexecRequest};
 
 use super::error::HostError;
 use super::machine::MachineConn;
-use crate::boot::{check_booted, wait_for_reboot, BootMethod, NoNewBoot, Target, Watch};
+use crate::boot::{check_booted, wait_for_reboot, BootError, BootMethod, Target, Watch};
 use crate::config::Config;
 use crate::kernel::{self, Prepared};
 use crate::lab::{self, initramfs, Vm, VmSpec};
@@ -402,7 +402,7 @@ impl LabConn {
             let watch = self.vm.as_mut().map(|v| v as &mut dyn Watch);
             match wait_for_reboot(&client, &old.boot_id, sent, timeout, watch).await {
                 Ok(id) => return Ok(id),
-                Err(e @ NoNewBoot::AgentRestarted { .. }) if !again => {
+                Err(e @ BootError::AgentRestarted { .. }) if !again => {
                     again = true;
                     eprintln!("kreg: kexec into {}: {e}; kexec again", p.release);
                 }

@@ -278,7 +278,7 @@ async fn measured_exec(
     raw.push(RawKind::Stderr, res.stderr.clone());
     if let Some(tasks) = &res.task_stats {
         let tasks = tasks.as_ref().map_err(|e| fail(e.clone()))?;
-        let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(fail)?;
+        let (table, metrics) = crate::collect::task_schedstat::summarize(tasks).map_err(|e| fail(e.to_string()))?;
         raw.push(RawKind::TaskSchedstat, table);
         raw.collect(metrics);
     }

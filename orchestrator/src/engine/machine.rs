@@ -13,7 +13,7 @@ use kreg_protocol::wire::{Identity, InstallRequest, Step};
 use super::console::{console_lines, controller_command};
 use super::error::HostError;
 use super::reach::Agent;
-use crate::boot::{check_booted, wait_for_agent, wait_for_reboot, BootMethod, NoNewBoot, Target};
+use crate::boot::{check_booted, wait_for_agent, wait_for_reboot, BootError, BootMethod, Target};
 use crate::kernel::Prepared;
 use crate::scenario::{BootVia, Kernel};
 
@@ -190,7 +190,7 @@ impl MachineConn {
             let watching = watch.as_mut().map(|w| w as &mut dyn crate::boot::Watch);
             match wait_for_reboot(&self.agent.client, &before.boot_id, sent, timeout, watching).await {
                 // Killed before the machine rebooted: it did not, so the step is sent again.
-                Err(e @ NoNewBoot::AgentRestarted { .. }) if !again => {
+                Err(e @ BootError::AgentRestarted { .. }) if !again => {
                     again = true;
                     tracing::warn!(host = %self.name, "{what}: {e}; sending the boot step again");
                 }
@@ -208,7 +208,7 @@ impl MachineConn {
                     self.booted = Some((new.boot_id.clone(), p.vmlinuz.clone(), cmdline));
                     return Ok((new, method));
                 }
-                Err(wrong) => wrong,
+                Err(wrong) => wrong.to_string(),
             },
             Err(e) => e,
         };
@@ -352,13 +352,17 @@ impl MachineConn {
             Ok(id) => {
                 // It answers on another kernel: reboot into the default entry.
                 match self.agent.client.step(Step::Reboot, Duration::from_secs(60)).await {
-                    Ok(_) => wait_for_agent(&self.agent.client, Some(&id.boot_id), timeout, None).await,
+                    Ok(_) => wait_for_agent(&self.agent.client, Some(&id.boot_id), timeout, None)
+                        .await
+                        .map_err(|e| e.to_string()),
                     Err(e) => Err(format!("reboot refused: {e}")),
                 }
             }
             Err(_) => match &self.agent.machine.reset {
                 Some(argv) => match run_reset(argv).await {
-                    Ok(()) => wait_for_agent(&self.agent.client, Some(&good.boot_id), timeout, None).await,
+                    Ok(()) => wait_for_agent(&self.agent.client, Some(&good.boot_id), timeout, None)
+                        .await
+                        .map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 },
                 None => Err(

@@ -361,7 +361,10 @@ pub struct Outcome {
 
 /// Loads the scenario a run was created from (its stored text, not today's file).
 pub fn scenario_of(run: &store::RunRow) -> Result<Scenario, EngineError> {
-    crate::scenario_file::of_run(run).map_err(|detail| EngineError::Scenario { run: run.id, detail })
+    crate::scenario_file::of_run(run).map_err(|e| EngineError::Scenario {
+        run: run.id,
+        detail: e.to_string(),
+    })
 }
 
 /// Runs every job of the session's run that is not done yet. When the database goes away

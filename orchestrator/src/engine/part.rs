@@ -20,17 +20,21 @@ pub struct Part {
 
 /// The run's scenario with its SUT on `sut` and its load generator on `loadgen`: names,
 /// roles and tunings stay the scenario's, transports become the machines'.
-pub fn on_pair(scenario: &Scenario, sut: &PoolMachine, loadgen: Option<&PoolMachine>) -> Result<Scenario, String> {
+pub fn on_pair(
+    scenario: &Scenario,
+    sut: &PoolMachine,
+    loadgen: Option<&PoolMachine>,
+) -> Result<Scenario, crate::Error> {
     let mut s = scenario.clone();
     for h in &mut s.hosts {
         h.transport = match (h.role, loadgen) {
             (Role::Sut, _) => sut.transport.clone(),
             (Role::Loadgen, Some(l)) => l.transport.clone(),
             (Role::Loadgen, None) => {
-                return Err(format!(
+                return Err(crate::Error::invalid(format!(
                     "host {} is a load generator and machine {} has none",
                     h.name, sut.name
-                ))
+                )))
             }
         };
     }
@@ -38,19 +42,21 @@ pub fn on_pair(scenario: &Scenario, sut: &PoolMachine, loadgen: Option<&PoolMach
 }
 
 /// Why a scenario cannot be spread over a fleet's pairs, if it cannot.
-pub fn fleet_fit(scenario: &Scenario) -> Result<(), String> {
+pub fn fleet_fit(scenario: &Scenario) -> Result<(), crate::Error> {
     let suts = scenario.hosts.iter().filter(|h| h.role == Role::Sut).count();
     let loadgens = scenario.hosts.len() - suts;
     if suts != 1 || loadgens > 1 {
-        return Err(format!(
+        return Err(crate::Error::invalid(format!(
             "a submitted scenario runs on pairs (one SUT, at most one load generator); this one has {suts} SUT(s) and {loadgens} load generator(s)"
-        ));
+        )));
     }
     if scenario.adaptive() {
-        return Err("an adaptive scenario (iterations: {min, max}) decides its rounds from all its machines at once: run it with `kreg run`, or give fixed iterations".into());
+        return Err(crate::Error::invalid("an adaptive scenario (iterations: {min, max}) decides its rounds from all its machines at once: run it with `kreg run`, or give fixed iterations"));
     }
     if scenario.bisect.is_some() {
-        return Err("a bisection runs with `kreg bisect`, not from the queue".into());
+        return Err(crate::Error::invalid(
+            "a bisection runs with `kreg bisect`, not from the queue",
+        ));
     }
     Ok(())
 }

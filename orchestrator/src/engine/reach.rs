@@ -99,7 +99,7 @@ pub async fn agent(host: &Host, cfg: &Config, lease: Option<&Lease>) -> Result<O
 
 /// The id the agent of pool machine `m` reports (None: a lab machine, or an agent that has
 /// none), or why it could not be asked within `wait`.
-pub async fn agent_id(m: &PoolMachine, cfg: &Config, wait: std::time::Duration) -> Result<Option<String>, String> {
+pub async fn agent_id(m: &PoolMachine, cfg: &Config, wait: std::time::Duration) -> Result<Option<String>, HostError> {
     let host = Host {
         name: m.name.clone(),
         role: m.role,
@@ -107,13 +107,13 @@ pub async fn agent_id(m: &PoolMachine, cfg: &Config, wait: std::time::Duration) 
         tuning: Default::default(),
     };
     let asked = async {
-        let Some(a) = agent(&host, cfg, None).await.map_err(|e| e.to_string())? else {
+        let Some(a) = agent(&host, cfg, None).await? else {
             return Ok(None);
         };
-        let id = a.client.identity().await.map_err(|e| e.to_string())?;
+        let id = a.client.identity().await?;
         Ok(Some(id.agent_id).filter(|i| !i.is_empty()))
     };
     tokio::time::timeout(wait, asked)
         .await
-        .map_err(|_| format!("no answer in {} s", wait.as_secs()))?
+        .map_err(|_| HostError::Other(format!("no answer in {} s", wait.as_secs())))?
 }

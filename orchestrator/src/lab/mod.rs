@@ -233,7 +233,7 @@ fn kvm_usable() -> bool {
 /// and falls back to TCG if the VM dies under KVM before answering. A VM that dies under
 /// TCG before answering is started once more: the emulator crashes a guest now and then
 /// (text patching at boot), as it does a kexec; the error says so when the retry fails too.
-pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, AgentClient, Identity), String> {
+pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, AgentClient, Identity), LabError> {
     let accels: Vec<&str> = match spec.accel.as_str() {
         "auto" if kvm_usable() => vec!["kvm", "tcg", "tcg"],
         "auto" | "tcg" => vec!["tcg", "tcg"],
@@ -245,7 +245,7 @@ pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, 
             accel: accel.to_string(),
             ..spec.clone()
         };
-        let mut vm = Vm::start(&attempt).map_err(|e| e.to_string())?;
+        let mut vm = Vm::start(&attempt)?;
         let client = AgentClient::new(&vm.url(), token);
         let retry_left = n + 1 < accels.len();
         let falls_back = *accel == "kvm" && spec.accel == "auto";
@@ -255,24 +255,26 @@ pub async fn boot(spec: &VmSpec, token: &str, timeout: Duration) -> Result<(Vm, 
             Err(e) if falls_back => {
                 drop(vm);
                 mark_kvm_failed();
-                eprintln!("kreg: {}", kvm_unusable(&e));
-                last_error = e;
+                eprintln!("kreg: {}", kvm_unusable(&e.to_string()));
+                last_error = e.to_string();
             }
             Err(e) if retry_left && vm.exited().is_some() => {
                 if *accel == "kvm" {
                     mark_kvm_failed();
-                    eprintln!("kreg: {}", kvm_unusable(&e));
-                    last_error = e;
+                    eprintln!("kreg: {}", kvm_unusable(&e.to_string()));
+                    last_error = e.to_string();
                 } else {
                     eprintln!("kreg: the lab VM died before its agent answered; starting it once more");
                     last_error = format!("{e}\nstarted once more: ");
                 }
             }
-            Err(e) if last_error.ends_with("started once more: ") => return Err(format!("{last_error}{e}")),
-            Err(e) => return Err(e),
+            Err(e) if last_error.ends_with("started once more: ") => {
+                return Err(LabError::Msg(format!("{last_error}{e}")))
+            }
+            Err(e) => return Err(LabError::Msg(e.to_string())),
         }
     }
-    Err(last_error)
+    Err(LabError::Msg(last_error))
 }
 
 /// What the user is told when KVM does not run the guest: information, not a failure.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use kreg_protocol::client::AgentClient;
 use sha2::{Digest, Sha256};
 
-use super::session::Session;
+use super::session::{Session, SshError};
 
 /// Where one of kreg's agents lives on a machine. There are two slots, which never touch
 /// each other's files, unit or port: the ssh transport's agent (on the machine's loopback,
@@ -174,17 +174,17 @@ fn local_arch() -> &'static str {
     std::env::consts::ARCH
 }
 
-async fn sh(session: &Session, script: &str, args: &[&str], stdin: Option<&[u8]>) -> Result<String, String> {
+async fn sh(session: &Session, script: &str, args: &[&str], stdin: Option<&[u8]>) -> Result<String, SshError> {
     let mut argv = vec!["sh", "-c", script, "kreg"];
     argv.extend_from_slice(args);
-    let out = session.run(&argv, stdin, TIMEOUT).await.map_err(|e| e.to_string())?;
+    let out = session.run(&argv, stdin, TIMEOUT).await?;
     if !out.success() {
-        return Err(format!(
+        return Err(SshError::Agent(format!(
             "ssh {}: a command failed (exit {}): {}",
             session.target,
             out.status.map_or("by a signal".into(), |s| s.to_string()),
             out.stderr_text()
-        ));
+        )));
     }
     Ok(out.stdout_text())
 }
@@ -198,14 +198,14 @@ if [ -f "$2" ]; then head -n1 "$2"; else echo none; fi"#;
 
 /// What is installed in `slot` on the machine; `known` is the SHA-256 of the agent build
 /// kreg would install (the only one whose `--version` it runs).
-pub async fn probe(session: &Session, slot: &Slot, known: &str) -> Result<Probe, String> {
+pub async fn probe(session: &Session, slot: &Slot, known: &str) -> Result<Probe, SshError> {
     let out = sh(session, PROBE, &[slot.bin, slot.args_file, known], None).await?;
     let lines: Vec<&str> = out.lines().map(str::trim).collect();
     let [arch, sha, version, init, args] = lines[..] else {
-        return Err(format!(
+        return Err(SshError::Agent(format!(
             "ssh {}: unexpected answer to the probe: {out:?}",
             session.target
-        ));
+        )));
     };
     let some = |s: &str| (s != "none" && !s.is_empty()).then(|| s.to_string());
     Ok(Probe {
@@ -244,25 +244,25 @@ pub async fn ensure(
     token: &str,
     setup: &Setup,
     (base, epoch): (&str, Option<u64>),
-) -> Result<(Outcome, AgentClient), String> {
+) -> Result<(Outcome, AgentClient), SshError> {
     let bin = std::fs::read(agent_bin).map_err(|e| {
-        format!(
+        SshError::Agent(format!(
             "cannot read the agent to install, {}: {e} (build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN)",
             agent_bin.display()
-        )
+        ))
     })?;
     let want = hex_sha256(&bin);
     let version = format!("kreg-agent {} (sha256 {})", env!("CARGO_PKG_VERSION"), &want[..12]);
     let slot = &setup.slot;
     let p = probe(session, slot, &want).await?;
     if p.arch != local_arch() {
-        return Err(format!(
+        return Err(SshError::Agent(format!(
             "ssh {}: the machine is {}, and this kreg's agent is built for {}; install a kreg-agent for {} by hand and use the http transport",
             session.target,
             p.arch,
             local_arch(),
             p.arch
-        ));
+        )));
     }
     let same_build = p.sha256.as_deref() == Some(want.as_str());
     if !same_build {
@@ -273,7 +273,8 @@ pub async fn ensure(
         false => None,
     };
     let client = match &fingerprint {
-        Some(fp) => AgentClient::pinned(&base.replacen("http://", "https://", 1), token, fp)?,
+        Some(fp) => AgentClient::pinned(&base.replacen("http://", "https://", 1), token, fp)
+            .map_err(|e| SshError::Agent(e.to_string()))?,
         None => AgentClient::new(base, token),
     };
     if let Some(e) = epoch {
@@ -313,7 +314,7 @@ fn action_of(p: &Probe, same_build: bool) -> Action {
 
 /// The certificate's fingerprint of the agent in `slot` (the one just uploaded unless
 /// `same_build`), made now when missing: read before the agent starts.
-async fn fingerprint(session: &Session, slot: &Slot, same_build: bool) -> Result<String, String> {
+async fn fingerprint(session: &Session, slot: &Slot, same_build: bool) -> Result<String, SshError> {
     let from = if same_build {
         slot.bin.to_string()
     } else {
@@ -349,54 +350,56 @@ impl std::fmt::Debug for Revive {
 
 /// Starts kreg's agent again when the machine has no systemd (which would restart it by
 /// itself) and still holds the build kreg installed. Whether it was started.
-pub async fn revive(session: &Session, how: &Revive) -> Result<bool, String> {
+pub async fn revive(session: &Session, how: &Revive) -> Result<bool, SshError> {
     let p = probe(session, &how.setup.slot, &how.sha256).await?;
     if p.systemd {
         return Ok(false);
     }
     if p.sha256.as_deref() != Some(how.sha256.as_str()) {
-        return Err("the agent on the machine is not the build kreg installed any more".into());
+        return Err(SshError::Agent(
+            "the agent on the machine is not the build kreg installed any more".into(),
+        ));
     }
     start(session, &p, &how.token, &how.setup, false).await?;
     Ok(true)
 }
 
 /// The binary, beside the one in place, checked by SHA-256 on the machine.
-async fn upload(session: &Session, slot: &Slot, bin: &[u8], sha: &str) -> Result<(), String> {
+async fn upload(session: &Session, slot: &Slot, bin: &[u8], sha: &str) -> Result<(), SshError> {
     let tmp = slot.upload_path();
     let script =
         r#"umask 022 && mkdir -p "${1%/*}" && cat > "$1" && chmod 0755 "$1" && sha256sum "$1" | cut -d' ' -f1"#;
     let got = sh(session, script, &[&tmp], Some(bin)).await?;
     if got.trim() != sha {
         let _ = sh(session, r#"rm -f "$1""#, &[&tmp], None).await;
-        return Err(format!(
+        return Err(SshError::Agent(format!(
             "ssh {}: the uploaded agent's SHA-256 is {}, not {sha}: the upload was damaged; nothing was replaced",
             session.target,
             got.trim()
-        ));
+        )));
     }
     Ok(())
 }
 
-async fn wait_up(session: &Session, slot: &Slot, client: &AgentClient) -> Result<(), String> {
+async fn wait_up(session: &Session, slot: &Slot, client: &AgentClient) -> Result<(), SshError> {
     let until = tokio::time::Instant::now() + START_TIMEOUT;
     loop {
         match tokio::time::timeout(Duration::from_secs(5), client.identity()).await {
             Ok(Ok(_)) => return Ok(()),
             Ok(Err(e)) if fenced(&e) => return Ok(()),
             Ok(Err(kreg_protocol::client::ClientError::Unauthorized { .. })) => {
-                return Err(format!(
+                return Err(SshError::Agent(format!(
                     "ssh {}: something else answers on the agent's port with another token (another kreg-agent started by hand?); stop it or give this host another agent_port",
                     session.target
-                ))
+                )))
             }
             _ if tokio::time::Instant::now() >= until => {
                 let log = log_tail(session, slot).await;
-                return Err(format!(
+                return Err(SshError::Agent(format!(
                     "ssh {}: the agent did not answer within {} s of its start{log}",
                     session.target,
                     START_TIMEOUT.as_secs()
-                ));
+                )));
             }
             _ => tokio::time::sleep(Duration::from_millis(300)).await,
         }
@@ -415,7 +418,7 @@ async fn log_tail(session: &Session, slot: &Slot) -> String {
 
 /// Stops a running agent of kreg's, puts the uploaded binary (when `replace`) and the
 /// token in place and starts the agent as `setup` says.
-async fn start(session: &Session, p: &Probe, token: &str, setup: &Setup, replace: bool) -> Result<(), String> {
+async fn start(session: &Session, p: &Probe, token: &str, setup: &Setup, replace: bool) -> Result<(), SshError> {
     let slot = &setup.slot;
     // A fresh file (mktemp: O_EXCL, mode 0600), never one left behind, made private again
     // before it is moved in, and its mode checked after.
@@ -461,7 +464,7 @@ rm -f "$t"; echo "the token file $1 could not be made private" >&2; exit 1"#;
 
 /// Stops kreg's agent: its unit, or the process in its pid file when that process runs
 /// kreg's agent binary (nothing else is killed).
-async fn stop(session: &Session, slot: &Slot, p: &Probe) -> Result<(), String> {
+async fn stop(session: &Session, slot: &Slot, p: &Probe) -> Result<(), SshError> {
     if p.systemd {
         let script = r#"systemctl stop "$1" 2>/dev/null; true"#;
         sh(session, script, &[slot.unit_name], None).await?;

@@ -30,7 +30,7 @@ pub struct Reached {
 
 /// Connects to the machine, makes it run the controller's agent on its loopback and
 /// opens the tunnel to it.
-pub async fn reach(spec: &SshSpec, agent_bin: &Path, token: &str) -> Result<Reached, String> {
+pub async fn reach(spec: &SshSpec, agent_bin: &Path, token: &str) -> Result<Reached, SshError> {
     reach_fenced(spec, agent_bin, token, None).await
 }
 
@@ -41,17 +41,23 @@ pub async fn reach_fenced(
     agent_bin: &Path,
     token: &str,
     epoch: Option<u64>,
-) -> Result<Reached, String> {
+) -> Result<Reached, SshError> {
     let setup = install::Setup::loopback(spec.agent_port);
-    let session = Session::connect(spec).await.map_err(|e| e.to_string())?;
+    let session = Session::connect(spec).await?;
     let host_key = session.host_key.clone();
     let tunnel = Tunnel::start(spec, session, "127.0.0.1", spec.agent_port)
         .await
-        .map_err(|e| format!("ssh {}: cannot open a local port for the tunnel: {e}", spec.target()))?;
-    let session = tunnel.session().await.map_err(|e| e.to_string())?;
+        .map_err(|e| {
+            SshError::Agent(format!(
+                "ssh {}: cannot open a local port for the tunnel: {e}",
+                spec.target()
+            ))
+        })?;
+    let session = tunnel.session().await?;
     let (outcome, client) = install::ensure(&session, agent_bin, token, &setup, (&tunnel.url(), epoch)).await?;
     if !outcome.systemd {
-        let sha256 = install::sha256_of(agent_bin).map_err(|e| format!("{}: {e}", agent_bin.display()))?;
+        let sha256 =
+            install::sha256_of(agent_bin).map_err(|e| SshError::Agent(format!("{}: {e}", agent_bin.display())))?;
         tunnel.revive_with(install::Revive {
             token: token.to_string(),
             setup,

@@ -45,6 +45,10 @@ pub enum SshError {
         what: String,
         cause: String,
     },
+    /// The agent could not be installed, started or reached through the tunnel: said in
+    /// full (the machine, the step, the cause).
+    #[error("{0}")]
+    Agent(String),
 }
 
 impl SshError {
@@ -148,36 +152,38 @@ fn home_file(rel: &str) -> PathBuf {
 }
 
 /// The identity the spec names, else the user's first default key that exists.
-fn identity_path(spec: &SshSpec) -> Result<PathBuf, String> {
+fn identity_path(spec: &SshSpec, target: &str) -> Result<PathBuf, SshError> {
     if let Some(p) = &spec.identity {
         return Ok(p.clone());
     }
     let tried = ["ed25519", "ecdsa", "rsa"].map(|k| home_file(&format!(".ssh/id_{k}")));
-    tried.iter().find(|p| p.exists()).cloned().ok_or_else(|| {
-        format!(
-            "no identity given and none of {} exists: give `identity:` in the host's entry",
-            tried
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })
+    tried
+        .iter()
+        .find(|p| p.exists())
+        .cloned()
+        .ok_or_else(|| SshError::Identity {
+            target: target.to_string(),
+            path: "(default)".into(),
+            cause: format!(
+                "no identity given and none of {} exists: give `identity:` in the host's entry",
+                tried
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
 }
 
 fn load_identity(spec: &SshSpec, target: &str) -> Result<(PathBuf, russh::keys::PrivateKey), SshError> {
-    let path = identity_path(spec).map_err(|cause| SshError::Identity {
-        target: target.to_string(),
-        path: "(default)".into(),
-        cause,
-    })?;
+    let path = identity_path(spec, target)?;
     let err = |cause: String| SshError::Identity {
         target: target.to_string(),
         path: path.display().to_string(),
         cause,
     };
     let passphrase = match &spec.passphrase_file {
-        Some(f) => Some(kreg_protocol::wire::read_secret(f, "passphrase_file").map_err(err)?),
+        Some(f) => Some(kreg_protocol::wire::read_secret(f, "passphrase_file").map_err(|e| err(e.to_string()))?),
         None => None,
     };
     match russh::keys::load_secret_key(&path, passphrase.as_deref()) {

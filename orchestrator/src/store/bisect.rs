@@ -27,11 +27,13 @@ pub struct BisectionRow {
 }
 
 /// A boot the bisection asked for.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Measurement {
     pub seq: i32,
     pub commit_index: i32,
-    pub role: String,
+    /// Why it was asked (stored as its name, and the reverted commit for a revert).
+    #[serde(serialize_with = "role_name")]
+    pub role: Role,
     pub reverted: Option<i32>,
     pub kernel: String,
     pub boot: i32,
@@ -45,30 +47,55 @@ impl Measurement {
     pub fn measured(&self) -> bool {
         self.value.is_some() || self.error.is_some()
     }
+}
 
-    /// Why it was asked (an unknown stored role is an error).
-    pub fn role(&self) -> std::result::Result<Role, String> {
-        Role::parse(&self.role, self.reverted.map(|r| r as usize))
-            .ok_or_else(|| format!("measurement {}: unknown role {:?}", self.seq, self.role))
+fn role_name<S: serde::Serializer>(role: &Role, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(role.name())
+}
+
+/// A stored row; a role this code does not know is an error of the row's decoding.
+impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Measurement {
+    fn from_row(row: &'r sqlx::postgres::PgRow) -> std::result::Result<Self, sqlx::Error> {
+        use sqlx::Row;
+        let seq: i32 = row.try_get("seq")?;
+        let name: String = row.try_get("role")?;
+        let reverted: Option<i32> = row.try_get("reverted")?;
+        let role = Role::parse(&name, reverted.map(|r| r as usize)).ok_or_else(|| sqlx::Error::ColumnDecode {
+            index: "role".into(),
+            source: format!("measurement {seq}: unknown role {name:?}").into(),
+        })?;
+        Ok(Measurement {
+            seq,
+            commit_index: row.try_get("commit_index")?,
+            role,
+            reverted,
+            kernel: row.try_get("kernel")?,
+            boot: row.try_get("boot")?,
+            value: row.try_get("value")?,
+            error: row.try_get("error")?,
+            compiled: row.try_get("compiled")?,
+        })
     }
 }
 
 /// The bisection replayed from its stored measurements (see [`Bisection::replay`]), and the
 /// one asked but not measured yet.
-pub fn replay(row: &BisectionRow, ms: &[Measurement]) -> std::result::Result<(Bisection, Option<Measurement>), String> {
-    let rules: Rules = serde_json::from_value(row.rules.0.clone()).map_err(|e| format!("stored rules: {e}"))?;
-    let stored = ms
+pub fn replay(
+    row: &BisectionRow,
+    ms: &[Measurement],
+) -> std::result::Result<(Bisection, Option<Measurement>), crate::Error> {
+    let rules: Rules =
+        serde_json::from_value(row.rules.0.clone()).map_err(|e| crate::Error::invalid(format!("stored rules: {e}")))?;
+    let stored: Vec<Stored> = ms
         .iter()
-        .map(|m| {
-            Ok(Stored {
-                seq: m.seq as i64,
-                commit: m.commit_index as usize,
-                role: m.role()?,
-                value: m.value,
-                error: m.error.as_deref(),
-            })
+        .map(|m| Stored {
+            seq: m.seq as i64,
+            commit: m.commit_index as usize,
+            role: m.role,
+            value: m.value,
+            error: m.error.as_deref(),
         })
-        .collect::<std::result::Result<Vec<_>, String>>()?;
+        .collect();
     let (b, pending) = Bisection::replay(row.commit_count as usize, rules, &stored)?;
     Ok((b, pending.map(|i| ms[i].clone())))
 }
@@ -188,7 +215,7 @@ pub async fn ask_measurement(db: &PgPool, run_id: i64, m: &Measurement, jobs: &[
     .bind(run_id)
     .bind(m.seq)
     .bind(m.commit_index)
-    .bind(&m.role)
+    .bind(m.role.name())
     .bind(m.reverted)
     .bind(&m.kernel)
     .bind(m.boot)

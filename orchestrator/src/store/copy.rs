@@ -7,7 +7,7 @@ use futures_util::TryStreamExt;
 use sqlx::postgres::PgPoolCopyExt;
 use sqlx::PgPool;
 
-use super::Result;
+use super::{Result, StoreError};
 use kreg_core::results::Shared;
 
 /// One stored result, as the report reads it.
@@ -37,10 +37,10 @@ pub async fn results(db: &PgPool, run_id: i64) -> Result<Vec<ResultRow>> {
 }
 
 /// The rows of a binary COPY of (int8, text, float8, text, bool, text).
-fn parse(data: &[u8]) -> std::result::Result<Vec<ResultRow>, String> {
+fn parse(data: &[u8]) -> std::result::Result<Vec<ResultRow>, StoreError> {
     let mut r = Reader { data, at: 0 };
     if r.take(11)? != b"PGCOPY\n\xff\r\n\0" {
-        return Err("not a binary COPY stream".into());
+        return Err(malformed("not a binary COPY stream"));
     }
     let _flags = r.u32()?;
     let extension = r.u32()? as usize;
@@ -54,7 +54,7 @@ fn parse(data: &[u8]) -> std::result::Result<Vec<ResultRow>, String> {
             return Ok(out);
         }
         if fields != 6 {
-            return Err(format!("a row of {fields} fields, not 6"));
+            return Err(malformed(format!("a row of {fields} fields, not 6")));
         }
         let job = i64::from_be_bytes(r.field(8)?.try_into().expect("8 bytes"));
         let metric = r.shared(&mut names)?;
@@ -62,7 +62,8 @@ fn parse(data: &[u8]) -> std::result::Result<Vec<ResultRow>, String> {
         let unit = r.shared(&mut names)?;
         let higher_is_better = r.field(1)? != [0];
         let kind = r.text()?;
-        let kind = crate::stats::MetricKind::from_name(kind).ok_or_else(|| format!("unknown metric kind {kind:?}"))?;
+        let kind = crate::stats::MetricKind::from_name(kind)
+            .ok_or_else(|| malformed(format!("unknown metric kind {kind:?}")))?;
         out.push(ResultRow {
             job,
             metric,
@@ -74,63 +75,67 @@ fn parse(data: &[u8]) -> std::result::Result<Vec<ResultRow>, String> {
     }
 }
 
+fn malformed(what: impl Into<String>) -> StoreError {
+    StoreError::Malformed(what.into())
+}
+
 struct Reader<'a> {
     data: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], StoreError> {
         let end = self
             .at
             .checked_add(n)
             .filter(|e| *e <= self.data.len())
-            .ok_or("the stream ends early")?;
+            .ok_or_else(|| malformed("the stream ends early"))?;
         let s = &self.data[self.at..end];
         self.at = end;
         Ok(s)
     }
 
-    fn u16(&mut self) -> std::result::Result<u16, String> {
+    fn u16(&mut self) -> std::result::Result<u16, StoreError> {
         Ok(u16::from_be_bytes(self.take(2)?.try_into().expect("2 bytes")))
     }
 
-    fn u32(&mut self) -> std::result::Result<u32, String> {
+    fn u32(&mut self) -> std::result::Result<u32, StoreError> {
         Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
 
     /// A field that must be there, of `size` bytes.
-    fn field(&mut self, size: usize) -> std::result::Result<&'a [u8], String> {
+    fn field(&mut self, size: usize) -> std::result::Result<&'a [u8], StoreError> {
         let len = self.u32()? as i32;
         if len != size as i32 {
-            return Err(format!("a field of {len} bytes where {size} were expected"));
+            return Err(malformed(format!("a field of {len} bytes where {size} were expected")));
         }
         self.take(size)
     }
 
-    fn bytes(&mut self) -> std::result::Result<&'a [u8], String> {
+    fn bytes(&mut self) -> std::result::Result<&'a [u8], StoreError> {
         let len = self.u32()? as i32;
         if len < 0 {
-            return Err("a text field is null".into());
+            return Err(malformed("a text field is null"));
         }
         self.take(len as usize)
     }
 
-    fn text(&mut self) -> std::result::Result<&'a str, String> {
-        std::str::from_utf8(self.bytes()?).map_err(|_| "a text field is not UTF-8".to_string())
+    fn text(&mut self) -> std::result::Result<&'a str, StoreError> {
+        std::str::from_utf8(self.bytes()?).map_err(|_| malformed("a text field is not UTF-8"))
     }
 
     /// A text field, the same text shared with the rows before that had it.
     fn shared(
         &mut self,
         seen: &mut std::collections::HashMap<&'a [u8], Shared>,
-    ) -> std::result::Result<Shared, String> {
+    ) -> std::result::Result<Shared, StoreError> {
         let bytes = self.bytes()?;
         if let Some(s) = seen.get(bytes) {
             return Ok(s.clone());
         }
         let s: Shared = std::str::from_utf8(bytes)
-            .map_err(|_| "a text field is not UTF-8".to_string())?
+            .map_err(|_| malformed("a text field is not UTF-8"))?
             .into();
         seen.insert(bytes, s.clone());
         Ok(s)
@@ -176,6 +181,6 @@ mod tests {
         }
         let mut bad = data.clone();
         bad[0] = b'X';
-        assert!(parse(&bad).unwrap_err().contains("not a binary COPY"));
+        assert!(parse(&bad).unwrap_err().to_string().contains("not a binary COPY"));
     }
 }

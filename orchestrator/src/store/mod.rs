@@ -42,6 +42,9 @@ pub enum StoreError {
     /// A fleet worker's write under a lease it no longer holds: refused, nothing stored.
     #[error("run {run_id}, slot {slot}: the lease of epoch {epoch} is no longer held (expired, or taken over by another worker); nothing was stored")]
     Fenced { run_id: i64, slot: i32, epoch: i64 },
+    /// Bytes from the server that do not read as they must (a COPY stream cut or garbled).
+    #[error("{0}")]
+    Malformed(String),
 }
 
 impl From<sqlx::Error> for StoreError {

@@ -6,7 +6,7 @@ use anyhow::{anyhow, Result};
 use sqlx::PgPool;
 
 use crate::bisect::report::{self, About, Boot};
-use crate::bisect::{Outcome, Role};
+use crate::bisect::Outcome;
 use crate::store::{self, bisect as sb};
 
 /// The report of a bisection run as it stands.
@@ -22,7 +22,7 @@ pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
         .filter(|m| m.measured())
         .map(|m| Boot {
             commit: m.commit_index as usize,
-            role: m.role().unwrap_or(Role::Step),
+            role: m.role,
             value: match (&m.value, &m.error) {
                 (Some(v), _) => Ok(*v),
                 (None, e) => Err(e.clone().unwrap_or_default()),

@@ -291,8 +291,10 @@ pub async fn sched_stats_jobs(db: &PgPool, run_id: i64) -> Result<Vec<report::sc
             .map_err(|e| ViewError::Other(anyhow::anyhow!("job {} ({label}): its stored report: {e}", r.job_id)))?;
         let schedstat = match (&r.before, &r.after) {
             (Some(b), Some(a)) => {
-                let snap = |t: &str| crate::schedstat::parse(t).map_err(|e| e.to_string());
-                snap(b).and_then(|b| crate::schedstat::diff(&b, &snap(a)?)).ok()
+                let snap = |t: &str| crate::schedstat::parse(t).ok();
+                snap(b)
+                    .zip(snap(a))
+                    .and_then(|(b, a)| crate::schedstat::diff(&b, &a).ok())
             }
             _ => None,
         };

@@ -284,7 +284,7 @@ fn log(v: &BisectView) -> String {
             };
             vec![
                 m.seq.to_string(),
-                esc(&m.role),
+                esc(m.role.name()),
                 esc(&m.kernel),
                 m.boot.to_string(),
                 got,

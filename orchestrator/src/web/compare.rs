@@ -64,7 +64,7 @@ impl ReportQuery {
         let defaults = Settings::default();
         let alpha = params.float("alpha")?.unwrap_or(defaults.alpha);
         let min_effect = params.float("min_effect")?.unwrap_or(100.0 * defaults.min_effect);
-        let settings = Settings::checked(alpha, min_effect).map_err(ViewError::Invalid)?;
+        let settings = Settings::checked(alpha, min_effect).map_err(|e| ViewError::Invalid(e.to_string()))?;
         Ok(ReportQuery {
             baseline,
             settings,

@@ -60,7 +60,7 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
                 let m = sb::Measurement {
                     seq,
                     commit_index: commit as i32,
-                    role: role.name().into(),
+                    role,
                     reverted: match role {
                         Role::Revert { culprit } => Some(culprit as i32),
                         _ => None,

@@ -27,7 +27,8 @@ async fn host_keys_and_identities_are_checked_before_anything_is_sent() {
     let e = ssh::reach(&unknown, &agent_bin(), token)
         .await
         .err()
-        .expect("unknown host refused");
+        .expect("unknown host refused")
+        .to_string();
     assert!(e.contains("is not known") && e.contains(&m.fingerprint), "{e}");
     let host_pub = std::fs::read_to_string(m.dir.0.join("ssh_host_ed25519_key.pub")).unwrap();
     let key_b64 = host_pub.split_whitespace().nth(1).unwrap();
@@ -66,7 +67,7 @@ async fn host_keys_and_identities_are_checked_before_anything_is_sent() {
         Err(e) => panic!("a changed key must be refused as changed: {e}"),
         Ok(_) => panic!("a changed key must be refused"),
     }
-    let e = ssh::reach(&ch, &agent_bin(), token).await.err().unwrap();
+    let e = ssh::reach(&ch, &agent_bin(), token).await.err().unwrap().to_string();
     assert!(e.contains("HAS CHANGED"), "{e}");
     assert!(nothing_installed(&m));
 

@@ -194,7 +194,7 @@ fn perf_s_counters_fit_inside_kreg_s_own_snapshots() {
         let mut other = report.clone();
         other.sections[4].cpu = Some(7);
         assert_eq!(
-            cross_check(&other, &diff).unwrap_err(),
+            cross_check(&other, &diff).unwrap_err().to_string(),
             "perf reports CPU 7, kreg's snapshots have no such CPU"
         );
     }
@@ -263,12 +263,15 @@ fn cross_check_refuses_a_cpu_perf_does_not_report() {
     let mut report = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
     report.sections.retain(|s| s.cpu != Some(1));
     assert_eq!(
-        cross_check(&report, &diff).unwrap_err(),
+        cross_check(&report, &diff).unwrap_err().to_string(),
         "kreg's snapshots have CPU 1, perf's report has no section for it"
     );
     // A domain named in perf's report but another level in kreg's.
     let mut named = parse(&fixture("perf-7.2-sched-stats-report.6.12.txt")).unwrap();
     named.sections[3].domain = Some("3".into());
     let e = cross_check(&named, &diff).unwrap_err();
-    assert!(e.contains("perf's domain level 0 is 3, kreg's is domain0"), "{e}");
+    assert!(
+        e.to_string().contains("perf's domain level 0 is 3, kreg's is domain0"),
+        "{e}"
+    );
 }

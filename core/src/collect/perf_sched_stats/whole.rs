@@ -3,6 +3,7 @@
 //! names. A report cut anywhere (inside a section or at a section's border) or reported on
 //! a machine with fewer CPUs than it was recorded on fails here, saying what is missing.
 
+use crate::Error;
 use std::collections::BTreeSet;
 
 use super::{section_name, Section};
@@ -49,11 +50,11 @@ fn counters(s: &Section) -> Vec<&str> {
 }
 
 /// A CPU's own section has exactly the nine counters every version prints, in order.
-fn cpu_section(s: &Section) -> Result<(), String> {
+fn cpu_section(s: &Section) -> Result<(), Error> {
     let got = counters(s);
     if got != CPU_FIELDS {
         let missing: Vec<&str> = CPU_FIELDS.iter().copied().filter(|f| !got.contains(f)).collect();
-        return Err(format!(
+        return Err(Error::unreadable(format!(
             "section `{}` has {} of the {} counters every schedstat version prints{} (the report is cut short or mixed)",
             section_name(s),
             got.len(),
@@ -63,14 +64,14 @@ fn cpu_section(s: &Section) -> Result<(), String> {
             } else {
                 format!("; missing {}", missing.join(", "))
             }
-        ));
+        )));
     }
     Ok(())
 }
 
 /// A domain section has one version's counters, in order, and perf's two derived figures
 /// per load-balance type (`*busy_lb_success_count`, `*busy_lb_avg_…`).
-fn domain_section(s: &Section) -> Result<&'static str, String> {
+fn domain_section(s: &Section) -> Result<&'static str, Error> {
     let got = counters(s);
     let all = layouts();
     let Some(layout) = all.iter().find(|l| l.counters == got) else {
@@ -88,10 +89,10 @@ fn domain_section(s: &Section) -> Result<&'static str, String> {
                 at
             ),
         };
-        return Err(format!(
+        return Err(Error::unreadable(format!(
             "section `{}` is not a whole domain section of schedstat v15, v16 or v17: {what} (the report is cut short or mixed)",
             section_name(s)
-        ));
+        )));
     };
     for t in layout.types {
         let derived: Vec<&str> = s
@@ -104,11 +105,11 @@ fn domain_section(s: &Section) -> Result<&'static str, String> {
             && derived[0] == format!("{t}_lb_success_count")
             && derived[1].starts_with(&format!("{t}_lb_avg_"));
         if !ok {
-            return Err(format!(
+            return Err(Error::unreadable(format!(
                 "section `{}` lacks perf's derived figures of {t} load balancing ({}): the report is cut short or mixed",
                 section_name(s),
                 if derived.is_empty() { "none".into() } else { derived.join(", ") }
-            ));
+            )));
         }
     }
     Ok(layout.versions)
@@ -121,10 +122,10 @@ pub(super) fn check(sections: &[Section], sides: usize) -> Result<(), ParseError
     let mut version = None;
     for s in sections {
         if s.domain.is_none() {
-            cpu_section(s).map_err(fail)?;
+            cpu_section(s).map_err(|e| fail(e.to_string()))?;
             continue;
         }
-        let v = domain_section(s).map_err(fail)?;
+        let v = domain_section(s).map_err(|e| fail(e.to_string()))?;
         match version {
             None => version = Some(v),
             Some(w) if w != v => {

@@ -4,19 +4,24 @@
 use super::super::*;
 use super::{Cx, Fields};
 use crate::yaml::{Kind, Node};
+use crate::Error;
 
 /// Whether an http url names this machine (its loopback).
 /// An agent's URL, read as the HTTP client reads it: scheme http or https, a host, a port,
 /// a path, and nothing else. A backslash (which the client takes for a slash), userinfo
 /// (`user@`), a query, a fragment, whitespace or a control character is refused, so that the
 /// host kreg checks is the host the token goes to.
-pub(crate) fn agent_url(u: &str) -> Result<url::Url, String> {
+pub(crate) fn agent_url(u: &str) -> Result<url::Url, Error> {
     if let Some(c) = u.chars().find(|c| *c == '\\' || c.is_whitespace() || c.is_control()) {
-        return Err(format!("url: {u:?} holds {c:?}: give scheme://host:port/path only"));
+        return Err(Error::invalid(format!(
+            "url: {u:?} holds {c:?}: give scheme://host:port/path only"
+        )));
     }
-    let url = url::Url::parse(u).map_err(|e| format!("url: {u:?} is not a URL ({e})"))?;
+    let url = url::Url::parse(u).map_err(|e| Error::invalid(format!("url: {u:?} is not a URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("url: {u:?} must start with http:// or https://"));
+        return Err(Error::invalid(format!(
+            "url: {u:?} must start with http:// or https://"
+        )));
     }
     let authority = u
         .split_once("://")
@@ -25,17 +30,17 @@ pub(crate) fn agent_url(u: &str) -> Result<url::Url, String> {
         .next()
         .unwrap_or("");
     if authority.contains('@') || !url.username().is_empty() || url.password().is_some() {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "url: {u:?} holds a user name or password (user@host): the agent takes its token from token_file only"
-        ));
+        )));
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "url: {u:?} has a query or fragment: give scheme://host:port/path only"
-        ));
+        )));
     }
     if url.host().is_none() {
-        return Err(format!("url: {u:?} names no host"));
+        return Err(Error::invalid(format!("url: {u:?} names no host")));
     }
     Ok(url)
 }
@@ -225,7 +230,7 @@ impl<'a> Cx<'a> {
         let url = self.required(f, "url", what).and_then(|n| {
             let u = self.string(n, "url")?;
             if let Err(e) = agent_url(&u) {
-                self.error(n, e);
+                self.error(n, e.to_string());
                 return None;
             }
             Some((u, n))
