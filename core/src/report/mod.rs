@@ -92,7 +92,8 @@ impl Report<'_> {
         out.extend(
             provenance_lines(self.prov, self.running())
                 .into_iter()
-                .filter(|l| l.starts_with("WARNING")),
+                .filter(Line::is_warning)
+                .map(|l| l.to_string()),
         );
         out.extend(self.warnings.iter().map(|w| format!("WARNING: {w}")));
         if !self.failed.is_empty() {
@@ -115,7 +116,8 @@ impl Report<'_> {
     pub fn info_lines(&self) -> Vec<String> {
         let mut out: Vec<String> = provenance_lines(self.prov, self.running())
             .into_iter()
-            .filter(|l| !l.starts_with("WARNING"))
+            .filter(|l| !l.is_warning())
+            .map(|l| l.to_string())
             .collect();
         out.extend(self.machines_line());
         out
@@ -163,9 +165,32 @@ fn comparable_cmdline(c: &str) -> String {
         .join(" ")
 }
 
+/// A line of a report's header or of a section's notes: a warning the reader must see
+/// before any number, or a note. Shown as text, a warning starts "WARNING: ".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    Warning(String),
+    Note(String),
+}
+
+impl Line {
+    pub fn is_warning(&self) -> bool {
+        matches!(self, Line::Warning(_))
+    }
+}
+
+impl std::fmt::Display for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Line::Warning(w) => write!(f, "WARNING: {w}"),
+            Line::Note(n) => f.write_str(n),
+        }
+    }
+}
+
 /// Provenance lines for the top of a report, warnings first: compared sides that ran on
 /// other CPU models or with other kernel command lines.
-pub fn provenance_lines(prov: &[KernelProvenance], running: bool) -> Vec<String> {
+pub fn provenance_lines(prov: &[KernelProvenance], running: bool) -> Vec<Line> {
     let mut out = Vec::new();
     let models: Vec<String> = {
         let mut m: Vec<String> = prov
@@ -178,10 +203,10 @@ pub fn provenance_lines(prov: &[KernelProvenance], running: bool) -> Vec<String>
         m
     };
     if models.len() > 1 {
-        out.push(format!(
-            "WARNING: the kernels ran on different CPU models: {}",
+        out.push(Line::Warning(format!(
+            "the kernels ran on different CPU models: {}",
             models.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" | ")
-        ));
+        )));
     }
     let cmdlines: Vec<String> = {
         let mut c: Vec<String> = prov
@@ -194,10 +219,10 @@ pub fn provenance_lines(prov: &[KernelProvenance], running: bool) -> Vec<String>
         c
     };
     if cmdlines.len() > 1 {
-        out.push(format!(
-            "WARNING: the kernels booted with different command lines: {}",
+        out.push(Line::Warning(format!(
+            "the kernels booted with different command lines: {}",
             cmdlines.join(" | ")
-        ));
+        )));
     }
     let not_restored: Vec<String> = prov
         .iter()
@@ -206,12 +231,12 @@ pub fn provenance_lines(prov: &[KernelProvenance], running: bool) -> Vec<String>
         .map(|s| s.to_string())
         .collect();
     if !not_restored.is_empty() && !running {
-        out.push(format!(
-            "WARNING: settings kreg changed and could not put back yet (`kreg resume` or a reboot does): {}",
+        out.push(Line::Warning(format!(
+            "settings kreg changed and could not put back yet (`kreg resume` or a reboot does): {}",
             not_restored.join("; ")
-        ));
+        )));
     }
-    out.push(tuning_sentence(prov).into());
+    out.push(Line::Note(tuning_sentence(prov).into()));
     for p in prov {
         let mut parts = vec![format!("kernel {}: {}", p.kernel, p.boot_lines().join("; "))];
         if !p.tuning.is_empty() {
@@ -240,7 +265,7 @@ pub fn provenance_lines(prov: &[KernelProvenance], running: bool) -> Vec<String>
         if !p.tools.is_empty() {
             parts.push(format!("tools {}", p.tool_lines().join(", ")));
         }
-        out.push(parts.join("; "));
+        out.push(Line::Note(parts.join("; ")));
     }
     out
 }

@@ -174,31 +174,32 @@ impl SchedStats {
     }
 
     /// What the cross-check found, and which figures the section uses.
-    pub fn cross_lines(&self) -> Vec<String> {
+    pub fn cross_lines(&self) -> Vec<super::Line> {
+        use super::Line;
         let c = &self.cross;
         let mut out = Vec::new();
         if c.jobs > 0 && c.disagree == 0 && c.unmatched.is_empty() {
-            out.push(format!(
+            out.push(Line::Note(format!(
                 "cross-check: perf's counters and kreg's /proc/schedstat delta agree on all {} counters of {} job(s) (perf records inside kreg's snapshots: never more than kreg)",
                 c.counters, c.jobs
-            ));
+            )));
         } else if c.jobs > 0 {
-            out.push(format!(
-                "WARNING: cross-check: perf's counters exceed kreg's /proc/schedstat delta of the same job on {} of {} counters ({} job(s)); the figures above are perf's, kreg's own delta is on the schedstat page: {}",
+            out.push(Line::Warning(format!(
+                "cross-check: perf's counters exceed kreg's /proc/schedstat delta of the same job on {} of {} counters ({} job(s)); the figures above are perf's, kreg's own delta is on the schedstat page: {}",
                 c.disagree,
                 c.counters,
                 c.jobs,
                 c.examples.join("; ")
-            ));
+            )));
             for u in &c.unmatched {
-                out.push(format!("WARNING: cross-check not made: {u}"));
+                out.push(Line::Warning(format!("cross-check not made: {u}")));
             }
         }
         if c.without_schedstat > 0 {
-            out.push(format!(
+            out.push(Line::Note(format!(
                 "cross-check: {} job(s) have no /proc/schedstat snapshots of kreg's; their figures are perf's alone",
                 c.without_schedstat
-            ));
+            )));
         }
         out
     }
@@ -584,7 +585,7 @@ pub fn render_markdown(sec: &SchedStats) -> String {
     }
     out.push('\n');
     for l in sec.cross_lines() {
-        out.push_str(&format!("- {}\n", esc(&l)));
+        out.push_str(&format!("- {}\n", esc(&l.to_string())));
     }
     out
 }

@@ -20,6 +20,32 @@ use super::kind::MetricKind;
 use super::rng::Rng;
 use super::verdict::{Comparison, Unit};
 
+/// Where an alert raised at a change point stands in its triage, in the order pages list
+/// them (new first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AlertState {
+    New,
+    Acknowledged,
+    Invalid,
+    Fixed,
+}
+
+crate::states::state_names!(AlertState { New => "new", Acknowledged => "acknowledged", Invalid => "invalid", Fixed => "fixed" });
+
+impl AlertState {
+    pub const ALL: [AlertState; 4] = [
+        AlertState::New,
+        AlertState::Acknowledged,
+        AlertState::Invalid,
+        AlertState::Fixed,
+    ];
+
+    /// The states' names joined by ", ", for messages.
+    pub fn names() -> String {
+        AlertState::ALL.map(AlertState::as_str).join(", ")
+    }
+}
+
 /// How change points are searched for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {

@@ -2,6 +2,7 @@
 //! mean or a throughput is compared by its mean (Welch), a percentile or a count by ranks.
 
 use crate::Error;
+
 /// The kind of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

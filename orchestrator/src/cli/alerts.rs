@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use sqlx::PgPool;
 
 use kreg::stats::MetricKind;
-use kreg::store::alerts::{self, Alert, NewAlert, STATES};
+use kreg::store::alerts::{self, Alert, AlertState, NewAlert};
 use kreg::store::pages;
 use kreg::view::history;
 
@@ -189,7 +189,7 @@ async fn list(db: &PgPool, state: &str, scenario: Option<&str>, json: bool) -> R
     for a in &found {
         table.add_row(vec![
             a.id.to_string(),
-            a.state.clone(),
+            a.state.to_string(),
             a.scenario.clone(),
             format!("{}/{}", a.workload, a.metric),
             format!("{}/{}", a.kernel, a.variant),
@@ -203,11 +203,11 @@ async fn list(db: &PgPool, state: &str, scenario: Option<&str>, json: bool) -> R
     Ok(ExitCode::SUCCESS)
 }
 
-fn parse_state(s: &str) -> Result<&'static str> {
+fn parse_state(s: &str) -> Result<AlertState> {
     let s = if s == "ack" { "acknowledged" } else { s };
-    match STATES.iter().find(|x| **x == s) {
+    match AlertState::parse(s) {
         Some(x) => Ok(x),
-        None => bail!("{s:?} is not a state of an alert: use one of {}", STATES.join(", ")),
+        None => bail!("{s:?} is not a state of an alert: use one of {}", AlertState::names()),
     }
 }
 

@@ -6,8 +6,7 @@ use sqlx::PgExecutor;
 
 use super::Result;
 
-/// The triage states an alert can be in.
-pub const STATES: [&str; 4] = ["new", "acknowledged", "invalid", "fixed"];
+pub use crate::stats::changepoint::AlertState;
 
 /// A stored alert.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -30,7 +29,8 @@ pub struct Alert {
     pub change_low: Option<f64>,
     pub change_high: Option<f64>,
     pub p: f64,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: AlertState,
     pub note: String,
     pub created_at: DateTime<Utc>,
     pub state_changed_at: Option<DateTime<Utc>>,
@@ -91,12 +91,12 @@ pub async fn raise(db: impl PgExecutor<'_>, a: &NewAlert<'_>) -> Result<Option<i
 }
 
 /// Alerts, newest first: in `state` (any when `None`), of `scenario` (any when `None`).
-pub async fn list(db: impl PgExecutor<'_>, state: Option<&str>, scenario: Option<&str>) -> Result<Vec<Alert>> {
+pub async fn list(db: impl PgExecutor<'_>, state: Option<AlertState>, scenario: Option<&str>) -> Result<Vec<Alert>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM alerts WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR scenario = $2)
          ORDER BY id DESC"
     ))
-    .bind(state)
+    .bind(state.map(AlertState::as_str))
     .bind(scenario)
     .fetch_all(db)
     .await?)
@@ -122,12 +122,12 @@ pub async fn get(db: impl PgExecutor<'_>, id: i64) -> Result<Option<Alert>> {
 }
 
 /// Sets an alert's triage state (and its note, when given); false when there is no such
-/// alert. The state must be one of [`STATES`] (the table refuses any other).
-pub async fn set_state(db: impl PgExecutor<'_>, id: i64, state: &str, note: Option<&str>) -> Result<bool> {
+/// alert.
+pub async fn set_state(db: impl PgExecutor<'_>, id: i64, state: AlertState, note: Option<&str>) -> Result<bool> {
     let done =
         sqlx::query("UPDATE alerts SET state = $2, note = coalesce($3, note), state_changed_at = now() WHERE id = $1")
             .bind(id)
-            .bind(state)
+            .bind(state.as_str())
             .bind(note)
             .execute(db)
             .await?;

@@ -356,12 +356,14 @@ pub struct HistoryPoint {
     pub run_id: i64,
     pub created_at: DateTime<Utc>,
     /// The run's state: only finished runs (`done`) count for change points.
-    pub run_state: String,
+    #[sqlx(try_from = "String")]
+    pub run_state: crate::plan::RunState,
     pub kernel: String,
     pub variant: String,
     pub value: f64,
     pub unit: String,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: crate::stats::MetricKind,
     pub higher_is_better: bool,
 }
 

@@ -93,7 +93,12 @@ pub fn lines(points: Vec<HistoryPoint>, kind: MetricKind) -> (Vec<i64>, Vec<Line
         let g = &mut groups[at].1;
         match g.last_mut() {
             Some(last) if last.0 == p.run_id => last.3.push(p.value),
-            _ => g.push((p.run_id, p.created_at, p.run_state == "done", vec![p.value])),
+            _ => g.push((
+                p.run_id,
+                p.created_at,
+                p.run_state == crate::plan::RunState::Done,
+                vec![p.value],
+            )),
         }
     }
     let lines = groups

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::html::{self, esc, Live};
 use super::params::Params;
 use super::{json, ApiResult, AppState, PageResult};
-use crate::store::alerts::{self, Alert, STATES};
+use crate::store::alerts::{self, Alert, AlertState};
 use crate::view::{self, ViewError};
 
 #[derive(Serialize)]
@@ -29,18 +29,16 @@ struct AlertsView {
 const PARAMS: [&str; 2] = ["state", "scenario"];
 
 async fn alerts_view(st: &AppState, p: &Params) -> view::Result<AlertsView> {
-    let state = p.get("state").filter(|s| *s != "all");
-    if let Some(s) = state {
-        if !STATES.contains(&s) {
-            return Err(ViewError::Invalid(format!(
-                "state {s:?}: one of {} or all",
-                STATES.join(", ")
-            )));
-        }
-    }
+    let state = match p.get("state").filter(|s| *s != "all") {
+        Some(s) => Some(
+            AlertState::parse(s)
+                .ok_or_else(|| ViewError::Invalid(format!("state {s:?}: one of {} or all", AlertState::names())))?,
+        ),
+        None => None,
+    };
     let scenario = p.get("scenario");
     let every = alerts::list(&st.db, None, scenario).await?;
-    let counts = STATES
+    let counts = AlertState::ALL
         .iter()
         .map(|s| (s.to_string(), every.iter().filter(|a| a.state == *s).count()))
         .collect();
@@ -49,14 +47,14 @@ async fn alerts_view(st: &AppState, p: &Params) -> view::Result<AlertsView> {
         .filter(|a| state.is_none_or(|s| a.state == s))
         .collect();
     // New first, then by the order of triage states; newest first within each.
-    shown.sort_by_key(|a| (STATES.iter().position(|s| *s == a.state), std::cmp::Reverse(a.id)));
+    shown.sort_by_key(|a| (a.state, std::cmp::Reverse(a.id)));
     let mut out = Vec::new();
     for alert in shown {
         let bisect = view::history::bisect_command(&st.db, &alert).await?;
         out.push(super::history::AlertView { alert, bisect });
     }
     Ok(AlertsView {
-        state: state.map(String::from),
+        state: state.map(|s| s.to_string()),
         scenario: scenario.map(String::from),
         counts,
         alerts: out,
@@ -127,7 +125,7 @@ fn row(a: &super::history::AlertView) -> Vec<String> {
         format!("#{}", x.id),
         format!(
             "<span class=\"alert-state s-{0}\">{0}</span>{1}",
-            esc(&x.state),
+            esc(x.state.as_str()),
             if x.note.is_empty() {
                 String::new()
             } else {

@@ -33,7 +33,7 @@ pub struct HistoryView {
     pub workload: String,
     pub metric: String,
     pub unit: String,
-    pub kind: String,
+    pub kind: MetricKind,
     pub runs: Vec<i64>,
     pub lines: Vec<Line>,
     /// The alerts raised on this history, with their triage state (set by `kreg alerts`).
@@ -50,8 +50,7 @@ async fn history_view(st: &AppState, p: &Params) -> view::Result<Option<HistoryV
             "no samples of metric {metric:?} of workload {workload:?} in runs of scenario {scenario:?}"
         )));
     };
-    let (unit, kind_name) = (first.unit.clone(), first.kind.clone());
-    let kind = MetricKind::try_from(kind_name.clone()).map_err(|e| ViewError::Other(anyhow::anyhow!("{e}")))?;
+    let (unit, kind) = (first.unit.clone(), first.kind);
     let (runs, lines) = lines(points, kind);
     let mut views = Vec::new();
     for alert in alerts::of_history(&st.db, scenario, workload, metric).await? {
@@ -63,7 +62,7 @@ async fn history_view(st: &AppState, p: &Params) -> view::Result<Option<HistoryV
         workload: workload.into(),
         metric: metric.into(),
         unit,
-        kind: kind_name,
+        kind,
         runs,
         lines,
         alerts: views,
@@ -93,7 +92,7 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
             points: l.points.iter().map(|p| (p.run, p.centre, p.low, p.high)).collect(),
         })
         .collect();
-    let spread = if v.kind == "latency" || v.kind == "count" {
+    let spread = if v.kind.by_ranks() {
         "median with quartiles"
     } else {
         "mean ± 1 sd"
@@ -103,7 +102,7 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
         esc(&v.scenario),
         esc(&v.metric),
         esc(&v.unit),
-        esc(&v.kind),
+        esc(v.kind.as_str()),
         svg::history(&series, &v.runs, &v.unit, &marks(&v))
     );
     body.push_str(&change_points(&v));
@@ -288,9 +287,9 @@ fn alert_cell(a: &AlertView) -> String {
     };
     format!(
         "<span class=\"alert a-{}\">#{} {}</span>{note}{bisect}",
-        esc(&a.alert.state),
+        esc(a.alert.state.as_str()),
         a.alert.id,
-        esc(&a.alert.state)
+        esc(a.alert.state.as_str())
     )
 }
 

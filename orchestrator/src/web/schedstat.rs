@@ -330,8 +330,8 @@ fn perf_sched_stats(sec: &SchedStats) -> String {
         );
     }
     for l in sec.cross_lines() {
-        let class = if l.starts_with("WARNING") { "warning" } else { "note" };
-        let _ = write!(out, "<p class=\"{class}\">{}</p>", esc(&l));
+        let class = if l.is_warning() { "warning" } else { "note" };
+        let _ = write!(out, "<p class=\"{class}\">{}</p>", esc(&l.to_string()));
     }
     out
 }

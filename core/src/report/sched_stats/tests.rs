@@ -164,7 +164,7 @@ fn the_cross_check_counts_agreement_and_names_what_disagrees() {
     assert_eq!(sec.cross.jobs, 2);
     assert!(sec.cross.counters > 50, "{}", sec.cross.counters);
     assert_eq!(sec.cross.disagree, 0);
-    let lines = sec.cross_lines();
+    let lines: Vec<String> = sec.cross_lines().iter().map(ToString::to_string).collect();
     assert!(
         lines[0].starts_with("cross-check: perf's counters and kreg's /proc/schedstat delta agree on all"),
         "{lines:?}"
@@ -186,7 +186,7 @@ fn the_cross_check_counts_agreement_and_names_what_disagrees() {
         (sec.cross.jobs, sec.cross.disagree, sec.cross.without_schedstat),
         (1, 1, 1)
     );
-    let lines = sec.cross_lines();
+    let lines: Vec<String> = sec.cross_lines().iter().map(ToString::to_string).collect();
     assert!(lines[0].starts_with("WARNING: cross-check"), "{lines:?}");
     assert!(lines[0].contains("CPU 1 sched_count: perf "), "{lines:?}");
     assert!(lines[0].contains("the figures above are perf's"), "{lines:?}");
