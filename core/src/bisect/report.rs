@@ -203,16 +203,23 @@ fn values(boots: &[Boot], commit: Option<usize>, roles: &[&str]) -> Vec<f64> {
         .collect()
 }
 
-/// The report of a bisection replayed from `boots`; `compiled` counts the builds it did
-/// and `failed_builds` those that failed.
+/// The builds a bisection did, and those of them that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Builds {
+    pub compiled: usize,
+    pub failed: usize,
+}
+
+/// The report of a bisection replayed from `boots`, with the `builds` it did.
 pub fn report(
     about: About,
     commits: &Range,
     bisection: &Bisection,
     boots: &[Boot],
-    (compiled, failed_builds): (usize, usize),
+    builds: Builds,
     outcome: Option<Outcome>,
 ) -> Report {
+    let (compiled, failed_builds) = (builds.compiled, builds.failed);
     let alpha = 1.0 - LEVEL;
     let last = commits.count - 1;
     let good = values(boots, Some(0), &["endpoint", "reference"]);

@@ -298,7 +298,7 @@ fn the_endpoints_are_booted_in_turn() {
 
 #[test]
 fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
-    use super::report::{render, report, About, Boot, Commit};
+    use super::report::{render, report, About, Boot, Builds, Commit};
     let commits: Vec<Commit> = (0..5)
         .map(|i| Commit {
             hash: format!("{i:040x}"),
@@ -343,7 +343,7 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
         &super::report::Range::whole(commits.clone()),
         &b,
         &boots,
-        (4, 0),
+        Builds { compiled: 4, failed: 0 },
         Some(outcome),
     );
     assert_eq!(r.culprit.as_ref().map(|c| c.subject.as_str()), Some("commit 3"));
@@ -375,7 +375,7 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
 /// arguments of `printf` prints them back unchanged and runs nothing they hold.
 #[test]
 fn the_reproduce_lines_quote_what_came_from_users_and_repositories() {
-    use super::report::{report, About, Commit};
+    use super::report::{report, About, Builds, Commit};
     let commits: Vec<Commit> = (0..3)
         .map(|i| Commit {
             hash: format!("{i:040x}"),
@@ -402,7 +402,7 @@ fn the_reproduce_lines_quote_what_came_from_users_and_repositories() {
         &super::report::Range::whole(commits.clone()),
         &b,
         &[],
-        (0, 0),
+        Builds { compiled: 0, failed: 0 },
         None,
     );
     let first = &r.reproduce[0];

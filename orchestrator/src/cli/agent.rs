@@ -131,9 +131,18 @@ async fn install_cmd(
     let session = Session::connect(spec).await?;
     let tunnel = Tunnel::start(spec, session, &check_at, listen.port()).await?;
     let session = tunnel.session().await?;
-    let (outcome, _client) = install::ensure(&session, &cfg.agent_bin, &token, &setup, (&tunnel.url(), None))
-        .await
-        .map_err(|e| anyhow!(e))?;
+    let (outcome, _client) = install::ensure(
+        &session,
+        &cfg.agent_bin,
+        &token,
+        &setup,
+        install::Via {
+            url: &tunnel.url(),
+            epoch: None,
+        },
+    )
+    .await
+    .map_err(|e| anyhow!(e))?;
     let scheme = if insecure { "http" } else { "https" };
     println!(
         "kreg: {}: agent {outcome}, listening on {listen}{}",

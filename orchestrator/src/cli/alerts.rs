@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use sqlx::PgPool;
 
-use kreg::stats::MetricKind;
 use kreg::store::alerts::{self, Alert, AlertState, NewAlert};
 use kreg::store::pages;
 use kreg::view::history;
@@ -79,7 +78,7 @@ pub async fn scan(db: &PgPool, scenario: Option<&str>) -> Result<Vec<Alert>> {
         let points = pages::history(db, &s.scenario, &s.workload, &s.metric).await?;
         let Some(first) = points.first() else { continue };
         let unit = first.unit.clone();
-        let kind = MetricKind::try_from(first.kind.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let kind = first.kind;
         let (_, lines) = history::lines(points, kind);
         // A change point smaller than the reports' minimum effect is shown on the history
         // but raises no alert: a report would call that change too small to matter.

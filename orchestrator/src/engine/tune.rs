@@ -10,7 +10,7 @@ use super::error::HostError;
 use super::knobs;
 use crate::store;
 use crate::tuning::resolve::{normal, parse_cpus, Machine};
-use crate::tuning::{cpu_list, resolve, Record, Resolved, Tuning};
+use crate::tuning::{cpu_list, resolve, Record, Resolved, Tuning, Write};
 
 /// A host's sysfs and procfs as the tuning model reads them, through its agent.
 struct Knobs<'a>(&'a AgentClient);
@@ -81,21 +81,15 @@ impl Tuner {
     async fn apply(&mut self, db: &PgPool, run_id: i64, client: &AgentClient, want: &Tuning) -> Result<(), HostError> {
         let resolved = resolve(&Knobs(client), want, &self.boot_online).await?;
         for w in &resolved.writes {
-            self.set(db, run_id, client, (&w.key, &w.path), &w.value).await?;
+            self.set(db, run_id, client, w).await?;
         }
         self.now = Some((want.clone(), resolved));
         Ok(())
     }
 
     /// One knob: its value before noted (once per boot), written, read back.
-    async fn set(
-        &mut self,
-        db: &PgPool,
-        run_id: i64,
-        client: &AgentClient,
-        (key, path): (&str, &str),
-        value: &str,
-    ) -> Result<(), HostError> {
+    async fn set(&mut self, db: &PgPool, run_id: i64, client: &AgentClient, w: &Write) -> Result<(), HostError> {
+        let (key, path, value) = (w.key.as_str(), w.path.as_str(), w.value.as_str());
         let before = Knobs(client)
             .read(path)
             .await?
@@ -104,7 +98,7 @@ impl Tuner {
             return Ok(());
         }
         if !self.changed.iter().any(|(p, _)| p == path) {
-            store::record_tuning(db, run_id, &self.host, &self.boot_id, (key, path), &before, value)
+            store::record_tuning(db, run_id, &self.host, &self.boot_id, w, &before)
                 .await
                 .map_err(|e| e.to_string())?;
             self.changed.push((path.to_string(), before));
@@ -126,7 +120,7 @@ impl Tuner {
             let now = Knobs(client).read(&w.path).await?.unwrap_or_default();
             if normal(&now) != normal(&w.value) {
                 tracing::warn!(host = %self.host, path = %w.path, was = %now.trim(), "a tuned knob drifted; set again");
-                self.set(db, run_id, client, (&w.key, &w.path), &w.value).await?;
+                self.set(db, run_id, client, w).await?;
             }
         }
         let online = online_cpus(client).await?;

@@ -234,17 +234,25 @@ fn fenced(e: &kreg_protocol::client::ClientError) -> bool {
     matches!(e, kreg_protocol::client::ClientError::Step { error, .. } if error.kind == kreg_protocol::wire::ErrorKind::Fenced)
 }
 
+/// Where the agent's port is reached from here (the tunnel's URL), and the fleet lease's
+/// epoch every request carries, if any.
+#[derive(Debug, Clone, Copy)]
+pub struct Via<'a> {
+    pub url: &'a str,
+    pub epoch: Option<u64>,
+}
+
 /// Makes the machine run the controller's agent (`agent_bin`) as `setup` says, with
-/// `token`; `base` is where the agent's port is reached from here (the tunnel), with the
-/// fleet lease's epoch every request carries, if any. Returns what was done and a client
-/// of the agent (pinned to its certificate under TLS).
+/// `token`, reached `via` the tunnel. Returns what was done and a client of the agent
+/// (pinned to its certificate under TLS).
 pub async fn ensure(
     session: &Session,
     agent_bin: &Path,
     token: &str,
     setup: &Setup,
-    (base, epoch): (&str, Option<u64>),
+    via: Via<'_>,
 ) -> Result<(Outcome, AgentClient), SshError> {
+    let (base, epoch) = (via.url, via.epoch);
     let bin = std::fs::read(agent_bin).map_err(|e| {
         SshError::Agent(format!(
             "cannot read the agent to install, {}: {e} (build it with `cargo build -p kreg-agent`, or set KREG_AGENT_BIN)",

@@ -54,7 +54,17 @@ pub async fn reach_fenced(
             ))
         })?;
     let session = tunnel.session().await?;
-    let (outcome, client) = install::ensure(&session, agent_bin, token, &setup, (&tunnel.url(), epoch)).await?;
+    let (outcome, client) = install::ensure(
+        &session,
+        agent_bin,
+        token,
+        &setup,
+        install::Via {
+            url: &tunnel.url(),
+            epoch,
+        },
+    )
+    .await?;
     if !outcome.systemd {
         let sha256 =
             install::sha256_of(agent_bin).map_err(|e| SshError::Agent(format!("{}: {e}", agent_bin.display())))?;

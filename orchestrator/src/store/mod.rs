@@ -694,16 +694,17 @@ pub async fn record_setting(
     Ok(())
 }
 
-/// Notes a knob a tuning setting (`item`) changes on a host, before the change is made.
+/// Notes a knob a tuning setting changes on a host (`write`: the setting, the file, the
+/// value it gets), before the change is made; `before` is the value it had.
 pub async fn record_tuning(
     db: impl PgExecutor<'_>,
     run_id: i64,
     host: &str,
     boot_id: &str,
-    (item, path): (&str, &str),
+    write: &crate::tuning::Write,
     before: &str,
-    after: &str,
 ) -> Result<()> {
+    let (item, path, after) = (&write.key, &write.path, &write.value);
     sqlx::query(
         "INSERT INTO host_settings (run_id, host, boot_id, setting, before, after, item) VALUES ($1, $2, $3, $4, $5, $6, $7)
          ON CONFLICT (run_id, host, boot_id, setting) DO UPDATE SET after = EXCLUDED.after, item = EXCLUDED.item, restored_at = NULL",

@@ -75,7 +75,7 @@ pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
         &range,
         &bisection,
         &boots,
-        (compiled, failed),
+        report::Builds { compiled, failed },
         outcome,
     ))
 }

@@ -68,12 +68,26 @@ pub fn strip(values: &[f64], centre: f64, scale: &Scale, label: &str) -> String 
 
 pub const BAR_W: f64 = 160.0;
 
+/// An interval of a change (unbounded when `None`) and its level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub bounds: Option<(f64, f64)>,
+    pub level: f64,
+}
+
 /// A row's change bar: its change, the interval shown (the report's level), and, where a
 /// change is at stake, the interval at the change test's own level, drawn thin and dashed
 /// under it.
 pub fn comparison_bar(c: &crate::stats::Comparison, min_effect: f64, reach: f64, class: &str) -> String {
-    let test = c.ci_test.map(|t| (t, c.ci_test_level.unwrap_or(f64::NAN)));
-    change_bar(c.change, (c.ci, c.ci_level), test, min_effect, reach, class)
+    let test = c.ci_test.map(|t| Interval {
+        bounds: t,
+        level: c.ci_test_level.unwrap_or(f64::NAN),
+    });
+    let shown = Interval {
+        bounds: c.ci,
+        level: c.ci_level,
+    };
+    change_bar(c.change, shown, test, min_effect, reach, class)
 }
 
 /// A change (fraction) with its interval (and that interval's level), on a symmetric scale
@@ -82,8 +96,8 @@ pub fn comparison_bar(c: &crate::stats::Comparison, min_effect: f64, reach: f64,
 /// the edge.
 pub fn change_bar(
     change: f64,
-    (ci, level): (Option<(f64, f64)>, f64),
-    test: Option<(Option<(f64, f64)>, f64)>,
+    shown: Interval,
+    test: Option<Interval>,
     min_effect: f64,
     reach: f64,
     class: &str,
@@ -102,6 +116,7 @@ pub fn change_bar(
         ),
         None => (s.x0, s.x1),
     };
+    let (ci, level) = (shown.bounds, shown.level);
     let (l, h) = ends(ci);
     let named = |ci: Option<(f64, f64)>, level: f64| match ci {
         Some((l, h)) => format!("{}% interval {} … {}", level_pct(level), pct(l), pct(h)),
@@ -109,7 +124,7 @@ pub fn change_bar(
     };
     let mut title = format!("change {:+.2}% ({}", 100.0 * change, named(ci, level));
     let mut under = String::new();
-    if let Some((t, tl)) = test {
+    if let Some(Interval { bounds: t, level: tl }) = test {
         let (x, y) = ends(t);
         title.push_str(&format!("; {}, the change test's level", named(t, tl)));
         under = format!("<line class=\"ci-test\" x1=\"{x:.1}\" x2=\"{y:.1}\" y1=\"15\" y2=\"15\"/>");
@@ -393,7 +408,10 @@ mod tests {
         assert_eq!(svg.matches("h0").count(), 3);
         let bar = change_bar(
             0.05,
-            (Some((0.01, f64::INFINITY)), 0.9),
+            Interval {
+                bounds: Some((0.01, f64::INFINITY)),
+                level: 0.9,
+            },
             None,
             0.02,
             0.1,
@@ -404,8 +422,14 @@ mod tests {
         // Where a change is at stake, the test's interval is drawn too, named by its level.
         let both = change_bar(
             0.08,
-            (Some((0.03, 0.13)), 0.9),
-            Some((Some((-0.01, 0.17)), 0.995)),
+            Interval {
+                bounds: Some((0.03, 0.13)),
+                level: 0.9,
+            },
+            Some(Interval {
+                bounds: Some((-0.01, 0.17)),
+                level: 0.995,
+            }),
             0.02,
             0.2,
             "v",
@@ -437,7 +461,17 @@ mod tests {
         // Each label where a bar on the same reach puts that change.
         for (x, text) in &got {
             let v: f64 = text.trim_end_matches('%').parse().unwrap();
-            let bar = change_bar(v / 100.0, (None, 0.9), None, 0.02, 0.55, "v");
+            let bar = change_bar(
+                v / 100.0,
+                Interval {
+                    bounds: None,
+                    level: 0.9,
+                },
+                None,
+                0.02,
+                0.55,
+                "v",
+            );
             assert!(bar.contains(&format!("cx=\"{x:.1}\"")), "{text} at {x}: {bar}");
         }
         let small = labels(&change_axis(0.02, 0.033));

@@ -262,10 +262,14 @@ async fn bench(cfg: &Config, a: &FleetArgs, url: &str) -> Result<ExitCode> {
     drop(agents);
     print_figures(
         a,
-        (secs, done),
-        &claims,
-        (before, after, cpu_after - cpu_before),
-        &releases,
+        &Figures {
+            secs,
+            done,
+            claims,
+            counters: (before, after),
+            cpu: cpu_after - cpu_before,
+            relet: releases,
+        },
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -335,14 +339,24 @@ async fn relet(db: &PgPool, a: &FleetArgs, url: &str, dir: &Path) -> Result<Vec<
     Ok(out)
 }
 
-fn print_figures(
-    a: &FleetArgs,
-    (secs, done): (f64, i64),
-    claims: &[f64],
-    load: ([i64; 5], [i64; 5], f64),
-    relet: &[f64],
-) {
-    let (before, after, cpu) = load;
+/// What the claims' phase measured.
+struct Figures {
+    /// Its length, and the one-job slots done in it.
+    secs: f64,
+    done: i64,
+    /// Each claim's time, ms, sorted.
+    claims: Vec<f64>,
+    /// The database's counters before and after, and PostgreSQL's CPU seconds meanwhile.
+    counters: ([i64; 5], [i64; 5]),
+    cpu: f64,
+    /// Seconds from each killed worker's lease timing out to the machine's new lease.
+    relet: Vec<f64>,
+}
+
+fn print_figures(a: &FleetArgs, f: &Figures) {
+    let (secs, done, cpu) = (f.secs, f.done, f.cpu);
+    let (claims, relet) = (&f.claims, &f.relet);
+    let (before, after) = f.counters;
     let d = |i: usize| (after[i] - before[i]) as f64;
     println!(
         "fleet: {} workers, {} pairs (agents on loopback), lease {} s",
