@@ -23,10 +23,11 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use kreg_testkit as common;
+#[path = "faults/database.rs"]
+mod database;
 #[path = "faults/kexec.rs"]
 mod kexec;
 #[path = "faults/upload.rs"]
@@ -526,106 +527,6 @@ async fn network_cut(n: u32, cut: Duration, timeout: u32, handled: &str) -> Row 
 
 /// PostgreSQL stopped (fast) while the case's first and third attempts run, started again
 /// 3 s later each time.
-fn restart_twice(case: &Case, pgdata: &Path, row: &mut Row) {
-    for n in [1, 3] {
-        case.wait_attempts(n);
-        common::private_db(pgdata, "stop");
-        std::thread::sleep(Duration::from_secs(3));
-        common::private_db(pgdata, "url");
-        row.count += 1;
-    }
-}
-
-/// PostgreSQL stopped (fast) while a job runs, started again 3 s later.
-async fn database_restart() -> Row {
-    let scratch = Scratch::new("fault-pg");
-    let pgdata = scratch.0.join("pg");
-    let db_cmd = |what: &str| common::private_db(&pgdata, what);
-    let url = db_cmd("url");
-    let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
-        .await
-        .unwrap();
-    let agent = LoopAgent::start();
-    let case = Case::new("pg", 10, &agent.hosts_yaml(), "1.5", 60, 2);
-    let orig = knob();
-    let data = case.dir.0.join("data");
-    let child = kreg(&url, &data).arg("run").arg(case.file()).spawn().unwrap();
-    let mut row = Row {
-        fault: "PostgreSQL restarted mid-job".into(),
-        ..Row::default()
-    };
-    restart_twice(&case, &pgdata, &mut row);
-    let (ok, text) = finish(child, Duration::from_secs(300));
-    account(&pool, &case, &orig, &mut row).await;
-    row.done = ok;
-    row.outcome = outcome(ok, &text, "database went away");
-    pool.close().await;
-    db_cmd("stop");
-    row
-}
-
-/// PostgreSQL stopped (fast) while a fleet worker drives a slot's job, started again 3 s
-/// later: the worker waits for it, keeps its lease (30 s: the outage with the server's
-/// restart takes a few seconds more on a loaded machine) and goes on where the slot stands.
-async fn fleet_database_restart() -> Row {
-    let scratch = Scratch::new("fault-fleetpg");
-    let pgdata = scratch.0.join("pg");
-    let db_cmd = |what: &str| common::private_db(&pgdata, what);
-    let url = db_cmd("url");
-    let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
-        .await
-        .unwrap();
-    let agent = LoopAgent::start();
-    let hosts = "hosts:\n  sut: { role: sut, transport: { kind: lab } }\n";
-    let case = Case::new("fleetpg", 12, hosts, "1.5", 60, 2);
-    std::fs::write(
-        case.dir.0.join("pool.yaml"),
-        format!(
-            "machines:\n  m1: {{ role: sut, transport: {{ kind: http, url: \"http://{}\", token_file: \"{}\" }} }}\n",
-            agent.addr,
-            agent.token_file.display()
-        ),
-    )
-    .unwrap();
-    let orig = knob();
-    let data = case.dir.0.join("data");
-    for args in [vec!["machines", "add", "pool.yaml"], vec!["submit", "s.yaml"]] {
-        let out = kreg(&url, &data).args(&args).current_dir(&case.dir.0).output().unwrap();
-        assert!(
-            out.status.success(),
-            "kreg {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let child = kreg(&url, &data)
-        .args(["worker", "--lease", "30", "--poll", "0.3", "--until-empty"])
-        .spawn()
-        .unwrap();
-    let mut row = Row {
-        fault: "PostgreSQL restarted mid-job of a fleet slot".into(),
-        ..Row::default()
-    };
-    restart_twice(&case, &pgdata, &mut row);
-    let (ok, text) = finish(child, Duration::from_secs(300));
-    account(&pool, &case, &orig, &mut row).await;
-    let states: Vec<String> = sqlx::query_scalar("SELECT state FROM run_slots UNION ALL SELECT state FROM runs")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    if states.iter().any(|s| s != "done") {
-        row.checks
-            .push(format!("the slot and its run end {states:?}, not done"));
-    }
-    if text.contains("lease of epoch") {
-        row.checks.push("the lease was lost over a 3 s outage".into());
-    }
-    row.done = ok;
-    row.outcome = outcome(ok, &text, "database went away");
-    pool.close().await;
-    db_cmd("stop");
-    row
-}
-
 fn table(rows: &[Row]) -> String {
     let mut t = String::from(
         "| fault | count | jobs | lost | duplicated | contaminated | failed (with reason) | settings back | processes left | fault's own checks | outcome |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -695,8 +596,8 @@ async fn faults_in_the_middle_of_real_work_lose_double_and_taint_nothing() {
         rows.push(network_cut(2, Duration::from_secs(40), 3, "runs again").await);
     }
     if wanted("database") {
-        rows.push(database_restart().await);
-        rows.push(fleet_database_restart().await);
+        rows.push(database::database_restart().await);
+        rows.push(database::fleet_database_restart().await);
     }
     // Straight to the test's stderr, past the harness's capture: the table is the suite's
     // report, seen in every log, passed or failed.

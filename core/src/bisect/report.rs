@@ -219,7 +219,6 @@ pub fn report(
     builds: Builds,
     outcome: Option<Outcome>,
 ) -> Report {
-    let (compiled, failed_builds) = (builds.compiled, builds.failed);
     let alpha = 1.0 - LEVEL;
     let last = commits.count - 1;
     let good = values(boots, Some(0), &["endpoint", "reference"]);
@@ -285,9 +284,9 @@ pub fn report(
         culprit_change: change(&parent, &again, pool, alpha),
         revert_change: change(&bad, &reverted, pool, alpha),
         steps,
-        builds: compiled,
-        failed_builds,
-        build_goal: log2 + 3 + failed_builds,
+        builds: builds.compiled,
+        failed_builds: builds.failed,
+        build_goal: log2 + 3 + builds.failed,
         boots: boots.len(),
         outcome,
     }

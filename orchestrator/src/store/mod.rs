@@ -11,12 +11,16 @@ pub mod fleet;
 pub mod pages;
 mod provenance;
 mod runlock;
+mod samples;
 mod schedstat;
+mod settings;
 
 pub use builds::{link_build, record_build};
 pub use provenance::provenance;
 pub use runlock::{lock_run, RunLock};
+pub use samples::{boot_samples, samples, samples_and_warmups};
 pub use schedstat::{sched_stats_reports, schedstat_pairs, SchedStatsReport, SchedstatPair};
+pub use settings::{record_setting, record_tuning, setting_restored, unrestored_settings, PendingSetting};
 
 pub use crate::results::{KernelProvenance, Sample};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -504,161 +508,6 @@ pub async fn record_host(
     Ok(())
 }
 
-/// The judged samples of a run (warm-up runs left out).
-pub async fn samples(db: &PgPool, run_id: i64) -> Result<Vec<Sample>> {
-    Ok(samples_and_warmups(db, run_id).await?.0)
-}
-
-/// The samples of one boot's jobs (warm-ups left out), by kernel name and boot number.
-pub async fn boot_samples(db: impl PgExecutor<'_>, run_id: i64, kernel: &str, boot: i32) -> Result<Vec<Sample>> {
-    let rows: Vec<SampleRow> = sqlx::query_as(
-        "SELECT j.kernel, j.variant, j.workload, j.iteration, r.metric, r.value, r.unit, r.higher_is_better,
-                r.kind, r.kernel_release, r.observed_policy, COALESCE(j.boot_id, '') AS boot_id,
-                COALESCE(j.machine, '') AS machine
-         FROM results r JOIN jobs j ON j.id = r.job_id
-         WHERE r.run_id = $1 AND j.kernel = $2 AND j.boot = $3 AND NOT j.warmup ORDER BY j.iteration, r.metric",
-    )
-    .bind(run_id)
-    .bind(kernel)
-    .bind(boot)
-    .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(Sample::from).collect())
-}
-
-/// A [`Sample`] as its query returns it.
-#[derive(sqlx::FromRow)]
-struct SampleRow {
-    kernel: String,
-    variant: String,
-    workload: String,
-    iteration: i32,
-    metric: String,
-    value: f64,
-    unit: String,
-    higher_is_better: bool,
-    #[sqlx(try_from = "String")]
-    kind: crate::stats::MetricKind,
-    kernel_release: String,
-    observed_policy: String,
-    boot_id: String,
-    machine: String,
-}
-
-impl From<SampleRow> for Sample {
-    fn from(r: SampleRow) -> Sample {
-        Sample {
-            kernel: r.kernel.into(),
-            variant: r.variant.into(),
-            workload: r.workload.into(),
-            iteration: r.iteration,
-            metric: r.metric.into(),
-            value: r.value,
-            unit: r.unit.into(),
-            higher_is_better: r.higher_is_better,
-            kind: r.kind,
-            kernel_release: r.kernel_release.into(),
-            observed_policy: r.observed_policy.into(),
-            boot_id: r.boot_id.into(),
-            machine: r.machine.into(),
-        }
-    }
-}
-
-/// A run's samples, judged and of its warm-up runs (`warmup:`, which no verdict uses), each in the order taken (iteration, then the
-/// plan's order, then metric).
-pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample>, Vec<Sample>)> {
-    // Lean for large runs (a report may read 100,000 samples): the jobs' fields once per job
-    // (a job's kernel release and policy are its results', stored with them in one
-    // transaction), the results as a binary COPY (`copy`), each table on its own (a join
-    // planned on statistics taken before a large run was stored can take a nested loop over
-    // every result per job), both at once on two connections, and sorted here rather than by
-    // the server (whose sort spills to disk at that size under the default work_mem).
-    let (jobs, results): (Vec<JobFields>, Vec<copy::ResultRow>) = tokio::try_join!(
-        async {
-            sqlx::query_as(
-                "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, '') AS boot_id, warmup,
-                        COALESCE(kernel_release, '') AS kernel_release, COALESCE(observed_policy, '') AS observed_policy,
-                        COALESCE(machine, '') AS machine
-                 FROM jobs WHERE run_id = $1",
-            )
-            .bind(run_id)
-            .fetch_all(db)
-            .await
-            .map_err(StoreError::from)
-        },
-        copy::results(db, run_id),
-    )?;
-    // Each job's text made shareable once, for all its samples: a sample of it to copy.
-    let by_id: std::collections::HashMap<i64, (i32, bool, Sample)> = jobs
-        .into_iter()
-        .map(|j| {
-            let template = Sample {
-                kernel: j.kernel.into(),
-                variant: j.variant.into(),
-                workload: j.workload.into(),
-                iteration: j.iteration,
-                metric: "".into(),
-                value: 0.0,
-                unit: "".into(),
-                higher_is_better: true,
-                kind: crate::stats::MetricKind::Mean,
-                kernel_release: j.kernel_release.into(),
-                observed_policy: j.observed_policy.into(),
-                boot_id: j.boot_id.into(),
-                machine: j.machine.into(),
-            };
-            (j.id, (j.ordinal, j.warmup, template))
-        })
-        .collect();
-    let (mut judged, mut warmups) = (Vec::with_capacity(results.len()), Vec::new());
-    for r in results {
-        let Some((ordinal, warmup, template)) = by_id.get(&r.job) else {
-            continue;
-        };
-        let sample = Sample {
-            metric: r.metric,
-            value: r.value,
-            unit: r.unit,
-            higher_is_better: r.higher_is_better,
-            kind: r.kind,
-            ..template.clone()
-        };
-        if *warmup { &mut warmups } else { &mut judged }.push((*ordinal, sample));
-    }
-    Ok((in_run_order(judged), in_run_order(warmups)))
-}
-
-/// A job's fields a sample carries.
-#[derive(sqlx::FromRow)]
-struct JobFields {
-    id: i64,
-    ordinal: i32,
-    kernel: String,
-    variant: String,
-    workload: String,
-    iteration: i32,
-    boot_id: String,
-    warmup: bool,
-    kernel_release: String,
-    observed_policy: String,
-    machine: String,
-}
-
-/// Samples (with their job's ordinal) in the order taken: iteration, ordinal, metric; sorted
-/// by a small key, the samples moved once.
-fn in_run_order(v: Vec<(i32, Sample)>) -> Vec<Sample> {
-    let mut order: Vec<(i32, i32, &str, usize)> = v
-        .iter()
-        .enumerate()
-        .map(|(i, (ordinal, s))| (s.iteration, *ordinal, &*s.metric, i))
-        .collect();
-    order.sort_unstable();
-    let places: Vec<usize> = order.into_iter().map(|k| k.3).collect();
-    let mut slots: Vec<Option<Sample>> = v.into_iter().map(|(_, s)| Some(s)).collect();
-    places.into_iter().filter_map(|i| slots[i].take()).collect()
-}
-
 pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &RawKind) -> Result<Option<String>> {
     Ok(
         sqlx::query_scalar("SELECT content FROM raw_outputs WHERE job_id = $1 AND kind = $2")
@@ -667,95 +516,4 @@ pub async fn raw_output(db: impl PgExecutor<'_>, job_id: i64, kind: &RawKind) ->
             .fetch_optional(db)
             .await?,
     )
-}
-
-/// Notes a setting kreg changed on a host (its value before), before the change is made.
-pub async fn record_setting(
-    db: impl PgExecutor<'_>,
-    run_id: i64,
-    host: &str,
-    boot_id: &str,
-    setting: &str,
-    before: &str,
-    after: &str,
-) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO host_settings (run_id, host, boot_id, setting, before, after) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (run_id, host, boot_id, setting) DO UPDATE SET after = EXCLUDED.after, restored_at = NULL",
-    )
-    .bind(run_id)
-    .bind(host)
-    .bind(boot_id)
-    .bind(setting)
-    .bind(before)
-    .bind(after)
-    .execute(db)
-    .await?;
-    Ok(())
-}
-
-/// Notes a knob a tuning setting changes on a host (`write`: the setting, the file, the
-/// value it gets), before the change is made; `before` is the value it had.
-pub async fn record_tuning(
-    db: impl PgExecutor<'_>,
-    run_id: i64,
-    host: &str,
-    boot_id: &str,
-    write: &crate::tuning::Write,
-    before: &str,
-) -> Result<()> {
-    let (item, path, after) = (&write.key, &write.path, &write.value);
-    sqlx::query(
-        "INSERT INTO host_settings (run_id, host, boot_id, setting, before, after, item) VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (run_id, host, boot_id, setting) DO UPDATE SET after = EXCLUDED.after, item = EXCLUDED.item, restored_at = NULL",
-    )
-    .bind(run_id)
-    .bind(host)
-    .bind(boot_id)
-    .bind(path)
-    .bind(before)
-    .bind(after)
-    .bind(item)
-    .execute(db)
-    .await?;
-    Ok(())
-}
-
-/// A setting put back to its value before.
-pub async fn setting_restored(
-    db: impl PgExecutor<'_>,
-    run_id: i64,
-    host: &str,
-    boot_id: &str,
-    setting: &str,
-) -> Result<()> {
-    sqlx::query(
-        "UPDATE host_settings SET restored_at = now() WHERE run_id = $1 AND host = $2 AND boot_id = $3 AND setting = $4",
-    )
-    .bind(run_id)
-    .bind(host)
-    .bind(boot_id)
-    .bind(setting)
-    .execute(db)
-    .await?;
-    Ok(())
-}
-
-/// A setting kreg changed on a host's boot and has not put back yet (the latest change
-/// first: put back in that order, CPUs come online before their own knobs are).
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct PendingSetting {
-    pub host: String,
-    pub boot_id: String,
-    pub setting: String,
-    pub before: String,
-}
-
-pub async fn unrestored_settings(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<PendingSetting>> {
-    Ok(sqlx::query_as(
-        "SELECT host, boot_id, setting, before FROM host_settings WHERE run_id = $1 AND restored_at IS NULL ORDER BY id DESC",
-    )
-    .bind(run_id)
-    .fetch_all(db)
-    .await?)
 }

@@ -56,45 +56,26 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>, f64)> {
         culprits: (1..64).map(|i| (i, 0.0005)).collect(),
         ..base.clone()
     };
+    let drifting = |what, drift| (what, base.clone(), Some(37), drift);
+    let with = |culprits: Vec<(usize, f64)>| Synthetic {
+        culprits,
+        ..base.clone()
+    };
     vec![
         ("64 commits, +3% at 37, CoV 1%, boots 1%", base.clone(), Some(37), 0.0),
-        (
-            "the same, the machine drifting +0.01% a boot",
-            base.clone(),
-            Some(37),
-            0.0001,
-        ),
-        (
-            "the same, the machine drifting -0.01% a boot",
-            base.clone(),
-            Some(37),
-            -0.0001,
-        ),
-        (
-            "the same without the change",
-            Synthetic {
-                culprits: vec![],
-                ..base.clone()
-            },
-            None,
-            0.0,
-        ),
+        drifting("the same, the machine drifting +0.01% a boot", 0.0001),
+        drifting("the same, the machine drifting -0.01% a boot", -0.0001),
+        ("the same without the change", with(vec![]), None, 0.0),
         (
             "two commits of +1.5% (20 and 40)",
-            Synthetic {
-                culprits: vec![(20, 0.015), (40, 0.015)],
-                ..base.clone()
-            },
+            with(vec![(20, 0.015), (40, 0.015)]),
             None,
             0.0,
         ),
         ("a drift of +0.05% a commit (+3.2% in all)", drift, None, 0.0),
         (
             "+1.2% at 37, boots 1%: too near the noise",
-            Synthetic {
-                culprits: vec![(37, 0.012)],
-                ..base.clone()
-            },
+            with(vec![(37, 0.012)]),
             Some(37),
             0.0,
         ),
