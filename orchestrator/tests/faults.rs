@@ -9,8 +9,9 @@
 //! - the agent SIGKILLed mid-step and started again on its port, as systemd would;
 //! - the network to the agent cut mid-job (its link down in the test's network
 //!   namespace) for 30 s, and for longer than the job's timeout;
-//! - PostgreSQL stopped mid-job and started again, under `kreg run` and under a fleet
-//!   worker driving a slot (a bisection's outage is tests/bisect_standin.rs's, in the lab).
+//! - PostgreSQL stopped mid-job and started again, under `kreg run`, under a fleet worker
+//!   driving a slot, and under `kreg bisect` measuring a boot (in the lab, on the stand-in
+//!   tree).
 //!
 //! Every job is a shell script on a real kreg-agent: it notes its pid and start time, checks
 //! that no earlier attempt's shell still lives (same pid, same start time, not a zombie: a
@@ -26,6 +27,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kreg_testkit as common;
+#[path = "faults/bisection.rs"]
+mod bisection;
 #[path = "faults/database.rs"]
 mod database;
 #[path = "faults/kexec.rs"]
@@ -598,6 +601,7 @@ async fn faults_in_the_middle_of_real_work_lose_double_and_taint_nothing() {
     if wanted("database") {
         rows.push(database::database_restart().await);
         rows.push(database::fleet_database_restart().await);
+        rows.push(bisection::database_restart_mid_measurement().await);
     }
     // Straight to the test's stderr, past the harness's capture: the table is the suite's
     // report, seen in every log, passed or failed.
