@@ -202,13 +202,15 @@ async fn sshd_killed_and_restarted_mid_run_loses_and_repeats_nothing_and_no_secr
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let running = count(&db, "SELECT count(*) FROM jobs WHERE state = 'running'").await;
     m.kill_sshd();
     // The agent dies too, as in a reboot of a machine without systemd: kreg starts it
     // again when it reconnects.
     let agent_before = m.agent_pid().expect("the agent runs");
     // SAFETY: kill takes no pointers.
     unsafe { libc::kill(agent_before as i32, libc::SIGKILL) };
+    // What was in flight when both died (counted after, not before: a job that ended in
+    // between is done, and the next one could not start without the connection).
+    let running = count(&db, "SELECT count(*) FROM jobs WHERE state = 'running'").await;
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     m.start_sshd();
     let status = child.wait().unwrap();
