@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::common::{self, standin::standin_repo, Scratch};
+use super::common::{self, standin::standin_repo};
 use super::{finish, kreg, outcome, Row};
 
 fn scenario(repo: &std::path::Path) -> String {
@@ -44,13 +44,9 @@ async fn count(pool: &sqlx::PgPool, sql: &str) -> i64 {
 const FIRST_DONE: &str = "SELECT count(*) FROM jobs j JOIN bisect_measurements m ON m.kernel = j.kernel AND m.boot = j.boot WHERE j.state = 'done' AND m.seq = 1";
 
 pub async fn database_restart_mid_measurement() -> Row {
-    let scratch = Scratch::new("fault-bisect");
-    let pgdata = scratch.0.join("pg");
-    let db_cmd = |what: &str| common::private_db(&pgdata, what);
-    let url = db_cmd("url");
-    let pool = kreg::store::open(url.parse::<sqlx::postgres::PgConnectOptions>().unwrap())
-        .await
-        .unwrap();
+    let c = super::database::Cluster::new("fault-bisect").await;
+    let (scratch, url, pool) = (&c.scratch, &c.url, &c.pool);
+    let db_cmd = |what: &str| c.db(what);
     let (repo, _) = standin_repo(&scratch.0);
     std::fs::write(repo.join("README"), "stand-in tree, one more commit\n").unwrap();
     common::git(&repo, &["add", "README"]);
@@ -61,7 +57,7 @@ pub async fn database_restart_mid_measurement() -> Row {
     let data = scratch.0.join("data");
     // Its progress (builds, boots) to a file: a pipe nobody reads until the end could fill.
     let progress = scratch.0.join("bisect.stderr");
-    let child = kreg(&url, &data)
+    let child = kreg(url, &data)
         .args(["bisect", "--bad", &head])
         .arg(&file)
         .stderr(std::fs::File::create(&progress).unwrap())
@@ -73,7 +69,7 @@ pub async fn database_restart_mid_measurement() -> Row {
         ..Row::default()
     };
     let deadline = Instant::now() + Duration::from_secs(600);
-    while count(&pool, FIRST_DONE).await < 1 {
+    while count(pool, FIRST_DONE).await < 1 {
         assert!(
             Instant::now() < deadline,
             "the first measurement did not run in 10 minutes"
@@ -85,7 +81,7 @@ pub async fn database_restart_mid_measurement() -> Row {
     db_cmd("url");
     let (ok, report) = finish(child, Duration::from_secs(600));
     let text = format!("{report}{}", std::fs::read_to_string(&progress).unwrap_or_default());
-    account(&pool, &mut row).await;
+    account(pool, &mut row).await;
     if !text.contains("does not reproduce") {
         row.checks
             .push("the bisection did not end \"does not reproduce\"".into());

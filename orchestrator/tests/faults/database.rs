@@ -18,27 +18,54 @@ fn restart_twice(case: &Case, pgdata: &Path, row: &mut Row) {
     }
 }
 
+/// A private PostgreSQL cluster of a fault's own (stopping it disturbs no other test): its
+/// folder, its URL, and a pool opened as kreg opens it.
+pub struct Cluster {
+    pub scratch: Scratch,
+    pub pgdata: std::path::PathBuf,
+    pub url: String,
+    pub pool: sqlx::PgPool,
+}
+
+impl Cluster {
+    pub async fn new(name: &str) -> Cluster {
+        let scratch = Scratch::new(name);
+        let pgdata = scratch.0.join("pg");
+        let url = common::private_db(&pgdata, "url");
+        let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
+            .await
+            .unwrap();
+        Cluster {
+            scratch,
+            pgdata,
+            url,
+            pool,
+        }
+    }
+
+    /// `kreg db stop` or `url` (started again) on it.
+    pub fn db(&self, what: &str) -> String {
+        common::private_db(&self.pgdata, what)
+    }
+}
+
 /// PostgreSQL stopped (fast) while a job runs, started again 3 s later.
 pub async fn database_restart() -> Row {
-    let scratch = Scratch::new("fault-pg");
-    let pgdata = scratch.0.join("pg");
-    let db_cmd = |what: &str| common::private_db(&pgdata, what);
-    let url = db_cmd("url");
-    let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
-        .await
-        .unwrap();
+    let c = Cluster::new("fault-pg").await;
+    let (pgdata, url, pool) = (&c.pgdata, &c.url, &c.pool);
+    let db_cmd = |what: &str| c.db(what);
     let agent = LoopAgent::start();
     let case = Case::new("pg", 10, &agent.hosts_yaml(), "1.5", 60, 2);
     let orig = knob();
     let data = case.dir.0.join("data");
-    let child = kreg(&url, &data).arg("run").arg(case.file()).spawn().unwrap();
+    let child = kreg(url, &data).arg("run").arg(case.file()).spawn().unwrap();
     let mut row = Row {
         fault: "PostgreSQL restarted mid-job".into(),
         ..Row::default()
     };
-    restart_twice(&case, &pgdata, &mut row);
+    restart_twice(&case, pgdata, &mut row);
     let (ok, text) = finish(child, Duration::from_secs(300));
-    account(&pool, &case, &orig, &mut row).await;
+    account(pool, &case, &orig, &mut row).await;
     row.done = ok;
     row.outcome = outcome(ok, &text, "database went away");
     pool.close().await;
@@ -50,13 +77,9 @@ pub async fn database_restart() -> Row {
 /// later: the worker waits for it, keeps its lease (30 s: the outage with the server's
 /// restart takes a few seconds more on a loaded machine) and goes on where the slot stands.
 pub async fn fleet_database_restart() -> Row {
-    let scratch = Scratch::new("fault-fleetpg");
-    let pgdata = scratch.0.join("pg");
-    let db_cmd = |what: &str| common::private_db(&pgdata, what);
-    let url = db_cmd("url");
-    let pool = kreg::store::open(sqlx::postgres::PgConnectOptions::from_str(&url).unwrap())
-        .await
-        .unwrap();
+    let c = Cluster::new("fault-fleetpg").await;
+    let (pgdata, url, pool) = (&c.pgdata, &c.url, &c.pool);
+    let db_cmd = |what: &str| c.db(what);
     let agent = LoopAgent::start();
     let hosts = "hosts:\n  sut: { role: sut, transport: { kind: lab } }\n";
     let case = Case::new("fleetpg", 12, hosts, "1.5", 60, 2);
@@ -72,14 +95,14 @@ pub async fn fleet_database_restart() -> Row {
     let orig = knob();
     let data = case.dir.0.join("data");
     for args in [vec!["machines", "add", "pool.yaml"], vec!["submit", "s.yaml"]] {
-        let out = kreg(&url, &data).args(&args).current_dir(&case.dir.0).output().unwrap();
+        let out = kreg(url, &data).args(&args).current_dir(&case.dir.0).output().unwrap();
         assert!(
             out.status.success(),
             "kreg {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let child = kreg(&url, &data)
+    let child = kreg(url, &data)
         .args(["worker", "--lease", "30", "--poll", "0.3", "--until-empty"])
         .spawn()
         .unwrap();
@@ -87,11 +110,11 @@ pub async fn fleet_database_restart() -> Row {
         fault: "PostgreSQL restarted mid-job of a fleet slot".into(),
         ..Row::default()
     };
-    restart_twice(&case, &pgdata, &mut row);
+    restart_twice(&case, pgdata, &mut row);
     let (ok, text) = finish(child, Duration::from_secs(300));
-    account(&pool, &case, &orig, &mut row).await;
+    account(pool, &case, &orig, &mut row).await;
     let states: Vec<String> = sqlx::query_scalar("SELECT state FROM run_slots UNION ALL SELECT state FROM runs")
-        .fetch_all(&pool)
+        .fetch_all(pool)
         .await
         .unwrap();
     if states.iter().any(|s| s != "done") {
