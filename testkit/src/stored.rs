@@ -47,6 +47,7 @@ metrics:\n      m: {{ regex: \"m=([0-9.]+)\", unit: us, higher_is_better: false 
         name: &s.name,
         yaml: &yaml,
         source_path: &source,
+        files: &[],
     };
     let run = kreg::store::record_run(&db.pool, &text, kreg::plan::RunKind::of(&s), &kreg::plan::expand(&s))
         .await

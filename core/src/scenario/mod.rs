@@ -10,7 +10,7 @@ pub mod pin;
 
 use std::path::{Path, PathBuf};
 
-pub use crate::yaml::cx::{Diagnostic, FileRef};
+pub use crate::yaml::cx::{Diagnostic, FileKind, FileRef};
 pub use kreg_protocol::wire::Policy;
 pub use load::pool::{pool_from_str, PoolMachine};
 pub use load::{from_str, parse_cpu_list};
@@ -84,6 +84,51 @@ pub enum ToolSource {
 }
 
 impl Scenario {
+    /// The files its runs carry (see [`FileKind`]), in the order the scenario names them.
+    pub fn carried(&self) -> impl Iterator<Item = &FileRef> {
+        self.files.iter().filter(|f| f.kind == FileKind::Carried)
+    }
+
+    /// Every carried file's path replaced by `to`'s answer for it (a path `to` does not
+    /// know is left as it is): the run's files as the host that drives it holds them.
+    pub fn relocate(&mut self, to: &dyn Fn(&Path) -> Option<PathBuf>) {
+        let at = |p: &mut PathBuf| {
+            if let Some(q) = to(p) {
+                *p = q;
+            }
+        };
+        let tree = |t: &mut TreeSource| {
+            if let TreeSource::Tarball { path } = t {
+                at(path);
+            }
+        };
+        for t in &mut self.tools {
+            match &mut t.source {
+                ToolSource::Upload { path } | ToolSource::Tarball { path, .. } => at(path),
+                ToolSource::Apt { .. } | ToolSource::Git { .. } => {}
+            }
+        }
+        for k in &mut self.kernels {
+            match &mut k.source {
+                KernelSource::Path { vmlinuz } => at(vmlinuz),
+                KernelSource::Build(b) => {
+                    tree(&mut b.tree);
+                    b.patches.iter_mut().for_each(at);
+                    if let ConfigBase::File(p) = &mut b.config.base {
+                        at(p);
+                    }
+                }
+                KernelSource::Deb { .. } | KernelSource::Running => {}
+            }
+            if let Some(PerfSource::Tree(t)) = &mut k.perf {
+                tree(t);
+            }
+        }
+        for f in self.files.iter_mut().filter(|f| f.kind == FileKind::Carried) {
+            at(&mut f.path);
+        }
+    }
+
     /// Expands the `~/` the loader kept in ssh paths (and in the files `kreg validate`
     /// checks) to `home`, the user's home directory: the loader reads no environment.
     pub fn expand_home(&mut self, home: &Path) {

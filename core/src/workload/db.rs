@@ -211,7 +211,7 @@ impl DbServer {
         let user = plain(cx, "user", "kreg");
         let password_file = cx
             .required(&f, "password_file", &what)
-            .and_then(|n| cx.file(n, "password_file"));
+            .and_then(|n| cx.secret(n, "password_file"));
         Some(DbServer {
             on,
             kind: kind?,

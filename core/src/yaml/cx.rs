@@ -35,6 +35,16 @@ pub struct FileRef {
     pub col: usize,
     /// What it is, as the messages name it ("a patch file", "token_file", …).
     pub what: String,
+    pub kind: FileKind,
+}
+
+/// Whether a run carries a file (stored by its content with the run, and taken from there by
+/// whoever drives it) or reads it where it is driven (a secret: a token, a password, an ssh
+/// key or its known hosts, which stay the reading host's own and never enter the database).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Carried,
+    Secret,
 }
 
 /// The longest message a diagnostic carries: a value quoted in it is cut, not echoed whole.
@@ -101,9 +111,19 @@ impl<'a> Cx<'a> {
         });
     }
 
-    /// A file the scenario names, taken from its folder when relative, and noted with its
-    /// position so that `kreg validate` can check it exists.
+    /// A file the scenario names that its runs carry (see [`FileKind`]), taken from its
+    /// folder when relative, and noted with its position so that `kreg validate` can check
+    /// it exists.
     pub(crate) fn file(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
+        self.file_of(node, what, FileKind::Carried)
+    }
+
+    /// A secret file the scenario names (see [`FileKind`]), noted as [`Cx::file`] does.
+    pub(crate) fn secret(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
+        self.file_of(node, what, FileKind::Secret)
+    }
+
+    fn file_of(&mut self, node: &Node, what: &str, kind: FileKind) -> Option<PathBuf> {
         let s = self.string(node, what)?;
         if s.is_empty() || s.contains('\0') {
             self.error(node, format!("{what}: {s:?} is not a file name"));
@@ -115,6 +135,7 @@ impl<'a> Cx<'a> {
             line: node.line,
             col: node.col,
             what: what.to_string(),
+            kind,
         });
         Some(path)
     }

@@ -162,10 +162,12 @@ async fn record(db: &PgPool, cfg: &Config, source: &Path, text: &str, s: &Scenar
     };
     let n = commits.len();
     let source = source.display().to_string();
+    let files = store::blobs::carry(db, s).await?;
     let scenario = store::ScenarioText {
         name: &s.name,
         yaml: text,
         source_path: &source,
+        files: &files,
     };
     let run_id = sb::record_bisection(db, &scenario, &row, &commits).await?;
     // Progress on stderr: stdout is the report alone (`--format json | jq` works).

@@ -274,12 +274,15 @@ pub async fn submit(a: &SubmitArgs, cfg: &Config) -> Result<ExitCode> {
     let source = std::fs::canonicalize(&a.file).unwrap_or(a.file.clone());
     let with_slots: Vec<(kreg::plan::Job, i32)> = jobs.into_iter().zip(slots.into_iter().map(|s| s as i32)).collect();
     let source = source.display().to_string();
+    // The files it carries, stored from the submitter's paths now: no worker reads them.
+    let files = kreg::store::blobs::carry(&db, &s).await?;
     let run_id = fleet::submit(
         &db,
         &kreg::store::ScenarioText {
             name: &s.name,
             yaml: &text,
             source_path: &source,
+            files: &files,
         },
         &with_slots,
         &fleet::Submission {

@@ -284,10 +284,12 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
     let agents = preflight(&s, cfg, file).await?;
     let db = super::db::connect(cfg).await?;
     let source = source.display().to_string();
+    let files = store::blobs::carry(&db, &s).await?;
     let scenario = store::ScenarioText {
         name: &s.name,
         yaml: &text,
         source_path: &source,
+        files: &files,
     };
     let run_id = store::record_run(&db, &scenario, plan::RunKind::of(&s), &jobs).await?;
     let cells = match only.is_empty() {

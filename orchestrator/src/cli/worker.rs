@@ -183,7 +183,7 @@ impl From<kreg::Error> for NoPart {
     }
 }
 
-async fn part_of(db: &PgPool, c: &fleet::Claim) -> Result<Part, NoPart> {
+async fn part_of(db: &PgPool, c: &fleet::Claim, cfg: &Config) -> Result<Part, NoPart> {
     let run = store::run(db, c.run_id)
         .await
         .map_err(|e| match e.is_connection_lost() {
@@ -194,6 +194,11 @@ async fn part_of(db: &PgPool, c: &fleet::Claim) -> Result<Part, NoPart> {
     let sut = pool_machine(&c.sut)?;
     let loadgen = c.loadgen.as_ref().map(pool_machine).transpose()?;
     session.scenario = part::on_pair(&session.scenario, &sut, loadgen.as_ref())?;
+    // The run's files from the store: a worker reads no path the submitted scenario names.
+    session.localize(db, cfg).await.map_err(|e| match e {
+        kreg::engine::EngineError::Store(e) if e.is_connection_lost() => NoPart::Db(e),
+        e => NoPart::Bad(e.to_string()),
+    })?;
     Ok(Part {
         lease: c.lease(),
         session,
@@ -235,7 +240,7 @@ async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, lea
             ""
         }
     ));
-    let part = match part_of(db, c).await {
+    let part = match part_of(db, c, cfg).await {
         Ok(p) => Arc::new(p),
         Err(NoPart::Db(e)) => return Ended::Lost(format!("the database went away before the slot began: {e}")),
         Err(NoPart::Bad(why)) => {

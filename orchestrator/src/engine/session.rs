@@ -86,13 +86,31 @@ impl Session {
         self.lock = None;
     }
 
-    /// The run marked running, and what an interrupted attempt left changed put back.
+    /// The files the run carries taken from the store (cached on this host by content, in
+    /// `cfg.cache_dir`/blobs), and the scenario's paths pointed at them: whoever drives the
+    /// run reads none of the paths its scenario names. A run recorded before runs carried
+    /// their files keeps its paths.
+    pub async fn localize(&mut self, db: &PgPool, cfg: &Config) -> Result<(), EngineError> {
+        let files = store::blobs::run_files(db, self.run.id).await?;
+        let dir = cfg.cache_dir.join("blobs");
+        let mut at = std::collections::HashMap::new();
+        for f in &files {
+            let local = store::blobs::fetch(db, &f.sha256, &dir).await?;
+            at.insert(std::path::PathBuf::from(&f.path), local);
+        }
+        self.scenario.relocate(&|p| at.get(p).cloned());
+        Ok(())
+    }
+
+    /// The run's files taken from the store ([`Session::localize`]), the run marked
+    /// running, and what an interrupted attempt left changed put back.
     pub(super) async fn start(
         &mut self,
         db: &PgPool,
         cfg: &Config,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<(), EngineError> {
+        self.localize(db, cfg).await?;
         store::set_run_state(db, self.run.id, RunState::Running).await?;
         self.put_back_leftovers(db, cfg, on_event).await
     }

@@ -111,6 +111,7 @@ pub async fn record_bisection(
     let mut tx = db.begin().await?;
     let scenario_id = super::upsert_scenario(&mut *tx, text).await?;
     let run_id = super::create_run(&mut tx, scenario_id, text.source_path, RunKind::Bisection, &[]).await?;
+    super::blobs::record_run_files(&mut tx, run_id, text.files).await?;
     sqlx::query(
         "INSERT INTO bisections (run_id, kernel, workload, metric, variant, good, bad, commit_count, rules)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",

@@ -4,6 +4,7 @@
 pub mod alerts;
 pub mod bench;
 pub mod bisect;
+pub mod blobs;
 mod builds;
 pub mod cluster;
 mod copy;
@@ -46,9 +47,13 @@ pub enum StoreError {
     /// A fleet worker's write under a lease it no longer holds: refused, nothing stored.
     #[error("run {run_id}, slot {slot}: the lease of epoch {epoch} is no longer held (expired, or taken over by another worker); nothing was stored")]
     Fenced { run_id: i64, slot: i32, epoch: i64 },
-    /// Bytes from the server that do not read as they must (a COPY stream cut or garbled).
+    /// Bytes from the server that do not read as they must (a COPY stream cut or garbled,
+    /// a blob whose chunks do not hash to its name).
     #[error("{0}")]
     Malformed(String),
+    /// A file to store that cannot be read, is too large, or changed while it was read.
+    #[error("{0}")]
+    File(String),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -187,14 +192,18 @@ async fn record_run_in(
     jobs: &[Job],
 ) -> Result<i64> {
     let scenario_id = upsert_scenario(&mut **tx, text).await?;
-    create_run(tx, scenario_id, text.source_path, kind, jobs).await
+    let run_id = create_run(tx, scenario_id, text.source_path, kind, jobs).await?;
+    blobs::record_run_files(tx, run_id, text.files).await?;
+    Ok(run_id)
 }
 
-/// A scenario as a run records it: its name, its text, and the path it came from.
+/// A scenario as a run records it: its name, its text, the path it came from, and the
+/// files it carries (stored already, [`blobs::carry`]).
 pub struct ScenarioText<'a> {
     pub name: &'a str,
     pub yaml: &'a str,
     pub source_path: &'a str,
+    pub files: &'a [blobs::RunFile],
 }
 
 /// Stores the scenario text once per distinct content; returns its id.

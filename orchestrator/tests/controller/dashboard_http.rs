@@ -504,6 +504,7 @@ async fn a_bisection_page_reads_the_commits_it_names_not_the_range() {
             name: "b",
             yaml,
             source_path: "/nowhere/b.yaml",
+            files: &[],
         },
         &row,
         &commits,

@@ -45,6 +45,7 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
             name: "bisect-page",
             yaml: SCENARIO,
             source_path: "/nowhere/b.yaml",
+            files: &[],
         },
         &row,
         &commits,

@@ -258,7 +258,7 @@ impl<'a> Cx<'a> {
         };
         let token = self
             .required(f, "token_file", what)
-            .and_then(|n| self.file(n, "token_file"));
+            .and_then(|n| self.secret(n, "token_file"));
         let machine = self.machine(f, default_boot);
         Some(Transport::Http(HttpTransport {
             url: url?,

@@ -18,7 +18,7 @@ impl<'a> Cx<'a> {
         let known_hosts = self.opt_path(f, "known_hosts", false);
         let token_file = match f.get("token_file") {
             None => Some(None),
-            Some(n) => self.file(n, "token_file").map(Some),
+            Some(n) => self.secret(n, "token_file").map(Some),
         };
         let host_key = match f.get("host_key") {
             None => Some(None),
@@ -116,12 +116,13 @@ impl<'a> Cx<'a> {
                     line: node.line,
                     col: node.col,
                     what: key.to_string(),
+                    kind: crate::yaml::cx::FileKind::Secret,
                 });
             }
             return Some(Some(path));
         }
         if must_exist {
-            return self.file(node, key).map(Some);
+            return self.secret(node, key).map(Some);
         }
         if s.is_empty() || s.contains('\0') {
             self.error(node, format!("{key}: {s:?} is not a file name"));

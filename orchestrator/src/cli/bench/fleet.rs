@@ -128,6 +128,7 @@ async fn submit(db: &PgPool, text: &str, pairs: usize) -> Result<i64> {
             name: &s.name,
             yaml: text,
             source_path: "bench",
+            files: &[],
         },
         &with,
         &sub,
