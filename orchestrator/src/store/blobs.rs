@@ -191,13 +191,15 @@ pub async fn carry(db: &PgPool, scenario: &crate::scenario::Scenario) -> Result<
 /// transaction.
 pub async fn record_run_files(tx: &mut Transaction<'_, Postgres>, run_id: i64, files: &[RunFile]) -> Result<()> {
     for f in files {
-        sqlx::query("INSERT INTO run_files (run_id, path, what, sha256) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING")
-            .bind(run_id)
-            .bind(&f.path)
-            .bind(&f.what)
-            .bind(&f.sha256)
-            .execute(&mut **tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO run_files (run_id, path, what, sha256) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(run_id)
+        .bind(&f.path)
+        .bind(&f.what)
+        .bind(&f.sha256)
+        .execute(&mut **tx)
+        .await?;
     }
     Ok(())
 }

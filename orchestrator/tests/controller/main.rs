@@ -8,6 +8,7 @@ mod alerts;
 mod bench_bisect;
 mod bench_changepoints;
 mod bisect_cli;
+mod carried;
 mod cluster;
 mod dashboard_http;
 mod dashboard_pages;

@@ -1,0 +1,146 @@
+//! A run carries its files: stored by content in PostgreSQL when the run is recorded, and
+//! taken from there by whoever drives it. The blobs' digests are checked against
+//! `sha256sum`'s own.
+
+use std::process::Command;
+
+use common::{assert_ok, fresh_db, kill_when, kreg, Agent, Scratch};
+use kreg_testkit as common;
+
+fn sha256sum(path: &std::path::Path) -> String {
+    let out = Command::new("sha256sum").arg(path).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+async fn count(db: &common::TestDb, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap()
+}
+
+/// A file of several chunks stored once however often it is put, fetched whole, and a
+/// damaged chunk refused rather than handed on.
+#[tokio::test]
+async fn blobs_are_stored_once_in_chunks_and_checked_when_fetched() {
+    use kreg::store::blobs;
+    let db = fresh_db("blobs").await;
+    let dir = Scratch::new("blobs");
+    let file = dir.0.join("tool.bin");
+    // 2.5 chunks of bytes that are not all alike.
+    let bytes: Vec<u8> = (0..(blobs::CHUNK * 5 / 2)).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&file, &bytes).unwrap();
+    let blob = blobs::put(&db.pool, &file).await.unwrap();
+    assert_eq!(blob.sha256, sha256sum(&file));
+    assert_eq!(blob.size as usize, bytes.len());
+    assert_eq!(count(&db, "SELECT count(*) FROM blob_chunks").await, 3);
+    // Again, and under another name: nothing more stored.
+    let copy = dir.0.join("copy.bin");
+    std::fs::copy(&file, &copy).unwrap();
+    assert_eq!(blobs::put(&db.pool, &copy).await.unwrap(), blob);
+    assert_eq!(count(&db, "SELECT count(*) FROM blobs").await, 1);
+    assert_eq!(count(&db, "SELECT count(*) FROM blob_chunks").await, 3);
+    let got = blobs::fetch(&db.pool, &blob.sha256, &dir.0.join("cache"))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(&got).unwrap(), bytes);
+    // A chunk damaged in the database: the fetch fails, and leaves no file behind.
+    sqlx::query("UPDATE blob_chunks SET data = 'x' WHERE n = 1")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let other = dir.0.join("cache2");
+    let e = blobs::fetch(&db.pool, &blob.sha256, &other)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("hash to"), "{e}");
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0);
+}
+
+/// A run whose uploaded tool is edited, then deleted, after it was recorded: resumed, it
+/// runs the tool it recorded, and says the path changed.
+#[tokio::test]
+async fn a_resumed_run_uses_the_files_it_recorded() {
+    let db = fresh_db("carried").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("carried");
+    let tool = dir.0.join("uptool.sh");
+    std::fs::write(&tool, "#!/bin/sh\nsleep 0.3\necho 'value: 41'\n").unwrap();
+    let recorded = sha256sum(&tool);
+    let text = format!(
+        r#"
+name: carried
+{hosts}kernels: [ {{ name: current, source: running }} ]
+tools:
+  - {{ name: uptool, on: [here], install_dir: "{bin}", from: {{ upload: uptool.sh }} }}
+workloads:
+  - name: up
+    kind: command
+    argv: ["uptool"]
+    metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }}
+iterations: 6
+"#,
+        hosts = agent.hosts_yaml(),
+        bin = dir.0.join("bin").display(),
+    );
+    let file = dir.0.join("s.yaml");
+    std::fs::write(&file, text).unwrap();
+    let mut child = kreg(&db, &dir.0)
+        .arg("run")
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    kill_when(
+        &db,
+        &mut child,
+        "SELECT count(*) FROM jobs WHERE state = 'done'",
+        2,
+        "two jobs stored",
+    )
+    .await;
+    let stored: Vec<(String, String)> = sqlx::query_as("SELECT path, sha256 FROM run_files")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, [(tool.display().to_string(), recorded.clone())]);
+    // Edited: the run goes on with what it recorded (killed again two jobs later).
+    std::fs::write(&tool, "#!/bin/sh\necho 'value: 99'\n").unwrap();
+    let run: i64 = count(&db, "SELECT max(id) FROM runs").await;
+    let said = dir.0.join("resume.stderr");
+    let mut child = kreg(&db, &dir.0)
+        .args(["resume", &run.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&said).unwrap())
+        .spawn()
+        .unwrap();
+    kill_when(
+        &db,
+        &mut child,
+        "SELECT count(*) FROM jobs WHERE state = 'done'",
+        4,
+        "four jobs stored",
+    )
+    .await;
+    let said = std::fs::read_to_string(&said).unwrap();
+    assert!(
+        said.contains("now holds other content") && said.contains(&recorded),
+        "{said}"
+    );
+    // Deleted: the same.
+    std::fs::remove_file(&tool).unwrap();
+    let out = kreg(&db, &dir.0).args(["resume", &run.to_string()]).output().unwrap();
+    assert_ok(&out, "kreg resume after the file was deleted");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("cannot be read any more"), "{said}");
+    let values: Vec<f64> =
+        sqlx::query_scalar("SELECT r.value FROM results r JOIN jobs j ON j.id = r.job_id ORDER BY j.ordinal")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(values, [41.0; 6], "every job ran the recorded tool");
+}
