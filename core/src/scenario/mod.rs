@@ -129,6 +129,35 @@ impl Scenario {
         }
     }
 
+    /// Each database server's password file (a secret) replaced by the file `map` gives for
+    /// its name as the scenario wrote it: how a fleet worker reads a submitted scenario's
+    /// secrets (files of the operator's, never the submitter's paths). The names `map`
+    /// lacks, with where they are used.
+    pub fn map_secrets(&mut self, map: &std::collections::BTreeMap<String, PathBuf>) -> Result<(), Vec<String>> {
+        let mut missing = Vec::new();
+        let files = self.files.clone();
+        for w in &mut self.workloads {
+            let server = match &mut w.kind {
+                WorkloadKind::Sysbench(s) => &mut s.server,
+                WorkloadKind::Hammerdb(h) => &mut h.server,
+                _ => continue,
+            };
+            let name = files
+                .iter()
+                .find(|f| f.kind == FileKind::Secret && f.path == server.password_file)
+                .map(|f| f.written.clone())
+                .unwrap_or_else(|| server.password_file.display().to_string());
+            match map.get(&name) {
+                Some(p) => server.password_file = p.clone(),
+                None => missing.push(format!("`{name}` (password_file of workload {})", w.name)),
+            }
+        }
+        match missing.is_empty() {
+            true => Ok(()),
+            false => Err(missing),
+        }
+    }
+
     /// Expands the `~/` the loader kept in ssh paths (and in the files `kreg validate`
     /// checks) to `home`, the user's home directory: the loader reads no environment.
     pub fn expand_home(&mut self, home: &Path) {

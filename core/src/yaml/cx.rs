@@ -36,6 +36,9 @@ pub struct FileRef {
     /// What it is, as the messages name it ("a patch file", "token_file", …).
     pub what: String,
     pub kind: FileKind,
+    /// The name as the scenario wrote it (a secret's name on a fleet worker, which maps it
+    /// to a file of its own).
+    pub written: String,
 }
 
 /// Whether a run carries a file (stored by its content with the run, and taken from there by
@@ -136,6 +139,7 @@ impl<'a> Cx<'a> {
             col: node.col,
             what: what.to_string(),
             kind,
+            written: s.clone(),
         });
         Some(path)
     }

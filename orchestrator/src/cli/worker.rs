@@ -33,6 +33,20 @@ pub struct WorkerArgs {
     /// The worker's name in `kreg status` (default HOST:PID).
     #[arg(long)]
     pub name: Option<String>,
+    /// A secret a submitted scenario names (a database's `password_file`, by the name the
+    /// scenario wrote), read from FILE on this host: a worker opens no path a submitter
+    /// wrote. Repeatable; a slot whose scenario names a secret not given here fails, saying
+    /// which.
+    #[arg(long = "secret", value_name = "NAME=FILE", value_parser = parse_secret)]
+    pub secrets: Vec<(String, std::path::PathBuf)>,
+}
+
+/// `NAME=FILE` of `--secret` (clap's value parser: its error is the message clap prints).
+fn parse_secret(s: &str) -> std::result::Result<(String, std::path::PathBuf), String> {
+    match s.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => Ok((name.to_string(), file.into())),
+        _ => Err(format!("{s:?}: give NAME=FILE")),
+    }
 }
 
 /// How a slot's drive ended, for the worker.
@@ -82,7 +96,7 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
                 s = super::run::interrupted() => break s,
             }
         };
-        match drive_claim(&db, id, &c, took, a.lease, cfg).await {
+        match drive_claim(&db, id, &c, took, a, cfg).await {
             Ended::Finished => {}
             Ended::Lost(why) => say(&format!(
                 "worker {id}: run {} slot {}: lease of epoch {} lost ({why}); stopped driving it",
@@ -183,7 +197,12 @@ impl From<kreg::Error> for NoPart {
     }
 }
 
-async fn part_of(db: &PgPool, c: &fleet::Claim, cfg: &Config) -> Result<Part, NoPart> {
+async fn part_of(
+    db: &PgPool,
+    c: &fleet::Claim,
+    cfg: &Config,
+    secrets: &[(String, std::path::PathBuf)],
+) -> Result<Part, NoPart> {
     let run = store::run(db, c.run_id)
         .await
         .map_err(|e| match e.is_connection_lost() {
@@ -198,6 +217,13 @@ async fn part_of(db: &PgPool, c: &fleet::Claim, cfg: &Config) -> Result<Part, No
     session.localize(db, cfg).await.map_err(|e| match e {
         kreg::engine::EngineError::Store(e) if e.is_connection_lost() => NoPart::Db(e),
         e => NoPart::Bad(e.to_string()),
+    })?;
+    let secrets = secrets.iter().cloned().collect();
+    session.scenario.map_secrets(&secrets).map_err(|missing| {
+        NoPart::Bad(format!(
+            "the scenario names secret(s) this worker does not have: {}; give `kreg worker --secret NAME=FILE` (a worker reads no path a submitter wrote)",
+            missing.join(", ")
+        ))
     })?;
     Ok(Part {
         lease: c.lease(),
@@ -224,7 +250,8 @@ async fn keep_lease(db: PgPool, id: i64, epoch: i64, lease: f64) -> String {
 }
 
 /// Drives claim `c` (made in `took`) under worker `id`'s lease of `lease` seconds.
-async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, lease: f64, cfg: &Config) -> Ended {
+async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, a: &WorkerArgs, cfg: &Config) -> Ended {
+    let lease = a.lease;
     let f = c.lease();
     say(&format!(
         "worker {id}: run {} slot {} on {}{} at epoch {} (claimed in {:.1} ms){}",
@@ -240,7 +267,7 @@ async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, lea
             ""
         }
     ));
-    let part = match part_of(db, c, cfg).await {
+    let part = match part_of(db, c, cfg, &a.secrets).await {
         Ok(p) => Arc::new(p),
         Err(NoPart::Db(e)) => return Ended::Lost(format!("the database went away before the slot began: {e}")),
         Err(NoPart::Bad(why)) => {

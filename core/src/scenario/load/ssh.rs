@@ -117,6 +117,7 @@ impl<'a> Cx<'a> {
                     col: node.col,
                     what: key.to_string(),
                     kind: crate::yaml::cx::FileKind::Secret,
+                    written: s.clone(),
                 });
             }
             return Some(Some(path));

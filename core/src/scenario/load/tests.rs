@@ -656,3 +656,20 @@ workloads:
         .iter()
         .any(|f| f.kind == FileKind::Secret && f.path == Path::new("/scn/pw")));
 }
+
+/// On a fleet worker a database's password file is the operator's: mapped by the name the
+/// scenario wrote, never the submitter's path; a name the worker lacks is said.
+#[test]
+fn secrets_are_mapped_by_the_name_written() {
+    let text = "workloads:\n  - { name: o, kind: sysbench, on: ldg, test: oltp_read_only, server: { on: sut, address: 192.0.2.1, datadir: /var/lib/db, password_file: secrets/db.pw } }\n";
+    let mut s = load(text).unwrap();
+    let mut map = std::collections::BTreeMap::new();
+    let e = s.clone().map_secrets(&map).unwrap_err();
+    assert_eq!(e, ["`secrets/db.pw` (password_file of workload o)"]);
+    map.insert("secrets/db.pw".to_string(), PathBuf::from("/etc/kreg/db.pw"));
+    s.map_secrets(&map).unwrap();
+    let WorkloadKind::Sysbench(sb) = &s.workloads[0].kind else {
+        panic!("{:?}", s.workloads[0].kind)
+    };
+    assert_eq!(sb.server.password_file, Path::new("/etc/kreg/db.pw"));
+}
