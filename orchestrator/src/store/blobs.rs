@@ -213,3 +213,13 @@ pub async fn run_files(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<RunFi
             .await?,
     )
 }
+
+/// Removes blob `sha256` when no run carries it; whether it was removed.
+pub async fn remove_unused(db: impl PgExecutor<'_>, sha256: &str) -> Result<bool> {
+    let done =
+        sqlx::query("DELETE FROM blobs WHERE sha256 = $1 AND NOT EXISTS (SELECT 1 FROM run_files WHERE sha256 = $1)")
+            .bind(sha256)
+            .execute(db)
+            .await?;
+    Ok(done.rows_affected() == 1)
+}

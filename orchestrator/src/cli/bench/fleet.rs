@@ -139,7 +139,7 @@ async fn submit(db: &PgPool, text: &str, pairs: usize) -> Result<i64> {
 /// CPU seconds used so far by this machine's PostgreSQL servers (0 when the server is
 /// elsewhere): each server's own and its ended backends' (reaped into its children's
 /// times), and its live backends'.
-fn postgres_cpu() -> f64 {
+pub(super) fn postgres_cpu() -> f64 {
     let tick = 100.0;
     let mut procs = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {

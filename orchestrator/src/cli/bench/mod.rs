@@ -7,6 +7,7 @@ mod agent;
 mod bisect;
 mod changepoints;
 mod dashboard;
+mod files;
 mod fleet;
 
 use std::process::ExitCode;
@@ -54,6 +55,9 @@ pub enum BenchCmd {
     /// The bisection's decisions on described ranges: how often it names the right
     /// commit, a wrong one, "does not reproduce", a range or "ambiguous", and its cost.
     Bisect(bisect::BisectArgs),
+    /// A run's carried file stored in the database and fetched back: the time each way,
+    /// the database's CPU, and this process's memory (needs a database).
+    Files(files::FilesArgs),
     /// The history's change-point search on synthetic series: steps found at their run,
     /// false change points in series without one.
     Changepoints(changepoints::ChangepointArgs),
@@ -94,6 +98,7 @@ pub async fn dispatch(cmd: BenchCmd, cfg: &kreg::config::Config) -> Result<ExitC
         BenchCmd::Bisect(args) => bisect::run(args),
         BenchCmd::Fleet(args) => fleet::run(cfg, args).await,
         BenchCmd::Changepoints(args) => changepoints::run(args),
+        BenchCmd::Files(args) => files::run(cfg, args).await,
     }
 }
 
