@@ -18,6 +18,9 @@ pub enum DbCmd {
     Url,
     /// Stop the private cluster.
     Stop,
+    /// Remove the stored files no run carries any more (a run's files are kept as long as
+    /// the run is; nothing is removed otherwise).
+    Gc,
 }
 
 pub async fn dispatch(cmd: DbCmd, cfg: &Config) -> Result<ExitCode> {
@@ -32,6 +35,15 @@ pub async fn dispatch(cmd: DbCmd, cfg: &Config) -> Result<ExitCode> {
         }
         DbCmd::Stop => {
             store::cluster::stop(&cfg.data_dir.canonicalize()?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        DbCmd::Gc => {
+            let db = connect(cfg).await?;
+            let (n, bytes) = store::blobs::gc(&db).await?;
+            println!(
+                "removed {n} stored file(s) no run carries ({:.1} MiB)",
+                bytes as f64 / (1u64 << 20) as f64
+            );
             Ok(ExitCode::SUCCESS)
         }
     }

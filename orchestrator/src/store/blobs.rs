@@ -223,3 +223,14 @@ pub async fn remove_unused(db: impl PgExecutor<'_>, sha256: &str) -> Result<bool
             .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Removes every blob no run carries; how many, and their bytes.
+pub async fn gc(db: impl PgExecutor<'_>) -> Result<(i64, i64)> {
+    let (n, bytes): (i64, Option<i64>) = sqlx::query_as(
+        "WITH gone AS (DELETE FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM run_files f WHERE f.sha256 = b.sha256) RETURNING size)
+         SELECT count(*), sum(size)::bigint FROM gone",
+    )
+    .fetch_one(db)
+    .await?;
+    Ok((n, bytes.unwrap_or(0)))
+}

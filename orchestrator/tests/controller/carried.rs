@@ -58,6 +58,12 @@ async fn blobs_are_stored_once_in_chunks_and_checked_when_fetched() {
         .to_string();
     assert!(e.contains("hash to"), "{e}");
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0);
+    // No run carries it: `kreg db gc` removes it, chunks and all.
+    let out = kreg(&db, &dir.0).args(["db", "gc"]).output().unwrap();
+    assert_ok(&out, "kreg db gc");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("removed 1 stored file(s)"), "{said}");
+    assert_eq!(count(&db, "SELECT count(*) FROM blob_chunks").await, 0);
 }
 
 /// A run whose uploaded tool is edited, then deleted, after it was recorded: resumed, it
@@ -143,4 +149,9 @@ iterations: 6
             .await
             .unwrap();
     assert_eq!(values, [41.0; 6], "every job ran the recorded tool");
+    // A blob a run carries stays.
+    let out = kreg(&db, &dir.0).args(["db", "gc"]).output().unwrap();
+    assert_ok(&out, "kreg db gc");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("removed 0 stored file(s)"));
+    assert_eq!(count(&db, "SELECT count(*) FROM blobs").await, 1);
 }
