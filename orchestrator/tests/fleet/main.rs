@@ -2,6 +2,7 @@
 //! leasing machine pairs, all against real agents and a real PostgreSQL.
 
 mod blocks;
+mod carried;
 mod harness;
 mod soak;
 mod soak_env;
