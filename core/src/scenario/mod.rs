@@ -158,6 +158,40 @@ impl Scenario {
         }
     }
 
+    /// The git sources (kernels, perf trees, tools) given as a path on the machine that
+    /// reads the scenario rather than a URL to fetch (`/src/linux`, `file:///…`, `~/…`):
+    /// a fleet worker would read its own host's files for them.
+    pub fn local_git_sources(&self) -> Vec<&str> {
+        let local = |u: &str| {
+            !["https://", "http://", "ssh://", "git://"]
+                .iter()
+                .any(|s| u.starts_with(s))
+                && !is_scp_like(u)
+        };
+        let mut out = Vec::new();
+        for k in &self.kernels {
+            if let KernelSource::Build(BuildSpec {
+                tree: TreeSource::Git { url, .. },
+                ..
+            }) = &k.source
+            {
+                out.push(url.as_str());
+            }
+            if let Some(PerfSource::Tree(TreeSource::Git { url, .. })) = &k.perf {
+                out.push(url.as_str());
+            }
+        }
+        for t in &self.tools {
+            if let ToolSource::Git { url, .. } = &t.source {
+                out.push(url.as_str());
+            }
+        }
+        out.retain(|u| local(u));
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Expands the `~/` the loader kept in ssh paths (and in the files `kreg validate`
     /// checks) to `home`, the user's home directory: the loader reads no environment.
     pub fn expand_home(&mut self, home: &Path) {
@@ -526,3 +560,16 @@ pub struct Workload {
 }
 
 pub use crate::workload::WorkloadKind;
+
+/// `user@host:path` as git reads it (no `://`; a colon before any slash, not a drive
+/// letter).
+fn is_scp_like(url: &str) -> bool {
+    if url.contains("://") {
+        return false;
+    }
+    match (url.find(':'), url.find('/')) {
+        (Some(c), Some(s)) => c < s && c > 1,
+        (Some(c), None) => c > 1,
+        _ => false,
+    }
+}

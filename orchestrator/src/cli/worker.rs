@@ -212,6 +212,8 @@ async fn part_of(
     let mut session = Session::of(run).map_err(|e| e.to_string())?;
     let sut = pool_machine(&c.sut)?;
     let loadgen = c.loadgen.as_ref().map(pool_machine).transpose()?;
+    // What `kreg submit` checked, again: a worker opens no path a submitter wrote.
+    part::fleet_fit(&session.scenario)?;
     session.scenario = part::on_pair(&session.scenario, &sut, loadgen.as_ref())?;
     // The run's files from the store: a worker reads no path the submitted scenario names.
     session.localize(db, cfg).await.map_err(|e| match e {

@@ -53,6 +53,13 @@ pub fn fleet_fit(scenario: &Scenario) -> Result<(), crate::Error> {
     if scenario.adaptive() {
         return Err(crate::Error::invalid("an adaptive scenario (iterations: {min, max}) decides its rounds from all its machines at once: run it with `kreg run`, or give fixed iterations"));
     }
+    let local = scenario.local_git_sources();
+    if !local.is_empty() {
+        return Err(crate::Error::invalid(format!(
+            "git source(s) {} are paths, not URLs: a worker would read its own host's files for them; give an https://, ssh:// or git:// URL (or user@host:path)",
+            local.join(", ")
+        )));
+    }
     if scenario.bisect.is_some() {
         return Err(crate::Error::invalid(
             "a bisection runs with `kreg bisect`, not from the queue",

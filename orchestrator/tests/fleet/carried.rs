@@ -78,4 +78,15 @@ iterations: 4
     let (ok, out) = run(&["submit", elsewhere.join("s.yaml").to_str().unwrap()]);
     assert!(!ok && out.contains("uptool.sh"), "{out}");
     assert!(!out.contains("run 2:"), "{out}");
+    // A git source written as a path would be read on the worker's host: refused at submit.
+    let local = scenario.replace(
+        "from: { upload: uptool.sh }",
+        "from: { git: /src/tool, ref: v1, build: [make], binary: t }",
+    );
+    std::fs::write(elsewhere.join("g.yaml"), local).unwrap();
+    let (ok, out) = run(&["submit", elsewhere.join("g.yaml").to_str().unwrap()]);
+    assert!(
+        !ok && out.contains("git source(s) /src/tool are paths, not URLs") && out.contains("nothing queued"),
+        "{out}"
+    );
 }

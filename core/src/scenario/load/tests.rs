@@ -673,3 +673,26 @@ fn secrets_are_mapped_by_the_name_written() {
     };
     assert_eq!(sb.server.password_file, Path::new("/etc/kreg/db.pw"));
 }
+
+/// A git source written as a path (not a URL) is what a fleet worker would read on its own
+/// host: said, so that a submission can be refused.
+#[test]
+fn git_sources_given_as_paths_are_told_from_urls() {
+    let tools = |url: &str| {
+        load(&format!(
+            "tools:\n  - {{ name: t, on: [sut], from: {{ git: \"{url}\", ref: v1, build: [make], binary: t }} }}\nworkloads: [ {{ name: h, kind: hackbench }} ]\n"
+        ))
+        .unwrap()
+    };
+    for local in ["/src/t", "file:///src/t", "src/t", "c:/t"] {
+        assert_eq!(tools(local).local_git_sources(), [local], "{local}");
+    }
+    for url in [
+        "https://git.kernel.org/t.git",
+        "ssh://h/t",
+        "git://h/t",
+        "git@github.com:o/t.git",
+    ] {
+        assert!(tools(url).local_git_sources().is_empty(), "{url}");
+    }
+}
