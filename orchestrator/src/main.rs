@@ -50,6 +50,11 @@ enum Cmd {
         #[command(subcommand)]
         command: cli::db::DbCmd,
     },
+    /// A run in one file (a tar): its scenario, the files it carries, its rows and its
+    /// report, for another site to import and reproduce.
+    Export(cli::bundle::ExportArgs),
+    /// A run a bundle of `kreg export` holds, put into this database (its id kept).
+    Import(cli::bundle::ImportArgs),
     /// Two runs of one scenario: run B's rows against run A's (same kernel, variant, workload).
     Compare(cli::report::CompareArgs),
     /// Kernels kreg built: release, content key, where, and the runs that used them.
@@ -126,6 +131,8 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Report(a) => cli::report::report(cfg, &a).await,
         Cmd::Schedstat { command } => cli::schedstat::dispatch(command, cfg).await,
         Cmd::Compare(a) => cli::report::compare(cfg, &a).await,
+        Cmd::Export(a) => cli::bundle::export(cfg, &a).await,
+        Cmd::Import(a) => cli::bundle::import(cfg, &a).await,
         Cmd::Kernels => cli::kernels::kernels(&cli::db::connect(cfg).await?).await,
         Cmd::Alerts { command } => cli::alerts::dispatch(command, &cli::db::connect(cfg).await?).await,
         Cmd::Parse(a) => cli::parse::parse(&a),

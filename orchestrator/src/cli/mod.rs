@@ -4,6 +4,7 @@ pub mod agent;
 pub mod alerts;
 pub mod bench;
 pub mod bisect;
+pub mod bundle;
 pub mod db;
 pub mod fleet;
 pub mod kernels;

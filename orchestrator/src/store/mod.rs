@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bisect;
 pub mod blobs;
 mod builds;
+pub mod bundle;
 pub mod cluster;
 mod copy;
 pub mod fleet;

@@ -155,3 +155,91 @@ iterations: 6
     assert!(String::from_utf8_lossy(&out.stdout).contains("removed 0 stored file(s)"));
     assert_eq!(count(&db, "SELECT count(*) FROM blobs").await, 1);
 }
+
+/// `kreg export` then `kreg import` into a fresh database: the same report, byte for byte,
+/// and the bundle holds the tool the run carried and the report as the first site printed it.
+#[tokio::test]
+async fn an_exported_run_imports_elsewhere_with_the_same_report() {
+    let db = fresh_db("export").await;
+    let other = fresh_db("import").await;
+    let agent = Agent::start();
+    let dir = Scratch::new("export");
+    std::fs::write(dir.0.join("uptool.sh"), "#!/bin/sh\necho \"value: $((40 + $$ % 3))\"\n").unwrap();
+    let text = format!(
+        r#"
+name: exported
+{hosts}kernels: [ {{ name: current, source: running }} ]
+variants: [ {{ name: default }}, {{ name: batch, policy: batch }} ]
+tools:
+  - {{ name: uptool, on: [here], install_dir: "{bin}", from: {{ upload: uptool.sh }} }}
+workloads:
+  - name: up
+    kind: command
+    argv: ["uptool"]
+    metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }}
+iterations: 3
+"#,
+        hosts = agent.hosts_yaml(),
+        bin = dir.0.join("bin").display(),
+    );
+    let file = dir.0.join("s.yaml");
+    std::fs::write(&file, text).unwrap();
+    assert_ok(&kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap(), "kreg run");
+    let bundle = dir.0.join("b.tar");
+    let out = kreg(&db, &dir.0)
+        .args(["export", "1", "--output", bundle.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ok(&out, "kreg export");
+    // The bundle, read with tar(1): the tool by its digest, the report as printed here.
+    let listing = Command::new("tar").arg("-tf").arg(&bundle).output().unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    let tool = sha256sum(&dir.0.join("uptool.sh"));
+    assert!(listing.contains(&format!("files/{tool}")), "{listing}");
+    assert!(
+        listing.contains("tables/jobs.jsonl") && listing.contains("scenario.yaml"),
+        "{listing}"
+    );
+    let report = kreg(&db, &dir.0).args(["report", "1"]).output().unwrap();
+    assert_ok(&report, "kreg report");
+    let inside = Command::new("tar")
+        .arg("-xOf")
+        .arg(&bundle)
+        .arg("report.txt")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&inside.stdout).trim_end(),
+        String::from_utf8_lossy(&report.stdout).trim_end()
+    );
+    // Into another database: the same report, byte for byte.
+    let out = kreg(&other, &dir.0)
+        .args(["import", bundle.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ok(&out, "kreg import");
+    let again = kreg(&other, &dir.0).args(["report", "1"]).output().unwrap();
+    assert_ok(&again, "kreg report of the imported run");
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&report.stdout)
+    );
+    // Twice: refused whole, nothing written.
+    let jobs = |db: &common::TestDb| {
+        let pool = db.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM jobs")
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let before = jobs(&other).await;
+    let out = kreg(&other, &dir.0)
+        .args(["import", bundle.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing imported"));
+    assert_eq!(jobs(&other).await, before);
+}

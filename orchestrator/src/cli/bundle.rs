@@ -1,0 +1,157 @@
+//! `kreg export RUN` and `kreg import FILE`: a run in one file another site can read and
+//! reproduce. The bundle is a tar (compress it as you like): `manifest.json`, the
+//! scenario's text, every file the run carries under `files/SHA-256`, one JSON-lines file
+//! per table the run owns (`tables/NAME.jsonl`: its jobs with their exact command lines,
+//! results, raw outputs, hosts, settings, kernel builds with their configs, a bisection's
+//! commits and measurements), and its report as `report.txt` and `results.csv`. Written
+//! and read a member at a time.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+
+use kreg::config::Config;
+use kreg::report::Format;
+use kreg::store::{self, blobs, bundle};
+
+/// What a bundle is, first in it.
+const MANIFEST: &str = "manifest.json";
+
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    pub run: i64,
+    /// The bundle to write (default: run-RUN.tar in this folder).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct ImportArgs {
+    /// A bundle `kreg export` wrote.
+    pub file: PathBuf,
+}
+
+fn append(tar: &mut tar::Builder<std::fs::File>, name: &str, bytes: &[u8]) -> Result<()> {
+    let mut h = tar::Header::new_gnu();
+    h.set_size(bytes.len() as u64);
+    h.set_mode(0o644);
+    h.set_mtime(0);
+    h.set_cksum();
+    tar.append_data(&mut h, name, bytes)
+        .with_context(|| format!("writing {name}"))
+}
+
+pub async fn export(cfg: &Config, a: &ExportArgs) -> Result<ExitCode> {
+    let db = super::db::connect(cfg).await?;
+    let tables = bundle::export(&db, a.run).await?;
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("run-{}.tar", a.run)));
+    let tmp = out.with_extension("tar.part");
+    let mut tar = tar::Builder::new(std::fs::File::create(&tmp).with_context(|| format!("{}", tmp.display()))?);
+    let manifest = serde_json::json!({
+        "kreg": env!("CARGO_PKG_VERSION"),
+        "run": a.run,
+        "tables": tables.iter().map(|(t, rows)| serde_json::json!({ "name": t, "rows": rows.len() })).collect::<Vec<_>>(),
+    });
+    append(&mut tar, MANIFEST, serde_json::to_string_pretty(&manifest)?.as_bytes())?;
+    let row = store::run(&db, a.run).await?;
+    append(&mut tar, "scenario.yaml", row.yaml.as_bytes())?;
+    for (table, rows) in &tables {
+        let mut text = String::new();
+        for r in rows {
+            text.push_str(&serde_json::to_string(r)?);
+            text.push('\n');
+        }
+        append(&mut tar, &format!("tables/{table}.jsonl"), text.as_bytes())?;
+    }
+    let cache = cfg.cache_dir.join("blobs");
+    for f in blobs::run_files(&db, a.run).await? {
+        let local = blobs::fetch(&db, &f.sha256, &cache).await?;
+        tar.append_path_with_name(&local, format!("files/{}", f.sha256))
+            .with_context(|| format!("adding {}", f.path))?;
+    }
+    let settings = kreg::stats::Settings::default();
+    let text = super::report::rendered(&db, a.run, None, &settings, Format::Text, false).await?;
+    append(&mut tar, "report.txt", text.as_bytes())?;
+    if row.kind != kreg::plan::RunKind::Bisection {
+        let csv = super::report::rendered(&db, a.run, None, &settings, Format::Csv, false).await?;
+        append(&mut tar, "results.csv", csv.as_bytes())?;
+    }
+    tar.into_inner()?.sync_all()?;
+    std::fs::rename(&tmp, &out)?;
+    println!("run {}: written to {}", a.run, out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn import(cfg: &Config, a: &ImportArgs) -> Result<ExitCode> {
+    let dir = kreg::config::temp_dir().join(format!("kreg-import-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let unpacked = unpack(&a.file, &dir);
+    let result = match unpacked {
+        Ok(()) => put_back(cfg, &dir).await,
+        Err(e) => Err(e),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = result.with_context(|| format!("{}: nothing imported", a.file.display()))?;
+    println!("run {run} imported from {} (`kreg report {run}`)", a.file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bundle's members into `dir`, each a plain file under its own name (no link, no path
+/// leaving `dir`).
+fn unpack(file: &Path, dir: &Path) -> Result<()> {
+    let mut tar = tar::Archive::new(std::fs::File::open(file).with_context(|| format!("{}", file.display()))?);
+    for entry in tar.entries()? {
+        let mut e = entry?;
+        let name = e.path()?.to_string_lossy().into_owned();
+        let plain = name.split('/').all(|p| !p.is_empty() && p != "." && p != "..");
+        if e.header().entry_type() != tar::EntryType::Regular || !plain {
+            bail!("{name:?} is not a member a bundle holds");
+        }
+        let path = dir.join(&name);
+        std::fs::create_dir_all(path.parent().expect("in dir"))?;
+        e.unpack(&path)?;
+    }
+    if !dir.join(MANIFEST).is_file() {
+        bail!("no {MANIFEST}: not a bundle of kreg's");
+    }
+    Ok(())
+}
+
+/// The unpacked bundle in `dir` put into the database: its files first, then its rows.
+async fn put_back(cfg: &Config, dir: &Path) -> Result<i64> {
+    let db = super::db::connect(cfg).await?;
+    if let Ok(files) = std::fs::read_dir(dir.join("files")) {
+        for f in files {
+            let path = f?.path();
+            let blob = blobs::put(&db, &path).await?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if blob.sha256 != name {
+                bail!("files/{name} holds content of SHA-256 {}", blob.sha256);
+            }
+        }
+    }
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(MANIFEST))?)?;
+    let mut tables = Vec::new();
+    for t in manifest["tables"].as_array().context("the manifest lists no tables")? {
+        let name = t["name"].as_str().context("a table without its name")?.to_string();
+        let file = std::fs::File::open(dir.join(format!("tables/{name}.jsonl")))
+            .with_context(|| format!("tables/{name}.jsonl"))?;
+        let mut rows = Vec::new();
+        for line in std::io::BufReader::new(file).lines() {
+            rows.push(serde_json::from_str(&line?).with_context(|| format!("tables/{name}.jsonl"))?);
+        }
+        tables.push((name, rows));
+    }
+    let run = bundle::import(&db, &tables).await?;
+    let _ = std::io::stdout().flush();
+    Ok(run)
+}
