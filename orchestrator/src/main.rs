@@ -121,7 +121,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
     match cmd {
         Cmd::Validate(a) => cli::validate::validate(&a),
         Cmd::Plan(a) => cli::validate::plan(&a),
-        Cmd::Run(a) => cli::run::start(&a.file, &a.only, cfg).await,
+        Cmd::Run(a) => cli::run::run(&a, cfg).await,
         Cmd::Bisect(a) => cli::bisect::bisect(cfg, &a).await,
         Cmd::Submit(a) => cli::fleet::submit(&a, cfg).await,
         Cmd::Worker(a) => cli::worker::worker(&a, cfg).await,

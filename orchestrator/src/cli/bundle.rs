@@ -155,3 +155,61 @@ async fn put_back(cfg: &Config, dir: &Path) -> Result<i64> {
     let _ = std::io::stdout().flush();
     Ok(run)
 }
+
+/// A bundle unpacked for `kreg run --from`: the scenario's text, the path it was read from
+/// at the first site (its relative paths resolve as they did there), and the run's files.
+pub struct Unpacked {
+    dir: PathBuf,
+    pub text: String,
+    pub source: String,
+    files: Vec<serde_json::Value>,
+}
+
+impl Unpacked {
+    pub fn read(bundle: &Path) -> Result<Unpacked> {
+        let dir = kreg::config::temp_dir().join(format!("kreg-from-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        unpack(bundle, &dir).with_context(|| format!("{}", bundle.display()))?;
+        let text = std::fs::read_to_string(dir.join("scenario.yaml")).context("the bundle's scenario.yaml")?;
+        let lines = |name: &str| -> Result<Vec<serde_json::Value>> {
+            let text = std::fs::read_to_string(dir.join(format!("tables/{name}.jsonl"))).unwrap_or_default();
+            text.lines()
+                .map(|l| serde_json::from_str(l).with_context(|| format!("tables/{name}.jsonl")))
+                .collect()
+        };
+        let run = lines("runs")?.into_iter().next().context("the bundle holds no run")?;
+        let source = run["source_path"].as_str().unwrap_or_default().to_string();
+        let files = lines("run_files")?;
+        Ok(Unpacked {
+            dir,
+            text,
+            source,
+            files,
+        })
+    }
+
+    /// The bundle's files stored in this database; what a new run records of them.
+    pub async fn put_files(&self, db: &sqlx::PgPool) -> Result<Vec<blobs::RunFile>> {
+        let mut out = Vec::new();
+        for f in &self.files {
+            let sha = f["sha256"].as_str().unwrap_or_default();
+            let blob = blobs::put(db, &self.dir.join("files").join(sha)).await?;
+            if blob.sha256 != sha {
+                bail!("files/{sha} holds content of SHA-256 {}", blob.sha256);
+            }
+            out.push(blobs::RunFile {
+                path: f["path"].as_str().unwrap_or_default().to_string(),
+                what: f["what"].as_str().unwrap_or_default().to_string(),
+                sha256: blob.sha256,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Unpacked {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

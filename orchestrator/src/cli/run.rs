@@ -255,11 +255,49 @@ pub(super) async fn interrupted() -> &'static str {
 /// `kreg run`'s arguments.
 #[derive(clap::Args)]
 pub struct RunArgs {
-    pub file: std::path::PathBuf,
+    #[arg(required_unless_present = "from", conflicts_with = "from")]
+    pub file: Option<std::path::PathBuf>,
+    /// Run a bundle of `kreg export` again: its scenario with the files it carries (the
+    /// bundle's, not paths on this machine).
+    #[arg(long, value_name = "BUNDLE")]
+    pub from: Option<std::path::PathBuf>,
     /// Only the cells KERNEL/VARIANT/WORKLOAD (each a name of the scenario or *), e.g. a
     /// report row's cell and its baseline's, to measure them again. Repeatable
     #[arg(long, value_name = "KERNEL/VARIANT/WORKLOAD")]
     pub only: Vec<String>,
+}
+
+/// `kreg run FILE` or `kreg run --from BUNDLE`.
+pub async fn run(a: &RunArgs, cfg: &Config) -> Result<ExitCode> {
+    match (&a.file, &a.from) {
+        (Some(file), _) => start(file, &a.only, cfg).await,
+        (None, Some(bundle)) => {
+            let from = super::bundle::Unpacked::read(bundle)?;
+            let db = super::db::connect(cfg).await?;
+            let files = from.put_files(&db).await?;
+            let s = kreg::scenario_file::parse(&from.text, Path::new(&from.source)).map_err(|diags| {
+                for d in &diags {
+                    eprintln!("{}", d.render(&from.source));
+                }
+                anyhow::anyhow!("{}: its scenario has {} problem(s)", bundle.display(), diags.len())
+            })?;
+            let scenario = Recorded {
+                text: &from.text,
+                source: &from.source,
+                files: Some(files),
+            };
+            record_and_drive(bundle, scenario, s, &a.only, cfg).await
+        }
+        (None, None) => bail!("give a scenario file or --from BUNDLE"),
+    }
+}
+
+/// A scenario as `kreg run` records it: its text, where it came from, and the files it
+/// carries when they were stored already (a bundle's).
+struct Recorded<'a> {
+    text: &'a str,
+    source: &'a str,
+    files: Option<Vec<store::blobs::RunFile>>,
 }
 
 /// `kreg run`: the hosts checked, the run recorded, then driven.
@@ -268,6 +306,22 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
     // will be read with.
     let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
     let (text, s) = super::validate::load_from(&source, file)?;
+    let source = source.display().to_string();
+    let scenario = Recorded {
+        text: &text,
+        source: &source,
+        files: None,
+    };
+    record_and_drive(file, scenario, s, only, cfg).await
+}
+
+async fn record_and_drive(
+    file: &Path,
+    r: Recorded<'_>,
+    s: kreg::scenario::Scenario,
+    only: &[String],
+    cfg: &Config,
+) -> Result<ExitCode> {
     let only = only
         .iter()
         .map(|o| plan::Only::parse(&s, o))
@@ -283,12 +337,14 @@ pub async fn start(file: &Path, only: &[String], cfg: &Config) -> Result<ExitCod
     // Every host reached and authenticated before anything is recorded.
     let agents = preflight(&s, cfg, file).await?;
     let db = super::db::connect(cfg).await?;
-    let source = source.display().to_string();
-    let files = store::blobs::carry(&db, &s).await?;
+    let files = match r.files {
+        Some(f) => f,
+        None => store::blobs::carry(&db, &s).await?,
+    };
     let scenario = store::ScenarioText {
         name: &s.name,
-        yaml: &text,
-        source_path: &source,
+        yaml: r.text,
+        source_path: r.source,
         files: &files,
     };
     let run_id = store::record_run(&db, &scenario, plan::RunKind::of(&s), &jobs).await?;

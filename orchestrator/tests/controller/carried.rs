@@ -242,4 +242,27 @@ iterations: 3
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing imported"));
     assert_eq!(jobs(&other).await, before);
+    // Run again from the bundle, the tool gone from this folder: the same jobs, the bundle's
+    // tool.
+    std::fs::remove_file(dir.0.join("uptool.sh")).unwrap();
+    let out = kreg(&other, &dir.0)
+        .args(["run", "--from", bundle.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ok(&out, "kreg run --from");
+    let cells: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT variant, count(*) FROM jobs WHERE run_id = 2 AND state = 'done' GROUP BY variant ORDER BY variant",
+    )
+    .fetch_all(&other.pool)
+    .await
+    .unwrap();
+    assert_eq!(cells, [("batch".to_string(), 3), ("default".to_string(), 3)]);
+    let values: Vec<f64> = sqlx::query_scalar("SELECT value FROM results WHERE run_id = 2")
+        .fetch_all(&other.pool)
+        .await
+        .unwrap();
+    assert!(
+        values.len() == 6 && values.iter().all(|v| (40.0..=42.0).contains(v)),
+        "{values:?}"
+    );
 }
