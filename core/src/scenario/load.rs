@@ -452,6 +452,8 @@ mod workload;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_files;
+#[cfg(test)]
 mod tests_pool;
 #[cfg(test)]
 mod tests_setup;
