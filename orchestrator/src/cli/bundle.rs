@@ -1,10 +1,5 @@
 //! `kreg export RUN` and `kreg import FILE`: a run in one file another site can read and
-//! reproduce. The bundle is a tar (compress it as you like): `manifest.json`, the
-//! scenario's text, every file the run carries under `files/SHA-256`, one JSON-lines file
-//! per table the run owns (`tables/NAME.jsonl`: its jobs with their exact command lines,
-//! results, raw outputs, hosts, settings, kernel builds with their configs, a bisection's
-//! commits and measurements), and its report as `report.txt` and `results.csv`. Written
-//! and read a member at a time.
+//! reproduce (what the bundle holds: `kreg::view::bundle`), read a member at a time.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -13,11 +8,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 
 use kreg::config::Config;
-use kreg::report::Format;
-use kreg::store::{self, blobs, bundle};
-
-/// What a bundle is, first in it.
-const MANIFEST: &str = "manifest.json";
+use kreg::store::{blobs, bundle};
+use kreg::view::bundle::MANIFEST;
 
 #[derive(clap::Args)]
 pub struct ExportArgs {
@@ -33,55 +25,19 @@ pub struct ImportArgs {
     pub file: PathBuf,
 }
 
-fn append(tar: &mut tar::Builder<std::fs::File>, name: &str, bytes: &[u8]) -> Result<()> {
-    let mut h = tar::Header::new_gnu();
-    h.set_size(bytes.len() as u64);
-    h.set_mode(0o644);
-    h.set_mtime(0);
-    h.set_cksum();
-    tar.append_data(&mut h, name, bytes)
-        .with_context(|| format!("writing {name}"))
-}
-
 pub async fn export(cfg: &Config, a: &ExportArgs) -> Result<ExitCode> {
     let db = super::db::connect(cfg).await?;
-    let tables = bundle::export(&db, a.run).await?;
     let out = a
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("run-{}.tar", a.run)));
     let tmp = out.with_extension("tar.part");
-    let mut tar = tar::Builder::new(std::fs::File::create(&tmp).with_context(|| format!("{}", tmp.display()))?);
-    let manifest = serde_json::json!({
-        "kreg": env!("CARGO_PKG_VERSION"),
-        "run": a.run,
-        "tables": tables.iter().map(|(t, rows)| serde_json::json!({ "name": t, "rows": rows.len() })).collect::<Vec<_>>(),
-    });
-    append(&mut tar, MANIFEST, serde_json::to_string_pretty(&manifest)?.as_bytes())?;
-    let row = store::run(&db, a.run).await?;
-    append(&mut tar, "scenario.yaml", row.yaml.as_bytes())?;
-    for (table, rows) in &tables {
-        let mut text = String::new();
-        for r in rows {
-            text.push_str(&serde_json::to_string(r)?);
-            text.push('\n');
-        }
-        append(&mut tar, &format!("tables/{table}.jsonl"), text.as_bytes())?;
+    let file = std::fs::File::create(&tmp).with_context(|| format!("{}", tmp.display()))?;
+    let written = kreg::view::bundle::write(&db, a.run, &cfg.cache_dir.join("blobs"), file).await;
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(anyhow::Error::from(e).context(format!("run {}: no bundle written", a.run)));
     }
-    let cache = cfg.cache_dir.join("blobs");
-    for f in blobs::run_files(&db, a.run).await? {
-        let local = blobs::fetch(&db, &f.sha256, &cache).await?;
-        tar.append_path_with_name(&local, format!("files/{}", f.sha256))
-            .with_context(|| format!("adding {}", f.path))?;
-    }
-    let settings = kreg::stats::Settings::default();
-    let text = super::report::rendered(&db, a.run, None, &settings, Format::Text, false).await?;
-    append(&mut tar, "report.txt", text.as_bytes())?;
-    if row.kind != kreg::plan::RunKind::Bisection {
-        let csv = super::report::rendered(&db, a.run, None, &settings, Format::Csv, false).await?;
-        append(&mut tar, "results.csv", csv.as_bytes())?;
-    }
-    tar.into_inner()?.sync_all()?;
     std::fs::rename(&tmp, &out)?;
     println!("run {}: written to {}", a.run, out.display());
     Ok(ExitCode::SUCCESS)

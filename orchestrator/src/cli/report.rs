@@ -95,31 +95,7 @@ pub async fn report(cfg: &kreg::config::Config, a: &ReportArgs) -> Result<ExitCo
     };
     let settings = kreg::stats::Settings::checked(a.alpha, a.min_effect).map_err(anyhow::Error::msg)?;
     let db = super::db::connect(cfg).await?;
-    let text = rendered(&db, a.run, baseline, &settings, a.style.format, boxes(a.style.boxes)).await?;
+    let text = view::report_text(&db, a.run, baseline, &settings, a.style.format, boxes(a.style.boxes)).await?;
     print(&text, a.style.format);
     Ok(ExitCode::SUCCESS)
-}
-
-/// Run `run`'s report as `format` says (a bisection's is the bisection's).
-pub(super) async fn rendered(
-    db: &sqlx::PgPool,
-    run: i64,
-    baseline: Option<report::Baseline>,
-    settings: &kreg::stats::Settings,
-    format: Format,
-    boxes: bool,
-) -> Result<String> {
-    if kreg::store::run(db, run).await?.kind == kreg::plan::RunKind::Bisection {
-        // A bisection's kernels are its commits, with no baseline among them: its report is
-        // the bisection's.
-        let r = kreg::view::bisect::load_report(db, run).await?;
-        return Ok(match format {
-            Format::Json => serde_json::to_string_pretty(&r)?,
-            Format::Markdown => kreg::bisect::report::render(&r, true),
-            Format::Text | Format::Mail => kreg::bisect::report::render(&r, false),
-            Format::Csv => anyhow::bail!("run {run} is a bisection: its report is text, markdown or json"),
-        });
-    }
-    let loaded = view::load_report(db, run, baseline, settings).await?;
-    Ok(loaded.report(boxes).render(format))
 }

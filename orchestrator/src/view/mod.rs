@@ -5,6 +5,7 @@
 use sqlx::PgPool;
 
 pub mod bisect;
+pub mod bundle;
 pub mod history;
 
 use crate::plan::RunState;
@@ -156,6 +157,35 @@ pub fn check_baseline(s: &Scenario, run_id: i64, baseline: &Baseline) -> Result<
         }
         _ => Ok(()),
     }
+}
+
+/// Run `run`'s report as `format` says, as `kreg report` prints it and a bundle holds it (a
+/// bisection's is the bisection's, which has no CSV form).
+pub async fn report_text(
+    db: &PgPool,
+    run: i64,
+    baseline: Option<Baseline>,
+    settings: &Settings,
+    format: report::Format,
+    boxes: bool,
+) -> Result<String> {
+    if store::run(db, run).await?.kind == plan::RunKind::Bisection {
+        // A bisection's kernels are its commits, with no baseline among them: its report is
+        // the bisection's.
+        let r = bisect::load_report(db, run).await?;
+        return Ok(match format {
+            report::Format::Json => serde_json::to_string_pretty(&r).map_err(anyhow::Error::from)?,
+            report::Format::Markdown => crate::bisect::report::render(&r, true),
+            report::Format::Text | report::Format::Mail => crate::bisect::report::render(&r, false),
+            report::Format::Csv => {
+                return Err(ViewError::Invalid(format!(
+                    "run {run} is a bisection: its report is text, markdown or json"
+                )))
+            }
+        });
+    }
+    let loaded = load_report(db, run, baseline, settings).await?;
+    Ok(loaded.report(boxes).render(format))
 }
 
 /// `kreg report`'s tables of a run against a baseline (the scenario's unless given).

@@ -246,7 +246,7 @@ async fn report_html(st: &AppState, id: &str, q: Vec<(String, String)>) -> view:
     let mut body = filters(&loaded, &q);
     let _ = write!(
         body,
-        "<p class=\"links\">Downloads: {} {} {} · {}</p>",
+        "<p class=\"links\">Downloads: {} {} {} {} · {}</p>",
         html::link(
             &format!("/runs/{run}/download/report.md{}", settings_query(&q)),
             "markdown"
@@ -256,6 +256,7 @@ async fn report_html(st: &AppState, id: &str, q: Vec<(String, String)>) -> view:
             &format!("/runs/{run}/download/report.json{}", settings_query(&q)),
             "JSON"
         ),
+        html::link(&format!("/runs/{run}/bundle"), "bundle (kreg export)"),
         html::link(&format!("/runs/{run}"), &format!("run {run}")),
     );
     // A run still going: the page follows it, row by row (see `report_rows`).

@@ -11,6 +11,7 @@ mod answer;
 mod bars;
 mod bisect;
 mod both;
+mod bundle;
 pub mod cache;
 mod compare;
 mod fleet;
@@ -85,6 +86,7 @@ pub fn router(state: AppState, guard: guard::Guard) -> Router {
         .route("/runs/{id}/report", get(compare::report_page))
         .route("/runs/{id}/report/rows", get(compare::report_rows))
         .route("/runs/{id}/download/{file}", get(compare::report_download))
+        .route("/runs/{id}/bundle", get(bundle::download))
         .route("/runs/{id}/samples", get(samples::samples_page))
         .route("/runs/{id}/schedstat", get(schedstat::page))
         .route("/runs/{id}/bisect", get(bisect::page))

@@ -332,10 +332,11 @@ async fn run_html(db: &PgPool, id: i64) -> view::Result<String> {
     }
     let _ = write!(
         body,
-        "<p class=\"links\">{} {} {}</p>",
+        "<p class=\"links\">{} {} {} {}</p>",
         html::link(&format!("/runs/{id}/report"), "Comparison"),
         html::link(&format!("/runs/{id}/schedstat"), "Scheduler statistics"),
         html::link(&format!("/api/v1/runs/{id}"), "JSON"),
+        html::link(&format!("/runs/{id}/bundle"), "Bundle (kreg export)"),
     );
     let _ = write!(
         body,

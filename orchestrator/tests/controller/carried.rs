@@ -212,6 +212,27 @@ iterations: 3
         String::from_utf8_lossy(&inside.stdout).trim_end(),
         String::from_utf8_lossy(&report.stdout).trim_end()
     );
+    // The dashboard's link gives the same bundle, byte for byte, from the run and report
+    // pages alike.
+    let server = common::web::Server::start(&db, &dir.0);
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    for page in ["/runs/1", "/runs/1/report"] {
+        let html = http.get(format!("{}{page}", server.base)).send().await.unwrap();
+        let html = html.text().await.unwrap();
+        assert!(html.contains("href=\"/runs/1/bundle\""), "{page}: {html}");
+    }
+    let served = http.get(format!("{}/runs/1/bundle", server.base)).send().await.unwrap();
+    assert_eq!(served.status(), 200);
+    let disposition = served.headers()["content-disposition"].to_str().unwrap().to_string();
+    assert!(disposition.contains("run-1.tar"), "{disposition}");
+    let served = served.bytes().await.unwrap();
+    assert!(
+        served[..] == std::fs::read(&bundle).unwrap()[..],
+        "the served bundle differs"
+    );
+    let missing = http.get(format!("{}/runs/9/bundle", server.base)).send().await.unwrap();
+    assert_eq!(missing.status(), 404);
+    drop(server);
     // Into another database: the same report, byte for byte.
     let out = kreg(&other, &dir.0)
         .args(["import", bundle.to_str().unwrap()])

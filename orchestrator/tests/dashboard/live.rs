@@ -244,6 +244,22 @@ async fn a_live_run_in_the_browser() {
     ] {
         assert!(page.contains(want), "run page lacks {want:?}: {page}");
     }
+    // The run's bundle, from its link: a tar whose first member is the manifest.
+    let bundle = b
+        .client
+        .execute_async(
+            "const a = [...document.querySelectorAll('a')].find(a => a.innerText === 'Bundle (kreg export)');
+             const done = arguments[arguments.length - 1];
+             fetch(a.href).then(r => r.arrayBuffer().then(buf => done([r.status, a.getAttribute('href'),
+               new TextDecoder().decode(new Uint8Array(buf, 0, 13)), buf.byteLength])));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(bundle[0], 200, "{bundle}");
+    assert_eq!(bundle[1], "/runs/1/bundle", "{bundle}");
+    assert_eq!(bundle[2], "manifest.json", "{bundle}");
+    assert!(bundle[3].as_u64().unwrap() > 10_000, "{bundle}");
     b.client
         .goto(&format!("{base}/kernels/diff?a=key-a&b=key-b"))
         .await
