@@ -15,7 +15,7 @@
 //! removed from the machine before it installs its first. Last, a run killed inside a
 //! sched-feature variant is resumed on the same boot, and the feature ends as it was.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -23,26 +23,12 @@ use kreg::lab::machine::{Machine, MachineSpec};
 use kreg_protocol::client::AgentClient;
 use kreg_protocol::wire::ExecRequest;
 
+use common::machine::{cache_dir, golden_image};
 use common::standin::standin_repo;
 use common::{fresh_db, Scratch};
 use kreg_testkit as common;
 
 const TOKEN: &str = "machine-token-0123456789abcdef";
-
-fn cache_dir() -> PathBuf {
-    std::env::var("KREG_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/kreg"))
-}
-
-/// The golden disk image, made (or found up to date) by scripts/lab-machine.sh.
-fn machine_image() -> PathBuf {
-    let out = cache_dir().join("machine");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab-machine.sh");
-    let status = Command::new("bash").arg(script).arg(&out).status().unwrap();
-    assert!(status.success(), "scripts/lab-machine.sh failed");
-    out.join("disk.raw")
-}
 
 async fn exec(client: &AgentClient, argv: &[&str]) -> String {
     let r = client
@@ -61,7 +47,7 @@ async fn exec(client: &AgentClient, argv: &[&str]) -> String {
 async fn installed_kernels_boot_once_by_grub_and_by_kexec_and_a_hang_falls_back() {
     let db = fresh_db("machine").await;
     let dir = Scratch::new("machine");
-    let golden = machine_image();
+    let golden = golden_image();
     let identity = common::sshd::keygen(&dir.0, "id_machine", "ed25519", "");
     let machine = Machine::start(&MachineSpec {
         golden: golden.clone(),

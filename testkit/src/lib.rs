@@ -5,6 +5,7 @@
 
 pub mod history;
 pub mod linux;
+pub mod machine;
 pub mod netns;
 pub mod sshd;
 pub mod standin;

@@ -4,5 +4,6 @@
 mod blocks;
 mod carried;
 mod harness;
+mod isolated;
 mod soak;
 mod soak_env;

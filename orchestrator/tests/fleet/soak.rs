@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use kreg_testkit::Scratch;
 
 use super::harness::{kreg_out, pool_entry, LoggedAgent, Worker};
-use super::soak_env::{sh, Net, Pg, SUBNET};
+use super::soak_env::{sh, Net, Pg, SOAK};
 
 const LEASE: f64 = 4.0;
 
@@ -153,15 +153,15 @@ async fn workers_under_kills_stops_cuts_and_database_restarts_lose_nothing() {
         .unwrap_or(20261206);
     let started = Instant::now();
     let dir = Scratch::new("fleet-soak");
-    let net = Net::new(size.workers);
-    let pg = Arc::new(Pg::new(&dir.0.join("pg")));
+    let net = Net::new(&SOAK, size.workers);
+    let pg = Arc::new(Pg::new(&dir.0.join("pg"), &SOAK));
     let url = pg.url.clone();
     // The agents: a SUT and a load generator per pair, on the bridge.
     let mut agents = Vec::new();
     let mut pool = String::from("machines:\n");
     for p in 0..size.pairs {
-        let sut = LoggedAgent::start(&dir.0, &format!("sut{p}"), &format!("{SUBNET}.1"), &[]);
-        let ldg = LoggedAgent::start(&dir.0, &format!("ldg{p}"), &format!("{SUBNET}.1"), &[]);
+        let sut = LoggedAgent::start(&dir.0, &format!("sut{p}"), &format!("{}.1", SOAK.subnet), &[]);
+        let ldg = LoggedAgent::start(&dir.0, &format!("ldg{p}"), &format!("{}.1", SOAK.subnet), &[]);
         pool += &pool_entry(
             &format!("sut{p:02}"),
             "sut",
@@ -313,9 +313,9 @@ async fn workers_under_kills_stops_cuts_and_database_restarts_lose_nothing() {
                         fleet.lock().unwrap().workers[i].as_ref().unwrap().signal("CONT");
                     }
                     Fault::Cut => {
-                        sh("ip", &["link", "set", &Net::veth(i), "down"]);
+                        sh("ip", &["link", "set", &SOAK.veth(i), "down"]);
                         std::thread::sleep(past_lease);
-                        sh("ip", &["link", "set", &Net::veth(i), "up"]);
+                        sh("ip", &["link", "set", &SOAK.veth(i), "up"]);
                     }
                     Fault::PgRestart => unreachable!(),
                 }

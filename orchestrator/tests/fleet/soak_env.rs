@@ -1,6 +1,8 @@
-//! Where the soak runs: a bridge with a network namespace per worker (a worker's network
-//! cut is its link going down), and a PostgreSQL of the soak's own listening on the bridge
-//! (restarted by the soak without touching other tests' server).
+//! Where the soak and the isolated workers run: a bridge with a network namespace per
+//! worker (a worker's network cut is its link going down), and a PostgreSQL of the test's
+//! own listening on the bridge (restarted by the soak without touching other tests' server).
+//! Each test has a site of its own (bridge, subnet, names, port), so that they can run at
+//! the same time.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,9 +10,28 @@ use std::time::Duration;
 
 use super::harness::kreg_out;
 
-pub const SUBNET: &str = "10.213.0";
-const BRIDGE: &str = "kregsoak0";
-const PG_PORT: u16 = 5499;
+/// A test's bridge, its /24 (`SUBNET.1` on this machine, `SUBNET.10+i` worker i), its
+/// namespaces' and links' names, and its PostgreSQL's port.
+pub struct Site {
+    pub bridge: &'static str,
+    pub subnet: &'static str,
+    pub tag: &'static str,
+    pub pg_port: u16,
+}
+
+impl Site {
+    /// The host side of worker `i`'s link: down, the worker is cut off.
+    pub fn veth(&self, i: usize) -> String {
+        format!("k{}{i}", self.tag)
+    }
+}
+
+pub const SOAK: Site = Site {
+    bridge: "kregsoak0",
+    subnet: "10.213.0",
+    tag: "soak",
+    pg_port: 5499,
+};
 
 pub fn sh(cmd: &str, args: &[&str]) {
     let out = Command::new(cmd).args(args).output().unwrap();
@@ -26,24 +47,26 @@ pub fn sh(cmd: &str, args: &[&str]) {
 /// removed on drop.
 pub struct Net {
     pub namespaces: Vec<String>,
+    bridge: &'static str,
 }
 
 impl Net {
-    pub fn new(workers: usize) -> Net {
-        let _ = Command::new("ip").args(["link", "del", BRIDGE]).output();
-        sh("ip", &["link", "add", BRIDGE, "type", "bridge"]);
-        sh("ip", &["addr", "add", &format!("{SUBNET}.1/24"), "dev", BRIDGE]);
-        sh("ip", &["link", "set", BRIDGE, "up"]);
+    pub fn new(site: &Site, workers: usize) -> Net {
+        let (bridge, subnet, tag) = (site.bridge, site.subnet, site.tag);
+        let _ = Command::new("ip").args(["link", "del", bridge]).output();
+        sh("ip", &["link", "add", bridge, "type", "bridge"]);
+        sh("ip", &["addr", "add", &format!("{subnet}.1/24"), "dev", bridge]);
+        sh("ip", &["link", "set", bridge, "up"]);
         let mut namespaces = Vec::new();
         for i in 0..workers {
-            let ns = format!("kreg-soak-w{i}");
+            let ns = format!("kreg-{tag}-w{i}");
             let _ = Command::new("ip").args(["netns", "del", &ns]).output();
-            let (host, inner) = (Self::veth(i), format!("ksoak{i}p"));
+            let (host, inner) = (site.veth(i), format!("k{tag}{i}p"));
             let _ = Command::new("ip").args(["link", "del", &host]).output();
             sh("ip", &["netns", "add", &ns]);
             sh("ip", &["link", "add", &host, "type", "veth", "peer", "name", &inner]);
             sh("ip", &["link", "set", &inner, "netns", &ns]);
-            sh("ip", &["link", "set", &host, "master", BRIDGE]);
+            sh("ip", &["link", "set", &host, "master", bridge]);
             sh("ip", &["link", "set", &host, "up"]);
             sh(
                 "ip",
@@ -52,7 +75,7 @@ impl Net {
                     &ns,
                     "addr",
                     "add",
-                    &format!("{SUBNET}.{}/24", 10 + i),
+                    &format!("{subnet}.{}/24", 10 + i),
                     "dev",
                     &inner,
                 ],
@@ -61,13 +84,9 @@ impl Net {
             sh("ip", &["-n", &ns, "link", "set", "lo", "up"]);
             namespaces.push(ns);
         }
-        Net { namespaces }
+        Net { namespaces, bridge }
     }
 
-    /// The host side of worker `i`'s link: down, the worker is cut off.
-    pub fn veth(i: usize) -> String {
-        format!("ksoak{i}")
-    }
 }
 
 impl Drop for Net {
@@ -75,7 +94,7 @@ impl Drop for Net {
         for ns in &self.namespaces {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }
-        let _ = Command::new("ip").args(["link", "del", BRIDGE]).output();
+        let _ = Command::new("ip").args(["link", "del", self.bridge]).output();
     }
 }
 
@@ -88,7 +107,8 @@ pub struct Pg {
 }
 
 impl Pg {
-    pub fn new(data: &Path) -> Pg {
+    pub fn new(data: &Path, site: &Site) -> Pg {
+        let (subnet, port) = (site.subnet, site.pg_port);
         let (ok, out) = kreg_out("", data, &["db", "url"]);
         assert!(ok, "{out}");
         let line = out
@@ -106,9 +126,9 @@ impl Pg {
         };
         append(
             "postgresql.conf",
-            &format!("\nlisten_addresses = '{SUBNET}.1'\nport = {PG_PORT}\nmax_connections = 300\n"),
+            &format!("\nlisten_addresses = '{subnet}.1'\nport = {port}\nmax_connections = 300\n"),
         );
-        append("pg_hba.conf", &format!("\nhost all all {SUBNET}.0/24 trust\n"));
+        append("pg_hba.conf", &format!("\nhost all all {subnet}.0/24 trust\n"));
         let pg_ctl = std::fs::read_dir("/usr/lib/postgresql")
             .unwrap()
             .filter_map(|e| e.ok().map(|e| e.path().join("bin/pg_ctl")))
@@ -118,7 +138,7 @@ impl Pg {
         let pg = Pg {
             cluster,
             pg_ctl,
-            url: format!("postgres://kreg@{SUBNET}.1:{PG_PORT}/kreg"),
+            url: format!("postgres://kreg@{subnet}.1:{port}/kreg"),
         };
         pg.ctl(&[
             "-l",
