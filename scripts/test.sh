@@ -31,54 +31,48 @@ fi
 export KREG_LAB_ACCEL=${KREG_LAB_ACCEL:-tcg}
 cargo test --workspace --no-run
 # A lab VM under TCG keeps one core busy and leaves the other mostly idle, so the suite runs
-# in two lanes. Beside: tests/lab_bisect.rs (a git repository made from linux-source-6.1,
-# its commits built and bisected in the lab, 25 to 50 minutes in CI as its boots vary: the
-# change it must find more than doubles hackbench's time against a minimum effect of 90 %;
-# the range without it, under a minimum of 20 %, does not reproduce), started now.
-# Meanwhile, every test whose assertions hold whatever else the machine does: kreg's outputs
-# against the tools' own, states, errors, faults (tests/machine.rs, a disk machine booted
-# about ten times, its only figures boot timeouts of 600 s; tests/bisect_standin.rs, an A/A
-# range that must not pass for a 20 % change; the fault suite; the controller, the fleet,
-# the agent over loopback, the unit tests' simulations, whose seeds are fixed). Then, alone
-# once both lanes are over, the tests whose figures were calibrated on a quiet machine: the
-# lab's (one CPU against two, quotas, A/A boots) and the dashboard's latencies. Every test
-# target runs exactly once: the last lane is "all the others", so that a new test file
-# runs alone unless it is listed here.
+# in two lanes, then alone. The first lane starts with tests/lab_bisect.rs (a git repository
+# made from linux-source-6.1, its commits built and bisected in the lab, 25 to 50 minutes as
+# its boots vary: the change it must find more than doubles hackbench's time against a
+# minimum effect of 90 %; the range without it, under a minimum of 20 %, does not
+# reproduce). The second takes, one at a time, the tests whose assertions hold whatever else
+# the machine does: kreg's outputs against the tools' own, states, errors, faults
+# (tests/machine.rs, a disk machine booted about ten times, its only figures boot timeouts
+# of 600 s; tests/bisect_standin.rs, an A/A range that must not pass for a 20 % change; the
+# fault suite; the controller, the fleet, the agent over loopback, the unit tests'
+# simulations, whose seeds are fixed), longest first; once lab_bisect is over, the first
+# lane takes them too. Last, alone, the tests whose figures were calibrated on a quiet
+# machine: the lab's (one CPU against two, quotas, A/A boots) and the dashboard's
+# latencies. Every test target runs exactly once: the last lane is "all the others", so
+# that a new test file runs alone unless it is listed here.
 beside=(lab_bisect)
-meanwhile=(machine bisect_standin hammerdb kernel_build faults lab_sched_stats kconfig_real controller fleet agent ssh two_hosts netperf setup_packages parse_cli guarantees)
-lanes_log=$(mktemp /tmp/kreg-test-beside.XXXXXX)
-echo "tests in the background lane: ${beside[*]} (their output follows when they end)" >&2
-args=(); for t in "${beside[@]}"; do args+=(--test "$t"); done
-setsid cargo test --workspace "${args[@]}" -- --test-threads=2 >"$lanes_log" 2>&1 &
+shared=(machine fleet bisect_standin faults hammerdb kernel_build lab_sched_stats lib controller ssh kconfig_real two_hosts netperf parse_cli setup_packages guarantees agent doc)
+queue=$(mktemp -d /tmp/kreg-test-queue.XXXXXX)
+printf '%s\n' "${shared[@]}" >"$queue/list"
+echo "tests in the first lane: ${beside[*]}, then the others' (its output follows when it ends)" >&2
+setsid bash scripts/test-lane.sh "$queue" "${beside[0]}" >"$queue/first.log" 2>&1 &
 beside_pid=$!
 trap 'kill -TERM -- "-$machine_pid" "-$beside_pid" 2>/dev/null || true' EXIT
-args=(); for t in "${meanwhile[@]}"; do args+=(--test "$t"); done
-# At a lower priority than the background lane: lab_bisect measures hackbench in its VM,
-# and a VM, a compile or a database of this lane that takes its core makes its boots vary
-# (by a third under TCG), and the bisection then needs more of them. These tests' figures
-# hold whatever else the machine does; they only take a little longer. With autogroups on
+# The second lane at a lower priority: lab_bisect measures hackbench in its VM, and a VM, a
+# compile or a database of this lane that takes its core makes its boots vary (by a third
+# under TCG), and the bisection then needs more of them. These tests' figures hold whatever
+# else the machine does; they only take a little longer. With autogroups on
 # (sched_autogroup_enabled, as Debian's kernels boot), `nice` weighs a process only against
 # the others of its session, and each lane has a session of its own: the lane's group is
 # made nicer too (/proc/self/autogroup; where the kernel has none, `nice` is all it needs).
 setsid bash -c 'echo 10 >/proc/self/autogroup 2>/dev/null || true
-  nice -n 10 cargo test --workspace --lib --bins "$@" -- --test-threads=2 &&
-  nice -n 10 cargo test --workspace --doc' meanwhile "${args[@]}" &
+  exec nice -n 10 bash scripts/test-lane.sh "$1"' lane "$queue" &
 meanwhile_pid=$!
 trap 'kill -TERM -- "-$machine_pid" "-$beside_pid" "-$meanwhile_pid" 2>/dev/null || true' EXIT
-meanwhile_rc=0
-wait "$meanwhile_pid" || meanwhile_rc=$?
-if [ "$meanwhile_rc" -ne 0 ]; then
-  echo "tests ${meanwhile[*]} failed (exit $meanwhile_rc)" >&2
-  exit "$meanwhile_rc"
+wait "$meanwhile_pid" || true
+wait "$beside_pid" || true
+echo "---- the first lane's output ----"
+cat "$queue/first.log"
+if [ -s "$queue/failed" ]; then
+  echo "tests failed: $(tr '\n' ' ' <"$queue/failed")" >&2
+  exit 1
 fi
-beside_rc=0
-wait "$beside_pid" || beside_rc=$?
-cat "$lanes_log"
-rm -f "$lanes_log"
-if [ "$beside_rc" -ne 0 ]; then
-  echo "tests ${beside[*]} failed (exit $beside_rc)" >&2
-  exit "$beside_rc"
-fi
+rm -rf "$queue"
 # kernel_real compiles Debian's linux-source-6.1 and the perf of its tree: it needs the
 # feature real-kernel and runs by scripts/test-kernel.sh; `cargo test` alone leaves it out too.
 featured=(kernel_real)
@@ -89,7 +83,7 @@ for f in orchestrator/tests/*.rs agent/tests/*.rs orchestrator/tests/*/main.rs a
   [ -e "$f" ] || continue
   t=$(basename "$f" .rs)
   [ "$t" = main ] && t=$(basename "$(dirname "$f")")
-  case " ${beside[*]} ${meanwhile[*]} ${featured[*]} " in *" $t "*) continue ;; esac
+  case " ${beside[*]} ${shared[*]} ${featured[*]} " in *" $t "*) continue ;; esac
   args+=(--test "$t")
 done
 # (--workspace everywhere: one set of features, so that no lane compiles anything again.)
