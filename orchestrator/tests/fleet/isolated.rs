@@ -61,8 +61,11 @@ struct GitDaemon(Child);
 
 impl GitDaemon {
     fn start(base: &Path) -> GitDaemon {
-        let child = Command::new("git")
-            .args(["daemon", "--reuseaddr", "--export-all"])
+        // git-daemon itself (`git daemon` would leave it running when killed).
+        let exec_path = Command::new("git").arg("--exec-path").output().unwrap();
+        let exec_path = String::from_utf8(exec_path.stdout).unwrap();
+        let child = Command::new(Path::new(exec_path.trim()).join("git-daemon"))
+            .args(["--reuseaddr", "--export-all"])
             .arg(format!("--base-path={}", base.display()))
             .arg(format!("--listen={}.1", SITE.subnet))
             .arg(format!("--port={GIT_PORT}"))
@@ -115,7 +118,16 @@ fn isolated_worker(url: &str, dir: &Path, i: usize, ns: &str, submitter: &Path) 
     let child = Command::new("ip")
         .args(["netns", "exec", ns, "unshare", "--mount", "--propagation", "private"])
         .args(["sh", "-c", ISOLATE, "isolate"])
-        .args(["worker", "--name", &name, "--lease", "10", "--poll", "0.3", "--until-empty"])
+        .args([
+            "worker",
+            "--name",
+            &name,
+            "--lease",
+            "10",
+            "--poll",
+            "0.3",
+            "--until-empty",
+        ])
         .env("KREG_BIN_DIR", bin.parent().unwrap())
         .env("SUBMITTER", submitter)
         .env("TOKEN_FILE", dir.join("token"))
@@ -132,15 +144,24 @@ fn isolated_worker(url: &str, dir: &Path, i: usize, ns: &str, submitter: &Path) 
     Worker { child, log }
 }
 
-/// The submitter's folder: the scenario, its tool tarball, config file and patch.
-fn submitter_files(dir: &Path, value: u32, hz: u32) {
+/// The submitter's folder: the scenario, its tool tarball, config file (Debian's, which the
+/// machine's initramfs tools read, and a line of the test's) and patch; `original` or as
+/// edited after the submission.
+fn submitter_files(dir: &Path, debian_config: &str, original: bool) {
+    let (value, mark) = if original {
+        (VALUE as u32, "ORIGINAL")
+    } else {
+        (99, "EDITED")
+    };
     let tree = dir.join("src/uptool-1");
     std::fs::create_dir_all(&tree).unwrap();
     std::fs::write(
         tree.join("uptool"),
-        format!("#!/bin/sh\necho \"value: {value} on $(uname -r)\"\n"),
+        format!("#!/bin/sh\nsleep 1\necho \"value: {value} on $(uname -r)\"\n"),
     )
     .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tree.join("uptool"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let st = Command::new("tar")
         .arg("-czf")
         .arg(dir.join("uptool.tar.gz"))
@@ -152,10 +173,10 @@ fn submitter_files(dir: &Path, value: u32, hz: u32) {
     assert!(st.success());
     std::fs::write(
         dir.join("kernel.config"),
-        format!("CONFIG_64BIT=y\nCONFIG_MODULES=y\nCONFIG_HZ_{hz}=y\nCONFIG_HZ={hz}\nCONFIG_LOCALVERSION=\"\"\n"),
+        format!("{debian_config}CONFIG_KREG_TEST_{mark}=y\n"),
     )
     .unwrap();
-    let patch = if hz == 300 {
+    let patch = if original {
         PATCH.to_string()
     } else {
         PATCH.replace("patched by", "edited after submit, patched by")
@@ -219,12 +240,10 @@ async fn machines(dir: &Path) -> (Vec<Machine>, String) {
 }
 
 async fn values(db: &sqlx::PgPool) -> Vec<(i64, String, f64)> {
-    sqlx::query_as(
-        "SELECT j.id, j.machine, r.value FROM results r JOIN jobs j ON j.id = r.job_id ORDER BY j.id",
-    )
-    .fetch_all(db)
-    .await
-    .unwrap()
+    sqlx::query_as("SELECT j.id, j.machine, r.value FROM results r JOIN jobs j ON j.id = r.job_id ORDER BY j.id")
+        .fetch_all(db)
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -235,7 +254,8 @@ async fn workers_that_share_nothing_run_what_the_submission_stored() {
     let db = sqlx::PgPool::connect(&pg.url).await.unwrap();
     let served = dir.0.join("git");
     std::fs::create_dir_all(&served).unwrap();
-    standin_repo(&served);
+    let (repo, _) = standin_repo(&served);
+    let debian_config = std::fs::read_to_string(repo.join("debian.config")).unwrap();
     let _git = GitDaemon::start(&served);
     let (machines, pool) = machines(&dir.0).await;
     std::fs::write(dir.0.join("token"), TOKEN).unwrap();
@@ -247,34 +267,42 @@ async fn workers_that_share_nothing_run_what_the_submission_stored() {
 
     let mine = dir.0.join("submitter");
     std::fs::create_dir_all(&mine).unwrap();
-    submitter_files(&mine, VALUE as u32, 300);
+    submitter_files(&mine, &debian_config, true);
     std::fs::write(mine.join("s.yaml"), scenario("")).unwrap();
     let (ok, out) = run(&["submit", mine.join("s.yaml").to_str().unwrap(), "--pairs", "3"]);
     assert!(ok && out.contains("run 1:"), "{out}");
 
-    // Two workers; once a job is stored, the submitter's files change and then go, and
-    // the third worker starts.
-    let mut workers: Vec<Worker> = (0..2)
-        .map(|i| isolated_worker(&pg.url, &dir.0, i, &net.namespaces[i], &mine))
-        .collect();
+    // One worker; once it has stored a job, the submitter's files change and then go, and
+    // two more workers start: the slots still queued then (a worker drives one at a time,
+    // and each slot first boots its kernel) are built, booted and run after the change.
+    let mut workers = vec![isolated_worker(&pg.url, &dir.0, 0, &net.namespaces[0], &mine)];
     let deadline = std::time::Instant::now() + Duration::from_secs(1800);
     while values(&db).await.is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
-            "no job stored in 30 minutes\n{}\n{}",
-            workers[0].text(),
-            workers[1].text()
+            "no job stored in 30 minutes\n{}",
+            workers[0].text()
         );
-        for w in workers.iter_mut() {
-            if let Some(st) = w.child.try_wait().unwrap() {
-                panic!("a worker ended ({st}) before any job was stored:\n{}", w.text());
-            }
+        if let Some(st) = workers[0].child.try_wait().unwrap() {
+            panic!(
+                "the worker ended ({st}) before any job was stored:\n{}",
+                workers[0].text()
+            );
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    submitter_files(&mine, 99, 1000);
+    submitter_files(&mine, &debian_config, false);
     std::fs::remove_dir_all(&mine).unwrap();
-    workers.push(isolated_worker(&pg.url, &dir.0, 2, &net.namespaces[2], &mine));
+    let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM run_slots WHERE state = 'queued'")
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    // (Each slot boots its kernel first, so the third cannot have started yet.)
+    assert!(queued >= 1, "the files changed once every slot had started");
+    eprintln!("the submitter's files changed and went; {queued} slot(s) not started yet");
+    for i in 1..3 {
+        workers.push(isolated_worker(&pg.url, &dir.0, i, &net.namespaces[i], &mine));
+    }
     let logs = |ws: &[Worker]| ws.iter().map(|w| w.text()).collect::<Vec<_>>().join("\n----\n");
     assert!(until_finished(&db, 1800).await, "{}", logs(&workers));
 
@@ -286,12 +314,11 @@ async fn workers_that_share_nothing_run_what_the_submission_stored() {
     assert!(got.iter().all(|g| g.2 == VALUE), "{got:?}");
     let on: std::collections::BTreeSet<&str> = got.iter().map(|g| g.1.as_str()).collect();
     assert_eq!(on.len(), 3, "{got:?}");
-    let (done, all): (i64, i64) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FROM jobs WHERE run_id = 1",
-    )
-    .fetch_one(&db)
-    .await
-    .unwrap();
+    let (done, all): (i64, i64) =
+        sqlx::query_as("SELECT count(*) FILTER (WHERE state = 'done'), count(*) FROM jobs WHERE run_id = 1")
+            .fetch_one(&db)
+            .await
+            .unwrap();
     assert_eq!((done, all), (6, 6));
     // One build, whoever built it and when: the stored config file and patch (the edited
     // ones would give another key), booted on every machine.
@@ -303,7 +330,7 @@ async fn workers_that_share_nothing_run_what_the_submission_stored() {
     .unwrap();
     assert_eq!(builds.len(), 1, "{builds:?}");
     assert!(
-        builds[0].1.contains("CONFIG_HZ_300=y") && !builds[0].1.contains("CONFIG_HZ_1000"),
+        builds[0].1.contains("CONFIG_KREG_TEST_ORIGINAL=y") && !builds[0].1.contains("EDITED"),
         "{}",
         builds[0].1
     );
@@ -313,18 +340,25 @@ async fn workers_that_share_nothing_run_what_the_submission_stored() {
         .unwrap();
     assert_eq!(booted.len(), 1, "{booted:?}");
     let workers_text = logs(&workers);
-    assert!(!workers_text.contains("submitter's folder is visible"), "{workers_text}");
+    assert!(
+        !workers_text.contains("submitter's folder is visible"),
+        "{workers_text}"
+    );
 
     // A file only the workers' hosts have: the submitter has no such file, so the
     // submission is refused there, and no worker is given anything to read.
     let elsewhere = dir.0.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    submitter_files(&elsewhere, VALUE as u32, 300);
-    let theirs = "  - { name: theirs, on: [sut], install_dir: /usr/local/bin, from: { upload: /root/worker-only.txt } }\n";
+    submitter_files(&elsewhere, &debian_config, true);
+    let theirs =
+        "  - { name: theirs, on: [sut], install_dir: /usr/local/bin, from: { upload: /root/worker-only.txt } }\n";
     std::fs::write(elsewhere.join("s.yaml"), scenario(theirs)).unwrap();
     let (ok, out) = run(&["submit", elsewhere.join("s.yaml").to_str().unwrap()]);
     assert!(!ok && out.contains("/root/worker-only.txt"), "{out}");
-    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs").fetch_one(&db).await.unwrap();
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM runs")
+        .fetch_one(&db)
+        .await
+        .unwrap();
     assert_eq!(runs, 1);
     drop(workers);
     drop(machines);

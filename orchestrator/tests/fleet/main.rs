@@ -2,7 +2,6 @@
 //! leasing machine pairs, all against real agents and a real PostgreSQL.
 
 mod blocks;
-mod carried;
 mod harness;
 mod isolated;
 mod soak;

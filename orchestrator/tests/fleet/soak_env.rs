@@ -86,7 +86,6 @@ impl Net {
         }
         Net { namespaces, bridge }
     }
-
 }
 
 impl Drop for Net {
