@@ -64,7 +64,7 @@ impl GitDaemon {
         // git-daemon itself (`git daemon` would leave it running when killed).
         let exec_path = Command::new("git").arg("--exec-path").output().unwrap();
         let exec_path = String::from_utf8(exec_path.stdout).unwrap();
-        let child = Command::new(Path::new(exec_path.trim()).join("git-daemon"))
+        let mut child = Command::new(Path::new(exec_path.trim()).join("git-daemon"))
             .args(["--reuseaddr", "--export-all"])
             .arg(format!("--base-path={}", base.display()))
             .arg(format!("--listen={}.1", SITE.subnet))
@@ -83,6 +83,8 @@ impl GitDaemon {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("git daemon did not answer at {url}");
     }
 }
