@@ -4,6 +4,8 @@
 //! Debian's hackbench; its SHA-256 is stored as its version with every job. The jobs run
 //! under `perf stat` (Debian's perf, put in the guest for the collector): the software
 //! counters are stored, the hardware events a TCG guest lacks are said to be missing.
+//! Then the run is exported and run again from its bundle into another database, its tool
+//! gone from the folder: the same jobs, the bundle's tool.
 
 use common::{fresh_db, kreg, Scratch};
 use kreg_testkit as common;
@@ -101,4 +103,31 @@ collect: [perf_stat]
         .await
         .unwrap();
     assert!(totals.starts_with("event"), "{totals}");
+
+    // `kreg run --from` the run's bundle, in another database, the tool gone from here.
+    let bundle = dir.0.join("lab-tools.tar");
+    let out = kreg(&db, &dir.0)
+        .args(["export", "1", "--output", bundle.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(dir.0.join("hb-copy")).unwrap();
+    let other = fresh_db("labtools_from").await;
+    let out = kreg(&other, &dir.0)
+        .args(["run", "--from", bundle.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cells = "SELECT kernel, variant, workload, iteration, state::text, tool_versions::text FROM jobs ORDER BY ordinal";
+    let first: Vec<(String, String, String, i32, String, String)> =
+        sqlx::query_as(cells).fetch_all(&db.pool).await.unwrap();
+    let again: Vec<(String, String, String, i32, String, String)> =
+        sqlx::query_as(cells).fetch_all(&other.pool).await.unwrap();
+    assert_eq!(first.len(), 4);
+    assert_eq!(again, first);
 }
