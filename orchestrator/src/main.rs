@@ -101,10 +101,11 @@ enum Cmd {
 #[tokio::main]
 async fn main() -> ExitCode {
     // sqlx warns of every statement over a second: a carried file of a few hundred MiB
-    // fetched a chunk at a time is one such statement, and no fault. `KREG_LOG` shows them.
+    // fetched a chunk at a time is one such statement, and no fault. Its errors reach the
+    // user as kreg's own; `KREG_LOG=warn` shows its warnings too.
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KREG_LOG").unwrap_or_else(|_| "warn,sqlx::query=error".into()),
+            tracing_subscriber::EnvFilter::try_from_env("KREG_LOG").unwrap_or_else(|_| "warn,sqlx=error".into()),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

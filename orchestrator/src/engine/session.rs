@@ -96,7 +96,8 @@ impl Session {
         let mut at = std::collections::HashMap::new();
         for f in &files {
             let local = store::blobs::fetch(db, &f.sha256, &dir).await?;
-            at.insert(std::path::PathBuf::from(&f.path), local);
+            let named = store::blobs::named(&local, &f.path)?;
+            at.insert(std::path::PathBuf::from(&f.path), named);
         }
         self.scenario.relocate(&|p| at.get(p).cloned());
         Ok(())

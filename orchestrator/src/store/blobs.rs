@@ -160,6 +160,36 @@ pub async fn fetch(db: impl PgExecutor<'_>, sha256: &str, dir: &Path) -> Result<
     Ok(path)
 }
 
+/// The fetched blob `local` under the file name `path` had (`DIR/named/SHA/NAME`, a hard
+/// link beside it), so that whatever reads it — a patch that does not apply, a build log,
+/// a tool's error — names the file the scenario named.
+pub fn named(local: &Path, path: &str) -> Result<PathBuf> {
+    let name = Path::new(path)
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "file".into());
+    let (Some(dir), Some(sha)) = (local.parent(), local.file_name()) else {
+        return Ok(local.to_path_buf());
+    };
+    let dir = dir.join("named").join(sha);
+    let to = dir.join(name);
+    if to.is_file() {
+        return Ok(to);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+    match std::fs::hard_link(local, &to) {
+        Ok(()) => Ok(to),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(to),
+        Err(_) => {
+            // Another file system under the cache: a copy, put in place whole.
+            let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+            std::fs::copy(local, &tmp).map_err(|e| io(&tmp, e))?;
+            std::fs::rename(&tmp, &to).map_err(|e| io(&to, e))?;
+            Ok(to)
+        }
+    }
+}
+
 /// A file a run carries: the path its scenario named, what it is, its content.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RunFile {
