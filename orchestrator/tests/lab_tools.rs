@@ -123,7 +123,8 @@ collect: [perf_stat]
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let cells = "SELECT kernel, variant, workload, iteration, state::text, tool_versions::text FROM jobs ORDER BY ordinal";
+    let cells =
+        "SELECT kernel, variant, workload, iteration, state::text, tool_versions::text FROM jobs ORDER BY ordinal";
     let first: Vec<(String, String, String, i32, String, String)> =
         sqlx::query_as(cells).fetch_all(&db.pool).await.unwrap();
     let again: Vec<(String, String, String, i32, String, String)> =
