@@ -17,6 +17,27 @@ fn sha256sum(path: &std::path::Path) -> String {
         .to_string()
 }
 
+/// A scenario on `agent` running `uptool.sh` of `dir` (uploaded into `dir/bin`), with
+/// `extra` lines (variants) and `iterations`.
+fn uptool_scenario(name: &str, agent: &Agent, dir: &std::path::Path, extra: &str, iterations: u32) -> String {
+    format!(
+        r#"
+name: {name}
+{hosts}kernels: [ {{ name: current, source: running }} ]
+{extra}tools:
+  - {{ name: uptool, on: [here], install_dir: "{bin}", from: {{ upload: uptool.sh }} }}
+workloads:
+  - name: up
+    kind: command
+    argv: ["uptool"]
+    metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }}
+iterations: {iterations}
+"#,
+        hosts = agent.hosts_yaml(),
+        bin = dir.join("bin").display(),
+    )
+}
+
 async fn count(db: &common::TestDb, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap()
 }
@@ -76,22 +97,7 @@ async fn a_resumed_run_uses_the_files_it_recorded() {
     let tool = dir.0.join("uptool.sh");
     std::fs::write(&tool, "#!/bin/sh\nsleep 0.3\necho 'value: 41'\n").unwrap();
     let recorded = sha256sum(&tool);
-    let text = format!(
-        r#"
-name: carried
-{hosts}kernels: [ {{ name: current, source: running }} ]
-tools:
-  - {{ name: uptool, on: [here], install_dir: "{bin}", from: {{ upload: uptool.sh }} }}
-workloads:
-  - name: up
-    kind: command
-    argv: ["uptool"]
-    metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }}
-iterations: 6
-"#,
-        hosts = agent.hosts_yaml(),
-        bin = dir.0.join("bin").display(),
-    );
+    let text = uptool_scenario("carried", &agent, &dir.0, "", 6);
     let file = dir.0.join("s.yaml");
     std::fs::write(&file, text).unwrap();
     let mut child = kreg(&db, &dir.0)
@@ -165,23 +171,8 @@ async fn an_exported_run_imports_elsewhere_with_the_same_report() {
     let agent = Agent::start();
     let dir = Scratch::new("export");
     std::fs::write(dir.0.join("uptool.sh"), "#!/bin/sh\necho \"value: $((40 + $$ % 3))\"\n").unwrap();
-    let text = format!(
-        r#"
-name: exported
-{hosts}kernels: [ {{ name: current, source: running }} ]
-variants: [ {{ name: default }}, {{ name: batch, policy: batch }} ]
-tools:
-  - {{ name: uptool, on: [here], install_dir: "{bin}", from: {{ upload: uptool.sh }} }}
-workloads:
-  - name: up
-    kind: command
-    argv: ["uptool"]
-    metrics: {{ value: {{ regex: "value: ([0-9]+)", higher_is_better: true }} }}
-iterations: 3
-"#,
-        hosts = agent.hosts_yaml(),
-        bin = dir.0.join("bin").display(),
-    );
+    let variants = "variants: [ { name: default }, { name: batch, policy: batch } ]\n";
+    let text = uptool_scenario("exported", &agent, &dir.0, variants, 3);
     let file = dir.0.join("s.yaml");
     std::fs::write(&file, text).unwrap();
     assert_ok(&kreg(&db, &dir.0).arg("run").arg(&file).output().unwrap(), "kreg run");
