@@ -228,6 +228,16 @@ impl SshMachine {
         )
     }
 
+    /// A process in the machine's network namespace whose command line is exactly `argv`.
+    pub fn process(&self, argv: &[&str]) -> Option<u32> {
+        let out = Command::new("ip").args(["netns", "pids", &self.ns]).output().ok()?;
+        let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .find(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+    }
+
     /// The pid of the ssh transport's agent on the machine, from the pid file it keeps
     /// without systemd.
     pub fn agent_pid(&self) -> Option<u32> {

@@ -190,10 +190,12 @@ async fn sshd_killed_and_restarted_mid_run_loses_and_repeats_nothing_and_no_secr
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    // Once a few jobs are done, sshd and every connection it serves die (a job is in
-    // flight then: each takes 0.4 s); sshd comes back 3 s later.
+    // Once a few jobs are done, while a job's workload runs (each sleeps 0.4 s), sshd and
+    // every connection it serves die; sshd comes back 3 s later.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while count(&db, "SELECT count(*) FROM jobs WHERE state = 'done'").await < 4 {
+    while count(&db, "SELECT count(*) FROM jobs WHERE state = 'done'").await < 4
+        || m.process(&["sleep", "0.4"]).is_none()
+    {
         assert!(std::time::Instant::now() < deadline, "jobs did not get done");
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -208,9 +210,6 @@ async fn sshd_killed_and_restarted_mid_run_loses_and_repeats_nothing_and_no_secr
     let agent_before = m.agent_pid().expect("the agent runs");
     // SAFETY: kill takes no pointers.
     unsafe { libc::kill(agent_before as i32, libc::SIGKILL) };
-    // What was in flight when both died (counted after, not before: a job that ended in
-    // between is done, and the next one could not start without the connection).
-    let running = count(&db, "SELECT count(*) FROM jobs WHERE state = 'running'").await;
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     m.start_sshd();
     let status = child.wait().unwrap();
@@ -237,17 +236,15 @@ async fn sshd_killed_and_restarted_mid_run_loses_and_repeats_nothing_and_no_secr
     assert!(said.contains("started it again"), "{said}");
     let agent_after = m.agent_pid().expect("the agent runs again");
     assert_ne!(agent_after, agent_before);
-    if running > 0 {
-        let again = count(
-            &db,
-            &format!("SELECT count(*) FROM jobs WHERE run_id = {run} AND attempts > 1"),
-        )
-        .await;
-        assert!(
-            again >= 1 && said.contains("runs again"),
-            "a job was in flight when sshd died; it must have run again: {said}"
-        );
-    }
+    let again = count(
+        &db,
+        &format!("SELECT count(*) FROM jobs WHERE run_id = {run} AND attempts > 1"),
+    )
+    .await;
+    assert!(
+        again >= 1 && said.contains("runs again"),
+        "a job's workload was running when sshd died; it must have run again: {said}"
+    );
 
     // No secret anywhere: kreg's output and logs, its data folder, the machine's agent
     // folder, the database.
