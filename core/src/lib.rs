@@ -12,6 +12,7 @@ pub mod bisect;
 pub mod cgroup;
 pub mod collect;
 pub mod error;
+pub mod failure;
 pub mod kconfig;
 pub mod parse;
 pub mod perf_support;

@@ -27,6 +27,7 @@ mod search;
 pub mod sim;
 mod spec;
 
+use crate::failure::Failed;
 use crate::stats::welch;
 use confirm::Confirm;
 pub use confirm::Confirmation;
@@ -48,6 +49,15 @@ pub struct Rules {
     pub step_rounds: (usize, usize),
     /// The chance allowed over all looks at one commit that its interval misses.
     pub step_alpha: f64,
+    /// Boots a measurement is given before its failure counts: a boot that gives no value
+    /// (the kernel does not come up, panics, the agent goes silent) is tried again on a
+    /// fresh boot; a build that fails is not. Bisections stored before this rule ran with 1.
+    #[serde(default = "one_try")]
+    pub boot_tries: usize,
+}
+
+fn one_try() -> usize {
+    1
 }
 
 impl Default for Rules {
@@ -58,6 +68,7 @@ impl Default for Rules {
             endpoint_boots: (3, 12),
             step_rounds: (2, 20),
             step_alpha: 0.01,
+            boot_tries: 3,
         }
     }
 }
@@ -154,6 +165,9 @@ pub struct Step {
     /// Its position with its interval (none for a skip).
     pub position: Option<Position>,
     pub boots: usize,
+    /// Its boots that gave no value and were tried again.
+    #[serde(default)]
+    pub failed_boots: usize,
 }
 
 /// A bisection over `n` commits (0 is good, `n - 1` bad), fed one boot's value at a time.
@@ -178,6 +192,11 @@ pub struct Bisection {
     looks: usize,
     /// The culprit being confirmed.
     confirm: Option<Confirm>,
+    /// The boot asked again after one that gave no value: its commit, role and the boots
+    /// of it that failed so far.
+    retry: Option<(usize, Role, usize)>,
+    /// Boots that gave no value and were tried again, by commit.
+    failed_boots: Vec<usize>,
 }
 
 impl Bisection {
@@ -195,6 +214,8 @@ impl Bisection {
             steps: Vec::new(),
             looks: 0,
             confirm: None,
+            retry: None,
+            failed_boots: vec![0; n],
         }
     }
 
@@ -246,8 +267,12 @@ impl Bisection {
                 ),
                 None => String::new(),
             };
+            let failed = match s.failed_boots {
+                0 => String::new(),
+                n => format!(" ({n} more gave no value and were tried again)"),
+            };
             out.push(format!(
-                "decided: commit {} ({}) {} after {} boot(s){at}",
+                "decided: commit {} ({}) {} after {} boot(s){failed}{at}",
                 s.commit,
                 hash(s.commit),
                 format!("{:?}", s.mark).to_lowercase(),
@@ -273,9 +298,41 @@ impl Bisection {
         self.values.iter().map(Vec::len).sum::<usize>() + self.confirm.as_ref().map_or(0, Confirm::boots)
     }
 
-    /// A boot's value (`Ok`), or why the commit could not be built or booted (`Err`: it is
-    /// skipped; an endpoint that fails ends nothing here, the driver says why).
-    pub fn record(&mut self, commit: usize, role: Role, value: Result<f64, String>) {
+    /// Boots of `commit` that gave no value and were tried again.
+    pub fn failed_boots(&self, commit: usize) -> usize {
+        self.failed_boots[commit]
+    }
+
+    /// A boot's value (`Ok`), or why it gave none (`Err`). A failure other than a build's is
+    /// tried again on a fresh boot (the same commit and role is asked next) until
+    /// [`Rules::boot_tries`] boots failed in a row; then, or at once for a build, the commit
+    /// is skipped (an endpoint's failure ends the bisection, see [`Outcome::EndpointFailed`]).
+    pub fn record(&mut self, commit: usize, role: Role, value: Result<f64, Failed>) {
+        let failed_before = match self.retry.take() {
+            Some((c, r, n)) if c == commit && r == role => n,
+            _ => 0,
+        };
+        let value = match value {
+            Ok(v) => Ok(v),
+            Err(f) if f.class.boots_again() && failed_before + 1 < self.rules.boot_tries => {
+                self.failed_boots[commit] += 1;
+                self.retry = Some((commit, role, failed_before + 1));
+                return;
+            }
+            Err(f) if f.class.boots_again() && self.rules.boot_tries > 1 => {
+                let what = match f.class {
+                    crate::failure::FailureClass::Workload => "no value",
+                    _ => "never booted",
+                };
+                Err(format!("{what} in {} tries: {}", self.rules.boot_tries, f.reason))
+            }
+            Err(f) => Err(f.reason),
+        };
+        self.record_counted(commit, role, value);
+    }
+
+    /// A boot's value or a failure that counts (its tries spent).
+    fn record_counted(&mut self, commit: usize, role: Role, value: Result<f64, String>) {
         if let Ok(v) = value {
             self.log_boot(commit, role, v);
         }
@@ -305,6 +362,7 @@ impl Bisection {
                     mark: Mark::Skip,
                     position: None,
                     boots: self.values[commit].len(),
+                    failed_boots: self.failed_boots[commit],
                 });
                 self.current = None;
             }
@@ -332,6 +390,9 @@ impl Bisection {
 
     /// What to measure next, or the outcome.
     pub fn ask(&mut self) -> Ask {
+        if let Some((commit, role, _)) = self.retry {
+            return Ask::Measure { commit, role };
+        }
         if let Some((commit, reason)) = self.failed.clone() {
             return Ask::Done(Outcome::EndpointFailed { commit, reason });
         }
@@ -455,6 +516,7 @@ impl Bisection {
             mark,
             position: pos,
             boots: self.values[commit].len(),
+            failed_boots: self.failed_boots[commit],
         });
         Some(mark)
     }

@@ -3,6 +3,7 @@
 //! decided, both without the driver.
 
 use super::{Ask, Bisection, Role, Rules};
+use crate::failure::{Failed, FailureClass};
 use crate::Error;
 
 /// A boot as stored: its sequence number, the commit, why it was asked, and its value, or
@@ -14,6 +15,8 @@ pub struct Stored<'a> {
     pub role: Role,
     pub value: Option<f64>,
     pub error: Option<&'a str>,
+    /// The error's class (none stored before classes were: a build's, never tried again).
+    pub class: Option<FailureClass>,
 }
 
 impl Bisection {
@@ -37,7 +40,10 @@ impl Bisection {
             }
             match (m.value, m.error) {
                 (Some(v), _) => b.record(m.commit, m.role, Ok(v)),
-                (None, Some(e)) => b.record(m.commit, m.role, Err(e.to_string())),
+                (None, Some(e)) => {
+                    let class = m.class.unwrap_or(FailureClass::Build);
+                    b.record(m.commit, m.role, Err(Failed::new(class, e)))
+                }
                 (None, None) if i + 1 == stored.len() => return Ok((b, Some(i))),
                 (None, None) => return Err(Error::invalid(format!("measurement {} was never measured", m.seq))),
             }
@@ -70,12 +76,16 @@ mod tests {
             let Ask::Measure { commit, role } = live.ask() else {
                 break;
             };
-            // One step's boot fails (a skip), as a kernel that does not come up.
+            // One step's build fails (a skip).
             let failed = role == Role::Step && !failed_one;
             failed_one |= failed;
             let v = (!failed).then(|| value(commit, n));
-            errors.push(failed.then(|| "no boot".to_string()));
-            live.record(commit, role, v.ok_or_else(|| "no boot".to_string()));
+            errors.push(failed.then(|| "no build".to_string()));
+            live.record(
+                commit,
+                role,
+                v.ok_or_else(|| Failed::new(FailureClass::Build, "no build")),
+            );
             asked.push((commit, role, v));
         }
         let stored: Vec<Stored> = asked
@@ -88,6 +98,7 @@ mod tests {
                 role,
                 value,
                 error: e.as_deref(),
+                class: e.as_ref().map(|_| FailureClass::Build),
             })
             .collect();
         assert!(stored.len() == 40 && failed_one, "{stored:?}");

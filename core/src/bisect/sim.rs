@@ -1,12 +1,43 @@
 //! The bisector on ranges whose commits are described, not built: each commit's runs drawn
-//! from its model (a mean, a run-to-run spread, a boot-to-boot spread, or a failed build),
+//! from its model (a mean, a run-to-run spread and its shape, a boot-to-boot spread, boots
+//! that fail, or a failed build) on a machine that may drift and fail boots of its own,
 //! fed to the same [`Bisection`] the real bisector drives. Synthetic ranges (a length,
 //! culprits with their effects, spreads, broken commits) and ranges read from a file
 //! (`kreg bench bisect --replay`) are both lists of [`CommitModel`]s.
 
 use super::{Ask, Bisection, Outcome, Role, Rules};
+use crate::failure::{Failed, FailureClass};
 use crate::stats::rng::Rng;
-use crate::stats::sim::normal;
+use crate::stats::sim::{lognormal, normal};
+
+/// The shape of a commit's runs about their boot's mean.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Dist {
+    /// Normal, with the model's `sd`.
+    #[default]
+    Normal,
+    /// Lognormal (a long right tail) with the model's mean and `sd`.
+    Lognormal,
+    /// Two modes: a run lands in the upper one, `gap` (relative) above the model's mean,
+    /// with chance `share`; each mode normal with the model's `sd`.
+    Bimodal { share: f64, gap: f64 },
+}
+
+impl Dist {
+    /// One run about `centre` with spread `sd`.
+    fn draw(self, rng: &mut Rng, centre: f64, sd: f64) -> f64 {
+        match self {
+            Dist::Normal => centre + sd * normal(rng),
+            Dist::Lognormal if centre > 0.0 => lognormal(rng, centre, sd / centre),
+            Dist::Lognormal => centre + sd * normal(rng),
+            Dist::Bimodal { share, gap } => {
+                let mode = if rng.uniform() < share { centre * (1.0 + gap) } else { centre };
+                mode + sd * normal(rng)
+            }
+        }
+    }
+}
 
 /// How one commit's measurements are distributed.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
@@ -22,6 +53,13 @@ pub struct CommitModel {
     /// The commit does not build (it is skipped).
     #[serde(default)]
     pub build_fails: bool,
+    /// The chance that a boot of it gives no value (it panics, hangs, loses its agent);
+    /// 1 for a commit that never boots.
+    #[serde(default)]
+    pub boot_fails: f64,
+    /// The shape of its runs.
+    #[serde(default)]
+    pub dist: Dist,
 }
 
 /// A synthetic range: `commits` commits around a mean of 100; each culprit (index, relative
@@ -46,6 +84,8 @@ impl Synthetic {
                     sd: mean * self.cov,
                     boot_sd: mean * self.boot_cov,
                     build_fails: self.build_fails.contains(&i),
+                    boot_fails: 0.0,
+                    dist: Dist::Normal,
                 }
             })
             .collect()
@@ -56,7 +96,10 @@ impl Synthetic {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
     pub outcome: Outcome,
+    /// Boots in all, those that failed included.
     pub boots: usize,
+    /// Boots that gave no value.
+    pub failed_boots: usize,
     /// Distinct commits built (a failed build counts).
     pub builds: usize,
 }
@@ -69,12 +112,18 @@ pub struct MachineModel {
     /// The relative change of every value from one boot to the next (0.0001: +0.01 % a
     /// boot, compounding): a machine that warms, wears or fills up.
     pub drift: f64,
+    /// The chance that any boot fails for the machine's own reasons.
+    pub boot_fails: f64,
 }
 
 impl MachineModel {
     /// `runs` runs a boot on a machine that does not drift.
     pub fn steady(runs: usize) -> MachineModel {
-        MachineModel { runs, drift: 0.0 }
+        MachineModel {
+            runs,
+            drift: 0.0,
+            boot_fails: 0.0,
+        }
     }
 }
 
@@ -82,40 +131,52 @@ impl MachineModel {
 pub fn trial(range: &[CommitModel], rules: Rules, machine: MachineModel, rng: &mut Rng) -> Trial {
     let mut b = Bisection::new(range.len(), rules);
     let mut booted = 0i32;
+    let mut failed_boots = 0;
     let mut built = vec![false; range.len()];
     let mut built_revert = false;
     loop {
-        match b.ask() {
+        let (commit, role) = match b.ask() {
             Ask::Done(outcome) => {
                 return Trial {
                     outcome,
-                    boots: b.boots(),
+                    boots: b.boots() + failed_boots,
+                    failed_boots,
                     builds: built.iter().filter(|x| **x).count() + built_revert as usize,
                 }
             }
-            Ask::Measure { commit, role } => {
-                let c = match role {
-                    Role::Revert { culprit } => {
-                        built_revert = true;
-                        reverted(range, culprit)
-                    }
-                    _ => {
-                        built[commit] = true;
-                        range[commit].clone()
-                    }
-                };
-                if c.build_fails {
-                    b.record(commit, role, Err("the build failed".into()));
-                    continue;
-                }
-                let boot = c.mean + c.boot_sd * normal(rng);
-                let runs = machine.runs.max(1);
-                let value = (0..runs).map(|_| boot + c.sd * normal(rng)).sum::<f64>() / runs as f64;
-                let value = value * (1.0 + machine.drift).powi(booted);
-                booted += 1;
-                b.record(commit, role, Ok(value));
+            Ask::Measure { commit, role } => (commit, role),
+        };
+        let c = match role {
+            Role::Revert { culprit } => {
+                built_revert = true;
+                reverted(range, culprit)
             }
+            _ => {
+                built[commit] = true;
+                range[commit].clone()
+            }
+        };
+        if c.build_fails {
+            b.record(commit, role, Err(Failed::new(FailureClass::Build, "the build failed")));
+            continue;
         }
+        // The machine drifts with every boot, one that fails included.
+        let drift = (1.0 + machine.drift).powi(booted);
+        booted += 1;
+        if rng.uniform() < machine.boot_fails {
+            failed_boots += 1;
+            b.record(commit, role, Err(Failed::new(FailureClass::Infrastructure, "the boot failed")));
+            continue;
+        }
+        if rng.uniform() < c.boot_fails {
+            failed_boots += 1;
+            b.record(commit, role, Err(Failed::new(FailureClass::Kernel, "the kernel panicked")));
+            continue;
+        }
+        let boot = c.mean + c.boot_sd * normal(rng);
+        let runs = machine.runs.max(1);
+        let value = (0..runs).map(|_| c.dist.draw(rng, boot, c.sd)).sum::<f64>() / runs as f64;
+        b.record(commit, role, Ok(value * drift));
     }
 }
 
@@ -127,6 +188,7 @@ pub fn reverted(range: &[CommitModel], culprit: usize) -> CommitModel {
     CommitModel {
         mean: bad.mean - change,
         build_fails: false,
+        boot_fails: bad.boot_fails,
         ..bad.clone()
     }
 }
@@ -143,12 +205,15 @@ pub struct Tally {
     /// The outcome named one commit, another.
     pub wrong: usize,
     pub does_not_reproduce: usize,
+    /// An endpoint could not be built or never booted.
+    pub endpoint_failed: usize,
     pub ranges: usize,
     pub ambiguous: usize,
     pub mean_builds: f64,
     pub max_builds: usize,
     pub mean_boots: f64,
     pub max_boots: usize,
+    pub mean_failed_boots: f64,
 }
 
 /// `trials` bisections of `range` from `seed`; `expected` is the true first bad commit
@@ -161,27 +226,43 @@ pub fn tally(
     trials: usize,
     seed: u64,
 ) -> Tally {
+    tally_each(range, expected, rules, machine, (trials, seed), &mut |_, _| {})
+}
+
+/// [`tally`], each trial handed to `each` with its number as it ends.
+pub fn tally_each(
+    range: &[CommitModel],
+    expected: Option<usize>,
+    rules: Rules,
+    machine: MachineModel,
+    (trials, seed): (usize, u64),
+    each: &mut dyn FnMut(usize, &Trial),
+) -> Tally {
     let mut rng = Rng::new(seed);
     let mut t = Tally {
         trials,
         ..Tally::default()
     };
-    for _ in 0..trials {
+    for i in 0..trials {
         let r = trial(range, rules, machine, &mut rng);
-        match r.outcome {
-            Outcome::Culprit { commit, confirmation } if Some(commit) == expected => {
+        each(i, &r);
+        match &r.outcome {
+            Outcome::Culprit { commit, confirmation } if Some(*commit) == expected => {
                 t.exact += 1;
                 t.confirmed += confirmation.confirmed as usize;
             }
             Outcome::Culprit { .. } => t.wrong += 1,
-            Outcome::DoesNotReproduce { .. } | Outcome::EndpointFailed { .. } => t.does_not_reproduce += 1,
+            Outcome::DoesNotReproduce { .. } => t.does_not_reproduce += 1,
+            Outcome::EndpointFailed { .. } => t.endpoint_failed += 1,
             Outcome::Range { .. } => t.ranges += 1,
             Outcome::Ambiguous { .. } => t.ambiguous += 1,
         }
-        t.mean_builds += r.builds as f64 / trials as f64;
+        let share = 1.0 / trials as f64;
+        t.mean_builds += r.builds as f64 * share;
         t.max_builds = t.max_builds.max(r.builds);
-        t.mean_boots += r.boots as f64 / trials as f64;
+        t.mean_boots += r.boots as f64 * share;
         t.max_boots = t.max_boots.max(r.boots);
+        t.mean_failed_boots += r.failed_boots as f64 * share;
     }
     t
 }

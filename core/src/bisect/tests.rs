@@ -90,7 +90,10 @@ fn a_drifting_machine_moves_no_decision() {
         build_fails: vec![],
     };
     for drift in [0.0001, -0.0001] {
-        let machine = MachineModel { runs: 10, drift };
+        let machine = MachineModel {
+            drift,
+            ..MachineModel::steady(10)
+        };
         let t = tally(&range.models(), Some(37), Rules::default(), machine, trials, 5);
         println!("3% at 37/64, drift {drift}: {t:?}");
         assert!(t.exact as f64 >= 0.95 * trials as f64, "{t:?}");
@@ -116,7 +119,10 @@ fn a_drifting_machine_moves_no_decision() {
         &lab.models(),
         Some(6),
         rules,
-        MachineModel { runs: 3, drift: -0.004 },
+        MachineModel {
+            drift: -0.004,
+            ..MachineModel::steady(3)
+        },
         trials,
         6,
     );
@@ -247,7 +253,12 @@ fn the_bisect_section_gives_the_range_the_metric_and_the_rules() {
     assert_eq!(b.rules.alpha, 0.001);
     assert_eq!(b.rules.step_rounds, (1, 4));
     assert_eq!(b.rules.endpoint_boots, Rules::default().endpoint_boots);
+    assert_eq!(b.rules.boot_tries, 3);
     assert!(with_bisect("").unwrap().bisect.is_none());
+    let s = with_bisect("bisect:\n  good: v1\n  bad: v2\n  boot_tries: 5\n").unwrap();
+    assert_eq!(s.bisect.unwrap().rules.boot_tries, 5);
+    let e = with_bisect("bisect:\n  good: v1\n  boot_tries: 0\n").unwrap_err();
+    assert!(e.iter().any(|d| d.message.contains("boot_tries")), "{e:?}");
 }
 
 #[test]
@@ -487,4 +498,92 @@ fn each_decision_is_said_once_with_its_interval_the_candidates_and_the_next_comm
     assert!(text.contains("next: commit"), "{text}");
     // Far fewer lines than asks: silence between decisions.
     assert!(said.len() < asks / 4, "{} lines for {asks} asks", said.len());
+}
+
+/// Boots that fail now and then: each is tried again on a fresh boot, so a commit that
+/// booted on its second try is decided as any other, and one that never boots is a skip
+/// that says so.
+#[test]
+fn a_boot_that_fails_is_tried_again_before_it_counts() {
+    use crate::failure::{Failed, FailureClass};
+    let trials = 200;
+    let range = Synthetic {
+        commits: 64,
+        culprits: vec![(37, 0.03)],
+        cov: 0.01,
+        boot_cov: 0.01,
+        build_fails: vec![],
+    };
+    // One boot in three fails, on every commit.
+    let mut models = range.models();
+    for m in &mut models {
+        m.boot_fails = 1.0 / 3.0;
+    }
+    let rules = Rules {
+        boot_tries: 8,
+        ..Rules::default()
+    };
+    let t = tally(&models, Some(37), rules, MachineModel::steady(10), trials, 11);
+    println!("3% at 37/64, a boot in three fails: {t:?}");
+    assert!(t.exact as f64 >= 0.95 * trials as f64, "{t:?}");
+    assert_eq!(t.wrong, 0, "{t:?}");
+    assert!(t.mean_failed_boots > 0.3 * (t.mean_boots - t.mean_failed_boots), "{t:?}");
+    // Under the old rule (one try) the same range mostly ends at a failed endpoint or a range.
+    let once = Rules {
+        boot_tries: 1,
+        ..Rules::default()
+    };
+    let t1 = tally(&models, Some(37), once, MachineModel::steady(10), trials, 11);
+    assert!(t1.exact < t.exact / 2, "{t1:?}");
+
+    // A commit that never boots: skipped, with why; its neighbour is then the range's end.
+    models[36].boot_fails = 1.0;
+    let mut rng = Rng::new(12);
+    let r = trial(&models, rules, MachineModel::steady(10), &mut rng);
+    assert!(matches!(r.outcome, Outcome::Range { first: 36, last: 37 }), "{r:?}");
+
+    // Driven by hand: a step fails twice then boots; the third failure of the next is a skip.
+    let mut b = Bisection::new(16, Rules::default());
+    let mut fails = 0;
+    let mut skipped = None;
+    for n in 0..400 {
+        let Ask::Measure { commit, role } = b.ask() else { break };
+        let value = if commit >= 9 { 110.0 } else { 100.0 } + (n % 3) as f64 * 0.1;
+        if role == Role::Step && fails < 2 {
+            fails += 1;
+            b.record(commit, role, Err(Failed::new(FailureClass::Kernel, "the kernel panicked")));
+            assert_eq!(b.ask(), Ask::Measure { commit, role }, "the same boot is asked again");
+            continue;
+        }
+        if role == Role::Step && commit == 12 {
+            b.record(commit, role, Err(Failed::new(FailureClass::Infrastructure, "the agent went silent")));
+            skipped.get_or_insert(commit);
+            continue;
+        }
+        b.record(commit, role, Ok(value));
+    }
+    let steps = b.steps();
+    assert_eq!(steps[0].failed_boots, 2, "{steps:?}");
+    assert_ne!(steps[0].mark, Mark::Skip, "{steps:?}");
+    if skipped.is_some() {
+        let s = steps.iter().find(|s| s.commit == 12).unwrap();
+        assert_eq!((s.mark, s.failed_boots), (Mark::Skip, 2), "{s:?}");
+    }
+    // A build that fails is never tried again.
+    let mut b = Bisection::new(4, Rules::default());
+    let Ask::Measure { commit, role } = b.ask() else { panic!() };
+    b.record(commit, role, Err(Failed::new(FailureClass::Build, "make failed")));
+    assert!(matches!(b.ask(), Ask::Done(Outcome::EndpointFailed { commit: 0, .. })));
+    // An endpoint that never boots ends the bisection, saying so.
+    let mut b = Bisection::new(4, Rules::default());
+    for _ in 0..3 {
+        let Ask::Measure { commit, role } = b.ask() else { panic!() };
+        b.record(commit, role, Err(Failed::new(FailureClass::Kernel, "the kernel panicked")));
+    }
+    match b.ask() {
+        Ask::Done(Outcome::EndpointFailed { commit: 0, reason }) => {
+            assert_eq!(reason, "never booted in 3 tries: the kernel panicked")
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -144,7 +144,7 @@ fn gamma(rng: &mut Rng, k: f64) -> f64 {
     }
 }
 
-fn lognormal(rng: &mut Rng, mean: f64, cov: f64) -> f64 {
+pub fn lognormal(rng: &mut Rng, mean: f64, cov: f64) -> f64 {
     let sigma = (1.0 + cov * cov).ln().sqrt();
     mean * (sigma * normal(rng) - sigma * sigma / 2.0).exp()
 }

@@ -14,6 +14,7 @@ const KEYS: &[&str] = &[
     "min_effect",
     "endpoint_boots",
     "step_rounds",
+    "boot_tries",
 ];
 
 impl Cx<'_> {
@@ -46,6 +47,7 @@ impl Cx<'_> {
             d.endpoint_boots,
         );
         let step_rounds = self.range(f.get("step_rounds"), "bisect: step_rounds", (1, 100), d.step_rounds);
+        let boot_tries = self.uint_or(&f, "boot_tries", "bisect: boot_tries", (1, 20), d.boot_tries as u32);
         Some(Spec {
             kernel: kernel?,
             good: good?,
@@ -57,6 +59,7 @@ impl Cx<'_> {
                 min_effect: min_effect?,
                 endpoint_boots: endpoint_boots?,
                 step_rounds: step_rounds?,
+                boot_tries: boot_tries? as usize,
                 ..d
             },
         })
