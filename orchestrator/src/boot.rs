@@ -31,6 +31,11 @@ pub trait Watch: Send {
 }
 
 /// Whether `id` is the boot of `p`: its release and, for kreg's builds, its build string.
+/// What [`check_booted`] says of another kernel than the one asked for (a failure the
+/// kernel is blamed for: it hung and the machine fell back, or it is another build).
+pub const NOT_ASKED: [&str; 2] = ["booted ", ", expected "];
+pub const NOT_THE_BUILD: &str = "not the build kreg made";
+
 pub fn check_booted(p: &Prepared, id: &Identity) -> Result<(), BootError> {
     if id.kernel_release != p.release {
         return Err(BootError::NotAsked(format!(
@@ -41,7 +46,7 @@ pub fn check_booted(p: &Prepared, id: &Identity) -> Result<(), BootError> {
     if let Some(uts) = p.built.as_ref().and_then(|b| b.uts_version.as_ref()) {
         if !id.proc_version.contains(uts.as_str()) {
             return Err(BootError::NotAsked(format!(
-                "/proc/version is {:?}, not the build kreg made ({uts})",
+                "/proc/version is {:?}, {NOT_THE_BUILD} ({uts})",
                 id.proc_version
             )));
         }

@@ -3,6 +3,8 @@
 
 use kreg_protocol::wire::ExecResult;
 
+pub use kreg_core::failure::{kernel_fault, Failed, FailureClass};
+
 /// A command that did not succeed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{what} {how}: {tail}")]

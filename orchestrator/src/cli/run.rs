@@ -116,9 +116,16 @@ impl Progress {
                 "kernel {kernel}: up in {} (boot method {method}), release {release}, boot id {boot_id}",
                 duration(secs)
             )),
-            Event::KernelFailed { kernel, reason, jobs } => {
+            Event::KernelFailed {
+                kernel,
+                reason,
+                class,
+                jobs,
+            } => {
                 self.bar.inc(jobs as u64);
-                self.say(format!("kernel {kernel}: FAILED, its {jobs} jobs failed: {reason}"));
+                self.say(format!(
+                    "kernel {kernel}: FAILED ({class}), its {jobs} jobs failed: {reason}"
+                ));
             }
             e => self.show_job(e),
         }

@@ -14,6 +14,7 @@ use super::drive::{Driver, Ledger};
 use super::{open_conns, EngineError, Event};
 use crate::bisect::{Ask, Outcome, Role};
 use crate::config::Config;
+use crate::failure::{Failed, FailureClass};
 use crate::plan::{Job, RunState};
 use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, TreeSource};
 use crate::store::bisect::{BisectionRow, Commit, Measurement};
@@ -138,7 +139,7 @@ struct Bisector<'a> {
 
 /// What one measurement's boot gave, with whether its kernel was compiled for it.
 struct Measured {
-    value: Result<f64, String>,
+    value: Result<f64, Failed>,
     compiled: bool,
 }
 
@@ -188,11 +189,11 @@ impl Bisector<'_> {
             let role = m.role;
             say(on_event, self.describe(&m));
             let measured = self.measure(&m, &mut conns, on_event).await?;
-            let value = measured.value.as_ref().map(|v| *v).map_err(String::as_str);
+            let value = measured.value.as_ref().map(|v| *v);
             store::bisect::measured(self.db, self.run.id, m.seq, value, measured.compiled).await?;
             match &measured.value {
                 Ok(v) => say(on_event, format!("  {} = {v:.6}", self.row.metric)),
-                Err(e) => say(on_event, format!("  no value: {e}")),
+                Err(e) => say(on_event, format!("  no value ({}): {}", e.class, e.reason)),
             }
             bisection.record(m.commit_index as usize, role, measured.value);
         }
@@ -258,6 +259,7 @@ impl Bisector<'_> {
             boot: boot as i32,
             value: None,
             error: None,
+            failure_class: None,
             compiled: false,
         };
         store::bisect::ask_measurement(self.db, self.run.id, &m, &new).await?;
@@ -302,7 +304,7 @@ impl Bisector<'_> {
             // A revert that does not apply: that side of the confirmation has no value.
             Err(e) => {
                 return Ok(Measured {
-                    value: Err(e.to_string()),
+                    value: Err(Failed::new(FailureClass::Build, e.to_string())),
                     compiled: false,
                 })
             }
@@ -357,7 +359,7 @@ impl Bisector<'_> {
     }
 
     /// The metric's mean over the boot's iterations, or why the boot gave none.
-    async fn value_of(&self, m: &Measurement) -> Result<Result<f64, String>, EngineError> {
+    async fn value_of(&self, m: &Measurement) -> Result<Result<f64, Failed>, EngineError> {
         let samples = store::boot_samples(self.db, self.run.id, &m.kernel, m.boot).await?;
         let values: Vec<f64> = samples
             .iter()
@@ -379,11 +381,14 @@ impl Bisector<'_> {
             )));
         }
         let jobs = store::jobs(self.db, self.run.id).await?;
-        let reason = jobs
+        let failed = jobs
             .iter()
             .filter(|j| j.kernel == m.kernel && j.boot == m.boot)
-            .find_map(|j| j.error.clone())
-            .unwrap_or_else(|| "its jobs stored no value".into());
-        Ok(Err(reason))
+            .find_map(|j| {
+                let class = j.failure_class.unwrap_or(FailureClass::Infrastructure);
+                j.error.as_ref().map(|e| Failed::new(class, e.clone()))
+            })
+            .unwrap_or_else(|| Failed::new(FailureClass::Workload, "its jobs stored no value"));
+        Ok(Err(failed))
     }
 }

@@ -17,6 +17,7 @@ use super::server::Session;
 use super::{job, knobs, owner_of, schedstats_on, server, sweep, tools, EngineError, Event, Stop};
 use crate::boot::Target;
 use crate::config::Config;
+use crate::failure::{Failed, FailureClass};
 use crate::kernel::Prepared;
 use crate::scenario::{BuildSpec, Kernel, KernelSource, Scenario, Variant, Workload};
 use crate::store::{self, JobRow, RunRow};
@@ -57,6 +58,33 @@ pub enum Failure {
         host: String,
         detail: String,
     },
+}
+
+impl Failure {
+    /// Who the failure is put down to (a boot's is classed where it failed, see
+    /// [`boot_class`]).
+    pub fn class(&self) -> FailureClass {
+        match self {
+            Failure::Boot(reason) => boot_class(reason),
+            Failure::Variant(_) => FailureClass::Kernel,
+            Failure::Server { .. } => FailureClass::Workload,
+            Failure::Tool { .. } | Failure::NotConnected(_) | Failure::Tuning { .. } | Failure::Cgroup { .. } => {
+                FailureClass::Infrastructure
+            }
+        }
+    }
+}
+
+/// A boot that failed: the kernel's when it panicked or oopsed (as the console showed) or
+/// another kernel than the one asked for runs; else the lab's.
+pub fn boot_class(reason: &str) -> FailureClass {
+    let wrong_kernel = crate::boot::NOT_ASKED.iter().all(|m| reason.contains(m))
+        || reason.contains(crate::boot::NOT_THE_BUILD);
+    if crate::failure::kernel_fault(reason).is_some() || wrong_kernel {
+        FailureClass::Kernel
+    } else {
+        FailureClass::Infrastructure
+    }
 }
 
 /// Consecutive runs of jobs with the same key, in order: the jobs of one boot of a kernel,
@@ -120,8 +148,8 @@ impl Driver<'_> {
             let fresh = self.scenario.boots > 1 && !self.started.contains(&(kernel.name.clone(), jobs[0].boot));
             let booted = match self.boot_kernel(kernel, fresh).await {
                 Ok(b) => b,
-                Err(Stop::Failed(reason)) => {
-                    self.ledger.fail_kernel(jobs, &kernel.name, reason.to_string()).await?;
+                Err(Stop::Failed(failed)) => {
+                    self.ledger.fail_kernel(jobs, &kernel.name, failed).await?;
                     continue;
                 }
                 Err(Stop::Drive(e)) => return Err(e),
@@ -129,7 +157,7 @@ impl Driver<'_> {
             let mut booted = match self.ready_hosts(kernel, booted).await {
                 Ok(b) => b,
                 Err(Stop::Failed(failure)) => {
-                    self.ledger.fail_jobs(jobs, &failure.to_string()).await?;
+                    self.ledger.fail_jobs(jobs, &failure).await?;
                     continue;
                 }
                 Err(Stop::Drive(e)) => return Err(e),
@@ -145,12 +173,15 @@ impl Driver<'_> {
     }
 
     /// Prepares `kernel` and boots the SUT into it.
-    async fn boot_kernel(&mut self, kernel: &Kernel, fresh: bool) -> Result<SutBoot, Stop<HostError>> {
+    async fn boot_kernel(&mut self, kernel: &Kernel, fresh: bool) -> Result<SutBoot, Stop<Failed>> {
         self.ledger.say(Event::KernelBooting {
             kernel: kernel.name.clone(),
         });
         let started = std::time::Instant::now();
-        let (mut prepared, own_perf) = self.prepare(kernel).await.map_err(Stop::Failed)?;
+        let (mut prepared, own_perf) = self
+            .prepare(kernel)
+            .await
+            .map_err(|e| Stop::Failed(Failed::new(FailureClass::Build, e.to_string())))?;
         // A perf of its own source goes where a tree's would: into a lab guest's initramfs,
         // onto a machine after its boot.
         if let (Some(p), Some(perf)) = (prepared.as_mut(), own_perf.as_ref()) {
@@ -178,7 +209,10 @@ impl Driver<'_> {
             timeout,
             fresh,
         };
-        let (id, method) = conn.boot(target, self.cfg).await.map_err(Stop::Failed)?;
+        let (id, method) = conn.boot(target, self.cfg).await.map_err(|e| {
+            let reason = e.to_string();
+            Stop::Failed(Failed::new(boot_class(&reason), reason))
+        })?;
         let reached = conn.reached();
         store::record_host(self.db, self.run.id, &self.sut, &id, method.as_str(), &reached).await?;
         self.ledger.say(Event::KernelReady {
@@ -342,14 +376,12 @@ impl Driver<'_> {
             .await?;
         }
         if let Err(reason) = knobs::apply_features(&booted.client, variant, &booted.defaults).await {
-            self.ledger
-                .fail_jobs(jobs, &Failure::Variant(reason.to_string()).to_string())
-                .await?;
+            self.ledger.fail_jobs(jobs, &Failure::Variant(reason.to_string())).await?;
             self.put_features_back(booted, variant).await?;
             return Ok(());
         }
         if let Err(failure) = self.tune_for(booted, variant).await {
-            self.ledger.fail_jobs(jobs, &failure.to_string()).await?;
+            self.ledger.fail_jobs(jobs, &failure).await?;
             self.put_features_back(booted, variant).await?;
             return Ok(());
         }
@@ -371,7 +403,7 @@ impl Driver<'_> {
                         }
                     }
                 }
-                Err(failure) => self.ledger.fail_jobs(wjobs, &failure.to_string()).await?,
+                Err(failure) => self.ledger.fail_jobs(wjobs, &failure).await?,
             }
         }
         self.put_features_back(booted, variant).await
@@ -516,8 +548,20 @@ mod tests {
             state: JobState::Pending,
             attempts: 0,
             error: None,
+            failure_class: None,
             warmup: false,
         }
+    }
+
+    #[test]
+    fn a_boot_is_the_kernels_when_it_panicked_or_another_kernel_runs() {
+        use crate::failure::FailureClass::*;
+        let class = |r: &str| Failure::Boot(r.into()).class();
+        assert_eq!(class("kernel c4 did not come up in the lab: the kernel panicked (Kernel panic - not syncing: Attempted to kill init!)"), Kernel);
+        assert_eq!(class("grub-reboot into 6.1.0 on sut: booted 6.12.0, expected 6.1.0"), Kernel);
+        assert_eq!(class("the agent did not answer within 300 s"), Infrastructure);
+        assert_eq!(Failure::Server { workload: "db".into(), host: "ldg".into(), detail: "exited".into() }.class(), Workload);
+        assert_eq!(Failure::Tool { tool: "perf".into(), host: "sut".into(), detail: "upload".into() }.class(), Infrastructure);
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub enum Event {
     KernelFailed {
         kernel: String,
         reason: String,
+        /// Who it is put down to (a build's failure, the lab's, the kernel's).
+        class: crate::failure::FailureClass,
         jobs: usize,
     },
     JobStarted {

@@ -5,6 +5,7 @@ use sqlx::{PgExecutor, PgPool};
 
 use super::Result;
 use crate::bisect::{Bisection, Role, Rules, Stored};
+use crate::failure::{Failed, FailureClass};
 use crate::plan::{Job, RunKind};
 
 pub use crate::bisect::report::Commit;
@@ -39,7 +40,17 @@ pub struct Measurement {
     pub boot: i32,
     pub value: Option<f64>,
     pub error: Option<String>,
+    /// Who the error is put down to (none stored before classes were).
+    #[serde(serialize_with = "class_name")]
+    pub failure_class: Option<FailureClass>,
     pub compiled: bool,
+}
+
+fn class_name<S: serde::Serializer>(c: &Option<FailureClass>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match c {
+        Some(c) => s.serialize_str(c.as_str()),
+        None => s.serialize_none(),
+    }
 }
 
 impl Measurement {
@@ -73,6 +84,13 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Measurement {
             boot: row.try_get("boot")?,
             value: row.try_get("value")?,
             error: row.try_get("error")?,
+            failure_class: match row.try_get::<Option<String>, _>("failure_class")? {
+                Some(name) => Some(FailureClass::parse(&name).ok_or_else(|| sqlx::Error::ColumnDecode {
+                    index: "failure_class".into(),
+                    source: format!("measurement {seq}: unknown failure class {name:?}").into(),
+                })?),
+                None => None,
+            },
             compiled: row.try_get("compiled")?,
         })
     }
@@ -94,6 +112,7 @@ pub fn replay(
             role: m.role,
             value: m.value,
             error: m.error.as_deref(),
+            class: m.failure_class,
         })
         .collect();
     let (b, pending) = Bisection::replay(row.commit_count as usize, rules, &stored)?;
@@ -197,7 +216,7 @@ pub async fn bisection_kinds(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String
 /// Every measurement of a bisection, in the order asked.
 pub async fn measurements(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Measurement>> {
     Ok(sqlx::query_as(
-        "SELECT seq, commit_index, role, reverted, kernel, boot, value, error, compiled
+        "SELECT seq, commit_index, role, reverted, kernel, boot, value, error, failure_class, compiled
          FROM bisect_measurements WHERE run_id = $1 ORDER BY seq",
     )
     .bind(run_id)
@@ -262,15 +281,15 @@ pub async fn measured(
     db: impl PgExecutor<'_>,
     run_id: i64,
     seq: i32,
-    value: std::result::Result<f64, &str>,
+    value: std::result::Result<f64, &Failed>,
     compiled: bool,
 ) -> Result<()> {
-    let (value, error) = match value {
-        Ok(v) => (Some(v), None),
-        Err(e) => (None, Some(e)),
+    let (value, error, class) = match value {
+        Ok(v) => (Some(v), None, None),
+        Err(e) => (None, Some(e.reason.as_str()), Some(e.class.as_str())),
     };
     sqlx::query(
-        "UPDATE bisect_measurements SET value = $3, error = $4, compiled = $5, measured_at = now()
+        "UPDATE bisect_measurements SET value = $3, error = $4, failure_class = $6, compiled = $5, measured_at = now()
          WHERE run_id = $1 AND seq = $2",
     )
     .bind(run_id)
@@ -278,6 +297,7 @@ pub async fn measured(
     .bind(value)
     .bind(error)
     .bind(compiled)
+    .bind(class)
     .execute(db)
     .await?;
     Ok(())

@@ -28,6 +28,7 @@ pub use crate::results::{KernelProvenance, Sample};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
+use crate::failure::FailureClass;
 use crate::plan::{Job, JobState, RunKind, RunState};
 use crate::record::RawKind;
 
@@ -356,7 +357,23 @@ pub struct JobRow {
     pub state: JobState,
     pub attempts: i32,
     pub error: Option<String>,
+    /// Who a failed job's failure is put down to (none before classes were stored).
+    #[sqlx(try_from = "OptClass")]
+    pub failure_class: Option<FailureClass>,
     pub warmup: bool,
+}
+
+/// A stored failure class, or none: an unknown one is an error, never a default.
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+pub struct OptClass(Option<String>);
+
+impl TryFrom<OptClass> for Option<FailureClass> {
+    type Error = crate::Error;
+
+    fn try_from(c: OptClass) -> std::result::Result<Option<FailureClass>, crate::Error> {
+        c.0.map(FailureClass::try_from).transpose()
+    }
 }
 
 impl JobRow {
@@ -376,7 +393,7 @@ impl JobRow {
 
 pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
     Ok(sqlx::query_as(
-        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, warmup
+        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, failure_class, warmup
          FROM jobs WHERE run_id = $1 ORDER BY ordinal",
     )
     .bind(run_id)
@@ -387,7 +404,7 @@ pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
 /// The jobs of one slot of a submitted run, in run order.
 pub async fn slot_jobs(db: impl PgExecutor<'_>, run_id: i64, slot: i32) -> Result<Vec<JobRow>> {
     Ok(sqlx::query_as(
-        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, warmup
+        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, failure_class, warmup
          FROM jobs WHERE run_id = $1 AND slot = $2 ORDER BY ordinal",
     )
     .bind(run_id)
@@ -405,11 +422,12 @@ pub async fn start_job(db: impl PgExecutor<'_>, job_id: i64) -> Result<()> {
     Ok(())
 }
 
-pub async fn fail_job(db: impl PgExecutor<'_>, job_id: i64, error: &str) -> Result<()> {
-    sqlx::query("UPDATE jobs SET state = $3, error = $2, finished_at = now() WHERE id = $1")
+pub async fn fail_job(db: impl PgExecutor<'_>, job_id: i64, error: &str, class: FailureClass) -> Result<()> {
+    sqlx::query("UPDATE jobs SET state = $3, error = $2, failure_class = $4, finished_at = now() WHERE id = $1")
         .bind(job_id)
         .bind(crate::secrets::redact(error).as_ref())
         .bind(JobState::Failed.as_str())
+        .bind(class.as_str())
         .execute(db)
         .await?;
     Ok(())

@@ -10,6 +10,7 @@ use super::*;
 use kreg::bisect::report::Commit;
 use kreg::bisect::{Ask, Bisection, Role, Rules};
 use kreg::store::bisect as sb;
+use kreg::failure::{Failed, FailureClass};
 
 const SCENARIO: &str = "name: bisect-page
 hosts: { sut: { role: sut, transport: { kind: lab } } }
@@ -54,6 +55,7 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
     .unwrap();
     let mut b = Bisection::new(9, rules);
     let mut seq = 0;
+    let mut panicked = false;
     let outcome = loop {
         match b.ask() {
             Ask::Measure { commit, role } => {
@@ -70,11 +72,20 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
                     boot: seq,
                     value: None,
                     error: None,
+                    failure_class: None,
                     compiled: false,
                 };
                 sb::ask_measurement(&pool, run, &m, &[]).await.unwrap();
                 let value = match (commit, role) {
-                    (4, _) => Err("boot failed: make bzImage failed (exit status: 2)".to_string()),
+                    (4, _) => Err(Failed::new(
+                        FailureClass::Build,
+                        "boot failed: make bzImage failed (exit status: 2)",
+                    )),
+                    // A boot that panicked, tried again.
+                    (6, Role::Step) if !panicked => {
+                        panicked = true;
+                        Err(Failed::new(FailureClass::Kernel, "the kernel panicked (Kernel panic - not syncing: test)"))
+                    }
                     (_, Role::Revert { .. }) => Ok(1.0),
                     (c, _) => Ok(if c >= 6 { 1.1 } else { 1.0 } + 0.004 * ((seq * 7 % 5) as f64 - 2.0)),
                 };
@@ -82,7 +93,7 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
                     &pool,
                     run,
                     seq,
-                    value.as_ref().map(|v| *v).map_err(String::as_str),
+                    value.as_ref().map(|v| *v),
                     seq < 6,
                 )
                 .await

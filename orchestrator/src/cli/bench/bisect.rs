@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use comfy_table::{presets, Table};
 
-use kreg::bisect::sim::{tally, CommitModel, MachineModel, Synthetic, Tally};
+use kreg::bisect::sim::{tally_each, CommitModel, MachineModel, Synthetic, Tally, Trial};
 use kreg::bisect::Rules;
 
 #[derive(clap::Args)]
@@ -26,6 +26,18 @@ pub struct BisectArgs {
     /// boot to the next (0.0001: +0.01 % a boot, compounding).
     #[arg(long, default_value_t = 0.0, requires = "replay", allow_hyphen_values = true)]
     drift: f64,
+    /// With --replay: the chance that any boot fails for the machine's own reasons (0.02:
+    /// one boot in fifty), on top of each commit's own `boot_fails`.
+    #[arg(long, default_value_t = 0.0, requires = "replay")]
+    boot_failures: f64,
+    /// Boots a measurement is given before its failure counts (the scenario's
+    /// `bisect: boot_tries`).
+    #[arg(long, default_value_t = Rules::default().boot_tries as u32, value_parser = clap::value_parser!(u32).range(1..=20))]
+    boot_tries: u32,
+    /// Print each bisection as one line of JSON on stdout (the range, the trial, its
+    /// outcome, boots, failed boots and builds); the table goes to stderr.
+    #[arg(long)]
+    trials_json: bool,
     /// A range described in a JSON file (its format is in the README) instead of the
     /// synthetic ones.
     #[arg(long, value_name = "FILE")]
@@ -40,11 +52,14 @@ struct Replay {
     commits: Vec<CommitModel>,
     #[serde(default)]
     culprit: Option<usize>,
+    /// Runs of the workload in a boot, as the scenario's iterations (else `--runs`).
+    #[serde(default)]
+    runs: Option<usize>,
 }
 
 /// The synthetic ranges: (what, range, the first bad commit when one commit is it, the
-/// machine's drift a boot).
-fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>, f64)> {
+/// machine they are measured on, with `runs` runs a boot).
+fn ranges(runs: usize) -> Vec<(&'static str, Synthetic, Option<usize>, MachineModel)> {
     let base = Synthetic {
         commits: 64,
         culprits: vec![(37, 0.03)],
@@ -56,28 +71,61 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>, f64)> {
         culprits: (1..64).map(|i| (i, 0.0005)).collect(),
         ..base.clone()
     };
-    let drifting = |what, drift| (what, base.clone(), Some(37), drift);
+    let steady = MachineModel::steady(runs);
+    let machine = |drift, boot_fails| MachineModel {
+        runs,
+        drift,
+        boot_fails,
+    };
     let with = |culprits: Vec<(usize, f64)>| Synthetic {
         culprits,
         ..base.clone()
     };
     vec![
-        ("64 commits, +3% at 37, CoV 1%, boots 1%", base.clone(), Some(37), 0.0),
-        drifting("the same, the machine drifting +0.01% a boot", 0.0001),
-        drifting("the same, the machine drifting -0.01% a boot", -0.0001),
-        ("the same without the change", with(vec![]), None, 0.0),
+        ("64 commits, +3% at 37, CoV 1%, boots 1%", base.clone(), Some(37), steady),
+        (
+            "the same, the machine drifting +0.01% a boot",
+            base.clone(),
+            Some(37),
+            machine(0.0001, 0.0),
+        ),
+        (
+            "the same, the machine drifting -0.01% a boot",
+            base.clone(),
+            Some(37),
+            machine(-0.0001, 0.0),
+        ),
+        (
+            "the same, 2% of boots failing, drifting +0.01% a boot",
+            base.clone(),
+            Some(37),
+            machine(0.0001, 0.02),
+        ),
+        (
+            "the same, 2% of boots failing, drifting -0.01% a boot",
+            base.clone(),
+            Some(37),
+            machine(-0.0001, 0.02),
+        ),
+        ("the same without the change", with(vec![]), None, steady),
+        (
+            "without the change, 2% of boots failing, drifting +0.01%",
+            with(vec![]),
+            None,
+            machine(0.0001, 0.02),
+        ),
         (
             "two commits of +1.5% (20 and 40)",
             with(vec![(20, 0.015), (40, 0.015)]),
             None,
-            0.0,
+            steady,
         ),
-        ("a drift of +0.05% a commit (+3.2% in all)", drift, None, 0.0),
+        ("a drift of +0.05% a commit (+3.2% in all)", drift, None, steady),
         (
             "+1.2% at 37, boots 1%: too near the noise",
             with(vec![(37, 0.012)]),
             Some(37),
-            0.0,
+            steady,
         ),
         (
             "+1.3% at 37, near the 1% minimum, CoV 0.5%, boots 0.3%",
@@ -88,7 +136,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>, f64)> {
                 ..base.clone()
             },
             Some(37),
-            0.0,
+            steady,
         ),
         (
             "+3% at 37, 36 does not build",
@@ -97,7 +145,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>, f64)> {
                 ..base.clone()
             },
             Some(37),
-            0.0,
+            steady,
         ),
         (
             "16 commits, +5% at 9, CoV 3%, boots 2%",
@@ -109,7 +157,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>, f64)> {
                 build_fails: vec![],
             },
             Some(9),
-            0.0,
+            steady,
         ),
         (
             "256 commits, -3% at 200, CoV 1%, boots 1%",
@@ -119,7 +167,7 @@ fn ranges() -> Vec<(&'static str, Synthetic, Option<usize>, f64)> {
                 ..base
             },
             Some(200),
-            0.0,
+            steady,
         ),
     ]
 }
@@ -128,7 +176,8 @@ fn pct(n: usize, of: usize) -> String {
     format!("{:.1}%", 100.0 * n as f64 / of.max(1) as f64)
 }
 
-fn row(t: &mut Table, what: &str, commits: usize, x: &Tally) {
+/// A range's row; `broken` commits do not build (each may cost a build of its own).
+fn row(t: &mut Table, what: &str, commits: usize, broken: usize, x: &Tally) {
     let log2 = (commits as f64).log2().ceil() as usize;
     t.add_row(vec![
         what.to_string(),
@@ -136,15 +185,37 @@ fn row(t: &mut Table, what: &str, commits: usize, x: &Tally) {
         pct(x.confirmed, x.trials),
         pct(x.wrong, x.trials),
         pct(x.does_not_reproduce, x.trials),
+        pct(x.endpoint_failed, x.trials),
         pct(x.ranges, x.trials),
         pct(x.ambiguous, x.trials),
-        format!("{:.1} / {} (goal {})", x.mean_builds, x.max_builds, log2 + 3),
+        format!("{:.1} / {} (goal {})", x.mean_builds, x.max_builds, log2 + 3 + broken),
         format!("{:.0} / {}", x.mean_boots, x.max_boots),
+        format!("{:.1}", x.mean_failed_boots),
     ]);
 }
 
+/// Each trial as a line of JSON, when asked.
+fn each_trial<'a>(json: bool, range: &'a str) -> impl FnMut(usize, &Trial) + 'a {
+    move |i, r| {
+        if json {
+            let line = serde_json::json!({
+                "range": range,
+                "trial": i,
+                "outcome": r.outcome,
+                "boots": r.boots,
+                "failed_boots": r.failed_boots,
+                "builds": r.builds,
+            });
+            println!("{line}");
+        }
+    }
+}
+
 pub fn run(args: BisectArgs) -> Result<ExitCode> {
-    let rules = Rules::default();
+    let rules = Rules {
+        boot_tries: args.boot_tries as usize,
+        ..Rules::default()
+    };
     let mut t = Table::new();
     t.load_preset(presets::ASCII_MARKDOWN);
     t.set_header(vec![
@@ -153,12 +224,14 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
         "confirmed",
         "wrong culprit",
         "does not reproduce",
+        "an endpoint failed",
         "a range",
         "ambiguous",
         "builds mean / max (goal)",
         "boots mean / max",
+        "failed boots mean",
     ]);
-    match &args.replay {
+    let runs = match &args.replay {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
             let r: Replay = serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
@@ -168,33 +241,46 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
                 path.display()
             );
             let machine = MachineModel {
-                runs: args.runs,
+                runs: r.runs.unwrap_or(args.runs),
                 drift: args.drift,
+                boot_fails: args.boot_failures,
             };
-            let x = tally(&r.commits, r.culprit, rules, machine, args.trials, args.seed);
-            row(&mut t, &path.display().to_string(), r.commits.len(), &x);
+            let what = path.display().to_string();
+            let broken = r.commits.iter().filter(|c| c.build_fails).count();
+            let mut each = each_trial(args.trials_json, &what);
+            let x = tally_each(&r.commits, r.culprit, rules, machine, (args.trials, args.seed), &mut each);
+            row(&mut t, &what, r.commits.len(), broken, &x);
+            machine.runs
         }
         None => {
-            for (what, range, culprit, drift) in ranges() {
-                let machine = MachineModel { runs: args.runs, drift };
-                let x = tally(&range.models(), culprit, rules, machine, args.trials, args.seed);
-                row(&mut t, what, range.commits, &x);
+            for (what, range, culprit, machine) in ranges(args.runs) {
+                let mut each = each_trial(args.trials_json, what);
+                let x = tally_each(&range.models(), culprit, rules, machine, (args.trials, args.seed), &mut each);
+                row(&mut t, what, range.commits, range.build_fails.len(), &x);
             }
+            args.runs
         }
-    }
-    println!(
+    };
+    let said = format!(
         "bisections of described ranges: {} per range, {} runs a boot, seed {}; endpoints at alpha {} (min effect {}%), \
          a step good or bad when its position's interval is clear of 1/2 ({}..{} rounds of step, good, step, bad); \
+         a boot that gives no value is tried again, {} boots in all before it counts; \
          builds count every commit built (the endpoints, each step, each failed build, the revert); the goal is \
-         ceil(log2 commits) + 3; \"confirmed\": exact, and the sandwich and the revert agree",
+         ceil(log2 commits) + 3, and 1 more for each commit that does not build; boots count failed ones; \
+         \"confirmed\": exact, and the sandwich and the revert agree\n{t}",
         args.trials,
-        args.runs,
+        runs,
         args.seed,
         rules.alpha,
         rules.min_effect * 100.0,
         rules.step_rounds.0,
-        rules.step_rounds.1
+        rules.step_rounds.1,
+        rules.boot_tries,
     );
-    println!("{t}");
+    if args.trials_json {
+        eprintln!("{said}");
+    } else {
+        println!("{said}");
+    }
     Ok(ExitCode::SUCCESS)
 }

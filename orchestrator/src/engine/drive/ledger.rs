@@ -6,6 +6,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::Failure;
 use crate::engine::{job, EngineError, Event};
+use crate::failure::{Failed, FailureClass};
 use crate::store::{self, JobRow, RunRow};
 
 pub(crate) struct Ledger<'a> {
@@ -42,9 +43,9 @@ impl Ledger<'_> {
         Self::commit(tx).await
     }
 
-    async fn fail_one(&self, j: &JobRow, reason: &str) -> Result<(), EngineError> {
+    async fn fail_one(&self, j: &JobRow, reason: &str, class: FailureClass) -> Result<(), EngineError> {
         let mut tx = self.begin().await?;
-        store::fail_job(&mut *tx, j.id, reason).await?;
+        store::fail_job(&mut *tx, j.id, reason, class).await?;
         Self::commit(tx).await
     }
     pub fn say(&mut self, e: Event) {
@@ -65,22 +66,25 @@ impl Ledger<'_> {
     }
 
     /// A kernel that could not be prepared or booted: its jobs fail with the reason.
-    pub async fn fail_kernel(&mut self, jobs: &[&JobRow], kernel: &str, reason: String) -> Result<(), EngineError> {
-        let stored = Failure::Boot(reason.clone()).to_string();
+    pub async fn fail_kernel(&mut self, jobs: &[&JobRow], kernel: &str, failed: Failed) -> Result<(), EngineError> {
+        let stored = Failure::Boot(failed.reason.clone()).to_string();
         for j in jobs {
-            self.fail_one(j, &stored).await?;
+            self.fail_one(j, &stored, failed.class).await?;
         }
         self.say(Event::KernelFailed {
             kernel: kernel.to_string(),
-            reason,
+            reason: failed.reason,
+            class: failed.class,
             jobs: jobs.len(),
         });
         Ok(())
     }
 
-    pub async fn fail_jobs(&mut self, jobs: &[&JobRow], reason: &str) -> Result<(), EngineError> {
+    /// Jobs that a step before them failed (the same failure for each).
+    pub async fn fail_jobs(&mut self, jobs: &[&JobRow], failure: &Failure) -> Result<(), EngineError> {
+        let (reason, class) = (failure.to_string(), failure.class());
         for j in jobs {
-            self.fail_one(j, reason).await?;
+            self.fail_one(j, &reason, class).await?;
             self.say(Event::JobFailed {
                 ordinal: j.ordinal,
                 reason: reason.to_string(),
@@ -117,11 +121,18 @@ impl Ledger<'_> {
                 });
             }
             Err(f) => {
+                // A host that stopped answering is the lab's doing unless its console
+                // shows the kernel's panic or oops; a job that ran and failed, the workload's.
+                let console = if f.unreachable { console() } else { None };
+                let class = match (&console, f.unreachable) {
+                    (Some(c), _) if crate::failure::kernel_fault(c).is_some() => FailureClass::Kernel,
+                    (_, true) => FailureClass::Infrastructure,
+                    (_, false) => FailureClass::Workload,
+                };
                 let mut tx = self.begin().await?;
                 store::store_raw(&mut tx, self.run.id, j.id, &f.raw).await?;
-                store::fail_job(&mut *tx, j.id, &f.reason).await?;
+                store::fail_job(&mut *tx, j.id, &f.reason, class).await?;
                 Self::commit(tx).await?;
-                let console = if f.unreachable { console() } else { None };
                 let reason = match console {
                     Some(c) => format!("{}; console:\n{c}", f.reason),
                     None => f.reason,

@@ -107,11 +107,11 @@ impl Driver<'_> {
         self.ledger.started(j);
         let (mut records, cpus) = match self.tuned_job(booted, variant, workload).await {
             Ok(x) => x,
-            Err(failure) => return self.ledger.fail_jobs(&[j], &failure.to_string()).await,
+            Err(failure) => return self.ledger.fail_jobs(&[j], &failure).await,
         };
         let own_cgroup = match self.job_cgroup(variant, workload, runner, cpus.as_deref(), j).await {
             Ok(c) => c,
-            Err(failure) => return self.ledger.fail_jobs(&[j], &failure.to_string()).await,
+            Err(failure) => return self.ledger.fail_jobs(&[j], &failure).await,
         };
         let cgroup = own_cgroup.as_ref().or(session.and_then(|s| s.cgroup.as_ref()));
         if let Some(cg) = cgroup {
