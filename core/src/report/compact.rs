@@ -308,10 +308,10 @@ pub(super) fn render_text(rep: &Report) -> String {
     if let Some(sec) = rep.sched_stats {
         out.push_str(&super::sched_stats::render_text(sec, rep.boxes));
     }
-    if !rep.failed.is_empty() {
-        out.push_str("\nfailed jobs:\n");
-        for c in &rep.failed {
-            out.push_str(&format!("  {}\n", c.line()));
+    for (heading, lines) in super::failure_sections(&rep.failed) {
+        out.push_str(&format!("\n{heading}:\n"));
+        for l in lines {
+            out.push_str(&format!("  {l}\n"));
         }
     }
     out
@@ -393,10 +393,12 @@ pub(super) fn render_markdown(rep: &Report) -> String {
     if let Some(sec) = rep.sched_stats {
         out.push_str(&super::sched_stats::render_markdown(sec));
     }
-    if !rep.failed.is_empty() {
-        out.push_str("\n### Failed jobs\n\n");
-        for c in &rep.failed {
-            out.push_str(&format!("- {}\n", md_escape(&c.line())));
+    for (heading, lines) in super::failure_sections(&rep.failed) {
+        let mut h = heading.to_string();
+        h[..1].make_ascii_uppercase();
+        out.push_str(&format!("\n### {}\n\n", md_escape(&h)));
+        for l in lines {
+            out.push_str(&format!("- {}\n", md_escape(&l)));
         }
     }
     out

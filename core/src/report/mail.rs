@@ -118,10 +118,10 @@ pub(super) fn render_mail(rep: &Report) -> String {
             push(&mut out, &w, "  - ", "    ");
         }
     }
-    if !rep.failed.is_empty() {
-        out.push_str("\nfailed jobs:\n");
-        for c in &rep.failed {
-            push(&mut out, &c.line(), "  - ", "    ");
+    for (heading, lines) in super::failure_sections(&rep.failed) {
+        out.push_str(&format!("\n{heading}:\n"));
+        for l in lines {
+            push(&mut out, &l, "  - ", "    ");
         }
     }
     out.push('\n');

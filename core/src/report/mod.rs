@@ -16,8 +16,8 @@ mod table;
 pub mod warmup;
 
 pub use notes::{
-    definition_changes, environment_aspects, environment_changes, failed_cells, unlike, EnvAspect, FailedCell,
-    JobSummary, Unlike,
+    definition_changes, environment_aspects, environment_changes, failed_cells, failure_sections, unlike, EnvAspect,
+    FailedCell, JobSummary, Unlike, MISSING_HEADING,
 };
 
 /// The formats a report is written in.
@@ -96,11 +96,20 @@ impl Report<'_> {
                 .map(|l| l.to_string()),
         );
         out.extend(self.warnings.iter().map(|w| format!("WARNING: {w}")));
-        if !self.failed.is_empty() {
-            let n: usize = self.failed.iter().map(|c| c.failed).sum();
+        let cells = |n: fn(&FailedCell) -> usize| {
+            let with: Vec<usize> = self.failed.iter().map(n).filter(|n| *n > 0).collect();
+            (with.iter().sum::<usize>(), with.len())
+        };
+        let (n, c) = cells(|c| c.failed);
+        if n > 0 {
             out.push(format!(
-                "WARNING: {n} job(s) failed in {} kernel/variant/workload cell(s); their samples are missing from the tables (failed jobs are listed below)",
-                self.failed.len()
+                "WARNING: {n} job(s) failed in {c} kernel/variant/workload cell(s); their samples are missing from the tables (failed jobs are listed below)"
+            ));
+        }
+        let (n, c) = cells(|c| c.missing);
+        if n > 0 {
+            out.push(format!(
+                "WARNING: {n} measurement(s) missing in {c} kernel/variant/workload cell(s): the lab failed (infrastructure), so they are no results, neither a failure of the kernel nor of the workload (listed below)"
             ));
         }
         out

@@ -13,6 +13,8 @@ pub struct JobSummary {
     pub workload: String,
     pub failed: bool,
     pub error: Option<String>,
+    /// Who a failure is put down to, when stored.
+    pub class: Option<crate::failure::FailureClass>,
 }
 
 /// A kernel × variant × workload cell some of whose jobs failed.
@@ -21,25 +23,76 @@ pub struct FailedCell {
     pub kernel: String,
     pub variant: String,
     pub workload: String,
+    /// Jobs that failed for the kernel's, the build's or the workload's reasons (or for
+    /// reasons stored without a class).
     pub failed: usize,
     pub jobs: usize,
     /// Distinct reasons, first seen first.
     pub reasons: Vec<String>,
+    /// Jobs the lab failed (infrastructure): measurements missing, not results.
+    pub missing: usize,
+    pub missing_reasons: Vec<String>,
 }
 
+/// The heading of the lab's failures wherever a report lists them.
+pub const MISSING_HEADING: &str = "missing measurements (the lab failed, not the kernel or the workload: not results)";
+
 impl FailedCell {
-    /// "kernel k, variant v, workload w: 3 of 3 jobs failed: reason | reason".
-    pub fn line(&self) -> String {
+    fn cell(&self) -> String {
         format!(
-            "kernel {}, variant {}, workload {}: {} of {} jobs failed: {}",
-            self.kernel,
-            self.variant,
-            self.workload,
-            self.failed,
-            self.jobs,
-            self.reasons.join(" | ")
+            "kernel {}, variant {}, workload {}",
+            self.kernel, self.variant, self.workload
         )
     }
+
+    /// "kernel k, variant v, workload w: 3 of 3 jobs failed: reason | reason", when some
+    /// failed.
+    pub fn failed_line(&self) -> Option<String> {
+        (self.failed > 0).then(|| {
+            format!(
+                "{}: {} of {} jobs failed: {}",
+                self.cell(),
+                self.failed,
+                self.jobs,
+                self.reasons.join(" | ")
+            )
+        })
+    }
+
+    /// "kernel k, variant v, workload w: 2 of 3 jobs missing, the lab failed: reason", when
+    /// the lab failed some.
+    pub fn missing_line(&self) -> Option<String> {
+        (self.missing > 0).then(|| {
+            format!(
+                "{}: {} of {} jobs missing, the lab failed: {}",
+                self.cell(),
+                self.missing,
+                self.jobs,
+                self.missing_reasons.join(" | ")
+            )
+        })
+    }
+
+    /// Both, in one line.
+    pub fn line(&self) -> String {
+        match (self.failed_line(), self.missing_line()) {
+            (Some(f), Some(m)) => format!("{f}; {}", &m[self.cell().len() + 2..]),
+            (Some(f), None) => f,
+            (None, Some(m)) => m,
+            (None, None) => self.cell(),
+        }
+    }
+}
+
+/// The sections a report lists failures in: the failed jobs, then the missing
+/// measurements; each with its lines, only when it has some.
+pub fn failure_sections(cells: &[FailedCell]) -> Vec<(&'static str, Vec<String>)> {
+    let failed: Vec<String> = cells.iter().filter_map(FailedCell::failed_line).collect();
+    let missing: Vec<String> = cells.iter().filter_map(FailedCell::missing_line).collect();
+    [("failed jobs", failed), (MISSING_HEADING, missing)]
+        .into_iter()
+        .filter(|(_, l)| !l.is_empty())
+        .collect()
 }
 
 /// A reason cut to one readable line.
@@ -68,20 +121,29 @@ pub fn failed_cells(jobs: &[JobSummary]) -> Vec<FailedCell> {
                     failed: 0,
                     jobs: 0,
                     reasons: Vec::new(),
+                    missing: 0,
+                    missing_reasons: Vec::new(),
                 });
                 out.len() - 1
             }
         };
         out[i].jobs += 1;
         if j.failed {
-            out[i].failed += 1;
+            let c = &mut out[i];
+            let lab = j.class.is_some_and(crate::failure::FailureClass::lab);
+            let (n, reasons) = if lab {
+                (&mut c.missing, &mut c.missing_reasons)
+            } else {
+                (&mut c.failed, &mut c.reasons)
+            };
+            *n += 1;
             let r = short(j.error.as_deref().unwrap_or("no reason recorded"));
-            if !out[i].reasons.contains(&r) {
-                out[i].reasons.push(r);
+            if !reasons.contains(&r) {
+                reasons.push(r);
             }
         }
     }
-    out.retain(|c| c.failed > 0);
+    out.retain(|c| c.failed + c.missing > 0);
     out
 }
 
@@ -385,6 +447,7 @@ mod tests {
             workload: "w".into(),
             failed,
             error: e.map(str::to_string),
+            class: None,
         };
         let cells = failed_cells(&[
             job("a", false, None),
@@ -397,6 +460,31 @@ mod tests {
             cells[0].line(),
             "kernel b, variant v, workload w: 2 of 3 jobs failed: boot failed: no bzImage"
         );
+        // The lab's failures are missing measurements, apart from the kernel's.
+        use crate::failure::FailureClass::*;
+        let classed = |k: &str, e: &str, c| JobSummary {
+            class: Some(c),
+            ..job(k, true, Some(e))
+        };
+        let cells = failed_cells(&[
+            classed("a", "the agent went silent", Infrastructure),
+            job("a", false, None),
+            classed("b", "the kernel panicked", Kernel),
+            classed("b", "connection lost", Infrastructure),
+        ]);
+        assert_eq!(
+            cells[0].line(),
+            "kernel a, variant v, workload w: 1 of 2 jobs missing, the lab failed: the agent went silent"
+        );
+        assert_eq!(cells[0].failed_line(), None);
+        assert_eq!(
+            cells[1].line(),
+            "kernel b, variant v, workload w: 1 of 2 jobs failed: the kernel panicked; 1 of 2 jobs missing, the lab failed: connection lost"
+        );
+        let sections = failure_sections(&cells);
+        assert_eq!(sections.len(), 2);
+        assert_eq!((sections[0].0, sections[0].1.len()), ("failed jobs", 1));
+        assert_eq!((sections[1].0, sections[1].1.len()), (MISSING_HEADING, 2));
     }
 
     #[test]

@@ -141,13 +141,11 @@ pub(super) fn render_csv(rep: &Report) -> String {
         fields[at("kernel")] = csv_field(&c.kernel);
         fields[at("variant")] = csv_field(&c.variant);
         fields[at("n")] = "0".into();
-        fields[at("verdict")] = "failed".into();
-        fields[at("reason")] = csv_field(&format!(
-            "{} of {} jobs failed: {}",
-            c.failed,
-            c.jobs,
-            c.reasons.join(" | ")
-        ));
+        // A cell only the lab failed is missing, not failed.
+        fields[at("verdict")] = if c.failed > 0 { "failed" } else { "missing" }.into();
+        let line = c.line();
+        let cell = format!("kernel {}, variant {}, workload {}: ", c.kernel, c.variant, c.workload);
+        fields[at("reason")] = csv_field(line.strip_prefix(&cell).unwrap_or(&line));
         out.push_str(&fields.join(","));
         out.push('\n');
     }

@@ -231,7 +231,7 @@ pub struct JobItem {
 
 pub async fn job(db: impl PgExecutor<'_>, id: i64) -> Result<Option<JobItem>> {
     Ok(sqlx::query_as(
-        "SELECT id, run_id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, warmup,
+        "SELECT id, run_id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, failure_class, warmup,
                 kernel_release, boot_id, observed_policy, tool_versions, started_at, finished_at
          FROM jobs WHERE id = $1",
     )
@@ -456,7 +456,7 @@ pub async fn row_samples(
 /// A run's failed jobs, in run order (what a live run page lists as they fail).
 pub async fn failed_jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<super::JobRow>> {
     Ok(sqlx::query_as(
-        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, warmup
+        "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, failure_class, warmup
          FROM jobs WHERE run_id = $1 AND state = 'failed' ORDER BY ordinal",
     )
     .bind(run_id)

@@ -351,6 +351,7 @@ pub async fn failed_of(db: &PgPool, run_id: i64) -> Result<Vec<FailedCell>> {
             variant: j.variant,
             workload: j.workload,
             error: j.error,
+            class: j.failure_class,
         })
         .collect();
     Ok(report::failed_cells(&jobs))
