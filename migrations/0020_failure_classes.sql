@@ -5,3 +5,7 @@ ALTER TABLE jobs ADD COLUMN failure_class TEXT
     CHECK (failure_class IN ('build', 'infrastructure', 'kernel', 'workload'));
 ALTER TABLE bisect_measurements ADD COLUMN failure_class TEXT
     CHECK (failure_class IN ('build', 'infrastructure', 'kernel', 'workload'));
+
+-- Measurements the lab failed at the end of a finished bisection, set aside when
+-- `kreg resume` tries them again: kept, never replayed.
+ALTER TABLE bisect_measurements ADD COLUMN superseded BOOLEAN NOT NULL DEFAULT false;

@@ -185,8 +185,22 @@ pub async fn resume(db: &PgPool, row: store::RunRow, cfg: &Config) -> Result<Exi
         .await?
         .ok_or_else(|| anyhow!("run {run} is not a bisection"))?;
     if b.outcome.is_some() {
-        println!("run {run}: a finished bisection; nothing to resume (`kreg bisect --show {run}`)");
-        return Ok(ExitCode::SUCCESS);
+        // Ended on boots the lab failed: those are tried again; a failure of the kernel's,
+        // the build's or the workload's stays what the bisection decided.
+        let ms = sb::measurements(db, run).await?;
+        let lab = sb::lab_failures_at_end(&ms);
+        let Some(last) = ms.last().filter(|_| !lab.is_empty()) else {
+            println!("run {run}: a finished bisection; nothing to resume (`kreg bisect --show {run}`)");
+            return Ok(ExitCode::SUCCESS);
+        };
+        sb::reopen(db, run, &lab).await?;
+        eprintln!(
+            "run {run}: the bisection ended on {} boot(s) of {} ({}) that the lab failed ({}): they are set aside and tried again",
+            lab.len(),
+            last.kernel,
+            last.role.name(),
+            last.error.as_deref().unwrap_or("no reason stored")
+        );
     }
     eprintln!("run {run}: resuming the bisection");
     drive(db, Session::of(row)?, cfg, Default::default(), "text").await

@@ -152,7 +152,7 @@ impl Bisector<'_> {
         let ms = store::bisect::measurements(self.db, self.run.id).await?;
         let (mut bisection, mut pending) =
             store::bisect::replay(self.row, &ms).map_err(|e| EngineError::Bisect(e.to_string()))?;
-        let mut seq = ms.iter().map(|m| m.seq).max().unwrap_or(0);
+        let mut seq = store::bisect::next_seq(self.db, self.run.id).await? - 1;
         if !ms.is_empty() {
             let done = ms.iter().filter(|m| m.measured()).count();
             say(

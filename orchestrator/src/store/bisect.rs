@@ -217,7 +217,7 @@ pub async fn bisection_kinds(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String
 pub async fn measurements(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Measurement>> {
     Ok(sqlx::query_as(
         "SELECT seq, commit_index, role, reverted, kernel, boot, value, error, failure_class, compiled
-         FROM bisect_measurements WHERE run_id = $1 ORDER BY seq",
+         FROM bisect_measurements WHERE run_id = $1 AND NOT superseded ORDER BY seq",
     )
     .bind(run_id)
     .fetch_all(db)
@@ -310,5 +310,49 @@ pub async fn set_outcome(db: impl PgExecutor<'_>, run_id: i64, outcome: &serde_j
         .bind(sqlx::types::Json(outcome))
         .execute(db)
         .await?;
+    Ok(())
+}
+
+/// The sequence number the next measurement takes (after every stored one, set-aside ones
+/// included).
+pub async fn next_seq(db: impl PgExecutor<'_>, run_id: i64) -> Result<i32> {
+    let max: Option<i32> = sqlx::query_scalar("SELECT max(seq) FROM bisect_measurements WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_one(db)
+        .await?;
+    Ok(max.unwrap_or(0) + 1)
+}
+
+/// The measurements a finished bisection ended on that the lab failed: the last ones, of
+/// one commit asked for one reason, each failed with the `infrastructure` class. Empty when
+/// the last measurement has a value or failed for another reason.
+pub fn lab_failures_at_end(ms: &[Measurement]) -> Vec<i32> {
+    let Some(last) = ms.last() else { return Vec::new() };
+    ms.iter()
+        .rev()
+        .take_while(|m| {
+            m.commit_index == last.commit_index
+                && m.role == last.role
+                && m.value.is_none()
+                && m.failure_class == Some(FailureClass::Infrastructure)
+        })
+        .map(|m| m.seq)
+        .collect()
+}
+
+/// A finished bisection opened again: `seqs` set aside (kept, never replayed) and its
+/// outcome cleared, in one transaction.
+pub async fn reopen(db: &PgPool, run_id: i64, seqs: &[i32]) -> Result<()> {
+    let mut tx = db.begin().await?;
+    sqlx::query("UPDATE bisect_measurements SET superseded = true WHERE run_id = $1 AND seq = ANY($2)")
+        .bind(run_id)
+        .bind(seqs)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE bisections SET outcome = NULL WHERE run_id = $1")
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
     Ok(())
 }

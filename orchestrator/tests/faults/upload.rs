@@ -187,6 +187,19 @@ pub(super) async fn data_full_during_upload() -> Row {
             shorten(&first)
         ));
     }
+    // An upload the lab could not take is the lab's failure: the report lists the run's
+    // jobs as missing measurements, not as failed jobs or results.
+    let report = kreg(&db.url, &data).args(["report", "1"]).output().unwrap();
+    let said = String::from_utf8_lossy(&report.stdout);
+    let missing = said.contains("missing measurements (the lab failed")
+        && said.contains("jobs missing, the lab failed: ")
+        && said.contains("No space left on device");
+    if !report.status.success() || !missing || said.contains("jobs failed") {
+        row.checks.push(format!(
+            "the report does not list the lab's failures as missing: {}",
+            shorten(&format!("{said}{}", String::from_utf8_lossy(&report.stderr)))
+        ));
+    }
     let left = temps(&agent.data());
     let bytes = used(&agent.data());
     if !left.is_empty() || bytes > 0 {

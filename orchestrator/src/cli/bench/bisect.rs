@@ -67,10 +67,6 @@ fn ranges(runs: usize) -> Vec<(&'static str, Synthetic, Option<usize>, MachineMo
         boot_cov: 0.01,
         build_fails: vec![],
     };
-    let drift = Synthetic {
-        culprits: (1..64).map(|i| (i, 0.0005)).collect(),
-        ..base.clone()
-    };
     let steady = MachineModel::steady(runs);
     let machine = |drift, boot_fails| MachineModel {
         runs,
@@ -81,7 +77,7 @@ fn ranges(runs: usize) -> Vec<(&'static str, Synthetic, Option<usize>, MachineMo
         culprits,
         ..base.clone()
     };
-    vec![
+    let mut all = vec![
         ("64 commits, +3% at 37, CoV 1%, boots 1%", base.clone(), Some(37), steady),
         (
             "the same, the machine drifting +0.01% a boot",
@@ -114,6 +110,23 @@ fn ranges(runs: usize) -> Vec<(&'static str, Synthetic, Option<usize>, MachineMo
             None,
             machine(0.0001, 0.02),
         ),
+    ];
+    all.extend(changes(base, steady));
+    all
+}
+
+/// The ranges measured on a steady machine: changes of other sizes and shapes, a broken
+/// commit, other lengths.
+fn changes(base: Synthetic, steady: MachineModel) -> Vec<(&'static str, Synthetic, Option<usize>, MachineModel)> {
+    let drift = Synthetic {
+        culprits: (1..64).map(|i| (i, 0.0005)).collect(),
+        ..base.clone()
+    };
+    let with = |culprits: Vec<(usize, f64)>| Synthetic {
+        culprits,
+        ..base.clone()
+    };
+    vec![
         (
             "two commits of +1.5% (20 and 40)",
             with(vec![(20, 0.015), (40, 0.015)]),
