@@ -357,6 +357,10 @@ pub async fn status(db: &sqlx::PgPool) -> Result<String> {
     for w in &workers {
         let state = match w.stopped_at {
             Some(t) => format!("stopped {}", t.format("%H:%M:%S")),
+            None if w.gone => format!(
+                "GONE: silent for {:.0} s without stopping (killed, or its host is down)",
+                w.silent_secs
+            ),
             None => format!("last heartbeat {:.0} s ago", w.silent_secs),
         };
         writeln!(

@@ -74,7 +74,8 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
         );
     }
     let (db, id) = tokio::select! {
-        r = register(cfg, &name) => r?,
+        // Alive at least every poll (idle) or third of a lease (driving).
+        r = register(cfg, &name, a.poll.max(a.lease / 3.0)) => r?,
         s = super::run::interrupted() => {
             say(&format!("worker {name}: stopped by {s} before it could reach the database"));
             return Ok(ExitCode::SUCCESS);
@@ -113,12 +114,12 @@ pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
 /// Connects and registers the worker, waiting for a database that does not answer yet (a
 /// worker started while PostgreSQL restarts, or before it is up, waits rather than exits);
 /// a database that answers with an error (a bad URL, a refused login) stops it.
-async fn register(cfg: &Config, name: &str) -> Result<(PgPool, i64)> {
+async fn register(cfg: &Config, name: &str, every: f64) -> Result<(PgPool, i64)> {
     let mut said = false;
     loop {
         let tried = async {
             let db = super::db::connect(cfg).await?;
-            let id = fleet::register_worker(&db, name).await?;
+            let id = fleet::register_worker(&db, name, every).await?;
             anyhow::Ok((db, id))
         };
         match tried.await {
@@ -291,7 +292,11 @@ async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, a: 
         match result {
             Ok(o) => {
                 let failed = o.failed > 0;
-                match fleet::finish_slot(db, &f, failed, None).await {
+                let why = match failed {
+                    true => fleet::slot_failures(db, c.run_id, c.slot).await.ok(),
+                    false => None,
+                };
+                match fleet::finish_slot(db, &f, failed, why.as_deref()).await {
                     Ok(true) => say(&format!(
                         "worker {id}: run {} slot {}: {} jobs done, {} failed",
                         c.run_id, c.slot, o.done, o.failed

@@ -194,11 +194,12 @@ pub async fn fleet_run(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option<Fl
     )
 }
 
-/// A worker comes up: its id.
-pub async fn register_worker(db: &PgPool, name: &str) -> Result<i64> {
+/// A worker comes up, saying it is alive at least every `every_secs`: its id.
+pub async fn register_worker(db: &PgPool, name: &str, every_secs: f64) -> Result<i64> {
     Ok(
-        sqlx::query_scalar("INSERT INTO workers (name) VALUES ($1) RETURNING id")
+        sqlx::query_scalar("INSERT INTO workers (name, heartbeat_every_secs) VALUES ($1, $2) RETURNING id")
             .bind(name)
+            .bind(every_secs)
             .fetch_one(db)
             .await?,
     )
@@ -259,6 +260,8 @@ struct Candidate {
 /// pair of machines for it, under a new lease of `lease_secs`. None: nothing to do now.
 pub async fn claim(db: &PgPool, worker: i64, lease_secs: f64) -> Result<Option<Claim>> {
     let mut tx = db.begin().await?;
+    // Each look at the queue says the worker is alive, idle or not.
+    worker_alive(&mut *tx, worker).await?;
     let candidates: Vec<Candidate> = sqlx::query_as(
         "SELECT s.run_id, s.slot, s.state, s.sut, f.labels, f.mix_labels, f.needs_loadgen
          FROM run_slots s JOIN fleet_runs f ON f.run_id = s.run_id
@@ -586,6 +589,8 @@ pub struct WorkerRow {
     pub stopped_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Seconds since its last heartbeat.
     pub silent_secs: f64,
+    /// Not stopped, and silent for three of its heartbeats: gone without saying so.
+    pub gone: bool,
     /// Slots it holds a live lease for.
     pub holding: i64,
 }
@@ -595,6 +600,7 @@ pub async fn workers(db: impl PgExecutor<'_>, hours: f64) -> Result<Vec<WorkerRo
     Ok(sqlx::query_as(
         "SELECT w.id, w.name, w.started_at, w.heartbeat_at, w.stopped_at,
                 EXTRACT(EPOCH FROM now() - w.heartbeat_at)::FLOAT8 AS silent_secs,
+                (w.stopped_at IS NULL AND now() - w.heartbeat_at > make_interval(secs => 3 * w.heartbeat_every_secs)) AS gone,
                 (SELECT count(*) FROM run_slots s JOIN machines m ON m.name = s.sut
                   WHERE s.worker = w.id AND s.state = 'leased' AND m.lease_epoch = s.epoch AND m.lease_expires > now()) AS holding
          FROM workers w
@@ -618,4 +624,24 @@ pub async fn mixed_labels(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option
     .await?;
     let differ = rows.windows(2).any(|w| w[0].1 .0 != w[1].1 .0);
     Ok(differ.then(|| rows.into_iter().map(|(n, l)| (n, l.0)).collect()))
+}
+
+/// Why a slot whose drive ended with failed jobs failed: how many of its jobs, by class,
+/// and the first reason.
+pub async fn slot_failures(db: impl PgExecutor<'_>, run_id: i64, slot: i32) -> Result<String> {
+    let (failed, jobs, classes, first): (i64, i64, Vec<String>, Option<String>) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE state = 'failed'), count(*),
+                COALESCE(array_agg(DISTINCT COALESCE(failure_class, 'unclassed')) FILTER (WHERE state = 'failed'), '{}'),
+                (array_agg(error ORDER BY ordinal) FILTER (WHERE state = 'failed'))[1]
+         FROM jobs WHERE run_id = $1 AND slot = $2",
+    )
+    .bind(run_id)
+    .bind(slot)
+    .fetch_one(db)
+    .await?;
+    Ok(format!(
+        "{failed} of {jobs} jobs failed ({}): {}",
+        classes.join(", "),
+        first.unwrap_or_else(|| "no reason stored".into())
+    ))
 }

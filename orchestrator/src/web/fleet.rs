@@ -185,6 +185,7 @@ fn workers(workers: &[fleet::WorkerRow]) -> String {
                     html::time(&w.started_at),
                     match &w.stopped_at {
                         Some(t) => format!("stopped {}", html::time(t)),
+                        None if w.gone => format!("gone: silent {:.0} s without stopping", w.silent_secs),
                         None => format!("{:.0} s ago", w.silent_secs),
                     },
                     w.holding.to_string(),

@@ -124,6 +124,19 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
         ok && out.contains("run 2: a submitted run; 0 failed slot(s) queued again"),
         "{out}"
     );
+    // Idle workers say they are alive at each look at the queue: one killed is shown gone
+    // once silent for three of its heartbeats (here 1 s apart), one idle beside it is not.
+    let idle: Vec<Worker> = ["idle-live", "idle-killed"]
+        .iter()
+        .map(|n| Worker::start(&db.url, &dir.0, n, None, &["--lease", "3", "--poll", "0.3"]))
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !idle.iter().all(|w| w.text().contains(") up, lease 3 s")) {
+        assert!(std::time::Instant::now() < deadline, "{}", idle[1].text());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    idle[1].signal("KILL");
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
     let (_, status) = run(&["status"]);
     assert!(
         status.contains("queue (slots of runs not finished):\n  empty")
@@ -131,6 +144,10 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
             && status.contains("workers"),
         "{status}"
     );
+    let line = |name: &str| status.lines().find(|l| l.contains(name)).unwrap_or("").to_string();
+    assert!(line("idle-killed").contains("GONE: silent for "), "{status}");
+    assert!(line("idle-live").contains("last heartbeat "), "{status}");
+    assert!(line(" w0 ").contains("stopped "), "{status}");
 }
 
 /// One agent listed under two addresses that no rewriting makes equal (127.0.0.1 and
