@@ -351,9 +351,25 @@ pub enum SlotState {
     Leased,
     Done,
     Failed,
+    /// What a slot measured on a pair the lab failed: kept, apart, never in a report; the
+    /// slot itself started over on another pair.
+    SetAside,
 }
 
-state_names!(SlotState { Queued => "queued", Leased => "leased", Done => "done", Failed => "failed" });
+state_names!(SlotState { Queued => "queued", Leased => "leased", Done => "done", Failed => "failed", SetAside => "set_aside" });
+
+/// A fleet machine's health: only good machines are claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MachineHealth {
+    Good,
+    /// It failed the lab's part of its slots too often in a row; out until released.
+    Bad,
+    /// Drained by hand: its current slot ends, it takes nothing new until released.
+    Maintenance,
+    Retired,
+}
+
+state_names!(MachineHealth { Good => "good", Bad => "bad", Maintenance => "maintenance", Retired => "retired" });
 
 impl RunKind {
     /// A run of `s` recorded by `kreg run`: adaptive or a plain matrix.

@@ -31,6 +31,9 @@ pub struct Config {
     pub agent_bin: PathBuf,
     /// `KREG_LAB_ACCEL`: `auto` (default: KVM where it works, else TCG), `kvm` or `tcg`.
     pub lab_accel: String,
+    /// How long a job that lost its host waits for it to answer again (90 s; a fleet
+    /// worker's `--reconnect-wait`).
+    pub reconnect_wait: std::time::Duration,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -127,6 +130,7 @@ impl Config {
                 .map(PathBuf::from)
                 .unwrap_or_else(default_agent_bin),
             lab_accel: var("KREG_LAB_ACCEL").unwrap_or_else(|| "auto".into()),
+            reconnect_wait: std::time::Duration::from_secs(90),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 
 use kreg::config::Config;
+use kreg::plan::MachineHealth;
 use kreg::scenario::{PoolMachine, Role};
 use kreg::store::fleet;
 
@@ -19,6 +20,22 @@ pub enum MachinesCmd {
     /// Take a machine out of the pool (not while leased, nor while a slot not finished is
     /// pinned to it).
     Remove { name: String },
+    /// Put a machine in maintenance: the slot it runs ends there, it takes nothing new
+    /// until released.
+    Drain {
+        name: String,
+        /// Why (shown in `kreg machines list` and on the fleet page).
+        #[arg(long, default_value = "drained by hand")]
+        reason: String,
+    },
+    /// Put a machine (bad, drained or retired) back in the pool, its failures forgotten.
+    Release { name: String },
+    /// Retire a machine: it takes nothing again (its history stays).
+    Retire {
+        name: String,
+        #[arg(long, default_value = "retired by hand")]
+        reason: String,
+    },
 }
 
 /// `kreg submit`'s arguments.
@@ -52,6 +69,25 @@ pub async fn machines(cmd: MachinesCmd, cfg: &Config) -> Result<ExitCode> {
             }
             Err(why) => bail!("{name} not removed: {why}"),
         },
+        MachinesCmd::Drain { name, reason } => set_health(&db, &name, MachineHealth::Maintenance, &reason).await,
+        MachinesCmd::Release { name } => set_health(&db, &name, MachineHealth::Good, "").await,
+        MachinesCmd::Retire { name, reason } => set_health(&db, &name, MachineHealth::Retired, &reason).await,
+    }
+}
+
+async fn set_health(db: &sqlx::PgPool, name: &str, to: MachineHealth, reason: &str) -> Result<ExitCode> {
+    match kreg::store::health::set_health(db, name, to, reason).await? {
+        Ok(was) => {
+            let what = match to {
+                MachineHealth::Good => "back in the pool",
+                MachineHealth::Maintenance => "in maintenance: the slot it runs ends there, it takes nothing new",
+                MachineHealth::Retired => "retired: it takes nothing again",
+                MachineHealth::Bad => "bad",
+            };
+            println!("{name} (was {was}) is {what}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => bail!("{why}"),
     }
 }
 
@@ -182,16 +218,36 @@ pub async fn list(db: &sqlx::PgPool) -> Result<String> {
             ),
             _ => "free".into(),
         };
-        let ldg = m.loadgen.map(|l| format!(" loadgen={l}")).unwrap_or_default();
+        let ldg = m.loadgen.as_ref().map(|l| format!(" loadgen={l}")).unwrap_or_default();
         writeln!(
             out,
-            "{:<20} {:<8} {}{ldg}  {lease}",
+            "{:<20} {:<8} {}{ldg}  {}  {lease}",
             m.name,
             m.role,
-            labels_text(&m.labels.0)
+            labels_text(&m.labels.0),
+            health_text(&m)
         )?;
     }
     Ok(out)
+}
+
+/// "good (12 slots, 1 failed by the lab, last good 10:02:11)", or "BAD since …: why".
+pub fn health_text(m: &fleet::MachineRow) -> String {
+    let counts = format!(
+        "{} slot(s) done, {} failed by the lab, last good {}",
+        m.slots_done,
+        m.slots_lab_failed,
+        time(m.last_good)
+    );
+    match m.health {
+        MachineHealth::Good => format!("good ({counts})"),
+        h => format!(
+            "{} since {}: {} ({counts})",
+            h.as_str().to_uppercase(),
+            time(m.health_since),
+            kreg::text::one_line(m.health_reason.as_deref().unwrap_or("no reason given"))
+        ),
+    }
 }
 
 fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> String {

@@ -15,7 +15,7 @@ use kreg::config::Config;
 use kreg::engine::part::{self, Part};
 use kreg::engine::session::Session;
 use kreg::engine::EngineError;
-use kreg::store::{self, fleet};
+use kreg::store::{self, fleet, health};
 
 /// `kreg worker`'s arguments.
 #[derive(clap::Args)]
@@ -39,6 +39,15 @@ pub struct WorkerArgs {
     /// which.
     #[arg(long = "secret", value_name = "NAME=FILE", value_parser = parse_secret)]
     pub secrets: Vec<(String, std::path::PathBuf)>,
+    /// Slots the lab fails on a machine in a row (a host that does not answer, an agent
+    /// lost, a boot that never came up) before the machine goes bad and leaves the pool
+    /// until `kreg machines release`. A slot the lab failed moves to another pair.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub bad_after: u32,
+    /// How long a job that lost its host waits for it to answer again before it fails
+    /// (seconds; a fleet has other pairs to go on with).
+    #[arg(long, default_value_t = 90.0)]
+    pub reconnect_wait: f64,
 }
 
 /// `NAME=FILE` of `--secret` (clap's value parser: its error is the message clap prints).
@@ -59,6 +68,13 @@ enum Ended {
 }
 
 pub async fn worker(a: &WorkerArgs, cfg: &Config) -> Result<ExitCode> {
+    if !(a.reconnect_wait >= 0.0 && a.reconnect_wait.is_finite()) {
+        anyhow::bail!("--reconnect-wait {}: give seconds, 0 or more", a.reconnect_wait);
+    }
+    let cfg = &Config {
+        reconnect_wait: Duration::from_secs_f64(a.reconnect_wait),
+        ..cfg.clone()
+    };
     if a.lease.is_nan() || a.lease < 3.0 {
         anyhow::bail!("--lease {}: give 3 seconds or more", a.lease);
     }
@@ -290,12 +306,19 @@ async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, a: 
             s = super::run::interrupted() => return Ended::Signal(s),
         };
         match result {
+            Ok(o) if o.failed > 0 && lab_failed_jobs(db, c).await > 0 => {
+                let why = fleet::slot_failures(db, c.run_id, c.slot).await.unwrap_or_default();
+                return lab_failed(db, id, c, &why, a).await;
+            }
             Ok(o) => {
                 let failed = o.failed > 0;
                 let why = match failed {
                     true => fleet::slot_failures(db, c.run_id, c.slot).await.ok(),
                     false => None,
                 };
+                if !failed {
+                    let _ = health::slot_went_well(db, &pair_of(c)).await;
+                }
                 match fleet::finish_slot(db, &f, failed, why.as_deref()).await {
                     Ok(true) => say(&format!(
                         "worker {id}: run {} slot {}: {} jobs done, {} failed",
@@ -314,6 +337,8 @@ async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, a: 
                     why = &mut lost => return Ended::Lost(why),
                 }
             }
+            // A host of the pair that could not be reached or driven: the lab's.
+            Err(e @ EngineError::Host { .. }) => return lab_failed(db, id, c, &e.to_string(), a).await,
             Err(e) => {
                 let why = e.to_string();
                 let _ = fleet::finish_slot(db, &f, true, Some(&why)).await;
@@ -321,5 +346,45 @@ async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, a: 
                 return Ended::Finished;
             }
         }
+    }
+}
+
+/// The machines of a claim's pair.
+fn pair_of(c: &fleet::Claim) -> Vec<&str> {
+    std::iter::once(c.sut.name.as_str())
+        .chain(c.loadgen.as_ref().map(|l| l.name.as_str()))
+        .collect()
+}
+
+/// Jobs of the claim's slot the lab failed (class `infrastructure`).
+async fn lab_failed_jobs(db: &PgPool, c: &fleet::Claim) -> i64 {
+    let jobs = store::slot_jobs(db, c.run_id, c.slot).await.unwrap_or_default();
+    jobs.iter()
+        .filter(|j| j.failure_class == Some(kreg::failure::FailureClass::Infrastructure))
+        .count() as i64
+}
+
+/// The lab failed the claim's slot: its pair counts a failure (bad after `--bad-after` in
+/// a row), the slot moves to another pair and starts over, what it measured set aside.
+async fn lab_failed(db: &PgPool, id: i64, c: &fleet::Claim, why: &str, a: &WorkerArgs) -> Ended {
+    match health::lab_failed(db, &c.lease(), &pair_of(c), why, a.bad_after).await {
+        Ok(Some(moved)) => {
+            say(&format!(
+                "worker {id}: run {} slot {}: the lab failed it on {} ({why}); it starts over on another pair, what it measured set aside as slot {}",
+                c.run_id,
+                c.slot,
+                pair_of(c).join(" + "),
+                moved.set_aside
+            ));
+            for m in moved.went_bad {
+                say(&format!(
+                    "worker {id}: machine {m} is bad after {} failure(s) of the lab in a row: out of the pool until `kreg machines release {m}`",
+                    a.bad_after
+                ));
+            }
+            Ended::Finished
+        }
+        Ok(None) => Ended::Lost("refused when setting the slot aside".into()),
+        Err(e) => Ended::Lost(format!("setting the slot aside: {e}")),
     }
 }

@@ -31,7 +31,6 @@ mod setup;
 /// How many times a job runs when its connection is lost mid-job and comes back.
 const JOB_TRIES: u32 = 3;
 /// How long the hosts of such a job have to answer again.
-const RECONNECT_WAIT: Duration = Duration::from_secs(90);
 
 /// Why a group of jobs could not run, said once and stored as each job's reason.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

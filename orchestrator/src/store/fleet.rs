@@ -15,7 +15,7 @@ use sqlx::types::Json;
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
 use super::{Result, StoreError};
-use crate::plan::{Job, SlotState};
+use crate::plan::{Job, MachineHealth, SlotState};
 use crate::scenario::Role;
 
 /// The labels of a machine, or those a run asks for.
@@ -41,9 +41,20 @@ pub struct MachineRow {
     pub leased: bool,
     /// The id its agent reported when the machine was last added and reached.
     pub agent_id: Option<String>,
+    #[sqlx(try_from = "String")]
+    pub health: MachineHealth,
+    /// Why it is not good (what went wrong last, or what the operator said).
+    pub health_reason: Option<String>,
+    pub health_since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Slots the lab failed on it in a row.
+    pub failing: i32,
+    pub slots_done: i32,
+    pub slots_lab_failed: i32,
+    /// When a slot last went well on it.
+    pub last_good: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-const MACHINE_COLUMNS: &str = "name, role, pool_yaml, pool_dir, loadgen, labels, lease_worker, lease_epoch, lease_since, lease_heartbeat, lease_expires, COALESCE(lease_expires > now(), false) AS leased, agent_id";
+const MACHINE_COLUMNS: &str = "name, role, pool_yaml, pool_dir, loadgen, labels, lease_worker, lease_epoch, lease_since, lease_heartbeat, lease_expires, COALESCE(lease_expires > now(), false) AS leased, agent_id, health, health_reason, health_since, failing, slots_done, slots_lab_failed, last_good";
 
 /// A machine to register (or update): its role, its pool file's text and folder.
 pub struct NewMachine<'a> {
@@ -336,7 +347,8 @@ async fn free_pair(
     tx: &mut Transaction<'_, Postgres>,
     c: &Candidate,
 ) -> Result<Option<(MachineRow, Option<MachineRow>)>> {
-    let free = "(lease_expires IS NULL OR lease_expires <= now())";
+    // Free, and good: a machine bad, drained or retired takes nothing new.
+    let free = "(lease_expires IS NULL OR lease_expires <= now()) AND health = 'good'";
     let sut: Option<MachineRow> = match &c.sut {
         Some(name) => {
             sqlx::query_as(&format!(

@@ -10,6 +10,7 @@ pub mod bundle;
 pub mod cluster;
 mod copy;
 pub mod fleet;
+pub mod health;
 pub mod pages;
 mod provenance;
 mod runlock;
@@ -394,7 +395,8 @@ impl JobRow {
 pub async fn jobs(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<JobRow>> {
     Ok(sqlx::query_as(
         "SELECT id, ordinal, kernel, variant, workload, iteration, boot, state, attempts, error, failure_class, warmup
-         FROM jobs WHERE run_id = $1 ORDER BY ordinal",
+         FROM jobs WHERE run_id = $1 AND slot NOT IN (SELECT slot FROM run_slots WHERE run_id = $1 AND state = 'set_aside')
+         ORDER BY ordinal",
     )
     .bind(run_id)
     .fetch_all(db)

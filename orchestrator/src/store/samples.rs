@@ -81,7 +81,8 @@ pub async fn samples_and_warmups(db: &PgPool, run_id: i64) -> Result<(Vec<Sample
                 "SELECT id, ordinal, kernel, variant, workload, iteration, COALESCE(boot_id, '') AS boot_id, warmup,
                         COALESCE(kernel_release, '') AS kernel_release, COALESCE(observed_policy, '') AS observed_policy,
                         COALESCE(machine, '') AS machine
-                 FROM jobs WHERE run_id = $1",
+                 FROM jobs WHERE run_id = $1
+                   AND slot NOT IN (SELECT slot FROM run_slots WHERE run_id = $1 AND state = 'set_aside')",
             )
             .bind(run_id)
             .fetch_all(db)

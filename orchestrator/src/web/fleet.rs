@@ -24,6 +24,14 @@ struct Machine {
     since: Option<chrono::DateTime<chrono::Utc>>,
     heartbeat: Option<chrono::DateTime<chrono::Utc>>,
     expires: Option<chrono::DateTime<chrono::Utc>>,
+    /// good, bad, maintenance or retired, with why, and the machine's record.
+    health: crate::plan::MachineHealth,
+    health_reason: Option<String>,
+    health_since: Option<chrono::DateTime<chrono::Utc>>,
+    failing: i32,
+    slots_done: i32,
+    slots_lab_failed: i32,
+    last_good: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[derive(Serialize)]
@@ -50,6 +58,13 @@ async fn load(st: &AppState) -> Result<Fleet, ViewError> {
             role: m.role,
             labels: m.labels.0,
             loadgen: m.loadgen,
+            health: m.health,
+            health_reason: m.health_reason,
+            health_since: m.health_since,
+            failing: m.failing,
+            slots_done: m.slots_done,
+            slots_lab_failed: m.slots_lab_failed,
+            last_good: m.last_good,
         })
         .collect();
     Ok(Fleet {
@@ -149,6 +164,21 @@ fn machines(machines: &[Machine]) -> String {
                     when(&m.since),
                     when(&m.heartbeat),
                     when(&m.expires),
+                    match m.health {
+                        crate::plan::MachineHealth::Good => "good".to_string(),
+                        h => format!(
+                            "<strong>{h}</strong> since {}: {}",
+                            when(&m.health_since),
+                            esc(m.health_reason.as_deref().unwrap_or(""))
+                        ),
+                    },
+                    format!(
+                        "{} done, {} failed by the lab ({} in a row), last good {}",
+                        m.slots_done,
+                        m.slots_lab_failed,
+                        m.failing,
+                        when(&m.last_good)
+                    ),
                 ]
             })
             .collect();
@@ -164,6 +194,8 @@ fn machines(machines: &[Machine]) -> String {
                 "since",
                 "last heartbeat",
                 "expires",
+                "health",
+                "record",
             ],
             &rows,
         );

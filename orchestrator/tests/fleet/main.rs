@@ -3,6 +3,7 @@
 
 mod blocks;
 mod harness;
+mod health;
 mod isolated;
 mod soak;
 mod soak_env;

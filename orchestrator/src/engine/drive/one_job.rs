@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kreg_protocol::client::AgentClient;
 
-use super::{Booted, Driver, JOB_TRIES, RECONNECT_WAIT};
+use super::{Booted, Driver, JOB_TRIES};
 use crate::engine::error::HostError;
 use crate::engine::server::Session;
 use crate::engine::{job, sweep, EngineError, Event, Stop};
@@ -57,7 +57,7 @@ impl Driver<'_> {
 
     /// After a job lost its connection: whether the job may run again. Each host of the
     /// job must be an agent host (see [`crate::engine::host::Conn::reconnects`]) and answer within
-    /// [`RECONNECT_WAIT`], the SUT still on the boot the job was measuring.
+    /// the configuration's `reconnect_wait`, the SUT still on the boot the job was measuring.
     async fn back_after_loss(&self, booted: &Booted, workload: &Workload) -> Result<(), HostError> {
         let mut hosts = vec![self.sut.clone(), workload.on.clone()];
         hosts.extend(workload.kind.server_host().map(str::to_string));
@@ -70,14 +70,15 @@ impl Driver<'_> {
             let client = conn
                 .client()
                 .ok_or_else(|| format!("host {name} is lost to this run"))?;
-            let id = crate::poll::until(RECONNECT_WAIT, Duration::from_millis(500), async || {
+            let wait = self.cfg.reconnect_wait;
+            let id = crate::poll::until(wait, Duration::from_millis(500), async || {
                 match client.identity().await {
                     Ok(id) => crate::poll::Look::<_, ()>::Ready(id),
                     Err(e) => crate::poll::Look::NotYet(e.to_string()),
                 }
             })
             .await
-            .map_err(|_| format!("host {name} did not answer again within {} s", RECONNECT_WAIT.as_secs()))?;
+            .map_err(|_| format!("host {name} did not answer again within {} s", wait.as_secs_f64()))?;
             if *name == self.sut && id.boot_id != booted.id.boot_id {
                 return Err(format!(
                     "the SUT booted again meanwhile (boot {} is not the measured boot {})",
