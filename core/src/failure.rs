@@ -94,7 +94,8 @@ mod tests {
 
     #[test]
     fn a_panic_or_an_oops_is_the_kernels() {
-        let console = "[    1.2] random: crng init done\n[    2.5] Kernel panic - not syncing: VFS: Unable to mount root\n";
+        let console =
+            "[    1.2] random: crng init done\n[    2.5] Kernel panic - not syncing: VFS: Unable to mount root\n";
         assert!(kernel_fault(console).unwrap().contains("VFS"));
         assert!(kernel_fault("[ 3.1] Oops: 0002 [#1] PREEMPT SMP").is_some());
         assert_eq!(kernel_fault("agent did not answer within 300 s"), None);

@@ -32,7 +32,11 @@ impl Dist {
             Dist::Lognormal if centre > 0.0 => lognormal(rng, centre, sd / centre),
             Dist::Lognormal => centre + sd * normal(rng),
             Dist::Bimodal { share, gap } => {
-                let mode = if rng.uniform() < share { centre * (1.0 + gap) } else { centre };
+                let mode = if rng.uniform() < share {
+                    centre * (1.0 + gap)
+                } else {
+                    centre
+                };
                 mode + sd * normal(rng)
             }
         }
@@ -165,12 +169,20 @@ pub fn trial(range: &[CommitModel], rules: Rules, machine: MachineModel, rng: &m
         booted += 1;
         if rng.uniform() < machine.boot_fails {
             failed_boots += 1;
-            b.record(commit, role, Err(Failed::new(FailureClass::Infrastructure, "the boot failed")));
+            b.record(
+                commit,
+                role,
+                Err(Failed::new(FailureClass::Infrastructure, "the boot failed")),
+            );
             continue;
         }
         if rng.uniform() < c.boot_fails {
             failed_boots += 1;
-            b.record(commit, role, Err(Failed::new(FailureClass::Kernel, "the kernel panicked")));
+            b.record(
+                commit,
+                role,
+                Err(Failed::new(FailureClass::Kernel, "the kernel panicked")),
+            );
             continue;
         }
         let boot = c.mean + c.boot_sd * normal(rng);

@@ -527,7 +527,10 @@ fn a_boot_that_fails_is_tried_again_before_it_counts() {
     println!("3% at 37/64, a boot in three fails: {t:?}");
     assert!(t.exact as f64 >= 0.95 * trials as f64, "{t:?}");
     assert_eq!(t.wrong, 0, "{t:?}");
-    assert!(t.mean_failed_boots > 0.3 * (t.mean_boots - t.mean_failed_boots), "{t:?}");
+    assert!(
+        t.mean_failed_boots > 0.3 * (t.mean_boots - t.mean_failed_boots),
+        "{t:?}"
+    );
     // Under the old rule (one try) the same range mostly ends at a failed endpoint or a range.
     let once = Rules {
         boot_tries: 1,
@@ -551,12 +554,20 @@ fn a_boot_that_fails_is_tried_again_before_it_counts() {
         let value = if commit >= 9 { 110.0 } else { 100.0 } + (n % 3) as f64 * 0.1;
         if role == Role::Step && fails < 2 {
             fails += 1;
-            b.record(commit, role, Err(Failed::new(FailureClass::Kernel, "the kernel panicked")));
+            b.record(
+                commit,
+                role,
+                Err(Failed::new(FailureClass::Kernel, "the kernel panicked")),
+            );
             assert_eq!(b.ask(), Ask::Measure { commit, role }, "the same boot is asked again");
             continue;
         }
         if role == Role::Step && commit == 12 {
-            b.record(commit, role, Err(Failed::new(FailureClass::Infrastructure, "the agent went silent")));
+            b.record(
+                commit,
+                role,
+                Err(Failed::new(FailureClass::Infrastructure, "the agent went silent")),
+            );
             skipped.get_or_insert(commit);
             continue;
         }
@@ -571,14 +582,22 @@ fn a_boot_that_fails_is_tried_again_before_it_counts() {
     }
     // A build that fails is never tried again.
     let mut b = Bisection::new(4, Rules::default());
-    let Ask::Measure { commit, role } = b.ask() else { panic!() };
+    let Ask::Measure { commit, role } = b.ask() else {
+        panic!()
+    };
     b.record(commit, role, Err(Failed::new(FailureClass::Build, "make failed")));
     assert!(matches!(b.ask(), Ask::Done(Outcome::EndpointFailed { commit: 0, .. })));
     // An endpoint that never boots ends the bisection, saying so.
     let mut b = Bisection::new(4, Rules::default());
     for _ in 0..3 {
-        let Ask::Measure { commit, role } = b.ask() else { panic!() };
-        b.record(commit, role, Err(Failed::new(FailureClass::Kernel, "the kernel panicked")));
+        let Ask::Measure { commit, role } = b.ask() else {
+            panic!()
+        };
+        b.record(
+            commit,
+            role,
+            Err(Failed::new(FailureClass::Kernel, "the kernel panicked")),
+        );
     }
     match b.ask() {
         Ask::Done(Outcome::EndpointFailed { commit: 0, reason }) => {

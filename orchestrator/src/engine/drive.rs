@@ -77,8 +77,8 @@ impl Failure {
 /// A boot that failed: the kernel's when it panicked or oopsed (as the console showed) or
 /// another kernel than the one asked for runs; else the lab's.
 pub fn boot_class(reason: &str) -> FailureClass {
-    let wrong_kernel = crate::boot::NOT_ASKED.iter().all(|m| reason.contains(m))
-        || reason.contains(crate::boot::NOT_THE_BUILD);
+    let wrong_kernel =
+        crate::boot::NOT_ASKED.iter().all(|m| reason.contains(m)) || reason.contains(crate::boot::NOT_THE_BUILD);
     if crate::failure::kernel_fault(reason).is_some() || wrong_kernel {
         FailureClass::Kernel
     } else {
@@ -375,7 +375,9 @@ impl Driver<'_> {
             .await?;
         }
         if let Err(reason) = knobs::apply_features(&booted.client, variant, &booted.defaults).await {
-            self.ledger.fail_jobs(jobs, &Failure::Variant(reason.to_string())).await?;
+            self.ledger
+                .fail_jobs(jobs, &Failure::Variant(reason.to_string()))
+                .await?;
             self.put_features_back(booted, variant).await?;
             return Ok(());
         }
@@ -557,10 +559,29 @@ mod tests {
         use crate::failure::FailureClass::*;
         let class = |r: &str| Failure::Boot(r.into()).class();
         assert_eq!(class("kernel c4 did not come up in the lab: the kernel panicked (Kernel panic - not syncing: Attempted to kill init!)"), Kernel);
-        assert_eq!(class("grub-reboot into 6.1.0 on sut: booted 6.12.0, expected 6.1.0"), Kernel);
+        assert_eq!(
+            class("grub-reboot into 6.1.0 on sut: booted 6.12.0, expected 6.1.0"),
+            Kernel
+        );
         assert_eq!(class("the agent did not answer within 300 s"), Infrastructure);
-        assert_eq!(Failure::Server { workload: "db".into(), host: "ldg".into(), detail: "exited".into() }.class(), Workload);
-        assert_eq!(Failure::Tool { tool: "perf".into(), host: "sut".into(), detail: "upload".into() }.class(), Infrastructure);
+        assert_eq!(
+            Failure::Server {
+                workload: "db".into(),
+                host: "ldg".into(),
+                detail: "exited".into()
+            }
+            .class(),
+            Workload
+        );
+        assert_eq!(
+            Failure::Tool {
+                tool: "perf".into(),
+                host: "sut".into(),
+                detail: "upload".into()
+            }
+            .class(),
+            Infrastructure
+        );
     }
 
     #[test]

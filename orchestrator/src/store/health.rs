@@ -11,12 +11,10 @@ use crate::plan::MachineHealth;
 
 /// A slot of `machines` went well: their failures in a row are over.
 pub async fn slot_went_well(db: impl PgExecutor<'_>, machines: &[&str]) -> Result<()> {
-    sqlx::query(
-        "UPDATE machines SET failing = 0, slots_done = slots_done + 1, last_good = now() WHERE name = ANY($1)",
-    )
-    .bind(machines)
-    .execute(db)
-    .await?;
+    sqlx::query("UPDATE machines SET failing = 0, slots_done = slots_done + 1, last_good = now() WHERE name = ANY($1)")
+        .bind(machines)
+        .execute(db)
+        .await?;
     Ok(())
 }
 
@@ -85,19 +83,20 @@ pub async fn lab_failed(
     .bind(f.run_id)
     .bind(f.slot)
     .bind(aside)
-    .bind(format!("set aside: the lab failed slot {} ({reason}); it started over on another pair", f.slot))
+    .bind(format!(
+        "set aside: the lab failed slot {} ({reason}); it started over on another pair",
+        f.slot
+    ))
     .execute(&mut *tx)
     .await?;
-    sqlx::query(
-        "UPDATE jobs SET slot = $3, ordinal = ordinal + $4, boot = boot + $5 WHERE run_id = $1 AND slot = $2",
-    )
-    .bind(f.run_id)
-    .bind(f.slot)
-    .bind(aside)
-    .bind(max_ordinal)
-    .bind(max_boot)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query("UPDATE jobs SET slot = $3, ordinal = ordinal + $4, boot = boot + $5 WHERE run_id = $1 AND slot = $2")
+        .bind(f.run_id)
+        .bind(f.slot)
+        .bind(aside)
+        .bind(max_ordinal)
+        .bind(max_boot)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query(
         "INSERT INTO jobs (run_id, ordinal, kernel, variant, workload, iteration, boot, warmup, slot)
          SELECT run_id, ordinal - $3, kernel, variant, workload, iteration, boot - $4, warmup, $5

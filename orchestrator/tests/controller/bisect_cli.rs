@@ -216,7 +216,9 @@ async fn a_bisection_the_lab_ended_is_tried_again_on_resume_and_one_the_build_en
     // Good measured once, then the bad end's boot failed three times for the lab.
     let mut b = Bisection::new(4, rules);
     for seq in 1..=4 {
-        let Ask::Measure { commit, role } = b.ask() else { panic!("asked nothing") };
+        let Ask::Measure { commit, role } = b.ask() else {
+            panic!("asked nothing")
+        };
         assert_eq!(role, Role::Endpoint);
         let m = sb::Measurement {
             seq,
@@ -243,8 +245,13 @@ async fn a_bisection_the_lab_ended_is_tried_again_on_resume_and_one_the_build_en
             .unwrap();
         b.record(commit, role, value);
     }
-    let Ask::Done(outcome) = b.ask() else { panic!("not ended") };
-    assert!(matches!(outcome, Outcome::EndpointFailed { commit: 3, .. }), "{outcome:?}");
+    let Ask::Done(outcome) = b.ask() else {
+        panic!("not ended")
+    };
+    assert!(
+        matches!(outcome, Outcome::EndpointFailed { commit: 3, .. }),
+        "{outcome:?}"
+    );
     sb::set_outcome(&db.pool, run, &serde_json::to_value(&outcome).unwrap())
         .await
         .unwrap();
@@ -257,13 +264,12 @@ async fn a_bisection_the_lab_ended_is_tried_again_on_resume_and_one_the_build_en
     );
     // Set aside, kept; the same boot asked again (seq 5), which now fails to build: the
     // build's failure, not the lab's, ends it.
-    let rows: Vec<(i32, bool, Option<String>)> = sqlx::query_as(
-        "SELECT seq, superseded, failure_class FROM bisect_measurements WHERE run_id = $1 ORDER BY seq",
-    )
-    .bind(run)
-    .fetch_all(&db.pool)
-    .await
-    .unwrap();
+    let rows: Vec<(i32, bool, Option<String>)> =
+        sqlx::query_as("SELECT seq, superseded, failure_class FROM bisect_measurements WHERE run_id = $1 ORDER BY seq")
+            .bind(run)
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
     let set_aside: Vec<i32> = rows.iter().filter(|r| r.1).map(|r| r.0).collect();
     assert_eq!(set_aside, [2, 3, 4], "{rows:?}\n{said}");
     assert_eq!(rows.len(), 5, "{rows:?}\n{said}");

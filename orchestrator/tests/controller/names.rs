@@ -10,7 +10,9 @@ async fn hostile_worker_names_are_refused_and_never_printed_raw() {
     let dir = Scratch::new("names");
     let hostile = "w\x1b[2J\x1b]0;owned\x07\u{202e}x";
     // A name already in the database (an older kreg, or written by hand).
-    kreg::store::fleet::register_worker(&db.pool, hostile, 2.0).await.unwrap();
+    kreg::store::fleet::register_worker(&db.pool, hostile, 2.0)
+        .await
+        .unwrap();
     let out = kreg(&db, &dir.0).arg("status").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");

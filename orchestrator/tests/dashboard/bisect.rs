@@ -9,8 +9,8 @@
 use super::*;
 use kreg::bisect::report::Commit;
 use kreg::bisect::{Ask, Bisection, Role, Rules};
-use kreg::store::bisect as sb;
 use kreg::failure::{Failed, FailureClass};
+use kreg::store::bisect as sb;
 
 const SCENARIO: &str = "name: bisect-page
 hosts: { sut: { role: sut, transport: { kind: lab } } }
@@ -84,20 +84,17 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
                     // A boot that panicked, tried again.
                     (6, Role::Step) if !panicked => {
                         panicked = true;
-                        Err(Failed::new(FailureClass::Kernel, "the kernel panicked (Kernel panic - not syncing: test)"))
+                        Err(Failed::new(
+                            FailureClass::Kernel,
+                            "the kernel panicked (Kernel panic - not syncing: test)",
+                        ))
                     }
                     (_, Role::Revert { .. }) => Ok(1.0),
                     (c, _) => Ok(if c >= 6 { 1.1 } else { 1.0 } + 0.004 * ((seq * 7 % 5) as f64 - 2.0)),
                 };
-                sb::measured(
-                    &pool,
-                    run,
-                    seq,
-                    value.as_ref().map(|v| *v),
-                    seq < 6,
-                )
-                .await
-                .unwrap();
+                sb::measured(&pool, run, seq, value.as_ref().map(|v| *v), seq < 6)
+                    .await
+                    .unwrap();
                 b.record(commit, role, value);
             }
             Ask::Done(o) => break o,

@@ -65,6 +65,8 @@ warmup: 1
         .js("const h = document.querySelector('.scroll-hint'); return [h !== null && !h.hidden && h.offsetHeight > 0, document.querySelectorAll('.scroll.overflows').length]")
         .await;
     assert!(phone[0] == json!(true) && phone[1].as_u64() > Some(0), "{phone}");
+    let hint = b.js("return document.querySelector('.scroll-hint').textContent").await;
+    assert!(hint.as_str().unwrap_or("").contains("verdict"), "{hint}");
     // The report as text for a mail, on the page, no line over 80 columns: exactly what
     // `kreg report --format mail` prints.
     let mail = b.js("return document.getElementById('mail-text').textContent").await;

@@ -48,6 +48,8 @@ async fn the_fleet_page_shows_the_queue_the_machines_and_the_workers() {
         assert!(Instant::now() < deadline, "the worker never started a job");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // The free machine drained by hand: shown in maintenance, with why.
+    run(&["machines", "drain", "epyc-2", "--reason", "fan <replaced>"]);
     let server = Server::start(&db, &dir.0);
     let api: Value = reqwest::get(format!("{}/api/v1/fleet", server.base))
         .await
@@ -81,6 +83,28 @@ async fn the_fleet_page_shows_the_queue_the_machines_and_the_workers() {
         "{machines}"
     );
     assert!(machines.contains("cpu=epyc, numa=2"), "{machines}");
+    assert!(
+        machines.contains("maintenance since") && machines.contains("fan <replaced>"),
+        "{machines}"
+    );
+    let drained: Vec<&Value> = api["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["health"] == "maintenance")
+        .collect();
+    assert_eq!(drained.len(), 1, "{api:#}");
+    assert_eq!(drained[0]["name"], "epyc-2");
+    // Left at a phone's width: the machines' table says which of its columns are out of
+    // sight (its last ones, health and record, at least).
+    let hint = b
+        .js("const h = document.querySelector('table.machines').closest('.scroll').previousElementSibling; return h && !h.hidden ? h.textContent : ''")
+        .await;
+    let hint = hint.as_str().unwrap_or("").to_string();
+    assert!(
+        hint.contains("swipe it sideways") && hint.contains("health, record)"),
+        "{hint}"
+    );
     let queue = b.text("table.queue").await;
     assert!(
         queue.contains("run 1") && queue.contains("leased") && queue.contains("queued"),

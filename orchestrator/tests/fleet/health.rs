@@ -129,7 +129,10 @@ async fn a_machine_whose_agent_dies_mid_run_goes_bad_and_the_run_finishes_on_oth
     // The machine is shown bad, out of the pool; released, it is good again and taken.
     let (_, list) = run(&["machines", "list"]);
     let line = list.lines().find(|l| l.starts_with(&victim)).unwrap_or("").to_string();
-    assert!(line.contains("BAD since ") && line.contains("1 failed by the lab"), "{list}");
+    assert!(
+        line.contains("BAD since ") && line.contains("1 failed by the lab"),
+        "{list}"
+    );
     let (ok, out) = run(&["machines", "release", &victim]);
     assert!(ok && out.contains("(was bad) is back in the pool"), "{out}");
     agents[at] = LoggedAgent::start(&dir.0, &victim, "127.0.0.1", &[]);

@@ -78,7 +78,12 @@ fn ranges(runs: usize) -> Vec<(&'static str, Synthetic, Option<usize>, MachineMo
         ..base.clone()
     };
     let mut all = vec![
-        ("64 commits, +3% at 37, CoV 1%, boots 1%", base.clone(), Some(37), steady),
+        (
+            "64 commits, +3% at 37, CoV 1%, boots 1%",
+            base.clone(),
+            Some(37),
+            steady,
+        ),
         (
             "the same, the machine drifting +0.01% a boot",
             base.clone(),
@@ -261,14 +266,28 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
             let what = path.display().to_string();
             let broken = r.commits.iter().filter(|c| c.build_fails).count();
             let mut each = each_trial(args.trials_json, &what);
-            let x = tally_each(&r.commits, r.culprit, rules, machine, (args.trials, args.seed), &mut each);
+            let x = tally_each(
+                &r.commits,
+                r.culprit,
+                rules,
+                machine,
+                (args.trials, args.seed),
+                &mut each,
+            );
             row(&mut t, &what, r.commits.len(), broken, &x);
             machine.runs
         }
         None => {
             for (what, range, culprit, machine) in ranges(args.runs) {
                 let mut each = each_trial(args.trials_json, what);
-                let x = tally_each(&range.models(), culprit, rules, machine, (args.trials, args.seed), &mut each);
+                let x = tally_each(
+                    &range.models(),
+                    culprit,
+                    rules,
+                    machine,
+                    (args.trials, args.seed),
+                    &mut each,
+                );
                 row(&mut t, what, range.commits, range.build_fails.len(), &x);
             }
             args.runs

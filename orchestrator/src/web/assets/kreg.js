@@ -222,8 +222,8 @@
     });
   });
   // Empty filters stay out of the URL; a changed select applies at once.
-  // A table wider than its box (a phone) says so above it, and its right edge is shaded:
-  // change, interval and verdict are to the right.
+  // A table wider than its box (a phone) says so above it, naming the columns out of
+  // sight, and its right edge is shaded.
   const hints = function () {
     document.querySelectorAll(".scroll").forEach(function (box) {
       const over = box.scrollWidth > box.clientWidth + 1;
@@ -233,9 +233,16 @@
         if (!over) { return; }
         hint = document.createElement("p");
         hint.className = "scroll-hint";
-        hint.textContent = "⇆ This table is wider than the screen: swipe it sideways for the rest (change, interval, verdict).";
         box.parentNode.insertBefore(hint, box);
       }
+      const hidden = Array.prototype.filter
+        .call(box.querySelectorAll("thead th"), function (th) {
+          return th.offsetLeft + th.offsetWidth > box.scrollLeft + box.clientWidth + 1;
+        })
+        .map(function (th) { return th.textContent.trim(); })
+        .filter(function (t) { return t; });
+      hint.textContent = "⇆ This table is wider than the screen: swipe it sideways for the rest" +
+        (hidden.length ? " (" + hidden.join(", ") + ")." : ".");
       hint.hidden = !over;
     });
   };
