@@ -30,7 +30,6 @@ mod setup;
 
 /// How many times a job runs when its connection is lost mid-job and comes back.
 const JOB_TRIES: u32 = 3;
-/// How long the hosts of such a job have to answer again.
 
 /// Why a group of jobs could not run, said once and stored as each job's reason.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

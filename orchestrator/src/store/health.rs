@@ -3,7 +3,7 @@
 //! and moves to another pair, starting over there, what it measured set aside; by hand a
 //! machine is drained, released or retired.
 
-use sqlx::{PgExecutor, PgPool};
+use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
 use super::fleet::{check_fence, Lease};
 use super::Result;
@@ -47,6 +47,22 @@ pub async fn lab_failed(
         return Ok(None);
     }
     let reason = crate::secrets::redact(reason).into_owned();
+    let went_bad = count_failure(&mut tx, machines, &reason, bad_after).await?;
+    let aside = set_aside(&mut tx, f, &reason).await?;
+    tx.commit().await?;
+    Ok(Some(LabFailed {
+        went_bad,
+        set_aside: aside,
+    }))
+}
+
+/// A failure of the lab counted against `machines`; those that went bad now.
+async fn count_failure(
+    tx: &mut Transaction<'_, Postgres>,
+    machines: &[&str],
+    reason: &str,
+    bad_after: u32,
+) -> Result<Vec<String>> {
     let went_bad: Vec<String> = sqlx::query_scalar::<_, Option<String>>(
         "UPDATE machines m SET failing = m.failing + 1, slots_lab_failed = m.slots_lab_failed + 1,
              health = CASE WHEN m.failing + 1 >= $2 AND m.health = 'good' THEN 'bad' ELSE m.health END,
@@ -59,12 +75,17 @@ pub async fn lab_failed(
     )
     .bind(machines)
     .bind(bad_after as i32)
-    .bind(&reason)
-    .fetch_all(&mut *tx)
+    .bind(reason)
+    .fetch_all(&mut **tx)
     .await?
     .into_iter()
     .flatten()
     .collect();
+    Ok(went_bad)
+}
+
+/// The slot of `f` set aside and queued again on no pair; the set-aside slot's number.
+async fn set_aside(tx: &mut Transaction<'_, Postgres>, f: &Lease, reason: &str) -> Result<i32> {
     // The slot's jobs, with what they stored, under a slot of their own; fresh ones (the
     // same ordinals, boots and iterations) in their place.
     let (aside, max_ordinal, max_boot): (i32, i32, i32) = sqlx::query_as(
@@ -73,7 +94,7 @@ pub async fn lab_failed(
          FROM jobs WHERE run_id = $1",
     )
     .bind(f.run_id)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut **tx)
     .await?;
     sqlx::query(
         "INSERT INTO run_slots (run_id, slot, state, sut, worker, epoch, leased_at, finished_at, takeovers, error)
@@ -87,7 +108,7 @@ pub async fn lab_failed(
         "set aside: the lab failed slot {} ({reason}); it started over on another pair",
         f.slot
     ))
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
     sqlx::query("UPDATE jobs SET slot = $3, ordinal = ordinal + $4, boot = boot + $5 WHERE run_id = $1 AND slot = $2")
         .bind(f.run_id)
@@ -95,7 +116,7 @@ pub async fn lab_failed(
         .bind(aside)
         .bind(max_ordinal)
         .bind(max_boot)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     sqlx::query(
         "INSERT INTO jobs (run_id, ordinal, kernel, variant, workload, iteration, boot, warmup, slot)
@@ -107,7 +128,7 @@ pub async fn lab_failed(
     .bind(max_ordinal)
     .bind(max_boot)
     .bind(f.slot)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
     sqlx::query(
         "UPDATE run_slots SET state = 'queued', sut = NULL, worker = NULL, epoch = NULL, leased_at = NULL, error = NULL
@@ -115,20 +136,16 @@ pub async fn lab_failed(
     )
     .bind(f.run_id)
     .bind(f.slot)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
     sqlx::query(
         "UPDATE machines SET lease_worker = NULL, lease_epoch = NULL, lease_heartbeat = NULL, lease_expires = NULL
          WHERE lease_epoch = $1",
     )
     .bind(f.epoch)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
-    tx.commit().await?;
-    Ok(Some(LabFailed {
-        went_bad,
-        set_aside: aside,
-    }))
+    Ok(aside)
 }
 
 /// Sets a machine's health by hand (`kreg machines drain|release|retire`); released, its

@@ -212,6 +212,26 @@ fn row(t: &mut Table, what: &str, commits: usize, broken: usize, x: &Tally) {
     ]);
 }
 
+/// The table the rows go in, with its header.
+fn table() -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::ASCII_MARKDOWN);
+    t.set_header(vec![
+        "range",
+        "exact culprit",
+        "confirmed",
+        "wrong culprit",
+        "does not reproduce",
+        "an endpoint failed",
+        "a range",
+        "ambiguous",
+        "builds mean / max (goal)",
+        "boots mean / max",
+        "failed boots mean",
+    ]);
+    t
+}
+
 /// Each trial as a line of JSON, when asked.
 fn each_trial<'a>(json: bool, range: &'a str) -> impl FnMut(usize, &Trial) + 'a {
     move |i, r| {
@@ -234,21 +254,7 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
         boot_tries: args.boot_tries as usize,
         ..Rules::default()
     };
-    let mut t = Table::new();
-    t.load_preset(presets::ASCII_MARKDOWN);
-    t.set_header(vec![
-        "range",
-        "exact culprit",
-        "confirmed",
-        "wrong culprit",
-        "does not reproduce",
-        "an endpoint failed",
-        "a range",
-        "ambiguous",
-        "builds mean / max (goal)",
-        "boots mean / max",
-        "failed boots mean",
-    ]);
+    let mut t = table();
     let runs = match &args.replay {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
