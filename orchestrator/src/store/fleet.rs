@@ -267,8 +267,11 @@ struct Candidate {
     needs_loadgen: bool,
 }
 
-/// Claims the first slot that is queued, or whose lease expired, together with a free
-/// pair of machines for it, under a new lease of `lease_secs`. None: nothing to do now.
+/// Claims the first slot (first in, first out: by run, then slot) that is queued, or whose
+/// lease expired, together with a free pair of machines for it, under a new lease of
+/// `lease_secs`. Only slots a free good machine could take are looked at, so that runs
+/// waiting for busy machines of one label never hold up a run whose machines are free.
+/// None: nothing to do now.
 pub async fn claim(db: &PgPool, worker: i64, lease_secs: f64) -> Result<Option<Claim>> {
     let mut tx = db.begin().await?;
     // Each look at the queue says the worker is alive, idle or not.
@@ -279,6 +282,11 @@ pub async fn claim(db: &PgPool, worker: i64, lease_secs: f64) -> Result<Option<C
          WHERE s.state IN ('queued', 'leased')
            AND (s.state = 'queued' OR NOT EXISTS (
                 SELECT 1 FROM machines m WHERE m.name = s.sut AND m.lease_epoch = s.epoch AND m.lease_expires > now()))
+           AND EXISTS (
+                SELECT 1 FROM machines m
+                WHERE m.role = 'sut' AND m.health = 'good' AND (m.lease_expires IS NULL OR m.lease_expires <= now())
+                  AND CASE WHEN s.sut IS NOT NULL THEN m.name = s.sut
+                           ELSE m.labels @> f.labels AND (NOT f.needs_loadgen OR m.loadgen IS NOT NULL) END)
          ORDER BY s.run_id, s.slot
          LIMIT 16
          FOR UPDATE OF s SKIP LOCKED",

@@ -5,5 +5,6 @@ mod blocks;
 mod harness;
 mod health;
 mod isolated;
+mod queue;
 mod soak;
 mod soak_env;
