@@ -154,11 +154,28 @@ impl AgentClient {
     /// Kills what earlier attempts left running for this client's owner (see
     /// [`Step::Sweep`]); returns what was killed. Without an owner, nothing is swept.
     pub async fn sweep(&self, keep_spawned: bool) -> Result<Vec<crate::wire::SweptProcess>, ClientError> {
+        self.sweep_as(keep_spawned, false).await
+    }
+
+    /// Kills what this agent started for any owner but this client's (what an earlier
+    /// holder of the machine left running); this owner's own processes stay.
+    pub async fn sweep_others(&self) -> Result<Vec<crate::wire::SweptProcess>, ClientError> {
+        self.sweep_as(true, true).await
+    }
+
+    async fn sweep_as(&self, keep_spawned: bool, others: bool) -> Result<Vec<crate::wire::SweptProcess>, ClientError> {
         let Some(owner) = self.owner.read().expect("owner lock").clone() else {
             return Ok(Vec::new());
         };
         match self
-            .step(Step::Sweep { owner, keep_spawned }, Duration::from_secs(60))
+            .step(
+                Step::Sweep {
+                    owner,
+                    keep_spawned,
+                    others,
+                },
+                Duration::from_secs(60),
+            )
             .await?
         {
             StepOutput::Swept { killed } => Ok(killed),

@@ -146,6 +146,11 @@ pub enum Step {
     Sweep {
         owner: String,
         keep_spawned: bool,
+        /// Also kill what this agent started for any other owner (a fleet slot taking a
+        /// machine over: whatever its previous holder left). An agent older than this field
+        /// ignores it.
+        #[serde(default)]
+        others: bool,
     },
     /// Makes a tree of cgroups v2 under `MOUNT/kreg/NAME` (see [`CgroupTree`]).
     MakeCgroups(CgroupTree),

@@ -20,6 +20,10 @@ pub const STEP_MARK: &str = "KREG_AGENT_STEP";
 /// The environment variable naming whom a step's processes work for (`ExecRequest::owner`).
 pub const OWNER_MARK: &str = "KREG_AGENT_OWNER";
 
+/// The environment variable naming the agent (its id) that started a step's processes:
+/// a sweep of other owners' processes takes only this agent's.
+pub const AGENT_MARK: &str = "KREG_AGENT_ID";
+
 /// The environment of process `pid` as `NAME=value` entries (empty when it is gone or a
 /// kernel thread).
 pub(crate) fn environ(pid: i32) -> Vec<Vec<u8>> {
@@ -215,6 +219,7 @@ pub(crate) fn command(req: &ExecRequest, mark: &str) -> Result<Command, StepErro
     if let Some(owner) = &req.owner {
         cmd.env(OWNER_MARK, owner);
     }
+    cmd.env(AGENT_MARK, super::identity::id());
     if let Some(cwd) = &req.cwd {
         cmd.current_dir(cwd);
     }

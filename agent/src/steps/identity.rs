@@ -57,6 +57,11 @@ pub fn started() -> std::time::Instant {
 /// This agent's id, once [`keep_id`] read or made it.
 static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// This agent's id ("" before [`keep_id`]).
+pub fn id() -> &'static str {
+    ID.get().map(String::as_str).unwrap_or("")
+}
+
 /// Reads the agent's id from `DATA_DIR/agent-id`, or makes one (128 random bits in hex)
 /// and keeps it there: the controller tells one agent listed under two addresses from two
 /// agents by it. A data folder wiped makes a new agent.

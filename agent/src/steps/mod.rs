@@ -63,9 +63,15 @@ pub async fn run(
                 .map_err(|e| err(ErrorKind::Io, format!("placing the file: {e}")))?
                 .map(StepOutput::Placed)
         }
-        Step::Sweep { owner, keep_spawned } => sweep::run(&owner, keep_spawned, procs)
-            .await
-            .map(|killed| StepOutput::Swept { killed }),
+        Step::Sweep {
+            owner,
+            keep_spawned,
+            others,
+        } => match others {
+            true => sweep::others(&owner).await,
+            false => sweep::run(&owner, keep_spawned, procs).await,
+        }
+        .map(|killed| StepOutput::Swept { killed }),
         Step::MakeCgroups(tree) => blocking(move || cgroup::make(&tree).map(StepOutput::Cgroups)).await,
         Step::RemoveCgroups { name } => {
             blocking(move || cgroup::remove(&name).map(|removed| StepOutput::CgroupsRemoved { removed })).await

@@ -277,6 +277,27 @@ impl Driver<'_> {
             if let Some(c) = self.conns[&h.name].client() {
                 c.set_owner(&owner_of(self.run, &h.name, self.ledger.lease.map(|f| f.slot)));
                 sweep(c, &h.name, false, self.ledger.on_event).await;
+                // A fleet slot holds the machine alone: whatever an earlier holder of it
+                // (another slot, a run whose controller died) left running goes too.
+                if self.ledger.lease.is_some() {
+                    match c.sweep_others().await {
+                        Ok(killed) if !killed.is_empty() => self.ledger.say(Event::Warning {
+                            message: format!(
+                                "{}: killed what an earlier holder of the machine left running: {}",
+                                h.name,
+                                killed
+                                    .iter()
+                                    .map(|k| format!("{} ({})", k.comm, k.pid))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        }),
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::warn!(host = %h.name, error = %e, "could not sweep the host of other holders")
+                        }
+                    }
+                }
                 if h.name != self.sut {
                     if let Ok(other) = c.identity().await {
                         let reached = self.conns[&h.name].reached();
