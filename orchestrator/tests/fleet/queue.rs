@@ -83,7 +83,7 @@ fn marked(with: &[(&str, &str)]) -> Vec<u32> {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\0300\0"))
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00300\x00"))
         .filter(|pid| {
             let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
             let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
