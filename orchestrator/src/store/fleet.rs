@@ -494,18 +494,27 @@ pub async fn stored_under(db: impl PgExecutor<'_>, job_id: i64, epoch: i64) -> R
     Ok(())
 }
 
-/// A slot's drive ended (`failed`: with failed jobs, or `error` said why it stopped):
-/// the slot is finished, its machines free; the last slot of a run to finish sets the
-/// run's state. Nothing happens when the lease was lost meanwhile.
-pub async fn finish_slot(db: &PgPool, f: &Lease, failed: bool, error: Option<&str>) -> Result<bool> {
+/// A transaction that ends the slot of lease `f`: its run locked (the last slot to end
+/// sets the run's state), the lease checked; None when the lease was lost meanwhile.
+pub(super) async fn ending(db: &PgPool, f: &Lease) -> Result<Option<Transaction<'static, Postgres>>> {
     let mut tx = db.begin().await?;
     sqlx::query("SELECT id FROM runs WHERE id = $1 FOR UPDATE")
         .bind(f.run_id)
         .execute(&mut *tx)
         .await?;
     if check_fence(&mut tx, f).await.is_err() {
-        return Ok(false);
+        return Ok(None);
     }
+    Ok(Some(tx))
+}
+
+/// A slot's drive ended (`failed`: with failed jobs, or `error` said why it stopped):
+/// the slot is finished, its machines free; the last slot of a run to finish sets the
+/// run's state. Nothing happens when the lease was lost meanwhile.
+pub async fn finish_slot(db: &PgPool, f: &Lease, failed: bool, error: Option<&str>) -> Result<bool> {
+    let Some(mut tx) = ending(db, f).await? else {
+        return Ok(false);
+    };
     sqlx::query("UPDATE run_slots SET state = $4, finished_at = now(), error = $5 WHERE run_id = $1 AND slot = $2 AND epoch = $3")
         .bind(f.run_id)
         .bind(f.slot)

@@ -5,7 +5,7 @@
 
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 
-use super::fleet::{check_fence, Lease};
+use super::fleet::Lease;
 use super::Result;
 use crate::plan::MachineHealth;
 
@@ -38,14 +38,9 @@ pub async fn lab_failed(
     reason: &str,
     bad_after: u32,
 ) -> Result<Option<LabFailed>> {
-    let mut tx = db.begin().await?;
-    sqlx::query("SELECT id FROM runs WHERE id = $1 FOR UPDATE")
-        .bind(f.run_id)
-        .execute(&mut *tx)
-        .await?;
-    if check_fence(&mut tx, f).await.is_err() {
+    let Some(mut tx) = super::fleet::ending(db, f).await? else {
         return Ok(None);
-    }
+    };
     let reason = crate::secrets::redact(reason).into_owned();
     let went_bad = count_failure(&mut tx, machines, &reason, bad_after).await?;
     let aside = set_aside(&mut tx, f, &reason).await?;
