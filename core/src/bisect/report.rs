@@ -93,6 +93,8 @@ pub struct StepRow {
     pub decision: Mark,
     pub position: Option<Position>,
     pub boots: usize,
+    /// Its boots that gave no value and were tried again.
+    pub failed_boots: usize,
     /// Why a skipped commit could not be measured.
     pub reason: Option<String>,
 }
@@ -255,9 +257,11 @@ pub fn report(
             decision: s.mark,
             position: s.position,
             boots: s.boots,
+            failed_boots: s.failed_boots,
             reason: boots
                 .iter()
-                .find(|b| b.commit == s.commit && b.value.is_err())
+                .rev()
+                .find(|b| s.mark == Mark::Skip && b.commit == s.commit && b.value.is_err())
                 .and_then(|b| b.value.clone().err()),
         })
         .collect();
@@ -497,11 +501,15 @@ fn steps(o: &mut String, r: &Report, markdown: bool) {
             (None, None) => "-".into(),
         };
         let mark = format!("{:?}", s.decision).to_lowercase();
+        let tried = match s.failed_boots {
+            0 => String::new(),
+            n => format!(" (+{n} failed, tried again)"),
+        };
         if markdown {
             let subject = s.subject.replace('|', "\\|");
             let _ = writeln!(
                 o,
-                "| {} | `{}` | {subject} | {mark} | {} | {} |",
+                "| {} | `{}` | {subject} | {mark} | {} | {}{tried} |",
                 s.index,
                 short(&s.hash),
                 pos.replace('|', "\\|"),
@@ -510,7 +518,7 @@ fn steps(o: &mut String, r: &Report, markdown: bool) {
         } else {
             let _ = writeln!(
                 o,
-                "  {:>4} {} {:<9} {:<24} {:>3} boots  {}",
+                "  {:>4} {} {:<9} {:<24} {:>3} boots{tried}  {}",
                 s.index,
                 short(&s.hash),
                 mark,

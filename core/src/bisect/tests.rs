@@ -320,8 +320,21 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
     let mut b = Bisection::new(5, Rules::default());
     let mut boots = Vec::new();
     let mut rng = Rng::new(7);
+    let mut panicked = false;
     let outcome = loop {
         match b.ask() {
+            // The first step's first boot panics; tried again, it boots.
+            Ask::Measure { commit, role } if role == Role::Step && !panicked => {
+                panicked = true;
+                let why = "the kernel panicked (Kernel panic - not syncing: test)";
+                let failed = crate::failure::Failed::new(crate::failure::FailureClass::Kernel, why);
+                b.record(commit, role, Err(failed));
+                boots.push(Boot {
+                    commit,
+                    role,
+                    value: Err(why.into()),
+                });
+            }
             Ask::Measure { commit, role } => {
                 let slow = match role {
                     Role::Revert { .. } => false,
@@ -373,6 +386,11 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
         "{text}"
     );
     assert!(text.contains("cost: 4 build(s) (0 failed; goal 6)"), "{text}");
+    let tried: Vec<_> = r.steps.iter().filter(|s| s.failed_boots > 0).collect();
+    assert_eq!(tried.len(), 1, "{:?}", r.steps);
+    assert_ne!(tried[0].decision, Mark::Skip);
+    assert_eq!(tried[0].reason, None, "a step that booted later has no skip's reason");
+    assert!(text.contains("boots (+1 failed, tried again)"), "{text}");
     assert!(
         text.contains("kreg bisect s.yaml --kernel k --good v1 --bad v2 --metric w/time --variant default"),
         "{text}"
