@@ -212,6 +212,28 @@ pub struct Builds {
     pub failed: usize,
 }
 
+/// Each tested commit as the report lists it.
+fn step_rows(commits: &Range, bisection: &Bisection, boots: &[Boot]) -> Vec<StepRow> {
+    bisection
+        .steps()
+        .iter()
+        .map(|s| StepRow {
+            index: s.commit,
+            hash: commits.at(s.commit).hash,
+            subject: commits.at(s.commit).subject,
+            decision: s.mark,
+            position: s.position,
+            boots: s.boots,
+            failed_boots: s.failed_boots,
+            reason: boots
+                .iter()
+                .rev()
+                .find(|b| s.mark == Mark::Skip && b.commit == s.commit && b.value.is_err())
+                .and_then(|b| b.value.clone().err()),
+        })
+        .collect()
+}
+
 /// The report of a bisection replayed from `boots`, with the `builds` it did.
 pub fn report(
     about: About,
@@ -247,24 +269,7 @@ pub fn report(
     );
     let refs: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
     let pool = pooled(&refs).unwrap_or(Pooled { s2: f64::NAN, df: 1.0 });
-    let steps = bisection
-        .steps()
-        .iter()
-        .map(|s| StepRow {
-            index: s.commit,
-            hash: commits.at(s.commit).hash,
-            subject: commits.at(s.commit).subject,
-            decision: s.mark,
-            position: s.position,
-            boots: s.boots,
-            failed_boots: s.failed_boots,
-            reason: boots
-                .iter()
-                .rev()
-                .find(|b| s.mark == Mark::Skip && b.commit == s.commit && b.value.is_err())
-                .and_then(|b| b.value.clone().err()),
-        })
-        .collect();
+    let steps = step_rows(commits, bisection, boots);
     let tested: Vec<usize> = bisection
         .steps()
         .iter()

@@ -307,13 +307,13 @@ async fn drive_claim(db: &PgPool, id: i64, c: &fleet::Claim, took: Duration, a: 
         };
         match result {
             Ok(o) if o.failed > 0 && lab_failed_jobs(db, c).await > 0 => {
-                let why = fleet::slot_failures(db, c.run_id, c.slot).await.unwrap_or_default();
+                let why = health::slot_failures(db, c.run_id, c.slot).await.unwrap_or_default();
                 return lab_failed(db, id, c, &why, a).await;
             }
             Ok(o) => {
                 let failed = o.failed > 0;
                 let why = match failed {
-                    true => fleet::slot_failures(db, c.run_id, c.slot).await.ok(),
+                    true => health::slot_failures(db, c.run_id, c.slot).await.ok(),
                     false => None,
                 };
                 if !failed {

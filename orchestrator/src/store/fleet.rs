@@ -654,23 +654,3 @@ pub async fn mixed_labels(db: impl PgExecutor<'_>, run_id: i64) -> Result<Option
     let differ = rows.windows(2).any(|w| w[0].1 .0 != w[1].1 .0);
     Ok(differ.then(|| rows.into_iter().map(|(n, l)| (n, l.0)).collect()))
 }
-
-/// Why a slot whose drive ended with failed jobs failed: how many of its jobs, by class,
-/// and the first reason.
-pub async fn slot_failures(db: impl PgExecutor<'_>, run_id: i64, slot: i32) -> Result<String> {
-    let (failed, jobs, classes, first): (i64, i64, Vec<String>, Option<String>) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE state = 'failed'), count(*),
-                COALESCE(array_agg(DISTINCT COALESCE(failure_class, 'unclassed')) FILTER (WHERE state = 'failed'), '{}'),
-                (array_agg(error ORDER BY ordinal) FILTER (WHERE state = 'failed'))[1]
-         FROM jobs WHERE run_id = $1 AND slot = $2",
-    )
-    .bind(run_id)
-    .bind(slot)
-    .fetch_one(db)
-    .await?;
-    Ok(format!(
-        "{failed} of {jobs} jobs failed ({}): {}",
-        classes.join(", "),
-        first.unwrap_or_else(|| "no reason stored".into())
-    ))
-}
