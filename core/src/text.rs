@@ -40,6 +40,18 @@ pub fn one_line(s: &str) -> Cow<'_, str> {
 
 /// A p-value as reports print it, with its name: `p=1.23e-4`; one too small for a double
 /// (it underflowed to 0) is `p < 1e-300`, never `p=0.00e0`.
+/// Seconds as a person reads them: "4.2 s", "3 min 10 s", "1 h 05 min".
+pub fn duration(secs: f64) -> String {
+    let s = secs.max(0.0);
+    if s < 60.0 {
+        format!("{s:.1} s")
+    } else if s < 3600.0 {
+        format!("{} min {:02} s", (s / 60.0) as u64, (s as u64) % 60)
+    } else {
+        format!("{} h {:02} min", (s / 3600.0) as u64, ((s as u64) % 3600) / 60)
+    }
+}
+
 pub fn p_value(p: f64) -> String {
     if p < 1e-300 {
         "p < 1e-300".into()

@@ -20,6 +20,10 @@ pub struct Target<'a> {
     pub timeout: Duration,
     /// A new boot even when the host runs this kernel already (the next of its `boots`).
     pub fresh: bool,
+    /// A boot that crashes is tried once more before it fails (a lab guest that the
+    /// emulator crashed now and then); false where the caller tries again itself and counts
+    /// each failed boot (a bisection's measurement, under its `boot_tries`).
+    pub retry_crash: bool,
 }
 
 /// What can be watched while a host boots: a VM that may die, with its console.

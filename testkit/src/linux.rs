@@ -128,7 +128,7 @@ fn harmless(repo: &Path, i: usize) {
             "\n",
             "\n/* Bisection test: a comment in the scheduler's core. */\n",
         ),
-        3 => append(repo, "README", "\nA line of the bisection test.\n"),
+        3 => append(repo, "init/main.c", FLAKY),
         5 => edit(
             repo,
             "fs/pipe.c",
@@ -136,11 +136,14 @@ fn harmless(repo: &Path, i: usize) {
             "\n",
             "\n/* Bisection test: fixed. */\n",
         ),
-        7 => append(
-            repo,
-            "Documentation/scheduler/sched-design-CFS.rst",
-            "\n.. Another note.\n",
-        ),
+        7 => {
+            boot_every_time(repo);
+            append(
+                repo,
+                "Documentation/scheduler/sched-design-CFS.rst",
+                "\n.. Another note.\n",
+            )
+        }
         8 => edit(
             repo,
             "kernel/sched/fair.c",
@@ -156,24 +159,50 @@ const SUBJECTS: [&str; 9] = [
     "linux-source-6.1 as Debian ships it",
     "Documentation: a note",
     "sched/core: a comment",
-    "README: a line",
+    "init: panic on one boot in three",
     "pipe: a change that does not build",
     "pipe: build again",
     "pipe: wait 100 us in every pipe_write()",
-    "Documentation: another note",
+    "init: boot every time; Documentation: another note",
     "sched/fair: a comment",
 ];
 
+/// What commit 3 adds to init/main.c and commit 7 takes out: an initcall that panics on
+/// one boot in three, by the kernel's own random numbers.
+const FLAKY: &str = "
+/* Bisection test: a kernel that panics on one boot in three. */
+static int __init bisection_test_flaky(void)
+{
+\tif (get_random_u32() % 3 == 0)
+\t\tpanic(\"bisection test: this boot panics (one in three)\");
+\treturn 0;
+}
+late_initcall(bisection_test_flaky);
+";
+
+/// Commit 7's fix: the flaky initcall taken out (on the null branch too).
+fn boot_every_time(repo: &Path) {
+    edit(
+        repo,
+        "init/main.c",
+        "/* Bisection test: a kernel",
+        FLAKY.trim_start_matches('\n'),
+        "",
+    );
+}
+
 /// The repository (made once under the cache, `KREG_CACHE_DIR` or ~/.cache/kreg): the
-/// tarball as commit 0 (tag `good`), then eight commits; commit 4 does not compile, commit
-/// 5 fixes it, commit 6 adds a 100 µs wait to every pipe write (hackbench over pipes gets
-/// slower), the others change comments and documentation. Tag `bad` is commit 8; tag
+/// tarball as commit 0 (tag `good`), then eight commits; commit 3 makes the kernel panic
+/// on one boot in three and commit 7 takes that out again (commits 3, 5 and 6 boot two
+/// times in three), commit 4 does not compile, commit 5 fixes it, commit 6 adds a 100 µs
+/// wait to every pipe write (hackbench over pipes gets slower), the others change comments
+/// and documentation. Tag `bad` is commit 8; tag
 /// `bad-null` ends the same range without commit 6.
 pub fn bisect_repo() -> BisectRepo {
     let cache = std::env::var("KREG_CACHE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/kreg"));
-    let path = cache.join("test-trees/linux-6.1-bisect");
+    let path = cache.join("test-trees/linux-6.1-bisect-v2");
     let done = path.join(".git/kreg-test-made");
     if !done.exists() {
         let _ = std::fs::remove_dir_all(&path);
@@ -227,6 +256,7 @@ pub fn bisect_repo() -> BisectRepo {
         git(&path, &["tag", "bad"]);
         git(&path, &["checkout", "-q", "null"]);
         for i in [7, 8] {
+            // Commit 7 takes the panic out here too: the null range's bad end boots.
             harmless(&path, i);
             commit(&path, SUBJECTS[i]);
         }

@@ -26,6 +26,7 @@ pub mod report;
 mod search;
 pub mod sim;
 mod spec;
+mod split;
 
 use crate::failure::Failed;
 use crate::stats::welch;
@@ -35,6 +36,8 @@ pub use position::{position, position_in_blocks, Boot, Position, Side};
 pub use replay::Stored;
 pub use search::{Mark, Next, Search};
 pub use spec::{metric_of, Spec};
+pub use split::Part;
+use split::Split;
 
 /// How a bisection decides.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -155,6 +158,15 @@ pub enum Outcome {
         first: usize,
         last: usize,
     },
+    /// Two changes: a commit between the last good and the first bad one sits clearly
+    /// between them (`position`, the first change's share of the whole), and each side was
+    /// bisected apart: `first` from good to it, `second` from it to bad.
+    TwoChanges {
+        middle: usize,
+        position: Position,
+        first: Part,
+        second: Part,
+    },
 }
 
 /// A tested commit and what was decided of it.
@@ -197,6 +209,8 @@ pub struct Bisection {
     retry: Option<(usize, Role, usize)>,
     /// Boots that gave no value and were tried again, by commit.
     failed_boots: Vec<usize>,
+    /// The two sides being bisected, once a commit was found in the middle.
+    split: Option<Split>,
 }
 
 impl Bisection {
@@ -216,6 +230,7 @@ impl Bisection {
             confirm: None,
             retry: None,
             failed_boots: vec![0; n],
+            split: None,
         }
     }
 
@@ -349,12 +364,14 @@ impl Bisection {
         match value {
             Ok(v) => {
                 self.values[commit].push(v);
-                if let Some((c, rounds, at)) = self.current {
-                    let at = at + 1;
-                    self.current = Some(if at == 4 { (c, rounds + 1, 0) } else { (c, rounds, at) });
-                }
+                self.next_in_round();
             }
             Err(reason) if commit == 0 || commit == self.last() => self.failed = Some((commit, reason)),
+            // A split's middle commit, beside a step as a reference, never booted: the round
+            // goes on without that boot (the middle has its boots as a step already).
+            Err(_) if role == Role::Reference => {
+                self.next_in_round();
+            }
             Err(_) => {
                 self.search.mark(commit, Mark::Skip);
                 self.steps.push(Step {
@@ -366,6 +383,14 @@ impl Bisection {
                 });
                 self.current = None;
             }
+        }
+    }
+
+    /// The round of the commit under test moves on to its next boot (step, good, step, bad).
+    fn next_in_round(&mut self) {
+        if let Some((c, rounds, at)) = self.current {
+            let at = at + 1;
+            self.current = Some(if at == 4 { (c, rounds + 1, 0) } else { (c, rounds, at) });
         }
     }
 
@@ -421,12 +446,24 @@ impl Bisection {
                         // Never guessed: the search stops at a commit it cannot place.
                         let position = self.steps.last().and_then(|s| s.position);
                         let (first, last) = self.search.candidates();
-                        return Ask::Done(Outcome::Ambiguous {
+                        self.current = None;
+                        let part = Part::Ambiguous {
                             commit,
                             position,
                             first,
                             last,
-                        });
+                        };
+                        match self.part_found(part) {
+                            Some(done) => return done,
+                            None => continue,
+                        }
+                    }
+                    Some(Mark::Middle) => {
+                        let position = self.steps.last().and_then(|s| s.position).expect("placed");
+                        let (split, left) = Split::new(commit, position, &self.search);
+                        self.split = Some(split);
+                        self.search = left;
+                        self.current = None;
                     }
                     Some(mark) => {
                         self.search.mark(commit, mark);
@@ -435,20 +472,81 @@ impl Bisection {
                     None => return self.round_boot(commit, 0),
                 }
             }
-            match self.search.next() {
-                Next::Test(c) => self.current = Some((c, 0, 0)),
-                Next::Culprit(c) => self.confirm = Some(Confirm::new(c)),
-                Next::Range { first, last } => return Ask::Done(Outcome::Range { first, last }),
+            let found = match self.search.next() {
+                Next::Test(c) => {
+                    self.current = Some((c, 0, 0));
+                    continue;
+                }
+                Next::Culprit(commit) if self.split.is_some() => Part::Culprit { commit },
+                Next::Culprit(c) => {
+                    self.confirm = Some(Confirm::new(c));
+                    continue;
+                }
+                Next::Range { first, last } => Part::Range { first, last },
+            };
+            if let Some(done) = self.part_found(found) {
+                return done;
             }
         }
     }
 
-    /// The `at`-th boot of a round: step, good, step, bad.
+    /// What a search found: the outcome, or `None` when a split's second side is to be
+    /// bisected next. Without a split only a range or an ambiguous commit end here.
+    fn part_found(&mut self, part: Part) -> Option<Ask> {
+        let Some(split) = self.split.as_mut() else {
+            return Some(Ask::Done(match part {
+                Part::Range { first, last } => Outcome::Range { first, last },
+                Part::Ambiguous {
+                    commit,
+                    position,
+                    first,
+                    last,
+                } => Outcome::Ambiguous {
+                    commit,
+                    position,
+                    first,
+                    last,
+                },
+                Part::Culprit { .. } => unreachable!("a culprit without a split is confirmed"),
+            }));
+        };
+        match split.found(part) {
+            Ok(second) => {
+                self.search = second;
+                None
+            }
+            Err((first, second)) => {
+                // The share, from every boot of the middle commit (a step, then a
+                // reference of both sides) against good and bad.
+                let (middle, last) = (split.middle, self.values.len() - 1);
+                let boots = sides(&self.log, |b| match b.commit {
+                    c if c == middle => Some(Side::Step),
+                    _ => reference(b, last),
+                });
+                let position = position_in_blocks(&boots, self.rules.step_alpha).unwrap_or(split.position);
+                Some(Ask::Done(Outcome::TwoChanges {
+                    middle,
+                    position,
+                    first,
+                    second,
+                }))
+            }
+        }
+    }
+
+    /// The commits a step is placed between: good and bad, or the ends of the split's
+    /// side being bisected.
+    fn ends(&self) -> (usize, usize) {
+        self.split.as_ref().map_or((0, self.last()), |s| s.ends(self.last()))
+    }
+
+    /// The `at`-th boot of a round: step, good, step, bad (or a split side's two ends).
     fn round_boot(&self, commit: usize, at: usize) -> Ask {
+        let (zero, one) = self.ends();
         let (commit, role) = match at {
             0 | 2 => (commit, Role::Step),
-            1 => (0, Role::Reference),
-            _ => (self.last(), Role::Reference),
+            1 => (zero, Role::Reference),
+            _ => (one, Role::Reference),
         };
         Ask::Measure { commit, role }
     }
@@ -490,22 +588,29 @@ impl Bisection {
 
     /// A commit's mark after `rounds` rounds, or `None` for another round.
     fn decide(&mut self, commit: usize, rounds: usize) -> Option<Mark> {
-        let looks = look_rounds(self.rules.step_rounds);
+        let (first, cap) = self.rules.step_rounds;
+        // A split's side tells apart half the change or less: up to SIDE_ROUNDS times the
+        // rounds (a quarter of the variance takes four times the boots).
+        let cap = match self.split {
+            Some(_) => cap * split::SIDE_ROUNDS,
+            None => cap,
+        };
+        let looks = look_rounds((first, cap));
         if !looks.contains(&rounds) {
             return None;
         }
-        let cap = self.rules.step_rounds.1;
         let alpha = self.rules.step_alpha / looks.len() as f64;
-        let last = self.last();
-        let boots = sides(&self.log, |b| {
-            if b.commit == commit && b.role == Role::Step {
-                Some(Side::Step)
-            } else {
-                reference(b, last)
-            }
+        let (zero, one) = self.ends();
+        let boots = sides(&self.log, |b| match (b.role, b.commit) {
+            (Role::Step, c) if c == commit => Some(Side::Step),
+            // A split's middle commit is a reference by its boots as a step too.
+            (Role::Endpoint | Role::Reference | Role::Step, c) if c == zero => Some(Side::Zero),
+            (Role::Endpoint | Role::Reference | Role::Step, c) if c == one => Some(Side::One),
+            _ => None,
         });
         let pos = position_in_blocks(&boots, alpha);
         let mark = match pos {
+            Some(p) if self.split.is_none() && split::is_middle(&p, rounds >= cap) => Mark::Middle,
             Some(p) if p.hi < 0.5 => Mark::Good,
             Some(p) if p.lo > 0.5 => Mark::Bad,
             _ if rounds >= cap => Mark::Ambiguous,

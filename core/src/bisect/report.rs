@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::{Bisection, Mark, Outcome, Position, Role};
+use super::{Bisection, Mark, Outcome, Part, Position, Role};
 use crate::stats::t_quantile;
 
 /// A commit of the range.
@@ -42,6 +42,7 @@ impl Range {
         if let Some(Outcome::Culprit { commit, .. }) = outcome {
             at.insert(*commit);
         }
+        at.extend(split_commits(outcome));
         at
     }
 
@@ -122,6 +123,8 @@ pub struct Report {
     /// None while the bisection goes on.
     pub outcome: Option<Outcome>,
     pub culprit: Option<Commit>,
+    /// Two changes: the middle commit and each side's culprit, by index.
+    pub split: std::collections::BTreeMap<usize, Commit>,
     pub at_good: Option<Side>,
     pub at_bad: Option<Side>,
     pub endpoints_change: Option<Change>,
@@ -138,6 +141,9 @@ pub struct Report {
     /// ⌈log2(commits)⌉ + 3, plus one per build that failed.
     pub build_goal: usize,
     pub boots: usize,
+    /// Where the measurements' time went, summed over them by phase, in the order the
+    /// phases run (seconds; empty when none was recorded).
+    pub phases: Vec<(String, f64)>,
     pub reproduce: Vec<String>,
 }
 
@@ -284,6 +290,7 @@ pub fn report(
         good: commits.at(0),
         bad: commits.at(last),
         culprit: culprit.map(|c| commits.at(c)),
+        split: split_commits(outcome.as_ref()).map(|i| (i, commits.at(i))).collect(),
         at_good: side(&good, pool, alpha),
         at_bad: side(&bad, pool, alpha),
         endpoints_change: change(&good, &bad, pool, alpha),
@@ -297,6 +304,7 @@ pub fn report(
         failed_builds: builds.failed,
         build_goal: log2 + 3 + builds.failed,
         boots: boots.len(),
+        phases: Vec::new(),
         outcome,
     }
 }
@@ -391,6 +399,80 @@ pub fn cost_text(r: &Report) -> String {
     )
 }
 
+/// The phases that are the work itself: the rest (checkout, tools, judging) is overhead.
+pub const WORK_PHASES: [&str; 3] = ["build", "install and boot", "workload"];
+
+/// The time by phase in words, with the share of everything but the build, the boot and
+/// the workload; `None` when no phase was recorded.
+pub fn phases_text(phases: &[(String, f64)]) -> Option<String> {
+    let total: f64 = phases.iter().map(|p| p.1).sum();
+    if phases.is_empty() || total <= 0.0 {
+        return None;
+    }
+    let each: Vec<String> = phases
+        .iter()
+        .map(|(n, s)| format!("{n} {}", crate::text::duration(*s)))
+        .collect();
+    let other: f64 = phases
+        .iter()
+        .filter(|(n, _)| !WORK_PHASES.contains(&n.as_str()))
+        .map(|p| p.1)
+        .sum();
+    Some(format!(
+        "{}; all but the build, the boot and the workload: {:.1}% of {}",
+        each.join(", "),
+        100.0 * other / total,
+        crate::text::duration(total)
+    ))
+}
+
+/// The commits a two-changes outcome names: the middle one and each side's culprit.
+fn split_commits(outcome: Option<&Outcome>) -> impl Iterator<Item = usize> {
+    let mut at = Vec::new();
+    if let Some(Outcome::TwoChanges {
+        middle, first, second, ..
+    }) = outcome
+    {
+        at.push(*middle);
+        at.extend(first.culprit());
+        at.extend(second.culprit());
+    }
+    at.into_iter()
+}
+
+/// A two-changes outcome in words: each side's finding with its share of the whole change.
+fn two_changes(r: &Report, middle: usize, position: &Position, first: &Part, second: &Part) -> String {
+    let name = |i: usize| match r.split.get(&i) {
+        Some(c) => format!("{} \"{}\" ({})", short(&c.hash), c.subject, c.author),
+        None => format!("commit {i}"),
+    };
+    let part = |p: &Part| match p {
+        Part::Culprit { commit } => name(*commit),
+        Part::Range { first, last } => {
+            format!("one of commits {first} to {last} (skipped commits leave no way to tell)")
+        }
+        Part::Ambiguous {
+            commit, first, last, ..
+        } => {
+            format!("ambiguous at commit {commit} (one of {first} to {last})")
+        }
+    };
+    let share = |x: f64| format!("{:.0}%", 100.0 * x);
+    format!(
+        "two changes, apart: {} carries {} of the change [{}, {}], then {} carries {} [{}, {}]; \
+         commit {} sits between them; each side bisected on its own, neither confirmed by a sandwich or a revert",
+        part(first),
+        share(position.estimate),
+        share(position.lo),
+        share(position.hi),
+        part(second),
+        share(1.0 - position.estimate),
+        share(1.0 - position.hi),
+        share(1.0 - position.lo),
+        name(middle),
+    )
+}
+
 /// One line saying where the bisection ended.
 pub fn verdict(r: &Report) -> String {
     let at = |i: usize| format!("{}", i);
@@ -423,6 +505,12 @@ pub fn verdict(r: &Report) -> String {
         Some(Outcome::Ambiguous { commit, first, last, .. }) => format!(
             "ambiguous: commit {commit} sits between good and bad (two culprits, or a change only some boots show); the first bad commit is one of {first} to {last}"
         ),
+        Some(Outcome::TwoChanges {
+            middle,
+            position,
+            first,
+            second,
+        }) => two_changes(r, *middle, position, first, second),
     }
 }
 
@@ -479,6 +567,9 @@ pub fn render(r: &Report, markdown: bool) -> String {
         );
     }
     let _ = writeln!(o, "{b}cost: {}", cost_text(r));
+    if let Some(t) = phases_text(&r.phases) {
+        let _ = writeln!(o, "{b}time by phase: {t}");
+    }
     steps(&mut o, r, markdown);
     let _ = writeln!(o, "{}to reproduce:", if markdown { "\n### " } else { "" });
     for c in &r.reproduce {

@@ -12,6 +12,9 @@ pub enum Mark {
     Skip,
     /// Its position could not be told from the middle within the cap.
     Ambiguous,
+    /// It is clearly neither good nor bad: its position's interval holds neither 0 nor 1
+    /// (two changes, one on each side of it).
+    Middle,
 }
 
 /// The next commit to test, or where the search ended.
@@ -39,6 +42,23 @@ impl Search {
         marks[0] = Some(Mark::Good);
         marks[n - 1] = Some(Mark::Bad);
         Search { marks }
+    }
+
+    /// The search for the first commit like `bad` after `good` (both between 0 and `n`),
+    /// the commits between them marked as `marks` says (a skip stays a skip).
+    pub fn between(n: usize, good: usize, bad: usize, marks: &[Option<Mark>]) -> Search {
+        let mut s = Search { marks: vec![None; n] };
+        for i in good + 1..bad {
+            s.marks[i] = marks.get(i).copied().flatten().filter(|m| *m == Mark::Skip);
+        }
+        s.marks[good] = Some(Mark::Good);
+        s.marks[bad] = Some(Mark::Bad);
+        s
+    }
+
+    /// Every commit's mark.
+    pub fn marks(&self) -> &[Option<Mark>] {
+        &self.marks
     }
 
     pub fn mark(&mut self, commit: usize, mark: Mark) {

@@ -192,6 +192,30 @@ pub fn trial(range: &[CommitModel], rules: Rules, machine: MachineModel, rng: &m
     }
 }
 
+/// An outcome counted in `t` against the `expected` culprits.
+fn count(t: &mut Tally, outcome: &Outcome, expected: &[usize]) {
+    let named: Vec<usize> = match outcome {
+        Outcome::Culprit { commit, .. } => vec![*commit],
+        Outcome::TwoChanges { first, second, .. } => first.culprit().into_iter().chain(second.culprit()).collect(),
+        _ => Vec::new(),
+    };
+    match outcome {
+        _ if named.iter().any(|c| !expected.contains(c)) => t.wrong += 1,
+        Outcome::Culprit { confirmation, .. } if expected.len() == 1 => {
+            t.exact += 1;
+            t.confirmed += confirmation.confirmed as usize;
+        }
+        Outcome::TwoChanges { .. } if expected.len() == 2 && named == expected => t.two_named += 1,
+        Outcome::Culprit { .. } | Outcome::TwoChanges { .. } if !named.is_empty() => t.partly += 1,
+        // Two changes, neither side naming a commit: nothing was pinned.
+        Outcome::Culprit { .. } | Outcome::TwoChanges { .. } => t.ambiguous += 1,
+        Outcome::DoesNotReproduce { .. } => t.does_not_reproduce += 1,
+        Outcome::EndpointFailed { .. } => t.endpoint_failed += 1,
+        Outcome::Range { .. } => t.ranges += 1,
+        Outcome::Ambiguous { .. } => t.ambiguous += 1,
+    }
+}
+
 /// The bad end with `culprit` reverted: its change (from its parent) taken off the bad
 /// end's mean, the changes being additive.
 pub fn reverted(range: &[CommitModel], culprit: usize) -> CommitModel {
@@ -214,8 +238,13 @@ pub struct Tally {
     pub exact: usize,
     /// Of the exact ones, those the sandwich and the revert confirmed.
     pub confirmed: usize,
-    /// The outcome named one commit, another.
+    /// Two changes expected, and the outcome named both.
+    pub two_named: usize,
+    /// The outcome named a commit that is not a culprit.
     pub wrong: usize,
+    /// The outcome named some culprits, none wrongly, but not all of them, or two changes
+    /// where one was expected.
+    pub partly: usize,
     pub does_not_reproduce: usize,
     /// An endpoint could not be built or never booted.
     pub endpoint_failed: usize,
@@ -228,11 +257,11 @@ pub struct Tally {
     pub mean_failed_boots: f64,
 }
 
-/// `trials` bisections of `range` from `seed`; `expected` is the true first bad commit
-/// (none for a range without a change).
+/// `trials` bisections of `range` from `seed`; `expected` are the culprits, in order (none
+/// for a range without a change).
 pub fn tally(
     range: &[CommitModel],
-    expected: Option<usize>,
+    expected: &[usize],
     rules: Rules,
     machine: MachineModel,
     trials: usize,
@@ -244,7 +273,7 @@ pub fn tally(
 /// [`tally`], each trial handed to `each` with its number as it ends.
 pub fn tally_each(
     range: &[CommitModel],
-    expected: Option<usize>,
+    expected: &[usize],
     rules: Rules,
     machine: MachineModel,
     (trials, seed): (usize, u64),
@@ -258,17 +287,7 @@ pub fn tally_each(
     for i in 0..trials {
         let r = trial(range, rules, machine, &mut rng);
         each(i, &r);
-        match &r.outcome {
-            Outcome::Culprit { commit, confirmation } if Some(*commit) == expected => {
-                t.exact += 1;
-                t.confirmed += confirmation.confirmed as usize;
-            }
-            Outcome::Culprit { .. } => t.wrong += 1,
-            Outcome::DoesNotReproduce { .. } => t.does_not_reproduce += 1,
-            Outcome::EndpointFailed { .. } => t.endpoint_failed += 1,
-            Outcome::Range { .. } => t.ranges += 1,
-            Outcome::Ambiguous { .. } => t.ambiguous += 1,
-        }
+        count(&mut t, &r.outcome, expected);
         let share = 1.0 / trials as f64;
         t.mean_builds += r.builds as f64 * share;
         t.max_builds = t.max_builds.max(r.builds);

@@ -242,7 +242,10 @@ pub async fn drive(
             );
             ExitCode::from(1)
         }
-        Outcome::Range { .. } | Outcome::Ambiguous { .. } => ExitCode::from(3),
+        Outcome::TwoChanges { first, second, .. } if first.culprit().is_some() && second.culprit().is_some() => {
+            ExitCode::SUCCESS
+        }
+        Outcome::Range { .. } | Outcome::Ambiguous { .. } | Outcome::TwoChanges { .. } => ExitCode::from(3),
     })
 }
 
@@ -276,6 +279,9 @@ pub async fn status(db: &PgPool, run_id: i64) -> Result<Option<String>> {
             "  {:>3} {:<9} {:<20} boot {:<3} {got}{built}  ({})\n",
             m.seq, m.role, m.kernel, m.boot, c.subject
         ));
+        if let Some(t) = m.phases.as_deref().and_then(report::phases_text) {
+            out.push_str(&format!("      {t}\n"));
+        }
     }
     Ok(Some(out))
 }

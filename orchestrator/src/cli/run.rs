@@ -17,6 +17,7 @@ use kreg::engine::{self, Event};
 use kreg::{plan, store};
 
 use kreg::report::Format;
+use kreg::text::duration;
 
 /// What a run's progress looks like: lines on stderr (each stage with what it cost, each job
 /// with the time left), and a bar when stderr is a terminal.
@@ -179,18 +180,6 @@ impl Progress {
             // The kernels' events are said by `show`.
             _ => {}
         }
-    }
-}
-
-/// Seconds as a person reads them: "4.2 s", "3 min 10 s", "1 h 05 min".
-fn duration(secs: f64) -> String {
-    let s = secs.max(0.0);
-    if s < 60.0 {
-        format!("{s:.1} s")
-    } else if s < 3600.0 {
-        format!("{} min {:02} s", (s / 60.0) as u64, (s as u64) % 60)
-    } else {
-        format!("{} h {:02} min", (s / 3600.0) as u64, ((s as u64) % 3600) / 60)
     }
 }
 

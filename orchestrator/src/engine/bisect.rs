@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use sqlx::PgPool;
 
 use super::drive::{Driver, Ledger};
+use super::phases::PhaseClock;
 use super::{open_conns, EngineError, Event};
 use crate::bisect::{Ask, Outcome, Role};
 use crate::config::Config;
@@ -164,11 +165,17 @@ impl Bisector<'_> {
         let mut conns = open_conns(self.scenario, &run_dir, self.cfg, None, reached).await?;
         let mut seen = (bisection.steps().len(), bisection.reproduced());
         let hash = |i: usize| crate::bisect::report::short(&self.commits[i].hash).to_string();
+        // The measurement last judged, its phases' clock running until the next decision.
+        let mut judged: Option<(i32, PhaseClock)> = None;
         loop {
             let m = match pending.take() {
                 Some(m) => self.resumed(m).await?,
                 None => {
                     let ask = bisection.ask();
+                    if let Some((seq, clock)) = judged.take() {
+                        let phases = clock.finish(std::time::Instant::now());
+                        store::bisect::set_phases(self.db, self.run.id, seq, &phases).await?;
+                    }
                     for line in bisection.decisions_since(seen, &ask, &hash) {
                         say(on_event, line);
                     }
@@ -188,7 +195,9 @@ impl Bisector<'_> {
             };
             let role = m.role;
             say(on_event, self.describe(&m));
-            let measured = self.measure(&m, &mut conns, on_event).await?;
+            let mut clock = PhaseClock::new();
+            let measured = self.measure(&m, &mut conns, on_event, &mut clock).await?;
+            clock.judging(std::time::Instant::now());
             let value = measured.value.as_ref().map(|v| *v);
             store::bisect::measured(self.db, self.run.id, m.seq, value, measured.compiled).await?;
             match &measured.value {
@@ -196,6 +205,7 @@ impl Bisector<'_> {
                 Err(e) => say(on_event, format!("  no value ({}): {}", e.class, e.reason)),
             }
             bisection.record(m.commit_index as usize, role, measured.value);
+            judged = Some((m.seq, clock));
         }
     }
 
@@ -261,6 +271,7 @@ impl Bisector<'_> {
             error: None,
             failure_class: None,
             compiled: false,
+            phases: None,
         };
         store::bisect::ask_measurement(self.db, self.run.id, &m, &new).await?;
         Ok(m)
@@ -298,6 +309,7 @@ impl Bisector<'_> {
         m: &Measurement,
         conns: &mut std::collections::HashMap<String, super::host::Conn>,
         on_event: &mut dyn FnMut(Event),
+        clock: &mut PhaseClock,
     ) -> Result<Measured, EngineError> {
         let scenario = match self.scenario_for(m) {
             Ok(s) => s,
@@ -316,6 +328,7 @@ impl Bisector<'_> {
             .collect();
         let (mut prepared, mut compiled, mut failed) = (false, false, false);
         let mut watch = |e: Event| {
+            clock.event(&e, std::time::Instant::now());
             match &e {
                 Event::KernelPrepared { compiled: c, .. } => {
                     prepared = true;
@@ -341,6 +354,8 @@ impl Bisector<'_> {
             conns: std::mem::take(conns),
             sut: scenario.sut().name.clone(),
             started: Default::default(),
+            // A boot that fails is the bisection's to try again, and to count.
+            retry_crash: false,
         };
         let driven = driver.all(&todo).await;
         *conns = std::mem::take(&mut driver.conns);

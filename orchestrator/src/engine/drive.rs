@@ -126,6 +126,8 @@ pub(super) struct Driver<'a> {
     /// The boots (kernel, boot) with a job done already: a resume stays in such a boot if
     /// the host still runs it; any other boot of `boots: N` is a fresh one.
     pub started: std::collections::HashSet<(String, i32)>,
+    /// Whether a boot that crashes is tried once more here ([`Target::retry_crash`]).
+    pub retry_crash: bool,
 }
 
 /// The SUT booted into a kernel: who answers, and the kernel's own perf if it has one.
@@ -206,6 +208,7 @@ impl Driver<'_> {
             prepared: prepared.as_ref(),
             timeout,
             fresh,
+            retry_crash: self.retry_crash,
         };
         let (id, method) = conn.boot(target, self.cfg).await.map_err(|e| {
             let reason = e.to_string();

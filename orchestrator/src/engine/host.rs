@@ -241,17 +241,27 @@ impl LabConn {
             Some(id) if id.kernel_release == p.release && self.current.as_ref() == Some(&wanted) && !target.fresh => {
                 Ok((id, BootMethod::None))
             }
-            Some(id) => self.kexec_or_retry(p, &initrd_bytes, &id, timeout, &cmdline, cfg).await,
-            // A started VM is kexec'd into its kernel once more, so that every kernel is
-            // measured on a boot reached the same way: by kexec.
-            None => match self.cold_boot(p, &initrd, cfg, timeout, &cmdline).await {
-                Ok(started) => {
-                    self.last_good = Some((p.clone(), initrd.clone(), cmdline.clone()));
-                    self.kexec_or_retry(p, &initrd_bytes, &started, timeout, &cmdline, cfg)
-                        .await
+            Some(id) => {
+                self.kexec_or_retry(p, &initrd_bytes, &id, timeout, &cmdline, cfg, target.retry_crash)
+                    .await
+            }
+            // A started VM is kexec'd into the kernel, so that every kernel is measured on a
+            // boot reached the same way: by kexec. It starts on the last kernel that came up
+            // when that is another (after a failed boot), else on this one.
+            None => {
+                let start = match &self.last_good {
+                    Some(good) if good.0.vmlinuz != p.vmlinuz => good.clone(),
+                    _ => (p.clone(), initrd.clone(), cmdline.clone()),
+                };
+                match self.cold_boot(&start.0, &start.1, cfg, timeout, &start.2).await {
+                    Ok(started) => {
+                        self.last_good = Some(start);
+                        self.kexec_or_retry(p, &initrd_bytes, &started, timeout, &cmdline, cfg, target.retry_crash)
+                            .await
+                    }
+                    Err(e) => Err(e),
                 }
-                Err(e) => Err(e),
-            },
+            }
         };
         if result.is_err() {
             // The VM is in an unknown state: the next kernel starts a fresh one.
@@ -267,8 +277,9 @@ impl LabConn {
 
     /// Kexec from the running boot `id` into `p`. A guest that crashed on the way (under
     /// TCG, a 6.12 kernel kexec'd from 6.1 has been seen to oops in early boot once in a
-    /// while) gets one more try: the last good kernel is started again and the kexec
-    /// repeated.
+    /// while) gets one more try when `retry` says so: the last good kernel is started again
+    /// and the kexec repeated.
+    #[allow(clippy::too_many_arguments)]
     async fn kexec_or_retry(
         &mut self,
         p: &Prepared,
@@ -277,12 +288,13 @@ impl LabConn {
         timeout: Duration,
         cmdline: &str,
         cfg: &Config,
+        retry: bool,
     ) -> Result<(Identity, BootMethod), HostError> {
         let first = match self.kexec(p, initrd_bytes, id, timeout, cmdline).await {
             Ok(id) => return Ok((id, BootMethod::Kexec)),
             Err(e) => e,
         };
-        let crashed = self.vm.as_mut().is_some_and(|vm| vm.exited().is_some());
+        let crashed = retry && self.vm.as_mut().is_some_and(|vm| vm.exited().is_some());
         let Some((good, good_initrd, good_cmdline)) = self.last_good.clone().filter(|_| crashed) else {
             return Err(first);
         };

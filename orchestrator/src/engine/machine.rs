@@ -63,6 +63,8 @@ impl MachineConn {
             prepared,
             timeout,
             fresh,
+            // A real machine's boot is not retried here: the run or the bisection decides.
+            retry_crash: _,
         } = target;
         if let Some(reason) = &self.down {
             return Err(format!("host {} is lost to this run: {reason}", self.name).into());

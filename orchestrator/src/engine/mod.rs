@@ -9,6 +9,7 @@ mod drive;
 pub mod error;
 mod hammerdb;
 mod host;
+mod phases;
 /// The TPROC-C schema build on its own, as a job's session runs it (its failure reasons are
 /// tested against a real HammerDB).
 pub use server::build_schema;
@@ -530,6 +531,7 @@ pub(crate) async fn drive_jobs(
         conns,
         sut: scenario.sut().name.clone(),
         started: started_boots(&jobs),
+        retry_crash: true,
     };
     // The first pass takes every job not done (a resume retries the failed ones); the
     // rounds after a look take only the jobs that look added.

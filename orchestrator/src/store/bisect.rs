@@ -44,6 +44,9 @@ pub struct Measurement {
     #[serde(serialize_with = "class_name")]
     pub failure_class: Option<FailureClass>,
     pub compiled: bool,
+    /// Where its time went, phase by phase (none before it was judged, or stored before
+    /// phases were).
+    pub phases: Option<Vec<(String, f64)>>,
 }
 
 fn class_name<S: serde::Serializer>(c: &Option<FailureClass>, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -92,6 +95,9 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Measurement {
                 None => None,
             },
             compiled: row.try_get("compiled")?,
+            phases: row
+                .try_get::<Option<sqlx::types::Json<Vec<(String, f64)>>>, _>("phases")?
+                .map(|j| j.0),
         })
     }
 }
@@ -216,7 +222,7 @@ pub async fn bisection_kinds(db: impl PgExecutor<'_>) -> Result<Vec<(i64, String
 /// Every measurement of a bisection, in the order asked.
 pub async fn measurements(db: impl PgExecutor<'_>, run_id: i64) -> Result<Vec<Measurement>> {
     Ok(sqlx::query_as(
-        "SELECT seq, commit_index, role, reverted, kernel, boot, value, error, failure_class, compiled
+        "SELECT seq, commit_index, role, reverted, kernel, boot, value, error, failure_class, compiled, phases
          FROM bisect_measurements WHERE run_id = $1 AND NOT superseded ORDER BY seq",
     )
     .bind(run_id)
@@ -300,6 +306,17 @@ pub async fn measured(
     .bind(class)
     .execute(db)
     .await?;
+    Ok(())
+}
+
+/// Where a measurement's time went, phase by phase (seconds, in the order they ran).
+pub async fn set_phases(db: impl PgExecutor<'_>, run_id: i64, seq: i32, phases: &[(String, f64)]) -> Result<()> {
+    sqlx::query("UPDATE bisect_measurements SET phases = $3 WHERE run_id = $1 AND seq = $2")
+        .bind(run_id)
+        .bind(seq)
+        .bind(sqlx::types::Json(phases))
+        .execute(db)
+        .await?;
     Ok(())
 }
 

@@ -70,12 +70,26 @@ pub async fn load_report(db: &PgPool, run_id: i64) -> Result<report::Report> {
             .map(|(i, c)| (i as usize, c))
             .collect(),
     };
-    Ok(report::report(
+    let mut r = report::report(
         about,
         &range,
         &bisection,
         &boots,
         report::Builds { compiled, failed },
         outcome,
-    ))
+    );
+    r.phases = phase_totals(&ms);
+    Ok(r)
+}
+
+/// The measurements' phases summed by name, in the order they first ran.
+fn phase_totals(ms: &[sb::Measurement]) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for (name, secs) in ms.iter().filter_map(|m| m.phases.as_ref()).flatten() {
+        match out.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 += secs,
+            None => out.push((name.clone(), *secs)),
+        }
+    }
+    out
 }

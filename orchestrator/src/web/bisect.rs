@@ -107,6 +107,7 @@ fn mark_class(m: Mark) -> &'static str {
         Mark::Bad => "bad",
         Mark::Skip => "skip",
         Mark::Ambiguous => "ambiguous",
+        Mark::Middle => "middle",
     }
 }
 

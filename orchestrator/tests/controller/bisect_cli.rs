@@ -231,6 +231,7 @@ async fn a_bisection_the_lab_ended_is_tried_again_on_resume_and_one_the_build_en
             error: None,
             failure_class: None,
             compiled: false,
+            phases: None,
         };
         sb::ask_measurement(&db.pool, run, &m, &[]).await.unwrap();
         let value = match seq {

@@ -74,6 +74,7 @@ async fn stand_in_bisection(db: &TestDb) -> i64 {
                     error: None,
                     failure_class: None,
                     compiled: false,
+                    phases: None,
                 };
                 sb::ask_measurement(&pool, run, &m, &[]).await.unwrap();
                 let value = match (commit, role) {

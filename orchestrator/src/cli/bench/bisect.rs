@@ -52,14 +52,20 @@ struct Replay {
     commits: Vec<CommitModel>,
     #[serde(default)]
     culprit: Option<usize>,
+    /// Two changes: the first commit of each, in order (instead of `culprit`).
+    #[serde(default)]
+    culprits: Vec<usize>,
     /// Runs of the workload in a boot, as the scenario's iterations (else `--runs`).
     #[serde(default)]
     runs: Option<usize>,
 }
 
-/// The synthetic ranges: (what, range, the first bad commit when one commit is it, the
-/// machine they are measured on, with `runs` runs a boot).
-fn ranges(runs: usize) -> Vec<(&'static str, Synthetic, Option<usize>, MachineModel)> {
+/// A synthetic range: what it is, the range, its culprits (the first bad commit when one
+/// commit is it, both when two share the change), the machine it is measured on.
+type Row = (&'static str, Synthetic, Vec<usize>, MachineModel);
+
+/// The synthetic ranges, measured with `runs` runs a boot.
+fn ranges(runs: usize) -> Vec<Row> {
     let base = Synthetic {
         commits: 64,
         culprits: vec![(37, 0.03)],
@@ -81,39 +87,51 @@ fn ranges(runs: usize) -> Vec<(&'static str, Synthetic, Option<usize>, MachineMo
         (
             "64 commits, +3% at 37, CoV 1%, boots 1%",
             base.clone(),
-            Some(37),
+            vec![37],
             steady,
         ),
         (
             "the same, the machine drifting +0.01% a boot",
             base.clone(),
-            Some(37),
+            vec![37],
             machine(0.0001, 0.0),
         ),
         (
             "the same, the machine drifting -0.01% a boot",
             base.clone(),
-            Some(37),
+            vec![37],
             machine(-0.0001, 0.0),
         ),
         (
             "the same, 2% of boots failing, drifting +0.01% a boot",
             base.clone(),
-            Some(37),
+            vec![37],
             machine(0.0001, 0.02),
         ),
         (
             "the same, 2% of boots failing, drifting -0.01% a boot",
             base.clone(),
-            Some(37),
+            vec![37],
             machine(-0.0001, 0.02),
         ),
-        ("the same without the change", with(vec![]), None, steady),
+        ("the same without the change", with(vec![]), vec![], steady),
         (
             "without the change, 2% of boots failing, drifting +0.01%",
             with(vec![]),
-            None,
+            vec![],
             machine(0.0001, 0.02),
+        ),
+        (
+            "two commits of +1.5% (20 and 40)",
+            with(vec![(20, 0.015), (40, 0.015)]),
+            vec![20, 40],
+            steady,
+        ),
+        (
+            "the two, 2% of boots failing, drifting -0.01% a boot",
+            with(vec![(20, 0.015), (40, 0.015)]),
+            vec![20, 40],
+            machine(-0.0001, 0.02),
         ),
     ];
     all.extend(changes(base, steady));
@@ -122,7 +140,7 @@ fn ranges(runs: usize) -> Vec<(&'static str, Synthetic, Option<usize>, MachineMo
 
 /// The ranges measured on a steady machine: changes of other sizes and shapes, a broken
 /// commit, other lengths.
-fn changes(base: Synthetic, steady: MachineModel) -> Vec<(&'static str, Synthetic, Option<usize>, MachineModel)> {
+fn changes(base: Synthetic, steady: MachineModel) -> Vec<Row> {
     let drift = Synthetic {
         culprits: (1..64).map(|i| (i, 0.0005)).collect(),
         ..base.clone()
@@ -133,16 +151,16 @@ fn changes(base: Synthetic, steady: MachineModel) -> Vec<(&'static str, Syntheti
     };
     vec![
         (
-            "two commits of +1.5% (20 and 40)",
-            with(vec![(20, 0.015), (40, 0.015)]),
-            None,
+            "two commits, +2% at 20 and +1% at 40",
+            with(vec![(20, 0.02), (40, 0.01)]),
+            vec![20, 40],
             steady,
         ),
-        ("a drift of +0.05% a commit (+3.2% in all)", drift, None, steady),
+        ("a drift of +0.05% a commit (+3.2% in all)", drift, vec![], steady),
         (
             "+1.2% at 37, boots 1%: too near the noise",
             with(vec![(37, 0.012)]),
-            Some(37),
+            vec![37],
             steady,
         ),
         (
@@ -153,7 +171,7 @@ fn changes(base: Synthetic, steady: MachineModel) -> Vec<(&'static str, Syntheti
                 boot_cov: 0.003,
                 ..base.clone()
             },
-            Some(37),
+            vec![37],
             steady,
         ),
         (
@@ -162,7 +180,7 @@ fn changes(base: Synthetic, steady: MachineModel) -> Vec<(&'static str, Syntheti
                 build_fails: vec![36],
                 ..base.clone()
             },
-            Some(37),
+            vec![37],
             steady,
         ),
         (
@@ -174,7 +192,7 @@ fn changes(base: Synthetic, steady: MachineModel) -> Vec<(&'static str, Syntheti
                 boot_cov: 0.02,
                 build_fails: vec![],
             },
-            Some(9),
+            vec![9],
             steady,
         ),
         (
@@ -184,7 +202,7 @@ fn changes(base: Synthetic, steady: MachineModel) -> Vec<(&'static str, Syntheti
                 culprits: vec![(200, -0.03)],
                 ..base
             },
-            Some(200),
+            vec![200],
             steady,
         ),
     ]
@@ -201,7 +219,9 @@ fn row(t: &mut Table, what: &str, commits: usize, broken: usize, x: &Tally) {
         what.to_string(),
         pct(x.exact, x.trials),
         pct(x.confirmed, x.trials),
+        pct(x.two_named, x.trials),
         pct(x.wrong, x.trials),
+        pct(x.partly, x.trials),
         pct(x.does_not_reproduce, x.trials),
         pct(x.endpoint_failed, x.trials),
         pct(x.ranges, x.trials),
@@ -220,7 +240,9 @@ fn table() -> Table {
         "range",
         "exact culprit",
         "confirmed",
+        "two named",
         "wrong culprit",
+        "partly named",
         "does not reproduce",
         "an endpoint failed",
         "a range",
@@ -271,10 +293,21 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
             };
             let what = path.display().to_string();
             let broken = r.commits.iter().filter(|c| c.build_fails).count();
+            anyhow::ensure!(
+                r.culprit.is_none() || r.culprits.is_empty(),
+                "{}: give the culprit or the culprits, not both",
+                path.display()
+            );
+            let expected: Vec<usize> = r.culprit.into_iter().chain(r.culprits.iter().copied()).collect();
+            anyhow::ensure!(
+                expected.iter().all(|&c| c > 0 && c < r.commits.len()),
+                "{}: a culprit is the index of a commit after the first",
+                path.display()
+            );
             let mut each = each_trial(args.trials_json, &what);
             let x = tally_each(
                 &r.commits,
-                r.culprit,
+                &expected,
                 rules,
                 machine,
                 (args.trials, args.seed),
@@ -288,7 +321,7 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
                 let mut each = each_trial(args.trials_json, what);
                 let x = tally_each(
                     &range.models(),
-                    culprit,
+                    &culprit,
                     rules,
                     machine,
                     (args.trials, args.seed),
@@ -305,7 +338,8 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
          a boot that gives no value is tried again, {} boots in all before it counts; \
          builds count every commit built (the endpoints, each step, each failed build, the revert); the goal is \
          ceil(log2 commits) + 3, and 1 more for each commit that does not build; boots count failed ones; \
-         \"confirmed\": exact, and the sandwich and the revert agree\n{t}",
+         \"confirmed\": exact, and the sandwich and the revert agree; \"two named\": two changes expected, both named; \
+         \"partly named\": some culprits named, none wrongly, not all (or two changes where one was)\n{t}",
         args.trials,
         runs,
         args.seed,
