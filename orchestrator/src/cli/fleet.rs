@@ -148,12 +148,19 @@ async fn add(db: &sqlx::PgPool, file: &Path, cfg: &Config) -> Result<ExitCode> {
             role: m.role,
             loadgen: m.loadgen.as_deref(),
             labels: &m.labels,
+            about: &m.about,
             agent_id: id.as_deref(),
         })
         .collect();
     fleet::add_machines(db, &text, &dir.display().to_string(), &rows).await?;
     for m in &machines {
-        println!("{}: {} {}", m.name, m.role, labels_text(&m.labels));
+        println!(
+            "{}: {} {}{}",
+            m.name,
+            m.role,
+            labels_text(&m.labels),
+            about_text(&m.about)
+        );
     }
     println!("{} machine(s) in the pool from {}", machines.len(), file.display());
     Ok(ExitCode::SUCCESS)
@@ -189,6 +196,17 @@ fn same_agents(machines: &[PoolMachine], ids: &[Option<String>], stored: &[fleet
     out
 }
 
+/// What only describes a machine, after its labels: " (about serial=J1, rack=r3)".
+fn about_text(a: &BTreeMap<String, String>) -> String {
+    match a.is_empty() {
+        true => String::new(),
+        false => format!(
+            " (about {})",
+            a.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
 fn labels_text(l: &BTreeMap<String, String>) -> String {
     if l.is_empty() {
         return "(no labels)".into();
@@ -221,10 +239,11 @@ pub async fn list(db: &sqlx::PgPool) -> Result<String> {
         let ldg = m.loadgen.as_ref().map(|l| format!(" loadgen={l}")).unwrap_or_default();
         writeln!(
             out,
-            "{:<20} {:<8} {}{ldg}  {}  {lease}",
+            "{:<20} {:<8} {}{}{ldg}  {}  {lease}",
             m.name,
             m.role,
             labels_text(&m.labels.0),
+            about_text(&m.about.0),
             health_text(&m)
         )?;
     }

@@ -31,6 +31,8 @@ pub struct MachineRow {
     pub pool_dir: String,
     pub loadgen: Option<String>,
     pub labels: Json<Labels>,
+    /// Labels that only describe it (never matched nor compared).
+    pub about: Json<Labels>,
     pub lease_worker: Option<i64>,
     pub lease_epoch: Option<i64>,
     /// When the current lease began, or the last one when free.
@@ -54,7 +56,7 @@ pub struct MachineRow {
     pub last_good: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-const MACHINE_COLUMNS: &str = "name, role, pool_yaml, pool_dir, loadgen, labels, lease_worker, lease_epoch, lease_since, lease_heartbeat, lease_expires, COALESCE(lease_expires > now(), false) AS leased, agent_id, health, health_reason, health_since, failing, slots_done, slots_lab_failed, last_good";
+const MACHINE_COLUMNS: &str = "name, role, pool_yaml, pool_dir, loadgen, labels, about, lease_worker, lease_epoch, lease_since, lease_heartbeat, lease_expires, COALESCE(lease_expires > now(), false) AS leased, agent_id, health, health_reason, health_since, failing, slots_done, slots_lab_failed, last_good";
 
 /// A machine to register (or update): its role, its pool file's text and folder.
 pub struct NewMachine<'a> {
@@ -62,6 +64,7 @@ pub struct NewMachine<'a> {
     pub role: Role,
     pub loadgen: Option<&'a str>,
     pub labels: &'a Labels,
+    pub about: &'a Labels,
     /// The id its agent reported now (None: not reached; the one on record stays).
     pub agent_id: Option<&'a str>,
 }
@@ -71,9 +74,9 @@ pub async fn add_machines(db: &PgPool, pool_yaml: &str, pool_dir: &str, machines
     let mut tx = db.begin().await?;
     for m in machines {
         sqlx::query(
-            "INSERT INTO machines (name, role, pool_yaml, pool_dir, loadgen, labels, agent_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
-             ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role, pool_yaml = EXCLUDED.pool_yaml,
-                 pool_dir = EXCLUDED.pool_dir, loadgen = EXCLUDED.loadgen, labels = EXCLUDED.labels,
+            "INSERT INTO machines (name, role, pool_yaml, pool_dir, loadgen, labels, agent_id, about) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role, pool_yaml = EXCLUDED.pool_yaml, pool_dir = EXCLUDED.pool_dir,
+                 loadgen = EXCLUDED.loadgen, labels = EXCLUDED.labels, about = EXCLUDED.about,
                  agent_id = COALESCE(EXCLUDED.agent_id, machines.agent_id)",
         )
         .bind(m.name)
@@ -83,6 +86,7 @@ pub async fn add_machines(db: &PgPool, pool_yaml: &str, pool_dir: &str, machines
         .bind(m.loadgen)
         .bind(Json(m.labels))
         .bind(m.agent_id)
+        .bind(Json(m.about))
         .execute(&mut *tx)
         .await?;
     }

@@ -16,6 +16,8 @@ struct Machine {
     name: String,
     role: crate::scenario::Role,
     labels: fleet::Labels,
+    /// Labels that only describe it (never matched nor compared).
+    about: fleet::Labels,
     loadgen: Option<String>,
     /// Whether a lease holds it now.
     leased: bool,
@@ -57,6 +59,7 @@ async fn load(st: &AppState) -> Result<Fleet, ViewError> {
             name: m.name,
             role: m.role,
             labels: m.labels.0,
+            about: m.about.0,
             loadgen: m.loadgen,
             health: m.health,
             health_reason: m.health_reason,
@@ -154,7 +157,14 @@ fn machines(machines: &[Machine]) -> String {
                 vec![
                     esc(&m.name),
                     m.role.to_string(),
-                    labels(&m.labels),
+                    match m.about.is_empty() {
+                        true => labels(&m.labels),
+                        false => format!(
+                            "{}<br><span class=\"note\">about: {}</span>",
+                            labels(&m.labels),
+                            labels(&m.about)
+                        ),
+                    },
                     m.loadgen.as_deref().map(esc).unwrap_or_default(),
                     match (m.leased, m.worker) {
                         (true, Some(w)) => format!("leased by worker {w}"),

@@ -10,7 +10,7 @@ async fn the_fleet_page_shows_the_queue_the_machines_and_the_workers() {
     let dir = Scratch::new("dash_fleet");
     let (a, b) = (Agent::start(), Agent::start());
     let pool = format!(
-        "machines:\n  epyc-1: {{ role: sut, labels: {{ cpu: epyc, numa: \"2\" }}, transport: {{ kind: http, url: \"{}\", token_file: \"{}\" }} }}\n  epyc-2: {{ role: sut, labels: {{ cpu: epyc, numa: \"2\" }}, transport: {{ kind: http, url: \"{}\", token_file: \"{}\" }} }}\n",
+        "machines:\n  epyc-1: {{ role: sut, labels: {{ cpu: epyc, numa: \"2\" }}, transport: {{ kind: http, url: \"{}\", token_file: \"{}\" }} }}\n  epyc-2: {{ role: sut, labels: {{ cpu: epyc, numa: \"2\" }}, about: {{ serial: J-7 }}, transport: {{ kind: http, url: \"{}\", token_file: \"{}\" }} }}\n",
         a.url,
         a.token_file.display(),
         b.url,
@@ -64,6 +64,14 @@ async fn the_fleet_page_shows_the_queue_the_machines_and_the_workers() {
         .filter(|m| m["leased"] == true)
         .collect();
     assert_eq!(leased.len(), 1, "{api:#}");
+    let described: Vec<&Value> = api["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["about"]["serial"] == "J-7")
+        .collect();
+    assert_eq!(described.len(), 1, "{api:#}");
+    assert!(described[0]["labels"].get("serial").is_none(), "{api:#}");
     assert_eq!(api["workers"][0]["name"], "lab-worker-1", "{api:#}");
     assert_eq!(api["workers"][0]["holding"], 1, "{api:#}");
     let queue = api["queue"].as_array().unwrap();
@@ -83,6 +91,7 @@ async fn the_fleet_page_shows_the_queue_the_machines_and_the_workers() {
         "{machines}"
     );
     assert!(machines.contains("cpu=epyc, numa=2"), "{machines}");
+    assert!(machines.contains("about: serial=J-7"), "{machines}");
     assert!(
         machines.contains("maintenance since") && machines.contains("fan <replaced>"),
         "{machines}"

@@ -54,8 +54,14 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
         .collect();
     let mut pool = String::from("machines:\n");
     pool += &pool_entry("one", "sut", &agents[0], "cpu: solo", None);
+    // Each epyc has a serial of its own: it describes the machine and is never compared,
+    // so the three still serve one run.
     for (i, m) in ["m1", "m2", "m3"].iter().enumerate() {
-        pool += &pool_entry(m, "sut", &agents[i + 1], "cpu: epyc", None);
+        let entry = pool_entry(m, "sut", &agents[i + 1], "cpu: epyc", None);
+        pool += &entry.replace(
+            "labels: { cpu: epyc }",
+            &format!("labels: {{ cpu: epyc }}, about: {{ serial: SN-{i} }}"),
+        );
     }
     pool += &pool_entry("odd", "sut", &agents[4], "cpu: xeon", None);
     std::fs::write(dir.0.join("pool.yaml"), pool).unwrap();
@@ -63,9 +69,15 @@ async fn three_pairs_with_offsets_judge_as_one_pair_and_labels_are_not_mixed_una
     let data = dir.0.join("cli");
     let run = |args: &[&str]| kreg_out(&db.url, &data, args);
     let (ok, out) = run(&["machines", "add", dir.0.join("pool.yaml").to_str().unwrap()]);
-    assert!(ok, "{out}");
+    assert!(ok && out.contains("m2: sut cpu=epyc (about serial=SN-1)"), "{out}");
     let s = dir.0.join("s.yaml");
     let s = s.to_str().unwrap();
+    // Asking for a serial is asking for a label no machine has: serials only describe.
+    let (ok, out) = run(&["submit", s, "--label", "serial=SN-1"]);
+    assert!(
+        !ok && out.contains("the pool has 0 SUTs with labels serial=SN-1 (want 1)"),
+        "{out}"
+    );
     let (ok, out) = run(&["submit", s, "--label", "cpu=solo"]);
     assert!(ok && out.contains("run 1:"), "{out}");
     let (ok, out) = run(&["submit", s, "--pairs", "3", "--label", "cpu=epyc"]);

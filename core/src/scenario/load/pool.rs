@@ -1,9 +1,11 @@
 //! A pool file: the machines of a fleet, each with its role, its transport (the keys of a
-//! scenario host's `transport:`), a SUT's load generator and its labels.
+//! scenario host's `transport:`), a SUT's load generator, its labels (what a run may ask for
+//! and its pairs must share) and what only describes it (`about`: a serial, a rack).
 //!
 //! ```yaml
 //! machines:
 //!   sut-a: { role: sut, loadgen: ldg-a, labels: { cpu: EPYC-7763, numa: "2" },
+//!            about: { serial: J1234, rack: r3 },
 //!            transport: { kind: http, url: "https://10.0.0.5:7878", token_file: a.token,
 //!                         tls_fingerprint: "sha256:…" } }
 //!   ldg-a: { role: loadgen, transport: { kind: ssh, address: 10.0.0.6 } }
@@ -25,6 +27,8 @@ pub struct PoolMachine {
     /// A SUT's load generator (another machine of the pool), leased with it.
     pub loadgen: Option<String>,
     pub labels: BTreeMap<String, String>,
+    /// Labels that only describe it: never matched, never compared between pairs.
+    pub about: BTreeMap<String, String>,
 }
 
 /// Parses and checks a pool file; relative paths are taken from `base_dir`.
@@ -69,7 +73,7 @@ impl Cx<'_> {
 
     fn pool_machine(&mut self, name: &str, node: &Node) -> Option<PoolMachine> {
         let what = format!("machine `{name}`");
-        let f = self.map(node, &what, &["role", "transport", "loadgen", "labels"])?;
+        let f = self.map(node, &what, &["role", "transport", "loadgen", "labels", "about"])?;
         let (role, transport) = self.role_and_transport(&f, &what, BootVia::Kexec);
         if let Some(Transport::Lab { .. }) = &transport {
             self.error(
@@ -83,7 +87,11 @@ impl Cx<'_> {
             None => None,
         };
         let labels = match f.get("labels") {
-            Some(n) => self.labels(n)?,
+            Some(n) => self.labels(n, "labels")?,
+            None => BTreeMap::new(),
+        };
+        let about = match f.get("about") {
+            Some(n) => self.labels(n, "about")?,
             None => BTreeMap::new(),
         };
         Some(PoolMachine {
@@ -92,13 +100,15 @@ impl Cx<'_> {
             transport: transport?,
             loadgen,
             labels,
+            about,
         })
     }
 
-    /// `labels: { key: value, … }`: names for keys, any plain text for values.
-    fn labels(&mut self, node: &Node) -> Option<BTreeMap<String, String>> {
+    /// `labels: { key: value, … }` (or `about:`, the key given): names for keys, any plain
+    /// text for values.
+    fn labels(&mut self, node: &Node, key: &str) -> Option<BTreeMap<String, String>> {
         let Kind::Map(entries) = &node.kind else {
-            self.expected(node, "labels", "a mapping of label to value");
+            self.expected(node, key, "a mapping of label to value");
             return None;
         };
         let mut out = BTreeMap::new();

@@ -12,11 +12,14 @@ fn errors(text: &str) -> Vec<String> {
 
 #[test]
 fn a_pool_names_machines_with_their_roles_transports_loadgens_and_labels() {
-    let text = "machines:\n  a: { role: sut, loadgen: l, labels: { cpu: EPYC-7763, numa: \"2\" }, transport: { kind: http, url: \"http://127.0.0.1:7878\", token_file: t } }\n  l: { role: loadgen, transport: { kind: ssh, address: 10.0.0.6 } }\n";
+    let text = "machines:\n  a: { role: sut, loadgen: l, labels: { cpu: EPYC-7763, numa: \"2\" }, about: { serial: J1 }, transport: { kind: http, url: \"http://127.0.0.1:7878\", token_file: t } }\n  l: { role: loadgen, transport: { kind: ssh, address: 10.0.0.6 } }\n";
     let m = pool_from_str(text, Path::new("/p")).unwrap();
     assert_eq!(m.len(), 2);
     assert_eq!((m[0].role, m[0].loadgen.as_deref()), (Role::Sut, Some("l")));
     assert_eq!(m[0].labels.get("numa").map(String::as_str), Some("2"));
+    // What describes a machine is apart from its labels.
+    assert_eq!(m[0].about.get("serial").map(String::as_str), Some("J1"));
+    assert!(!m[0].labels.contains_key("serial") && m[1].about.is_empty());
     match &m[0].transport {
         Transport::Http(h) => assert_eq!(h.token_file, Path::new("/p/t")),
         t => panic!("{t:?}"),
@@ -39,7 +42,11 @@ fn pool_mistakes_are_reported_where_they_are() {
     );
     assert_eq!(
         errors("machines:\n  a: { role: sut, colour: red, transport: { kind: ssh, address: h } }\n")[0],
-        "2:19: unknown field `colour` in machine `a`; expected one of: role, transport, loadgen, labels"
+        "2:19: unknown field `colour` in machine `a`; expected one of: role, transport, loadgen, labels, about"
+    );
+    assert_eq!(
+        errors("machines:\n  a: { role: sut, about: rack-3, transport: { kind: ssh, address: h } }\n"),
+        vec!["2:26: about: expected a mapping of label to value, found a string"]
     );
     assert_eq!(
         errors("machines:\n  a: { role: loadgen, loadgen: a, transport: { kind: ssh, address: h } }\n"),

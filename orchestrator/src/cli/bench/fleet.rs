@@ -234,6 +234,7 @@ async fn bench(cfg: &Config, a: &FleetArgs, url: &str) -> Result<ExitCode> {
             role: kreg::scenario::Role::Sut,
             loadgen: None,
             labels: &m.labels,
+            about: &m.about,
             agent_id: None,
         })
         .collect();
