@@ -34,6 +34,9 @@ pub struct Config {
     /// How long a job that lost its host waits for it to answer again (90 s; a fleet
     /// worker's `--reconnect-wait`).
     pub reconnect_wait: std::time::Duration,
+    /// The epoch every agent request carries outside a fleet slot: a health check takes a
+    /// new one from the leases' sequence, so that an agent a slot fenced answers it.
+    pub agent_epoch: Option<u64>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -131,6 +134,7 @@ impl Config {
                 .unwrap_or_else(default_agent_bin),
             lab_accel: var("KREG_LAB_ACCEL").unwrap_or_else(|| "auto".into()),
             reconnect_wait: std::time::Duration::from_secs(90),
+            agent_epoch: None,
         }
     }
 }

@@ -36,6 +36,11 @@ pub enum MachinesCmd {
         #[arg(long, default_value = "retired by hand")]
         reason: String,
     },
+    /// Run a health check on a machine out of the pool (bad or drained): the scenario (the
+    /// operator's: its known kernel booted, the agent's identity, a short workload) on the
+    /// machine and its load generator; every job done puts it back in the pool, anything
+    /// else leaves it bad, saying why.
+    Check { name: String, scenario: PathBuf },
 }
 
 /// `kreg submit`'s arguments.
@@ -72,10 +77,11 @@ pub async fn machines(cmd: MachinesCmd, cfg: &Config) -> Result<ExitCode> {
         MachinesCmd::Drain { name, reason } => set_health(&db, &name, MachineHealth::Maintenance, &reason).await,
         MachinesCmd::Release { name } => set_health(&db, &name, MachineHealth::Good, "").await,
         MachinesCmd::Retire { name, reason } => set_health(&db, &name, MachineHealth::Retired, &reason).await,
+        MachinesCmd::Check { name, scenario } => super::health_check::check(&db, &name, &scenario, cfg).await,
     }
 }
 
-async fn set_health(db: &sqlx::PgPool, name: &str, to: MachineHealth, reason: &str) -> Result<ExitCode> {
+pub(super) async fn set_health(db: &sqlx::PgPool, name: &str, to: MachineHealth, reason: &str) -> Result<ExitCode> {
     match kreg::store::health::set_health(db, name, to, reason).await? {
         Ok(was) => {
             let what = match to {

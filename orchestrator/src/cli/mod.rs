@@ -7,6 +7,7 @@ pub mod bisect;
 pub mod bundle;
 pub mod db;
 pub mod fleet;
+pub mod health_check;
 pub mod kernels;
 pub mod lab;
 pub mod parse;

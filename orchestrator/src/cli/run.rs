@@ -318,6 +318,34 @@ async fn record_and_drive(
     only: &[String],
     cfg: &Config,
 ) -> Result<ExitCode> {
+    Ok(record_and_drive_id(file, r, s, only, cfg).await?.1)
+}
+
+/// The scenario of `file`, as given (its hosts' transports set by the caller), recorded
+/// under the file's text and driven whole: the run's id and how it ended.
+pub(super) async fn record_and_drive_scenario(
+    file: &Path,
+    s: kreg::scenario::Scenario,
+    cfg: &Config,
+) -> Result<(i64, ExitCode)> {
+    let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
+    let text = std::fs::read_to_string(&source).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let source = source.display().to_string();
+    let r = Recorded {
+        text: &text,
+        source: &source,
+        files: None,
+    };
+    record_and_drive_id(file, r, s, &[], cfg).await
+}
+
+async fn record_and_drive_id(
+    file: &Path,
+    r: Recorded<'_>,
+    s: kreg::scenario::Scenario,
+    only: &[String],
+    cfg: &Config,
+) -> Result<(i64, ExitCode)> {
     let only = only
         .iter()
         .map(|o| plan::Only::parse(&s, o))
@@ -357,7 +385,7 @@ async fn record_and_drive(
         s.name
     );
     let session = Session::recorded(store::run(&db, run_id).await?, s);
-    drive(&db, session, cfg, agents).await
+    Ok((run_id, drive(&db, session, cfg, agents).await?))
 }
 
 /// A run of `kreg run` driven on from its first job not done.

@@ -179,7 +179,7 @@ async fn claim_when_db(db: &PgPool, id: i64, lease: f64) -> Option<(fleet::Claim
 }
 
 /// The pool machine `row` describes, parsed from its pool file as stored.
-fn pool_machine(row: &fleet::MachineRow) -> Result<kreg::scenario::PoolMachine, kreg::Error> {
+pub(super) fn pool_machine(row: &fleet::MachineRow) -> Result<kreg::scenario::PoolMachine, kreg::Error> {
     let dir = std::path::Path::new(&row.pool_dir);
     let machines = kreg::scenario::pool_from_str(&row.pool_yaml, dir).map_err(|d| {
         kreg::Error::invalid(format!(

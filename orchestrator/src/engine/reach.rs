@@ -58,7 +58,7 @@ fn ssh_token(t: &SshTransport, cfg: &Config) -> Result<String, HostError> {
 /// starts). Under a fleet `lease`, every request of the client carries its epoch, so that
 /// the agent refuses a controller whose lease was taken over.
 pub async fn agent(host: &Host, cfg: &Config, lease: Option<&Lease>) -> Result<Option<Agent>, HostError> {
-    let epoch = lease.map(Lease::agent_epoch);
+    let epoch = lease.map(Lease::agent_epoch).or(cfg.agent_epoch);
     match &host.transport {
         Transport::Http(http) => {
             let token = crate::token::read(&http.token_file)?;

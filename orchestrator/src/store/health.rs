@@ -145,6 +145,14 @@ async fn set_aside(tx: &mut Transaction<'_, Postgres>, f: &Lease, reason: &str) 
 
 /// Sets a machine's health by hand (`kreg machines drain|release|retire`); released, its
 /// failures in a row are forgotten. Why not, when there is no such machine.
+/// A new epoch from the leases' sequence, for requests made outside a slot (a health
+/// check): higher than any a slot holds, so a fenced agent answers them.
+pub async fn new_epoch(db: impl PgExecutor<'_>) -> Result<i64> {
+    Ok(sqlx::query_scalar("SELECT nextval('lease_epochs')")
+        .fetch_one(db)
+        .await?)
+}
+
 pub async fn set_health(
     db: &PgPool,
     name: &str,

@@ -1,7 +1,9 @@
 //! A machine that fails mid-run: its agent is SIGKILLed while its slot runs. The slot
 //! moves to another pair and starts over there (what it measured on the failed pair set
 //! aside, kept); the run finishes with every job once; the machine is bad and leaves the
-//! pool until `kreg machines release` puts it back.
+//! pool until `kreg machines release` puts it back. A health check (`kreg machines check`,
+//! the operator's scenario) of a machine whose agent is dead leaves it bad, saying so; once
+//! its agent is back, a drained machine's check passes and puts it back in the pool.
 
 use kreg_testkit::{fresh_db, Scratch};
 
@@ -18,6 +20,20 @@ workloads:
     argv: [sh, -c, "sleep 0.4; echo value: 100"]
     metrics: { value: { regex: "value: ([0-9]+)", higher_is_better: true } }
 iterations: 6
+"#;
+
+/// The operator's health check: the machine's running kernel, its agent's identity, one
+/// short job.
+const CHECK: &str = r#"name: health-check
+hosts:
+  sut: { role: sut, transport: { kind: lab } }
+kernels: [ { name: current, source: running } ]
+workloads:
+  - name: alive
+    kind: command
+    argv: [sh, -c, "echo value: 1"]
+    metrics: { value: { regex: "value: ([0-9]+)", higher_is_better: true } }
+iterations: 1
 "#;
 
 async fn rows<T>(db: &sqlx::PgPool, sql: &str) -> Vec<T>
@@ -133,6 +149,19 @@ async fn a_machine_whose_agent_dies_mid_run_goes_bad_and_the_run_finishes_on_oth
         line.contains("BAD since ") && line.contains("1 failed by the lab"),
         "{list}"
     );
+    // Its health check, the agent still dead: it stays out, bad, with the check's reason.
+    std::fs::write(dir.0.join("check.yaml"), CHECK).unwrap();
+    let check = dir.0.join("check.yaml");
+    let (ok, out) = run(&["machines", "check", &victim, check.to_str().unwrap()]);
+    assert!(!ok && out.contains("health check failed"), "{out}");
+    let (_, list) = run(&["machines", "list"]);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with(&victim) && l.contains("BAD since ") && l.contains("health check failed")),
+        "{list}"
+    );
+    let (ok, out) = run(&["machines", "check", "m9", check.to_str().unwrap()]);
+    assert!(!ok && out.contains("no machine is named \"m9\""), "{out}");
     let (ok, out) = run(&["machines", "release", &victim]);
     assert!(ok && out.contains("(was bad) is back in the pool"), "{out}");
     agents[at] = LoggedAgent::start(&dir.0, &victim, "127.0.0.1", &[]);
@@ -143,15 +172,26 @@ async fn a_machine_whose_agent_dies_mid_run_goes_bad_and_the_run_finishes_on_oth
     std::fs::write(dir.0.join("pool.yaml"), pool).unwrap();
     let (ok, out) = run(&["machines", "add", dir.0.join("pool.yaml").to_str().unwrap()]);
     assert!(ok, "{out}");
+    // A machine in the pool is not checked (a worker could take it meanwhile); drained, its
+    // check runs on it and puts it back.
+    let (ok, out) = run(&["machines", "check", &victim, check.to_str().unwrap()]);
+    assert!(!ok && out.contains("drain it first"), "{out}");
+    let (ok, out) = run(&["machines", "drain", &victim]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["machines", "check", &victim, check.to_str().unwrap()]);
+    assert!(
+        ok && out.contains("health check passed (run 2, 1 jobs done): back in the pool"),
+        "{out}"
+    );
     let (ok, out) = run(&["submit", s.to_str().unwrap(), "--pairs", "3"]);
-    assert!(ok && out.contains("run 2:"), "{out}");
+    assert!(ok && out.contains("run 3:"), "{out}");
     let again: Vec<Worker> = (0..2)
         .map(|i| Worker::start(&db.url, &dir.0, &format!("v{i}"), None, &args))
         .collect();
     assert!(until_finished(&db.pool, 240).await, "{}", again[0].text());
     let used: Vec<(String,)> = rows(
         &db.pool,
-        "SELECT DISTINCT machine FROM jobs WHERE run_id = 2 AND state = 'done' ORDER BY 1",
+        "SELECT DISTINCT machine FROM jobs WHERE run_id = 3 AND state = 'done' ORDER BY 1",
     )
     .await;
     assert_eq!(used.len(), 3, "{used:?}: the released machine takes slots again");
