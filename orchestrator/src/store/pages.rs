@@ -365,6 +365,11 @@ pub struct HistoryPoint {
     #[sqlx(try_from = "String")]
     pub kind: crate::stats::MetricKind,
     pub higher_is_better: bool,
+    /// Jobs of the sample's cell (run, kernel, variant, workload) that failed for the lab
+    /// (infrastructure: missing measurements) and for any other reason (the kernel, the
+    /// workload, a build).
+    pub cell_missing: i64,
+    pub cell_failed: i64,
 }
 
 pub async fn history(
@@ -375,9 +380,14 @@ pub async fn history(
 ) -> Result<Vec<HistoryPoint>> {
     Ok(sqlx::query_as(
         "SELECT r.id AS run_id, r.created_at, r.state AS run_state, j.kernel, j.variant, x.value, x.unit, x.kind,
-                x.higher_is_better
+                x.higher_is_better, f.missing AS cell_missing, f.failed AS cell_failed
          FROM results x JOIN jobs j ON j.id = x.job_id JOIN runs r ON r.id = x.run_id
          JOIN scenarios s ON s.id = r.scenario_id
+         CROSS JOIN LATERAL (
+             SELECT count(*) FILTER (WHERE o.failure_class = 'infrastructure') AS missing,
+                    count(*) FILTER (WHERE o.failure_class IS DISTINCT FROM 'infrastructure') AS failed
+             FROM jobs o WHERE o.run_id = j.run_id AND o.kernel = j.kernel AND o.variant = j.variant
+               AND o.workload = j.workload AND o.state = 'failed') f
          WHERE s.name = $1 AND j.workload = $2 AND x.metric = $3 AND NOT j.warmup
          ORDER BY r.id, j.kernel, j.variant, j.iteration",
     )

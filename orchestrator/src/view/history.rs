@@ -16,9 +16,14 @@ use crate::store::pages::HistoryPoint;
 pub struct Point {
     pub run: i64,
     pub created_at: chrono::DateTime<chrono::Utc>,
-    /// Whether the run finished: only finished runs are searched for change points.
+    /// Whether the run's samples of this line count: the run finished, every job done or
+    /// only the lab's failing (those are missing measurements, not results); only these are
+    /// searched for change points.
     pub done: bool,
     pub n: usize,
+    /// The line's jobs of the run that the lab failed (missing), and that failed otherwise.
+    pub missing: i64,
+    pub failed: i64,
     pub centre: f64,
     pub low: f64,
     pub high: f64,
@@ -75,13 +80,15 @@ fn summarise(values: &mut [f64], kind: MetricKind) -> (f64, f64, f64) {
 pub fn lines(points: Vec<HistoryPoint>, kind: MetricKind) -> (Vec<i64>, Vec<Line>) {
     let higher_is_better = points.first().map(|p| p.higher_is_better);
     let mut runs: Vec<i64> = Vec::new();
-    // Per kernel/variant, per run: (run, its start, done, the values).
-    type PerRun = Vec<(i64, chrono::DateTime<chrono::Utc>, bool, Vec<f64>)>;
+    // Per kernel/variant, per run: (run, its start, whether it counts, the values, the
+    // cell's missing and failed jobs).
+    type PerRun = Vec<(i64, chrono::DateTime<chrono::Utc>, bool, Vec<f64>, (i64, i64))>;
     let mut groups: Vec<((String, String), PerRun)> = Vec::new();
     for p in points {
         if !runs.contains(&p.run_id) {
             runs.push(p.run_id);
         }
+        let counted = counts(&p);
         let key = (p.kernel, p.variant);
         let at = match groups.iter().position(|g| g.0 == key) {
             Some(i) => i,
@@ -96,8 +103,9 @@ pub fn lines(points: Vec<HistoryPoint>, kind: MetricKind) -> (Vec<i64>, Vec<Line
             _ => g.push((
                 p.run_id,
                 p.created_at,
-                p.run_state == crate::plan::RunState::Done,
+                counted,
                 vec![p.value],
+                (p.cell_missing, p.cell_failed),
             )),
         }
     }
@@ -106,13 +114,15 @@ pub fn lines(points: Vec<HistoryPoint>, kind: MetricKind) -> (Vec<i64>, Vec<Line
         .map(|((kernel, variant), per_run)| {
             let points: Vec<Point> = per_run
                 .into_iter()
-                .map(|(run, created_at, done, mut v)| {
+                .map(|(run, created_at, done, mut v, (missing, failed))| {
                     let (centre, low, high) = summarise(&mut v, kind);
                     Point {
                         run,
                         created_at,
                         done,
                         n: v.len(),
+                        missing,
+                        failed,
                         centre,
                         low,
                         high,
@@ -130,6 +140,18 @@ pub fn lines(points: Vec<HistoryPoint>, kind: MetricKind) -> (Vec<i64>, Vec<Line
         })
         .collect();
     (runs, lines)
+}
+
+/// Whether a sample's run counts for its line's change points: the run is done, or it
+/// failed and the sample's cell lost jobs to the lab alone (missing measurements: what was
+/// measured stands, and nothing missing is taken for a change).
+fn counts(p: &HistoryPoint) -> bool {
+    use crate::plan::RunState;
+    match p.run_state {
+        RunState::Done => true,
+        RunState::Failed => p.cell_failed == 0,
+        RunState::Running | RunState::Interrupted => false,
+    }
 }
 
 /// The change points of a line's finished runs.
@@ -223,6 +245,8 @@ mod tests {
                     created_at: chrono::Utc::now(),
                     done: true,
                     n: 1,
+                    missing: 0,
+                    failed: 0,
                     centre,
                     low: centre,
                     high: centre,
@@ -255,6 +279,44 @@ mod tests {
         assert!(
             wide.0 < l && h < wide.1,
             "the 95% interval {wide:?} holds the 90% one ({l}, {h})"
+        );
+    }
+
+    /// A run the lab failed a job of (its cell's measurement missing, the run `failed`)
+    /// still counts with what it measured; one whose kernel or workload failed does not;
+    /// a running or interrupted one neither.
+    #[test]
+    fn a_run_the_lab_failed_counts_with_what_it_measured() {
+        use crate::plan::RunState;
+        let at = |run: i64, state: RunState, value: f64, missing: i64, failed: i64| HistoryPoint {
+            run_id: run,
+            created_at: chrono::Utc::now(),
+            run_state: state,
+            kernel: "k".into(),
+            variant: "v".into(),
+            value,
+            unit: "s".into(),
+            kind: MetricKind::Mean,
+            higher_is_better: false,
+            cell_missing: missing,
+            cell_failed: failed,
+        };
+        let pts = vec![
+            at(1, RunState::Done, 1.0, 0, 0),
+            at(2, RunState::Failed, 1.1, 2, 0),
+            at(3, RunState::Failed, 1.2, 1, 1),
+            at(4, RunState::Interrupted, 1.3, 0, 0),
+        ];
+        let (runs, lines) = lines(pts, MetricKind::Mean);
+        assert_eq!(runs, vec![1, 2, 3, 4]);
+        let got: Vec<(i64, bool, i64, i64)> = lines[0]
+            .points
+            .iter()
+            .map(|p| (p.run, p.done, p.missing, p.failed))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(1, true, 0, 0), (2, true, 2, 0), (3, false, 1, 1), (4, false, 0, 0)]
         );
     }
 }

@@ -116,7 +116,12 @@ pub async fn page(State(st): State<AppState>, Query(q): Query<Vec<(String, Strin
                     vec![
                         html::link(&format!("/runs/{}", p.run), &p.run.to_string()),
                         esc(&l.name),
-                        p.n.to_string(),
+                        match (p.missing, p.failed) {
+                            (0, 0) => p.n.to_string(),
+                            (0, f) => format!("{} ({f} failed)", p.n),
+                            (m, 0) => format!("{} ({m} missing: the lab's)", p.n),
+                            (m, f) => format!("{} ({m} missing: the lab's; {f} failed)", p.n),
+                        },
                         esc(&crate::report::fmt_value(p.centre)),
                         format!(
                             "{} … {}",
