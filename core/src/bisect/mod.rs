@@ -490,50 +490,6 @@ impl Bisection {
         }
     }
 
-    /// What a search found: the outcome, or `None` when a split's second side is to be
-    /// bisected next. Without a split only a range or an ambiguous commit end here.
-    fn part_found(&mut self, part: Part) -> Option<Ask> {
-        let Some(split) = self.split.as_mut() else {
-            return Some(Ask::Done(match part {
-                Part::Range { first, last } => Outcome::Range { first, last },
-                Part::Ambiguous {
-                    commit,
-                    position,
-                    first,
-                    last,
-                } => Outcome::Ambiguous {
-                    commit,
-                    position,
-                    first,
-                    last,
-                },
-                Part::Culprit { .. } => unreachable!("a culprit without a split is confirmed"),
-            }));
-        };
-        match split.found(part) {
-            Ok(second) => {
-                self.search = second;
-                None
-            }
-            Err((first, second)) => {
-                // The share, from every boot of the middle commit (a step, then a
-                // reference of both sides) against good and bad.
-                let (middle, last) = (split.middle, self.values.len() - 1);
-                let boots = sides(&self.log, |b| match b.commit {
-                    c if c == middle => Some(Side::Step),
-                    _ => reference(b, last),
-                });
-                let position = position_in_blocks(&boots, self.rules.step_alpha).unwrap_or(split.position);
-                Some(Ask::Done(Outcome::TwoChanges {
-                    middle,
-                    position,
-                    first,
-                    second,
-                }))
-            }
-        }
-    }
-
     /// The commits a step is placed between: good and bad, or the ends of the split's
     /// side being bisected.
     fn ends(&self) -> (usize, usize) {
@@ -679,3 +635,5 @@ fn mean(x: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_two;

@@ -7,7 +7,7 @@
 //! bad), each booted beside it as good and bad are beside a step. The outcome names a commit, a range or an ambiguous
 //! commit for each side, with the share of the whole change each side carries.
 
-use super::{Mark, Position, Search};
+use super::{position_in_blocks, reference, sides, Ask, Bisection, Mark, Outcome, Position, Search, Side};
 
 /// How far from 0 and 1 a middle commit's interval must stay: each change at least a
 /// tenth of the whole.
@@ -97,6 +97,52 @@ impl Split {
                 Ok(Search::between(self.marks.len(), self.middle, self.bad, &self.marks))
             }
             Some(first) => Err((first, part)),
+        }
+    }
+}
+
+impl Bisection {
+    /// What a search found: the outcome, or `None` when a split's second side is to be
+    /// bisected next. Without a split only a range or an ambiguous commit end here.
+    pub(super) fn part_found(&mut self, part: Part) -> Option<Ask> {
+        let Some(split) = self.split.as_mut() else {
+            return Some(Ask::Done(match part {
+                Part::Range { first, last } => Outcome::Range { first, last },
+                Part::Ambiguous {
+                    commit,
+                    position,
+                    first,
+                    last,
+                } => Outcome::Ambiguous {
+                    commit,
+                    position,
+                    first,
+                    last,
+                },
+                Part::Culprit { .. } => unreachable!("a culprit without a split is confirmed"),
+            }));
+        };
+        match split.found(part) {
+            Ok(second) => {
+                self.search = second;
+                None
+            }
+            Err((first, second)) => {
+                // The share, from every boot of the middle commit (a step, then a
+                // reference of both sides) against good and bad.
+                let (middle, last) = (split.middle, self.values.len() - 1);
+                let boots = sides(&self.log, |b| match b.commit {
+                    c if c == middle => Some(Side::Step),
+                    _ => reference(b, last),
+                });
+                let position = position_in_blocks(&boots, self.rules.step_alpha).unwrap_or(split.position);
+                Some(Ask::Done(Outcome::TwoChanges {
+                    middle,
+                    position,
+                    first,
+                    second,
+                }))
+            }
         }
     }
 }

@@ -74,26 +74,14 @@ pub async fn machines(cmd: MachinesCmd, cfg: &Config) -> Result<ExitCode> {
             }
             Err(why) => bail!("{name} not removed: {why}"),
         },
-        MachinesCmd::Drain { name, reason } => set_health(&db, &name, MachineHealth::Maintenance, &reason).await,
-        MachinesCmd::Release { name } => set_health(&db, &name, MachineHealth::Good, "").await,
-        MachinesCmd::Retire { name, reason } => set_health(&db, &name, MachineHealth::Retired, &reason).await,
-        MachinesCmd::Check { name, scenario } => super::health_check::check(&db, &name, &scenario, cfg).await,
-    }
-}
-
-pub(super) async fn set_health(db: &sqlx::PgPool, name: &str, to: MachineHealth, reason: &str) -> Result<ExitCode> {
-    match kreg::store::health::set_health(db, name, to, reason).await? {
-        Ok(was) => {
-            let what = match to {
-                MachineHealth::Good => "back in the pool",
-                MachineHealth::Maintenance => "in maintenance: the slot it runs ends there, it takes nothing new",
-                MachineHealth::Retired => "retired: it takes nothing again",
-                MachineHealth::Bad => "bad",
-            };
-            println!("{name} (was {was}) is {what}");
-            Ok(ExitCode::SUCCESS)
+        MachinesCmd::Drain { name, reason } => {
+            super::health_check::set_health(&db, &name, MachineHealth::Maintenance, &reason).await
         }
-        Err(why) => bail!("{why}"),
+        MachinesCmd::Release { name } => super::health_check::set_health(&db, &name, MachineHealth::Good, "").await,
+        MachinesCmd::Retire { name, reason } => {
+            super::health_check::set_health(&db, &name, MachineHealth::Retired, &reason).await
+        }
+        MachinesCmd::Check { name, scenario } => super::health_check::check(&db, &name, &scenario, cfg).await,
     }
 }
 

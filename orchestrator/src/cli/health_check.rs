@@ -65,7 +65,7 @@ pub async fn check(db: &PgPool, name: &str, file: &Path, cfg: &Config) -> Result
                 "health check failed before any job: {}",
                 kreg::text::one_line(&format!("{e:#}"))
             );
-            super::fleet::set_health(db, name, MachineHealth::Bad, &why).await?;
+            set_health(db, name, MachineHealth::Bad, &why).await?;
             eprintln!("{name}: {why}; it stays out of the pool");
             return Ok(ExitCode::from(3));
         }
@@ -73,7 +73,7 @@ pub async fn check(db: &PgPool, name: &str, file: &Path, cfg: &Config) -> Result
     let jobs = store::jobs(db, run_id).await?;
     let done = jobs.iter().filter(|j| j.state == kreg::plan::JobState::Done).count();
     if done == jobs.len() {
-        super::fleet::set_health(db, name, MachineHealth::Good, "").await?;
+        set_health(db, name, MachineHealth::Good, "").await?;
         println!("{name}: health check passed (run {run_id}, {done} jobs done): back in the pool");
         return Ok(ExitCode::SUCCESS);
     }
@@ -87,7 +87,24 @@ pub async fn check(db: &PgPool, name: &str, file: &Path, cfg: &Config) -> Result
         jobs.len() - done,
         jobs.len()
     );
-    super::fleet::set_health(db, name, MachineHealth::Bad, &why).await?;
+    set_health(db, name, MachineHealth::Bad, &why).await?;
     eprintln!("{name}: {why}; it stays out of the pool");
     Ok(ExitCode::from(3))
+}
+
+/// A machine's health set by hand (or by its check), said with what it means.
+pub(super) async fn set_health(db: &PgPool, name: &str, to: MachineHealth, reason: &str) -> Result<ExitCode> {
+    match kreg::store::health::set_health(db, name, to, reason).await? {
+        Ok(was) => {
+            let what = match to {
+                MachineHealth::Good => "back in the pool",
+                MachineHealth::Maintenance => "in maintenance: the slot it runs ends there, it takes nothing new",
+                MachineHealth::Retired => "retired: it takes nothing again",
+                MachineHealth::Bad => "bad",
+            };
+            println!("{name} (was {was}) is {what}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => bail!("{why}"),
+    }
 }

@@ -271,6 +271,46 @@ fn each_trial<'a>(json: bool, range: &'a str) -> impl FnMut(usize, &Trial) + 'a 
     }
 }
 
+/// One row of the range in the replay file `path`; the runs a boot it was measured with.
+fn replay_row(t: &mut Table, path: &std::path::Path, args: &BisectArgs, rules: Rules) -> Result<usize> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let r: Replay = serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    anyhow::ensure!(
+        r.commits.len() >= 2,
+        "{}: a range needs at least 2 commits",
+        path.display()
+    );
+    let machine = MachineModel {
+        runs: r.runs.unwrap_or(args.runs),
+        drift: args.drift,
+        boot_fails: args.boot_failures,
+    };
+    let what = path.display().to_string();
+    let broken = r.commits.iter().filter(|c| c.build_fails).count();
+    anyhow::ensure!(
+        r.culprit.is_none() || r.culprits.is_empty(),
+        "{}: give the culprit or the culprits, not both",
+        path.display()
+    );
+    let expected: Vec<usize> = r.culprit.into_iter().chain(r.culprits.iter().copied()).collect();
+    anyhow::ensure!(
+        expected.iter().all(|&c| c > 0 && c < r.commits.len()),
+        "{}: a culprit is the index of a commit after the first",
+        path.display()
+    );
+    let mut each = each_trial(args.trials_json, &what);
+    let x = tally_each(
+        &r.commits,
+        &expected,
+        rules,
+        machine,
+        (args.trials, args.seed),
+        &mut each,
+    );
+    row(t, &what, r.commits.len(), broken, &x);
+    Ok(machine.runs)
+}
+
 pub fn run(args: BisectArgs) -> Result<ExitCode> {
     let rules = Rules {
         boot_tries: args.boot_tries as usize,
@@ -278,44 +318,7 @@ pub fn run(args: BisectArgs) -> Result<ExitCode> {
     };
     let mut t = table();
     let runs = match &args.replay {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            let r: Replay = serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
-            anyhow::ensure!(
-                r.commits.len() >= 2,
-                "{}: a range needs at least 2 commits",
-                path.display()
-            );
-            let machine = MachineModel {
-                runs: r.runs.unwrap_or(args.runs),
-                drift: args.drift,
-                boot_fails: args.boot_failures,
-            };
-            let what = path.display().to_string();
-            let broken = r.commits.iter().filter(|c| c.build_fails).count();
-            anyhow::ensure!(
-                r.culprit.is_none() || r.culprits.is_empty(),
-                "{}: give the culprit or the culprits, not both",
-                path.display()
-            );
-            let expected: Vec<usize> = r.culprit.into_iter().chain(r.culprits.iter().copied()).collect();
-            anyhow::ensure!(
-                expected.iter().all(|&c| c > 0 && c < r.commits.len()),
-                "{}: a culprit is the index of a commit after the first",
-                path.display()
-            );
-            let mut each = each_trial(args.trials_json, &what);
-            let x = tally_each(
-                &r.commits,
-                &expected,
-                rules,
-                machine,
-                (args.trials, args.seed),
-                &mut each,
-            );
-            row(&mut t, &what, r.commits.len(), broken, &x);
-            machine.runs
-        }
+        Some(path) => replay_row(&mut t, path, &args, rules)?,
         None => {
             for (what, range, culprit, machine) in ranges(args.runs) {
                 let mut each = each_trial(args.trials_json, what);
