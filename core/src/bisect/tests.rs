@@ -310,7 +310,7 @@ fn the_endpoints_are_booted_in_turn() {
 
 #[test]
 fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
-    use super::report::{render, report, About, Boot, Builds, Commit};
+    use super::report::{render, report, Boot, Builds, Commit};
     let commits: Vec<Commit> = (0..5)
         .map(|i| Commit {
             hash: format!("{i:040x}"),
@@ -352,17 +352,7 @@ fn a_report_says_the_culprit_with_its_numbers_and_what_reproduces_it() {
             Ask::Done(o) => break o,
         }
     };
-    let about = About {
-        run: 9,
-        scenario_file: "s.yaml".into(),
-        kernel: "k".into(),
-        workload: "w".into(),
-        metric: "time".into(),
-        variant: "default".into(),
-        machine: "sut".into(),
-        good_ref: "v1".into(),
-        bad_ref: "v2".into(),
-    };
+    let about = about(9);
     let r = report(
         about,
         &super::report::Range::whole(commits.clone()),
@@ -623,5 +613,20 @@ fn a_boot_that_fails_is_tried_again_before_it_counts() {
             assert_eq!(reason, "never booted in 3 tries: the kernel panicked")
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// What a test's report is about: run `run` of `s.yaml`, w/time on kernel k from v1 to v2.
+pub(super) fn about(run: i64) -> super::report::About {
+    super::report::About {
+        run,
+        scenario_file: "s.yaml".into(),
+        kernel: "k".into(),
+        workload: "w".into(),
+        metric: "time".into(),
+        variant: "default".into(),
+        machine: "sut".into(),
+        good_ref: "v1".into(),
+        bad_ref: "v2".into(),
     }
 }

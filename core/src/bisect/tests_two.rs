@@ -7,7 +7,7 @@ use crate::stats::rng::Rng;
 /// bisects each side apart, and the report names both with the first's share.
 #[test]
 fn two_changes_are_each_named_with_their_share() {
-    use super::report::{report, verdict, About, Boot, Builds, Commit};
+    use super::report::{report, verdict, Boot, Builds, Commit};
     let commits: Vec<Commit> = (0..12)
         .map(|i| Commit {
             hash: commits_hash(i),
@@ -53,17 +53,7 @@ fn two_changes_are_each_named_with_their_share() {
         "{position:?}"
     );
     assert!(b.steps().iter().any(|s| s.mark == Mark::Middle && s.commit == *middle));
-    let about = About {
-        run: 3,
-        scenario_file: "s.yaml".into(),
-        kernel: "k".into(),
-        workload: "w".into(),
-        metric: "time".into(),
-        variant: "default".into(),
-        machine: "sut".into(),
-        good_ref: "v1".into(),
-        bad_ref: "v2".into(),
-    };
+    let about = super::tests::about(3);
     let r = report(
         about,
         &super::report::Range::whole(commits),
