@@ -148,7 +148,10 @@ fn reachable(dir: &Path) -> bool {
 /// `postgres`: the folders of root's home are never opened to others.
 pub fn cluster_dir(data_dir: &Path) -> Result<PathBuf, ClusterError> {
     let own = data_dir.join("postgres");
-    if postgres_owner()?.is_none() || own.join("PG_VERSION").exists() || reachable(&own) {
+    // A data dir whose `postgres` folder holds (or is held by) root's clusters is never one.
+    let roots = Path::new(ROOT_CLUSTERS);
+    let among_roots = own.starts_with(roots) || roots.starts_with(&own);
+    if !among_roots && (postgres_owner()?.is_none() || own.join("PG_VERSION").exists() || reachable(&own)) {
         return Ok(own);
     }
     use sha2::Digest;
@@ -210,7 +213,14 @@ fn ensure_running(data_dir: &Path) -> Result<PathBuf, ClusterError> {
                 data_dir.display()
             );
         }
-        let _ = std::fs::remove_dir_all(&dir);
+        // Nothing kreg did not make is removed: a folder there that holds anything is left
+        // as it is, and said.
+        if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+            return Err(ClusterError::Io(format!(
+                "{} is not empty and holds no PostgreSQL cluster (no PG_VERSION): kreg removes nothing it did not make; move it away, or give another KREG_DATA_DIR",
+                dir.display()
+            )));
+        }
         std::fs::create_dir_all(&dir).map_err(|e| io("cannot create", &dir, e))?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| io("cannot chmod", &dir, e))?;
@@ -255,4 +265,34 @@ pub fn stop(data_dir: &Path) -> Result<(), ClusterError> {
     let mut stop = tool(&bin, "pg_ctl", &owner);
     stop.arg("-D").arg(&dir).args(["-m", "fast", "-w", "stop"]);
     run(stop, "pg_ctl stop", &data_dir.join("pg_ctl.log"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder where the cluster would go that holds something else is left whole, and the
+    /// error says why; a data dir whose `postgres` folder is root's clusters' folder is
+    /// never taken for one cluster.
+    #[test]
+    fn a_folder_kreg_did_not_make_is_never_removed() {
+        let data = std::env::temp_dir().join(format!("kreg-cluster-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data).unwrap();
+        let data = data.canonicalize().unwrap();
+        let dir = cluster_dir(&data).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        let keep = dir.join("somebody-else's");
+        std::fs::write(&keep, "kept").unwrap();
+        let e = ensure_running(&data).unwrap_err().to_string();
+        assert!(e.contains("kreg removes nothing it did not make"), "{e}");
+        assert_eq!(std::fs::read_to_string(&keep).unwrap(), "kept");
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&data);
+        if postgres_owner().unwrap().is_some() {
+            let var_lib = cluster_dir(Path::new("/var/lib/kreg")).unwrap();
+            assert_ne!(var_lib, Path::new(ROOT_CLUSTERS));
+            assert!(var_lib.starts_with(ROOT_CLUSTERS), "{}", var_lib.display());
+        }
+    }
 }
