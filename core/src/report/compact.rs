@@ -21,7 +21,7 @@ pub(super) struct Block<'a> {
     pub(super) lines: Vec<(&'a MetricTable, Vec<Option<&'a Row>>)>,
 }
 
-fn label(baseline: &Baseline, r: &Row) -> (String, String) {
+pub(super) fn label(baseline: &Baseline, r: &Row) -> (String, String) {
     match baseline {
         Baseline::Variant(_) => (format!("kernel {}", r.kernel), r.variant.clone()),
         _ => (format!("variant {}", r.variant), r.kernel.clone()),

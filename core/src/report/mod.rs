@@ -12,6 +12,7 @@ mod provenance;
 pub mod provisional;
 mod render;
 pub mod sched_stats;
+mod shapes;
 mod table;
 pub mod warmup;
 
@@ -29,17 +30,45 @@ pub enum Format {
     Json,
     /// Plain text for a mail: no line over 80 columns.
     Mail,
+    /// Kernels × runtime parameters, "baseline" rows, the change per kernel (seed 004's).
+    KernelTable,
+    /// `base±sd%  head±sd%  change` per workload (seed 002's).
+    BaseHead,
+    /// mmtests' compare-kernels: `Amean`/`Hmean` with `(x.xx%)`, changes marked.
+    CompareKernels,
+    /// `tip[pct imp](CV)  patch[pct imp](CV)` blocks.
+    TipPatch,
 }
 
 impl Format {
     /// Every format by the name the command line and the dashboard take.
-    pub const NAMES: [(&'static str, Format); 5] = [
+    pub const NAMES: [(&'static str, Format); 9] = [
         ("text", Format::Text),
         ("markdown", Format::Markdown),
         ("csv", Format::Csv),
         ("json", Format::Json),
         ("mail", Format::Mail),
+        ("kernel-table", Format::KernelTable),
+        ("base-head", Format::BaseHead),
+        ("compare-kernels", Format::CompareKernels),
+        ("tip-patch", Format::TipPatch),
     ];
+
+    /// The formats in the shapes kernel threads post, plain text of at most 80 columns.
+    pub fn is_shape(self) -> bool {
+        matches!(
+            self,
+            Format::KernelTable | Format::BaseHead | Format::CompareKernels | Format::TipPatch
+        )
+    }
+
+    pub fn name(self) -> &'static str {
+        Format::NAMES
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map(|(n, _)| *n)
+            .expect("every format is named")
+    }
 }
 
 impl std::str::FromStr for Format {
@@ -50,7 +79,10 @@ impl std::str::FromStr for Format {
             .iter()
             .find(|(n, _)| *n == s)
             .map(|(_, f)| *f)
-            .ok_or_else(|| Error::invalid(format!("{s:?} is not a format (text, markdown, csv, json, mail)")))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::NAMES.iter().map(|(n, _)| *n).collect();
+                Error::invalid(format!("{s:?} is not a format ({})", names.join(", ")))
+            })
     }
 }
 
@@ -82,6 +114,10 @@ impl Report<'_> {
             Format::Csv => render::render_csv(self),
             Format::Json => render::render_json(self),
             Format::Mail => mail::render_mail(self),
+            Format::KernelTable => shapes::kernel_table(self),
+            Format::BaseHead => shapes::base_head(self),
+            Format::CompareKernels => shapes::compare_kernels(self),
+            Format::TipPatch => shapes::tip_patch(self),
         }
     }
 

@@ -177,9 +177,14 @@ pub async fn report_text(
             report::Format::Json => serde_json::to_string_pretty(&r).map_err(anyhow::Error::from)?,
             report::Format::Markdown => crate::bisect::report::render(&r, true),
             report::Format::Text | report::Format::Mail => crate::bisect::report::render(&r, false),
-            report::Format::Csv => {
+            f @ (report::Format::Csv
+            | report::Format::KernelTable
+            | report::Format::BaseHead
+            | report::Format::CompareKernels
+            | report::Format::TipPatch) => {
                 return Err(ViewError::Invalid(format!(
-                    "run {run} is a bisection: its report is text, markdown or json"
+                    "run {run} is a bisection: its report is text, markdown or json, not {}",
+                    f.name()
                 )))
             }
         });

@@ -187,7 +187,8 @@ async fn report_json(st: &AppState, id: &str, q: Vec<(String, String)>) -> view:
     serde_json::to_string(&doc).map_err(|e| ViewError::Other(e.into()))
 }
 
-/// `/runs/{id}/download/report.{md,csv,json}`: exactly what `kreg report --format …`
+/// `/runs/{id}/download/report.{md,csv,json,txt}`, `report-mail.txt` and `report-SHAPE.txt`
+/// (`kernel-table`, `base-head`, `compare-kernels`, `tip-patch`): exactly what `kreg report --format …`
 /// prints with the same baseline and settings.
 pub async fn report_download(
     State(st): State<AppState>,
@@ -200,7 +201,15 @@ pub async fn report_download(
         "report.json" => (report::Format::Json, "application/json"),
         "report.txt" => (report::Format::Text, "text/plain; charset=utf-8"),
         "report-mail.txt" => (report::Format::Mail, "text/plain; charset=utf-8"),
-        _ => return Err(ViewError::NotFound(format!("no download {file:?}")).into()),
+        other => match other
+            .strip_prefix("report-")
+            .and_then(|f| f.strip_suffix(".txt"))
+            .and_then(|f| f.parse::<report::Format>().ok())
+            .filter(|f| f.is_shape())
+        {
+            Some(f) => (f, "text/plain; charset=utf-8"),
+            None => return Err(ViewError::NotFound(format!("no download {file:?}")).into()),
+        },
     };
     let q = ReportQuery::parse(q, &["baseline", "alpha", "min_effect"])?;
     let loaded = load(&st, &id, &q).await?;

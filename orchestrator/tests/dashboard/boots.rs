@@ -81,8 +81,39 @@ warmup: 1
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&cli.stdout).trim_end(), mail.trim_end());
+    // The same report in each thread's shape, on the page as `kreg report --format SHAPE`
+    // prints it, within 80 columns, with kreg's verdict beside the figures.
+    for shape in ["kernel-table", "base-head", "compare-kernels", "tip-patch"] {
+        let on_page = b
+            .js(&format!("return document.getElementById('shape-{shape}').textContent"))
+            .await;
+        let on_page = on_page
+            .as_str()
+            .unwrap_or_else(|| panic!("no block {shape}"))
+            .to_string();
+        assert!(on_page.lines().all(|l| l.chars().count() <= 80), "{on_page}");
+        assert!(
+            on_page.contains("impr?"),
+            "{shape}: the unconfirmed improvement\n{on_page}"
+        );
+        let cli = kreg(&db, &dir.0)
+            .args(["report", "1", "--format", shape])
+            .output()
+            .unwrap();
+        common::assert_ok(&cli, shape);
+        assert_eq!(
+            String::from_utf8_lossy(&cli.stdout).trim_end(),
+            on_page.trim_end(),
+            "{shape}"
+        );
+        let got = reqwest::get(format!("{base}/runs/1/download/report-{shape}.txt"))
+            .await
+            .unwrap();
+        assert_eq!(got.status(), 200, "{shape}");
+        assert_eq!(got.text().await.unwrap().trim_end(), on_page.trim_end(), "{shape}");
+    }
     b.client.set_window_size(1280, 900).await.unwrap();
-    b.js("document.querySelector('details.mail').open = true; document.querySelector('details.mail').scrollIntoView(); return 0")
+    b.js("document.querySelectorAll('details.mail').forEach(d => d.open = d.dataset.format == 'tip-patch' || d.dataset.format == 'mail'); document.querySelector('details.mail').scrollIntoView(); return 0")
         .await;
     std::fs::write(
         shots_dir().join("report-mail-1280.png"),
