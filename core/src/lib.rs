@@ -18,6 +18,7 @@ pub mod parse;
 pub mod perf_support;
 pub mod plan;
 pub mod record;
+pub mod rehearse;
 pub mod report;
 pub mod results;
 pub mod scenario;

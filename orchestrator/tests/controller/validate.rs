@@ -60,10 +60,10 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("scenario lab-hackbench: 2 kernels × 2 variants × 1 workloads × 4 iterations = 16 jobs, each kernel booted 2 times"),
+        text.starts_with("scenario lab-hackbench: 2 kernels × 4 variants × 1 workloads × 4 iterations = 40 jobs"),
         "{text}"
     );
-    assert!(text.contains("adaptive: looks at 2, 3, 4 boots per side"), "{text}");
+    assert!(text.contains("adaptive: looks at 4, 6, 8 runs per side"), "{text}");
     assert!(
         text.contains("variant batch × workload hackbench: on sut, policy batch, CPUs all, collectors /proc/schedstat"),
         "{text}"
@@ -95,12 +95,29 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
         ),
         "{hammer}"
     );
-    // a b a b: each kernel booted twice, alternating.
+    // One boot per kernel; in it a warm-up of each variant, then the variants side by side
+    // round after round (the A/A pair `default`, `again` always next to each other).
     let boots: Vec<&str> = text.lines().filter(|l| l.starts_with("boot kernel")).collect();
-    assert_eq!(boots.len(), 4, "{text}");
+    assert_eq!(boots.len(), 2, "{text}");
     assert!(
-        boots[0].starts_with("boot kernel deb-6.1 (baseline) (boot 1)")
-            && boots[3].starts_with("boot kernel deb-6.12 (boot 2)"),
+        boots[0].starts_with("boot kernel deb-6.1 (baseline)") && boots[1].starts_with("boot kernel deb-6.12"),
         "{text}"
     );
+    let first: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("boot kernel deb-6.1"))
+        .skip(1)
+        .take(12)
+        .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        .collect();
+    let variants = ["default", "again", "batch", "one-cpu"];
+    for (i, l) in first.iter().enumerate() {
+        let want = format!("variant={} workload=hackbench", variants[i % 4]);
+        let tail = if i < 4 {
+            "warm-up (stored, not judged)".to_string()
+        } else {
+            format!("iteration={}", i / 4)
+        };
+        assert_eq!(l, &format!("{want} {tail}"), "{text}");
+    }
 }

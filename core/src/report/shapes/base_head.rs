@@ -34,6 +34,38 @@ fn cells(t: &MetricTable, base: Option<&Row>, other: Option<&Row>) -> [String; 5
     }
 }
 
+/// The section's lines: its header, then each workload's name and cells.
+fn lines(s: &Section, pair: &[usize]) -> Vec<(String, [String; 5])> {
+    let mut lines: Vec<(String, [String; 5])> = Vec::new();
+    for (workload, rows) in &s.cases {
+        let other = pair.get(1).and_then(|i| rows[*i]);
+        lines.push((workload.to_string(), cells(s.table, rows[pair[0]], other)));
+    }
+    // A kernel's name is cut to its values' width (its full name is in the heading).
+    let value_w = |i: usize| {
+        lines
+            .iter()
+            .map(|(_, c)| c[i].chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(8)
+    };
+    let names: Vec<String> = pair
+        .iter()
+        .enumerate()
+        .map(|(j, i)| fit(&s.columns[*i], value_w(j)))
+        .collect();
+    let header = [
+        names[0].clone(),
+        names.get(1).cloned().unwrap_or_else(|| "-".into()),
+        "change".into(),
+        "90% CI".into(),
+        "kreg".into(),
+    ];
+    lines.insert(0, ("workload".into(), header));
+    lines
+}
+
 fn section(out: &mut String, s: &Section, pair: &[usize]) {
     let t = s.table;
     let unit = if t.unit.is_empty() {
@@ -59,38 +91,7 @@ fn section(out: &mut String, s: &Section, pair: &[usize]) {
         "  ",
     );
     out.push('\n');
-    let mut lines: Vec<(String, [String; 5])> = Vec::new();
-    for (workload, rows) in &s.cases {
-        let other = pair.get(1).and_then(|i| rows[*i]);
-        lines.push((workload.to_string(), cells(t, rows[pair[0]], other)));
-    }
-    // A kernel's name is cut to its values' width (its full name is in the heading).
-    let value_w = |i: usize| {
-        lines
-            .iter()
-            .map(|(_, c)| c[i].chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(8)
-    };
-    let names: Vec<String> = pair
-        .iter()
-        .enumerate()
-        .map(|(j, i)| fit(&s.columns[*i], value_w(j)))
-        .collect();
-    lines.insert(
-        0,
-        (
-            "workload".into(),
-            [
-                names[0].clone(),
-                names.get(1).cloned().unwrap_or_else(|| "-".into()),
-                "change".into(),
-                "90% CI".into(),
-                "kreg".into(),
-            ],
-        ),
-    );
+    let lines = lines(s, pair);
     let w: Vec<usize> = (0..5)
         .map(|i| lines.iter().map(|(_, c)| c[i].chars().count()).max().unwrap_or(0))
         .collect();
