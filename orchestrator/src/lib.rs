@@ -6,8 +6,8 @@
 //! re-exported here under the same names.
 
 pub use kreg_core::{
-    bisect, cgroup, collect, kconfig, parse, plan, record, report, results, scenario, schedstat, stats, text, tuning,
-    workload, yaml, Error,
+    bisect, cgroup, collect, kconfig, parse, plan, record, rehearse, report, results, scenario, schedstat, stats, text,
+    tuning, workload, yaml, Error,
 };
 
 pub mod boot;

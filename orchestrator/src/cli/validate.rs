@@ -30,6 +30,11 @@ pub struct PlanArgs {
     /// own count is known).
     #[arg(long)]
     cpus: Option<u32>,
+    /// The plan of the scenario's rehearsal on the local lab instead: every cell once on
+    /// one boot of each kernel, sizes cut (each cut said), what a VM cannot rehearse (with
+    /// its FILE:LINE:COL), and what the real run will take.
+    #[arg(long)]
+    rehearsal: bool,
 }
 
 /// Loads a scenario file, printing every problem as FILE:LINE:COL: message.
@@ -83,9 +88,16 @@ pub fn plan(a: &PlanArgs) -> Result<ExitCode> {
         verbose: a.verbose,
         cpus: a.cpus,
     };
-    let s = match kreg::scenario_file::load(file, skip_files) {
-        Ok((_, s)) => s,
-        Err(_) => load(file)?.1,
+    let (text, s) = match kreg::scenario_file::load(file, skip_files) {
+        Ok(x) => x,
+        Err(_) => load(file)?,
+    };
+    let s = if a.rehearsal {
+        let r = kreg::rehearse::rehearsal(&s, &text);
+        print!("{}", rehearsal_head(&r, file));
+        r.scenario
+    } else {
+        s
     };
     use kreg::kernel::perf::support;
     let perfs = support::perfs(&s, || support::controller_perf(kreg::lab::initramfs::PERF.0));
@@ -97,4 +109,29 @@ pub fn plan(a: &PlanArgs) -> Result<ExitCode> {
         println!("note: {note}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `kreg plan --rehearsal` says before the rehearsal's own plan.
+fn rehearsal_head(r: &kreg::rehearse::Rehearsal, file: &Path) -> String {
+    let mut out = format!(
+        "rehearsal of scenario {} on the local lab: every workload on every kernel under every variant once (the plan below)\n",
+        r.scenario.name
+    );
+    for p in &r.plan {
+        out.push_str(&format!("  plan: {p}\n"));
+    }
+    for c in &r.cuts {
+        out.push_str(&format!("  cut: {c}\n"));
+    }
+    for u in &r.not_rehearsable {
+        let at =
+            u.at.map(|(l, c)| format!("{}:{l}:{c}: ", file.display()))
+                .unwrap_or_default();
+        out.push_str(&format!(
+            "  not rehearsable: {at}{}: {} (kept, optional)\n",
+            u.what, u.why
+        ));
+    }
+    out.push_str(&format!("  the real run: {}\n", r.real.text()));
+    out
 }

@@ -121,3 +121,50 @@ fn validate_and_plan_accept_the_shipped_scenarios() {
         assert_eq!(l, &format!("{want} {tail}"), "{text}");
     }
 }
+
+/// `kreg plan --rehearsal` on seed 002 as shipped: what the lab would run (every cell once,
+/// one boot a kernel), each size cut, what a VM lacks with its FILE:LINE:COL, and the real
+/// run's size.
+#[test]
+fn plan_of_a_rehearsal_says_what_is_cut_what_cannot_be_rehearsed_and_what_the_real_run_takes() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/seed002-hackbench-netperf.yaml"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
+        .args(["plan", "--skip-files", "--rehearsal", file])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let source = std::fs::read_to_string(file).unwrap();
+    // Where the file sets turbo, found here by reading it.
+    let (line, col) = source
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find("turbo: off").map(|c| (i + 1, c + 1)))
+        .unwrap();
+    assert!(
+        text.contains(&format!(
+            "  not rehearsable: {file}:{line}:{col}: host sut: turbo: a lab VM has no"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("  plan: iterations { min: 6, max: 16 } -> 1\n  plan: boots 3 -> 1\n"),
+        "{text}"
+    );
+    assert!(text.contains("  cut: hackbench-g1: loops 150000 -> 100\n"), "{text}");
+    // 2 kernels × 1 variant × 10 workloads, 6 runs on 3 boots to start with, up to 16 runs
+    // on 8 boots.
+    assert!(
+        text.contains("  the real run: 120 to 320 jobs on 6 to 16 boots;"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "scenario seed002-hackbench-netperf: 2 kernels × 1 variants × 10 workloads × 1 iterations = 20 jobs"
+        ),
+        "{text}"
+    );
+}
