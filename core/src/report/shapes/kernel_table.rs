@@ -18,7 +18,7 @@
 use super::{code, fit, interval, num, push_wrapped};
 use crate::report::compact::{blocks, command_of, Block};
 use crate::report::mail::WIDTH;
-use crate::report::table::{MetricTable, Row};
+use crate::report::table::{Baseline, MetricTable, Row};
 use crate::report::Report;
 
 const MIN_METRIC_W: usize = 17;
@@ -83,6 +83,20 @@ fn rule(widths: &[usize], ch: char) -> String {
 
 /// One table: the block's lines for `metrics` (indices into its lines).
 fn table(out: &mut String, rep: &Report, b: &Block, metrics: &[usize], widths: &[usize]) {
+    let rows = || b.lines.iter().flat_map(|(_, cells)| cells.iter().flatten());
+    if !rows().any(|r| rep.baseline.is_base(r)) {
+        let what = match (rep.baseline, rows().next()) {
+            (Baseline::Kernel(k), Some(r)) => format!("{k} with {}", r.variant),
+            (Baseline::Variant(v), Some(r)) => format!("{v} on {}", r.kernel),
+            _ => "the baseline".into(),
+        };
+        push_wrapped(
+            out,
+            &format!("no baseline row ({what} has no value: its jobs failed or are missing), so no change is given"),
+            "",
+            "  ",
+        );
+    }
     let mut first = [
         vec!["Kernel".to_string(), "Runtime".to_string()],
         vec![String::new(), "parameters".into()],

@@ -66,7 +66,18 @@ pub(super) fn sections<'a>(rep: &Report<'a>) -> Vec<Section<'a>> {
             }
         }
     }
+    // The baseline's column comes first even when it has no row (its jobs failed): the
+    // others are then shown without a change, never against another column.
+    let base = match rep.baseline {
+        Baseline::Kernel(k) => Some(k),
+        Baseline::Variant(v) => Some(v),
+        Baseline::Run(_) => None,
+    };
     for s in out.iter_mut() {
+        if let Some(b) = base.filter(|b| s.columns.first() != Some(*b)) {
+            s.columns.retain(|c| c != b);
+            s.columns.insert(0, b.clone());
+        }
         for t in rep.tables.iter().filter(|t| same(s.table, t)) {
             let cells: Vec<Option<&Row>> = s
                 .columns

@@ -352,3 +352,52 @@ fn long_names_and_many_kernels_still_fit() {
         assert!(out.contains("hackbench-with"), "{name}\n{out}");
     }
 }
+
+/// One kernel, its variants compared with the first; a count among the metrics; the
+/// baseline variant's jobs all failed for one workload: every shape still fits, shows the
+/// other variants without a change for that workload, and never a NaN.
+#[test]
+fn a_missing_baseline_cell_and_counts_are_shown_without_a_change() {
+    let text =
+        "name: one\nhosts: { s: { role: sut, transport: { kind: lab } } }\nkernels: [ {name: k, source: running} ]\n\
+                variants: [ {name: default}, {name: batch, policy: batch}, {name: idle, policy: idle} ]\n\
+                workloads: [ {name: hb, kind: hackbench}, {name: lost, kind: hackbench} ]\n";
+    let s = crate::scenario::from_str(text, std::path::Path::new("/")).unwrap();
+    const CS: Metric = Metric {
+        name: "context_switches",
+        unit: "",
+        higher: false,
+        kind: MetricKind::Count,
+    };
+    let mut noise = Noise(5);
+    let mut samples = Vec::new();
+    for (v, f) in [("default", 1.0), ("batch", 0.7), ("idle", 1.3)] {
+        for w in ["hb", "lost"] {
+            if w == "lost" && v == "default" {
+                continue;
+            }
+            samples.extend(cell(&mut noise, ("k", v, w), &TIME, 2.0 * f, 0.01, 6));
+            samples.extend(cell(&mut noise, ("k", v, w), &CS, (1000.0 * f as f64).round(), 0.0, 6));
+        }
+    }
+    for (name, f) in Format::NAMES.iter().filter(|(_, f)| f.is_shape()) {
+        let out = render(&s, &samples, *f);
+        within_80(&out);
+        assert!(!out.contains("NaN") && !out.contains("inf"), "{name}\n{out}");
+        assert!(out.contains("lost") && out.contains("idle"), "{name}\n{out}");
+    }
+    let bh = render(&s, &samples, Format::BaseHead);
+    let lost = line(&bh, "lost ");
+    assert!(
+        lost.split_whitespace().nth(1) == Some("-"),
+        "the baseline's cell is empty: {lost}"
+    );
+    assert!(lost.ends_with(" -  -  -") || lost.trim_end().ends_with('-'), "{lost}");
+    let hb = line(&bh, "hb ");
+    assert!(hb.ends_with("IMPR") || hb.ends_with("REGR"), "{bh}");
+    let kt = render(&s, &samples, Format::KernelTable);
+    assert!(
+        kt.contains("no baseline row (default on k has no value: its jobs failed"),
+        "{kt}"
+    );
+}

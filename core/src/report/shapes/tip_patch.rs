@@ -22,10 +22,13 @@ const RULE: usize = 66;
 fn cell(t: &MetricTable, r: &Row, base: Option<&Row>) -> String {
     let v = r.centre(t.kind);
     let b = base.map_or(f64::NAN, |b| b.centre(t.kind));
-    let norm = if b != 0.0 { v / b } else { f64::NAN };
-    let imp = row_gain(t, base, r);
     let cv = r.summary.stddev_pct();
-    format!("{norm:4.2} [{imp:6.2}]({cv:5.2})")
+    if !(b.is_finite() && b != 0.0) {
+        // No baseline to normalise to: the value itself, no improvement.
+        return format!("{} [{:>6}]({cv:5.2})", super::num(v), "-");
+    }
+    let imp = row_gain(t, base, r);
+    format!("{:4.2} [{imp:6.2}]({cv:5.2})", v / b)
 }
 
 /// Each case's cells in every column: the figures and kreg's interval and verdict.
