@@ -377,7 +377,7 @@ fn a_missing_baseline_cell_and_counts_are_shown_without_a_change() {
                 continue;
             }
             samples.extend(cell(&mut noise, ("k", v, w), &TIME, 2.0 * f, 0.01, 6));
-            samples.extend(cell(&mut noise, ("k", v, w), &CS, (1000.0 * f as f64).round(), 0.0, 6));
+            samples.extend(cell(&mut noise, ("k", v, w), &CS, (1000.0 * f).round(), 0.0, 6));
         }
     }
     for (name, f) in Format::NAMES.iter().filter(|(_, f)| f.is_shape()) {
