@@ -61,8 +61,9 @@ fn push(out: &mut String, text: &str, first: &str, rest: &str) {
     }
 }
 
-/// The whole report, every line at most [`WIDTH`] columns.
-pub(super) fn render_mail(rep: &Report) -> String {
+/// What a plain-text report starts with: the run, its baseline, and the warnings a reader
+/// must see before any number.
+pub(super) fn head(rep: &Report) -> String {
     let mut out = String::new();
     push(
         &mut out,
@@ -81,6 +82,12 @@ pub(super) fn render_mail(rep: &Report) -> String {
     if rep.tables.is_empty() {
         out.push_str("no results stored yet\n");
     }
+    out
+}
+
+/// The whole report, every line at most [`WIDTH`] columns.
+pub(super) fn render_mail(rep: &Report) -> String {
+    let mut out = head(rep);
     for b in blocks(rep) {
         out.push('\n');
         push(

@@ -61,7 +61,7 @@ fn mark(v: Option<Verdict>) -> char {
 struct Case<'a> {
     workload: &'a str,
     statistic: &'static str,
-    cells: Vec<(String, String)>,
+    cells: super::Cells,
 }
 
 fn cases<'a>(s: &Section<'a>) -> Vec<Case<'a>> {
@@ -126,23 +126,15 @@ fn section(out: &mut String, s: &Section, cases: &[Case], cols: &[usize], col_w:
     out.push_str(header.trim_end());
     out.push('\n');
     for c in cases {
-        let mut line = format!(
-            "{:<STAT_W$}{:<case_w$}",
-            c.statistic,
-            super::fit(c.workload, case_w.saturating_sub(1))
+        let lead = (
+            format!(
+                "{:<STAT_W$}{:<case_w$}",
+                c.statistic,
+                super::fit(c.workload, case_w.saturating_sub(1))
+            ),
+            format!("{:<STAT_W$}{:<case_w$}", "kreg", "90% CI"),
         );
-        let mut kreg = format!("{:<STAT_W$}{:<case_w$}", "kreg", "90% CI");
-        for i in cols {
-            let (v, k) = &c.cells[*i];
-            line.push_str(&format!(" {v:>col_w$}"));
-            kreg.push_str(&format!(" {k:>col_w$}"));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-        if cols.iter().any(|i| !c.cells[*i].1.is_empty()) {
-            out.push_str(kreg.trim_end());
-            out.push('\n');
-        }
+        super::case_lines(out, lead, &c.cells, cols, col_w);
     }
 }
 
@@ -155,14 +147,7 @@ pub fn render(rep: &Report) -> String {
         let cases = cases(&s);
         // Each column as wide as its widest cell (19 at least); beside the statistic and a
         // workload's name, as many as fit in 80 columns: the baseline and two others at 19.
-        let col_w = cases
-            .iter()
-            .flat_map(|c| c.cells.iter().map(|(v, k)| v.len().max(k.len())))
-            .fold(COL_W, usize::max);
-        // A workload's whole name when the baseline and one other still fit beside it.
-        let longest = cases.iter().map(|c| c.workload.chars().count() + 1).max().unwrap_or(0);
-        let case_w = longest.clamp(CASE_W, (WIDTH - STAT_W).saturating_sub(2 * (col_w + 1)).max(CASE_W));
-        let per = ((WIDTH - STAT_W - case_w) / (col_w + 1)).saturating_sub(1).max(1);
+        let (col_w, _, per) = super::layout(cases.iter().map(|c| (c.workload, &c.cells)), STAT_W, (COL_W, CASE_W));
         for cols in chunks(s.columns.len(), per) {
             section(&mut out, &s, &cases, &cols, col_w);
         }

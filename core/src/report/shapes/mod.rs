@@ -110,6 +110,52 @@ pub(super) fn chunks(columns: usize, per: usize) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// A case's figures in each column and kreg's interval and verdict under them ("" for the
+/// baseline's column).
+pub(super) type Cells = Vec<(String, String)>;
+
+/// Widths for case lines: each column as wide as its widest cell (`min_col` at least); the
+/// workload's column its longest name when the baseline and one other still fit beside it
+/// (`min_case` at least); and how many columns besides the baseline's fit in a line that
+/// starts with `lead` columns.
+pub(super) fn layout<'a>(
+    cases: impl Iterator<Item = (&'a str, &'a Cells)> + Clone,
+    lead: usize,
+    (min_col, min_case): (usize, usize),
+) -> (usize, usize, usize) {
+    let col_w = cases
+        .clone()
+        .flat_map(|(_, c)| c.iter().map(|(v, k)| v.chars().count().max(k.chars().count())))
+        .fold(min_col, usize::max);
+    let longest = cases.map(|(w, _)| w.chars().count() + 1).max().unwrap_or(0);
+    let room = WIDTH.saturating_sub(lead);
+    let case_w = longest.clamp(min_case, room.saturating_sub(2 * (col_w + 1)).max(min_case));
+    let per = (room.saturating_sub(case_w) / (col_w + 1)).saturating_sub(1).max(1);
+    (col_w, case_w, per)
+}
+
+/// A case's line (`line` holds its start) and, when a column has an interval, kreg's line
+/// under it (`kreg` its start), the columns `cols` right-aligned in `col_w`.
+pub(super) fn case_lines(
+    out: &mut String,
+    (mut line, mut kreg): (String, String),
+    cells: &Cells,
+    cols: &[usize],
+    col_w: usize,
+) {
+    for i in cols {
+        let (v, k) = &cells[*i];
+        line.push_str(&format!(" {v:>col_w$}"));
+        kreg.push_str(&format!(" {k:>col_w$}"));
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    if cols.iter().any(|i| !cells[*i].1.is_empty()) {
+        out.push_str(kreg.trim_end());
+        out.push('\n');
+    }
+}
+
 /// The short form of a verdict the shapes print beside a change (the legend spells them).
 pub(super) fn code(v: Verdict) -> &'static str {
     match v {
@@ -251,23 +297,7 @@ pub(super) fn head(rep: &Report, shape: &str) -> Result<String, String> {
         );
         return Err(out);
     }
-    push_wrapped(
-        &mut out,
-        &format!(
-            "kreg run {}: scenario {}, {}",
-            rep.run_id,
-            rep.scenario.name,
-            rep.baseline.describe()
-        ),
-        "",
-        "  ",
-    );
-    for line in rep.warning_lines() {
-        push_wrapped(&mut out, &line, "", "  ");
-    }
-    if rep.tables.is_empty() {
-        out.push_str("no results stored yet\n");
-    }
+    out.push_str(&super::mail::head(rep));
     Ok(out)
 }
 

@@ -9,8 +9,9 @@
 //!                                      [+1.1,+3.4] IMPR
 //! ```
 
-use super::{chunks, code, fit, gain_interval, interval, push_wrapped, row_gain, sections, Section};
-use crate::report::mail::WIDTH;
+use super::{
+    case_lines, chunks, code, fit, gain_interval, interval, layout, push_wrapped, row_gain, sections, Cells, Section,
+};
 use crate::report::table::{MetricTable, Row};
 use crate::report::Report;
 
@@ -32,7 +33,7 @@ fn cell(t: &MetricTable, r: &Row, base: Option<&Row>) -> String {
 }
 
 /// Each case's cells in every column: the figures and kreg's interval and verdict.
-fn cases<'a>(s: &Section<'a>) -> Vec<(&'a str, Vec<(String, String)>)> {
+fn cases<'a>(s: &Section<'a>) -> Vec<(&'a str, Cells)> {
     let t = s.table;
     s.cases
         .iter()
@@ -54,13 +55,7 @@ fn cases<'a>(s: &Section<'a>) -> Vec<(&'a str, Vec<(String, String)>)> {
         .collect()
 }
 
-fn block(
-    out: &mut String,
-    s: &Section,
-    cases: &[(&str, Vec<(String, String)>)],
-    cols: &[usize],
-    widths: (usize, usize),
-) {
+fn block(out: &mut String, s: &Section, cases: &[(&str, Cells)], cols: &[usize], widths: (usize, usize)) {
     let (case_w, col_w) = widths;
     let t = s.table;
     out.push('\n');
@@ -107,19 +102,8 @@ fn block(
     out.push_str(header.trim_end());
     out.push('\n');
     for (workload, cells) in cases {
-        let mut line = format!("{:<case_w$}", fit(workload, case_w - 1));
-        let mut kreg = " ".repeat(case_w);
-        for i in cols {
-            let (v, k) = &cells[*i];
-            line.push_str(&format!(" {v:>col_w$}"));
-            kreg.push_str(&format!(" {k:>col_w$}"));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-        if cols.iter().any(|i| !cells[*i].1.is_empty()) {
-            out.push_str(kreg.trim_end());
-            out.push('\n');
-        }
+        let lead = (format!("{:<case_w$}", fit(workload, case_w - 1)), " ".repeat(case_w));
+        case_lines(out, lead, cells, cols, col_w);
     }
 }
 
@@ -130,14 +114,7 @@ pub fn render(rep: &Report) -> String {
     };
     for s in sections(rep) {
         let cases = cases(&s);
-        let col_w = cases
-            .iter()
-            .flat_map(|(_, c)| c.iter().map(|(v, k)| v.len().max(k.len())))
-            .fold(COL_W, usize::max);
-        // A workload's whole name when the baseline and one other still fit beside it.
-        let longest = cases.iter().map(|(w, _)| w.chars().count() + 1).max().unwrap_or(0);
-        let case_w = longest.clamp(CASE_W, WIDTH.saturating_sub(2 * (col_w + 1)).max(CASE_W));
-        let per = ((WIDTH - case_w) / (col_w + 1)).saturating_sub(1).max(1);
+        let (col_w, case_w, per) = layout(cases.iter().map(|(w, c)| (*w, c)), 0, (COL_W, CASE_W));
         for cols in chunks(s.columns.len(), per) {
             block(&mut out, &s, &cases, &cols, (case_w, col_w));
         }
