@@ -5,6 +5,7 @@
 //! the agent's certificate ([`tls`]). What the controller shares with it (the wire types,
 //! the limits, the bzImage reader, the accept loop) lives in `kreg-protocol`.
 
+pub mod cli;
 pub mod error;
 pub mod server;
 pub mod steps;

@@ -1,45 +1,9 @@
 //! `kreg-agent --listen ADDR --token-file FILE [--data-dir DIR] [--tls]`, or
 //! `kreg-agent --tls-fingerprint [--data-dir DIR]`
 
-use std::path::PathBuf;
-
 use clap::Parser;
+use kreg_agent::cli::Args;
 use kreg_agent::server::{self, Config, Token};
-
-#[derive(Parser, Debug)]
-#[command(name = "kreg-agent", version, about = "Runs kreg's typed steps on this machine")]
-struct Args {
-    /// Address to listen on, e.g. 0.0.0.0:7878.
-    #[arg(long, default_value = "127.0.0.1:7878")]
-    listen: String,
-    /// File whose first line is the bearer token (at least 16 printable characters; the
-    /// rest of the file is ignored).
-    #[arg(long, required_unless_present = "tls_fingerprint")]
-    token_file: Option<PathBuf>,
-    /// Serve HTTPS with a self-signed certificate kept in DATA_DIR/tls (made on first
-    /// start); the controller pins its fingerprint.
-    #[arg(long)]
-    tls: bool,
-    /// Print the fingerprint of the certificate in DATA_DIR/tls (made when missing) and exit.
-    #[arg(long)]
-    tls_fingerprint: bool,
-    /// Where uploaded files (kernels, initrds) are kept.
-    #[arg(long, default_value = "/var/lib/kreg-agent")]
-    data_dir: PathBuf,
-    /// Where kernels are installed (vmlinuz-RELEASE, System.map, config, initramfs).
-    #[arg(long, default_value = "/boot")]
-    boot_dir: PathBuf,
-    /// Where kernel modules are installed (RELEASE/ under it).
-    #[arg(long, default_value = "/lib/modules")]
-    modules_dir: PathBuf,
-    /// Connections open at once (lowered to half the open-file limit); at the cap the
-    /// oldest idle one is closed.
-    #[arg(long, default_value_t = 256)]
-    max_connections: usize,
-    /// Seconds a client has to send a request's headers (idle connections close after it).
-    #[arg(long, default_value_t = 30)]
-    header_timeout: u64,
-}
 
 // One thread: the agent of a scheduler benchmark keeps no idle worker threads on the
 // machine it measures. Work that blocks (copies, archive unpacking) goes to tokio's

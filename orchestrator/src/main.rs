@@ -96,6 +96,8 @@ enum Cmd {
         #[command(subcommand)]
         command: cli::agent::AgentCmd,
     },
+    /// Write the manual pages (kreg, each subcommand, kreg-agent) into a folder.
+    Man(cli::man::ManArgs),
 }
 
 #[tokio::main]
@@ -147,5 +149,6 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Db { command } => cli::db::dispatch(command, cfg).await,
         Cmd::Lab { command } => cli::lab::dispatch(command, cfg).await,
         Cmd::Agent { command } => cli::agent::dispatch(command, cfg).await,
+        Cmd::Man(a) => cli::man::man(&a, <Cli as clap::CommandFactory>::command()),
     }
 }

@@ -1,7 +1,8 @@
 //! A machine that runs nothing but sshd, on this one: a network namespace reached over a
 //! veth pair (its loopback is its own: the agent kreg installs there is reachable only
 //! through SSH), and a mount namespace in which the folders kreg installs into
-//! (/usr/local/lib/kreg, /etc/kreg, /var/lib/kreg-agent, /var/lib/kreg-agent-ssh) are folders of the test. sshd is
+//! (/usr/local/lib/kreg, /etc/kreg, /var/lib/kreg-agent, /var/lib/kreg-agent-ssh, and the agent's manual
+//! page's /usr/local/share/man/man8) are folders of the test. sshd is
 //! Debian's, with a private config, host key and authorized_keys made by the test.
 
 use std::path::{Path, PathBuf};
@@ -40,11 +41,12 @@ pub fn keygen(dir: &Path, name: &str, kind: &str, passphrase: &str) -> PathBuf {
 }
 
 /// The folders of the machine kreg installs into, as (path on the machine, folder here).
-pub const MOUNTED: [&str; 4] = [
+pub const MOUNTED: [&str; 5] = [
     "/usr/local/lib/kreg",
     "/etc/kreg",
     "/var/lib/kreg-agent",
     "/var/lib/kreg-agent-ssh",
+    "/usr/local/share/man/man8",
 ];
 
 /// The processes whose parent is `pid` (from /proc).

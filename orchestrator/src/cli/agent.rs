@@ -152,6 +152,17 @@ async fn install_cmd(
             None => " in plain HTTP".into(),
         }
     );
+    match install::install_page(&session).await {
+        Ok(()) => println!(
+            "kreg: {}: its manual page in {}",
+            spec.target(),
+            install::AGENT_PAGE_PATH
+        ),
+        Err(e) => eprintln!(
+            "kreg: warning: {}: the agent's manual page was not installed: {e}",
+            spec.target()
+        ),
+    }
     if insecure {
         eprintln!("kreg: warning: --insecure: the agent's token will cross the network in clear text");
     }

@@ -10,6 +10,7 @@ pub mod fleet;
 pub mod health_check;
 pub mod kernels;
 pub mod lab;
+pub mod man;
 pub mod parse;
 pub mod report;
 pub mod resume;

@@ -69,6 +69,20 @@ impl Slot {
     }
 }
 
+/// The agent's manual page, as its crate ships it (made from its arguments' definition).
+pub const AGENT_PAGE: &str = include_str!("../../../agent/kreg-agent.8");
+/// Where `kreg agent install` puts it on the machine.
+pub const AGENT_PAGE_PATH: &str = "/usr/local/share/man/man8/kreg-agent.8";
+
+/// The agent's manual page written to [`AGENT_PAGE_PATH`] (`man 8 kreg-agent` on the
+/// machine).
+pub async fn install_page(session: &Session) -> Result<(), SshError> {
+    let script = r#"umask 022 && mkdir -p "${1%/*}" && cat > "$1""#;
+    sh(session, script, &[AGENT_PAGE_PATH], Some(AGENT_PAGE.as_bytes()))
+        .await
+        .map(|_| ())
+}
+
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a started agent has to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(20);

@@ -15,6 +15,7 @@ mod dashboard_pages;
 mod database_errors;
 mod interrupt;
 mod kinds;
+mod man;
 mod names;
 mod report_notes;
 mod run_only;

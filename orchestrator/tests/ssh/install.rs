@@ -21,6 +21,14 @@ async fn agent_install_prints_an_https_entry_that_runs_and_status_shows_the_agen
     common::assert_ok(&out, "kreg agent install");
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(said.contains("installed") && said.contains("with TLS"), "{said}");
+    // The agent's manual page, as its crate ships it, on the machine.
+    assert!(
+        said.contains("its manual page in /usr/local/share/man/man8/kreg-agent.8"),
+        "{said}"
+    );
+    let page = std::fs::read_to_string(m.path("/usr/local/share/man/man8/kreg-agent.8")).unwrap();
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../agent/kreg-agent.8")).unwrap();
+    assert_eq!(page, shipped);
     let entry = said
         .lines()
         .find(|l| l.trim_start().starts_with("box: "))
