@@ -38,14 +38,14 @@ kernels:
 boot: {{ timeout: 5m }}
 workloads:
   - {{ name: hb, kind: hackbench, groups: 1, loops: 40, pipe: true, threads: true, timeout: 5m }}
-iterations: 3
+iterations: 4
 bisect:
   good: good
   bad: {bad}
   metric: hb/time
   min_effect: {min_effect}
   endpoint_boots: {{ min: 3, max: {endpoint_boots} }}
-  step_rounds: {{ min: 1, max: 8 }}
+  step_rounds: {{ min: 1, max: 12 }}
   boot_tries: 8
 ",
         repo.display(),

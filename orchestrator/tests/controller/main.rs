@@ -13,6 +13,7 @@ mod cluster;
 mod dashboard_http;
 mod dashboard_pages;
 mod database_errors;
+mod docs;
 mod interrupt;
 mod kinds;
 mod man;
