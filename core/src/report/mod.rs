@@ -62,6 +62,26 @@ impl Format {
         )
     }
 
+    /// The file the dashboard serves this format as (`report.md`, `report-mail.txt`,
+    /// `report-tip-patch.txt`).
+    pub fn download_file(self) -> String {
+        match self {
+            Format::Markdown => "report.md".into(),
+            Format::Csv => "report.csv".into(),
+            Format::Json => "report.json".into(),
+            Format::Text => "report.txt".into(),
+            f => format!("report-{}.txt", f.name()),
+        }
+    }
+
+    /// The format a download's file name asks for.
+    pub fn from_download(file: &str) -> Option<Format> {
+        Format::NAMES
+            .iter()
+            .map(|(_, f)| *f)
+            .find(|f| f.download_file() == file)
+    }
+
     pub fn name(self) -> &'static str {
         Format::NAMES
             .iter()

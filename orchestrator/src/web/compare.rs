@@ -195,21 +195,14 @@ pub async fn report_download(
     Path((id, file)): Path<(String, String)>,
     Query(q): Q,
 ) -> Result<Response, PageError> {
-    let (format, mime) = match file.as_str() {
-        "report.md" => (report::Format::Markdown, "text/markdown; charset=utf-8"),
-        "report.csv" => (report::Format::Csv, "text/csv; charset=utf-8"),
-        "report.json" => (report::Format::Json, "application/json"),
-        "report.txt" => (report::Format::Text, "text/plain; charset=utf-8"),
-        "report-mail.txt" => (report::Format::Mail, "text/plain; charset=utf-8"),
-        other => match other
-            .strip_prefix("report-")
-            .and_then(|f| f.strip_suffix(".txt"))
-            .and_then(|f| f.parse::<report::Format>().ok())
-            .filter(|f| f.is_shape())
-        {
-            Some(f) => (f, "text/plain; charset=utf-8"),
-            None => return Err(ViewError::NotFound(format!("no download {file:?}")).into()),
-        },
+    let Some(format) = report::Format::from_download(&file) else {
+        return Err(ViewError::NotFound(format!("no download {file:?}")).into());
+    };
+    let mime = match format {
+        report::Format::Markdown => "text/markdown; charset=utf-8",
+        report::Format::Csv => "text/csv; charset=utf-8",
+        report::Format::Json => "application/json",
+        _ => "text/plain; charset=utf-8",
     };
     let q = ReportQuery::parse(q, &["baseline", "alpha", "min_effect"])?;
     let loaded = load(&st, &id, &q).await?;

@@ -21,10 +21,11 @@ fn about(f: Format) -> &'static str {
 fn one(loaded: &Loaded, query: &str, format: Format, title: &str) -> String {
     let run = loaded.run_id;
     let name = format.name();
-    let (id, file) = match format {
-        Format::Mail => ("mail-text".to_string(), "report-mail.txt".to_string()),
-        _ => (format!("shape-{name}"), format!("report-{name}.txt")),
+    let id = match format {
+        Format::Mail => "mail-text".to_string(),
+        _ => format!("shape-{name}"),
     };
+    let file = format.download_file();
     format!(
         "<details class=\"mail\" data-format=\"{name}\"><summary>{}</summary>\
 <p><button type=\"button\" data-copy=\"{id}\">Copy</button> {} · <code>kreg report {run} --format {name}</code></p>\
