@@ -5,7 +5,8 @@
 //! no process of the run left. The faults:
 //!
 //! - the controller SIGKILLed at seeded random points of runs and resumed each time
-//!   (`KREG_FAULT_SEED` picks the seed; 20 kills, `KREG_SOAK=1` 200);
+//!   (`KREG_FAULT_SEED` picks the seed; 20 kills, `KREG_SOAK=1` 200), and at the one point
+//!   they reach only now and then, set up exactly: after a run's last job was stored;
 //! - the agent SIGKILLed mid-step and started again on its port, as systemd would;
 //! - the network to the agent cut mid-job (its link down in the test's network
 //!   namespace) for 30 s, and for longer than the job's timeout;
@@ -33,6 +34,8 @@ mod bisection;
 mod database;
 #[path = "faults/kexec.rs"]
 mod kexec;
+#[path = "faults/last_job.rs"]
+mod last_job;
 #[path = "faults/upload.rs"]
 mod upload;
 use common::netns::{agent_in, Net};
@@ -427,6 +430,14 @@ async fn controller_kills(kills: u32, seed: u64) -> Row {
         .await
         .unwrap();
     account(&db.pool, &case, &orig, &mut row).await;
+    let unended: Vec<(i64, String)> = sqlx::query_as("SELECT id, state FROM runs WHERE state <> 'done' ORDER BY id")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    if !unended.is_empty() {
+        row.checks
+            .push(format!("runs not ended done after their resume: {unended:?}"));
+    }
     row.done = failures.is_empty();
     row.outcome = if failures.is_empty() {
         format!("{runs} runs done ({finished} ended between kills)")
@@ -577,6 +588,7 @@ async fn faults_in_the_middle_of_real_work_lose_double_and_taint_nothing() {
     let mut rows = Vec::new();
     if wanted("controller") {
         rows.push(controller_kills(if soak { 200 } else { 20 }, seed).await);
+        rows.push(last_job::killed_after_the_last_job().await);
     }
     if wanted("agent") {
         rows.push(agent_kills().await);

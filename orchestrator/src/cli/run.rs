@@ -393,11 +393,21 @@ pub(super) async fn resume_run(db: &sqlx::PgPool, row: store::RunRow, cfg: &Conf
     let run = row.id;
     let before = store::jobs(db, run).await?;
     let left = before.iter().filter(|j| j.state != plan::JobState::Done).count();
-    if left == 0 {
+    let ended = matches!(row.state, plan::RunState::Done | plan::RunState::Failed);
+    if left == 0 && ended {
         println!("run {run}: finished, all {} jobs done; nothing to resume", before.len());
         return Ok(ExitCode::SUCCESS);
     }
-    println!("run {run}: resuming, {left} of {} jobs left", before.len());
+    if left == 0 {
+        // Stopped after its last job was stored: what it left changed on the machines is
+        // put back (an adaptive run takes the look it had not taken) and it ends.
+        println!(
+            "run {run}: all {} jobs done, the run not ended; ending it",
+            before.len()
+        );
+    } else {
+        println!("run {run}: resuming, {left} of {} jobs left", before.len());
+    }
     drive(db, Session::of(row)?, cfg, Default::default()).await
 }
 

@@ -389,9 +389,20 @@ pub async fn drive(
     let left = jobs.iter().filter(|j| j.state.to_drive()).count();
     // An adaptive run stopped between a round and its look still has a look to take.
     let unfinished = matches!(run.state, RunState::Running | RunState::Interrupted);
-    if left == 0 && !(run.kind == RunKind::Adaptive && unfinished) {
+    if left == 0 && !unfinished {
         // A finished run stays as it is: nothing to do, nothing touched.
         session.unlock();
+        return Ok(Outcome {
+            done: jobs.len(),
+            failed: 0,
+        });
+    }
+    if left == 0 && run.kind != RunKind::Adaptive {
+        // Killed after its last job was stored, before the machines' settings were put
+        // back and the run marked done: what it left changed is put back, and it ends.
+        session.start(db, cfg, on_event).await?;
+        store::set_run_state(db, run_id, RunState::Done).await?;
+        session.end(db, RunState::Done, false).await;
         return Ok(Outcome {
             done: jobs.len(),
             failed: 0,

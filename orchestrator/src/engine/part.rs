@@ -78,18 +78,19 @@ pub async fn drive_part(
 ) -> Result<Outcome, EngineError> {
     let f = part.lease;
     let jobs = store::slot_jobs(db, f.run_id, f.slot).await?;
-    if jobs.iter().all(|j| j.state == JobState::Done) {
-        return Ok(Outcome {
-            done: jobs.len(),
-            failed: 0,
-        });
-    }
+    // An earlier holder killed after its last job was stored may still have left them.
     if !store::unrestored_settings(db, f.run_id).await?.is_empty() {
         for line in super::restore_settings_on(db, f.run_id, &part.session.scenario, cfg, Some(&f)).await? {
             on_event(Event::Warning {
                 message: format!("left by an earlier holder of the slot: {line}"),
             });
         }
+    }
+    if jobs.iter().all(|j| j.state == JobState::Done) {
+        return Ok(Outcome {
+            done: jobs.len(),
+            failed: 0,
+        });
     }
     drive_jobs(
         db,
