@@ -44,25 +44,6 @@ fn parse_with<T>(
     }
 }
 
-/// The keys of a scenario.
-const TOP: &[&str] = &[
-    "name",
-    "hosts",
-    "kernels",
-    "baseline",
-    "boot",
-    "variants",
-    "workloads",
-    "iterations",
-    "boots",
-    "warmup",
-    "tools",
-    "order",
-    "collect",
-    "perf",
-    "bisect",
-];
-
 /// The one variant of a scenario that declares none: the default policy, nothing changed.
 fn default_variant() -> Variant {
     Variant {
@@ -77,7 +58,7 @@ fn default_variant() -> Variant {
 
 impl<'a> Cx<'a> {
     fn scenario(&mut self, root: &Node) -> Option<Scenario> {
-        let f = self.map(root, "the scenario", TOP)?;
+        let f = self.map(root, "the scenario", "scenario")?;
         let name = self
             .required(&f, "name", "the scenario")
             .and_then(|n| self.name(n, "name"));
@@ -163,7 +144,7 @@ impl<'a> Cx<'a> {
         if !matches!(n.kind, crate::yaml::Kind::Map(_)) {
             return self.uint(n, "iterations", 1, 1000).map(|v| (v as u32, v as u32));
         }
-        let f = self.map(n, "iterations", &["min", "max"])?;
+        let f = self.map(n, "iterations", crate::keys::RANGE)?;
         let min = self
             .required(&f, "min", "iterations")
             .and_then(|m| self.uint(m, "iterations: min", 2, 1000));
@@ -326,11 +307,7 @@ impl<'a> Cx<'a> {
     }
 
     fn variant(&mut self, node: &Node) -> Option<Variant> {
-        let f = self.map(
-            node,
-            "a variant",
-            &["name", "policy", "features", "cpus", "tuning", "cgroup"],
-        )?;
+        let f = self.map(node, "a variant", "variants[]")?;
         let name = self
             .required(&f, "name", "a variant")
             .and_then(|n| self.name(n, "variant name"));

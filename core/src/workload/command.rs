@@ -6,9 +6,6 @@ use crate::parse::{perr, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 use crate::yaml::{Kind, Node};
 
-/// The keys of a command workload, besides the common ones.
-pub const KEYS: &[&str] = &["argv", "metrics"];
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandWorkload {
     pub argv: Vec<String>,
@@ -67,7 +64,7 @@ fn metrics(cx: &mut Cx, node: &Node) -> Option<Vec<MetricPattern>> {
     for (k, v) in entries {
         let name = cx.name(k, "metric name");
         let what = format!("metric `{}`", name.as_deref().unwrap_or("?"));
-        let Some(f) = cx.map(v, &what, &["regex", "unit", "higher_is_better", "kind"]) else {
+        let Some(f) = cx.map(v, &what, "workloads[].metrics.NAME") else {
             continue;
         };
         let regex = cx.required(&f, "regex", &what).and_then(|n| {

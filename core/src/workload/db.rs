@@ -154,17 +154,7 @@ impl DbServer {
 
     pub(crate) fn load(cx: &mut Cx, node: &Node, what: &str, refs: &mut HostRefs) -> Option<DbServer> {
         let what = format!("the server of {what}");
-        const KEYS: &[&str] = &[
-            "on",
-            "kind",
-            "address",
-            "port",
-            "datadir",
-            "database",
-            "user",
-            "password_file",
-        ];
-        let f = cx.map(node, &what, KEYS)?;
+        let f = cx.map(node, &what, "workloads[].server (hammerdb, sysbench)")?;
         let on_node = cx.required(&f, "on", &what)?;
         let on = cx.name(on_node, "on")?;
         refs.push((on.clone(), on_node.line, on_node.col));

@@ -149,7 +149,10 @@ impl<'a> Cx<'a> {
         self.error(node, format!("{what}: expected {expected}, found {found}"));
     }
 
-    pub(crate) fn map<'n>(&mut self, node: &'n Node, what: &str, allowed: &[&str]) -> Option<Fields<'n>> {
+    /// The mapping `node` read as the section at `path` of [`crate::keys::SECTIONS`]: a
+    /// key it does not take is refused (with the closest it does), one given twice too.
+    pub(crate) fn map<'n>(&mut self, node: &'n Node, what: &str, path: &str) -> Option<Fields<'n>> {
+        let allowed = &crate::keys::section(path).all();
         let Kind::Map(entries) = &node.kind else {
             self.expected(node, what, "a mapping");
             return None;

@@ -5,8 +5,6 @@ use super::Cx;
 use crate::cgroup::{Cgroup, Hierarchy, Quota};
 use crate::yaml::Node;
 
-const KEYS: &[&str] = &["quota", "period_us", "weight", "cpus", "hierarchy"];
-
 /// Most leaves a generated hierarchy may have.
 pub const MAX_LEAVES: u64 = 20_000;
 /// Most groups in all (the agent's own bound).
@@ -15,7 +13,7 @@ pub const MAX_GROUPS: u64 = kreg_protocol::limits::MAX_GROUPS;
 impl<'a> Cx<'a> {
     pub(super) fn cgroup(&mut self, node: &Node, what: &str) -> Option<Cgroup> {
         let what = format!("the cgroup of {what}");
-        let f = self.map(node, &what, KEYS)?;
+        let f = self.map(node, &what, "cgroup")?;
         let quota = match f.get("quota") {
             Some(n) => self.quota(n).map(Some),
             None => Some(None),
@@ -93,7 +91,7 @@ impl<'a> Cx<'a> {
     }
 
     fn hierarchy(&mut self, node: &Node) -> Option<Hierarchy> {
-        let f = self.map(node, "hierarchy", &["fanout", "depth"])?;
+        let f = self.map(node, "hierarchy", "cgroup.hierarchy")?;
         let fanout_node = self.required(&f, "fanout", "hierarchy")?;
         let items = self.seq(fanout_node, "fanout")?;
         let fanout: Option<Vec<u32>> = items

@@ -3,6 +3,7 @@
 
 use super::super::*;
 use super::{Cx, Fields};
+use crate::keys::SSH_KEYS;
 use crate::yaml::{Kind, Node};
 use crate::Error;
 
@@ -54,17 +55,6 @@ fn is_loopback(url: &url::Url) -> bool {
     h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The keys only an ssh transport takes.
-const SSH_KEYS: &[&str] = &[
-    "address",
-    "user",
-    "identity",
-    "passphrase_file",
-    "known_hosts",
-    "host_key",
-    "agent_port",
-];
-
 impl<'a> Cx<'a> {
     pub(super) fn hosts(&mut self, node: &Node, default_boot: BootVia) -> Option<Vec<Host>> {
         let Kind::Map(entries) = &node.kind else {
@@ -99,7 +89,7 @@ impl<'a> Cx<'a> {
 
     fn host(&mut self, name: &str, node: &Node, default_boot: BootVia) -> Option<Host> {
         let what = format!("host `{name}`");
-        let f = self.map(node, &what, &["role", "transport", "tuning"])?;
+        let f = self.map(node, &what, "hosts.NAME")?;
         let (role, transport) = self.role_and_transport(&f, &what, default_boot);
         let tuning = match f.get("tuning") {
             Some(n) => self.tuning(n, &what),
@@ -138,21 +128,7 @@ impl<'a> Cx<'a> {
 
     fn transport(&mut self, node: &Node, host: &str, default_boot: BootVia) -> Option<Transport> {
         let what = format!("the transport of {host}");
-        let mut keys = vec![
-            "kind",
-            "url",
-            "token_file",
-            "cpus",
-            "memory_mib",
-            "parallel",
-            "boot",
-            "reset",
-            "console",
-            "keep_kernels",
-        ];
-        keys.extend(SSH_KEYS);
-        keys.extend(["tls_fingerprint", "insecure"]);
-        let f = self.map(node, &what, &keys)?;
+        let f = self.map(node, &what, "transport")?;
         let kind_node = self.required(&f, "kind", &what)?;
         let kind = self.string(kind_node, "kind")?;
         let refuse = |cx: &mut Self, keys: &[&str], kind: &str| {
@@ -320,7 +296,7 @@ impl<'a> Cx<'a> {
     }
 
     pub(super) fn boot(&mut self, node: &Node) -> Option<Boot> {
-        let f = self.map(node, "boot", &["timeout", "method"])?;
+        let f = self.map(node, "boot", "boot")?;
         let timeout_secs = match f.get("timeout") {
             Some(n) => self.duration(n, "boot timeout"),
             None => Some(300),

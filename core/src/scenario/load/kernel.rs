@@ -31,11 +31,7 @@ impl<'a> Cx<'a> {
     }
 
     pub(super) fn kernel(&mut self, node: &Node) -> Option<Kernel> {
-        let f = self.map(
-            node,
-            "a kernel",
-            &["name", "source", "config", "patches", "cmdline", "build_on", "perf"],
-        )?;
+        let f = self.map(node, "a kernel", "kernels[]")?;
         let name = self
             .required(&f, "name", "a kernel")
             .and_then(|n| self.name(n, "kernel name"));
@@ -62,7 +58,7 @@ impl<'a> Cx<'a> {
 
     /// `{ git: URL, ref: REF }`, `{ tarball: FILE }` or `{ debian: linux-source-X.Y }`.
     pub(in crate::scenario) fn perf_source(&mut self, node: &Node, what: &str) -> Option<PerfSource> {
-        let f = self.map(node, what, &["git", "ref", "tarball", "debian"])?;
+        let f = self.map(node, what, "perf")?;
         let given = self.one_of(&f, &["git", "tarball", "debian"], node, |_| {
             format!("{what}: expected `tree` (a built kernel's own tools/perf), {{ debian: linux-source-X.Y }}, {{ git: URL, ref: REF }} or {{ tarball: FILE }}")
         })?;
@@ -110,7 +106,7 @@ impl<'a> Cx<'a> {
             }
         }
         let src_what = format!("the source of {what}");
-        let f = self.map(node, &src_what, &["deb", "path", "git", "ref", "tarball"])?;
+        let f = self.map(node, &src_what, "kernels[].source")?;
         let given = self.one_of(&f, &["deb", "path", "git", "tarball"], node, |_| {
             format!("{src_what}: expected `running`, {{ deb: PACKAGE }}, {{ path: VMLINUZ }}, {{ git: URL, ref: REF }} or {{ tarball: FILE }}")
         })?;
@@ -213,7 +209,7 @@ impl<'a> Cx<'a> {
     }
 
     fn config_spec(&mut self, node: &Node) -> Option<ConfigSpec> {
-        let f = self.map(node, "config", &["base", "set"])?;
+        let f = self.map(node, "config", "kernels[].config")?;
         let base = match f.get("base") {
             None => Some(ConfigBase::Defconfig),
             Some(n) => match self.string(n, "base")?.as_str() {

@@ -38,7 +38,7 @@ pub fn pool_from_str(text: &str, base_dir: &Path) -> Result<Vec<PoolMachine>, Ve
 
 impl Cx<'_> {
     fn pool(&mut self, root: &Node) -> Option<Vec<PoolMachine>> {
-        let f = self.map(root, "the pool file", &["machines"])?;
+        let f = self.map(root, "the pool file", "pool")?;
         let node = self.required(&f, "machines", "the pool file")?;
         let Kind::Map(entries) = &node.kind else {
             self.expected(node, "machines", "a mapping of machine name to machine");
@@ -73,7 +73,7 @@ impl Cx<'_> {
 
     fn pool_machine(&mut self, name: &str, node: &Node) -> Option<PoolMachine> {
         let what = format!("machine `{name}`");
-        let f = self.map(node, &what, &["role", "transport", "loadgen", "labels", "about"])?;
+        let f = self.map(node, &what, "machines.NAME")?;
         let (role, transport) = self.role_and_transport(&f, &what, BootVia::Kexec);
         if let Some(Transport::Lab { .. }) = &transport {
             self.error(

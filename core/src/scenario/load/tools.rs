@@ -12,7 +12,7 @@ impl<'a> Cx<'a> {
     }
 
     fn tool(&mut self, node: &Node) -> Option<Tool> {
-        let f = self.map(node, "a tool", &["name", "on", "from", "install_dir"])?;
+        let f = self.map(node, "a tool", "tools[]")?;
         let name = self
             .required(&f, "name", "a tool")
             .and_then(|n| self.name(n, "tool name"));
@@ -51,11 +51,7 @@ impl<'a> Cx<'a> {
 
     fn tool_source(&mut self, node: &Node, tool: &str) -> Option<ToolSource> {
         let what = format!("the source of {tool}");
-        let f = self.map(
-            node,
-            &what,
-            &["apt", "git", "ref", "build", "binary", "upload", "tarball"],
-        )?;
+        let f = self.map(node, &what, "tools[].from")?;
         let given = self.one_of(&f, &["apt", "git", "upload", "tarball"], node, |n| {
             format!("{what}: give exactly one of `apt`, `git`, `upload` or `tarball` (found {n})")
         })?;

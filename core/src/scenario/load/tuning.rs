@@ -5,21 +5,6 @@ use super::Cx;
 use crate::tuning::{Knob, Offline, Setting, Tuning};
 use crate::yaml::{Kind, Node};
 
-const KEYS: &[&str] = &[
-    "governor",
-    "turbo",
-    "deep_idle",
-    "dma_latency",
-    "smt",
-    "cpus_offline",
-    "llc",
-    "numa_balancing",
-    "thp",
-    "sched",
-    "sysctl",
-    "optional",
-];
-
 /// A word of lowercase letters, digits and `_`: a governor or a scheduler knob's name.
 fn word(s: &str) -> bool {
     !s.is_empty()
@@ -39,7 +24,7 @@ fn sysctl_name(s: &str) -> bool {
 impl<'a> Cx<'a> {
     pub(super) fn tuning(&mut self, node: &Node, what: &str) -> Option<Tuning> {
         let what = format!("the tuning of {what}");
-        let f = self.map(node, &what, KEYS)?;
+        let f = self.map(node, &what, "tuning")?;
         let mut settings = Vec::new();
         let mut ok = true;
         for (key, n) in &f.entries {

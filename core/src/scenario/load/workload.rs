@@ -7,8 +7,7 @@ use crate::yaml::Node;
 
 impl<'a> Cx<'a> {
     pub(super) fn workload(&mut self, node: &Node) -> Option<PendingWorkload> {
-        let keys = crate::workload::all_keys();
-        let f = self.map(node, "a workload", &keys)?;
+        let f = self.map(node, "a workload", "workloads[]")?;
         let name = self
             .required(&f, "name", "a workload")
             .and_then(|n| self.name(n, "workload name"));
