@@ -14,7 +14,6 @@ pub mod collect;
 pub mod error;
 pub mod failure;
 pub mod kconfig;
-pub mod keys;
 pub mod parse;
 pub mod perf_support;
 pub mod plan;

@@ -10,9 +10,11 @@ use crate::failure::{Failed, FailureClass};
 use crate::stats::rng::Rng;
 use crate::stats::sim::{lognormal, normal};
 
-/// The shape of a commit's runs about their boot's mean.
+/// The shape of a commit's runs about their boot's mean. Read through [`DistFields`], so
+/// that a key no kind takes is refused whatever the kind (serde lets a unit variant of a
+/// tagged enum take any key).
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case", try_from = "DistFields")]
 pub enum Dist {
     /// Normal, with the model's `sd`.
     #[default]
@@ -22,6 +24,40 @@ pub enum Dist {
     /// Two modes: a run lands in the upper one, `gap` (relative) above the model's mean,
     /// with chance `share`; each mode normal with the model's `sd`.
     Bimodal { share: f64, gap: f64 },
+}
+
+/// A `dist` as written: its kind, and the keys only `bimodal` takes.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistFields {
+    kind: DistKind,
+    share: Option<f64>,
+    gap: Option<f64>,
+}
+
+#[derive(Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum DistKind {
+    Normal,
+    Lognormal,
+    Bimodal,
+}
+
+impl TryFrom<DistFields> for Dist {
+    type Error = String;
+
+    fn try_from(f: DistFields) -> Result<Dist, String> {
+        match (f.kind, f.share, f.gap) {
+            (DistKind::Bimodal, Some(share), Some(gap)) if (0.0..=1.0).contains(&share) => {
+                Ok(Dist::Bimodal { share, gap })
+            }
+            (DistKind::Bimodal, Some(share), Some(_)) => Err(format!("dist: share {share} is not between 0 and 1")),
+            (DistKind::Bimodal, ..) => Err("dist: kind bimodal needs `share` and `gap`".into()),
+            (DistKind::Normal, None, None) => Ok(Dist::Normal),
+            (DistKind::Lognormal, None, None) => Ok(Dist::Lognormal),
+            _ => Err("dist: `share` and `gap` go with kind bimodal".into()),
+        }
+    }
 }
 
 impl Dist {

@@ -1,5 +1,6 @@
 //! From YAML text to a validated [`Scenario`], collecting every problem with its position.
 
+use crate::scenario::keys;
 use std::path::Path;
 
 use super::*;
@@ -58,7 +59,7 @@ fn default_variant() -> Variant {
 
 impl<'a> Cx<'a> {
     fn scenario(&mut self, root: &Node) -> Option<Scenario> {
-        let f = self.map(root, "the scenario", "scenario")?;
+        let f = self.map(root, "the scenario", &keys::SCENARIO)?;
         let name = self
             .required(&f, "name", "the scenario")
             .and_then(|n| self.name(n, "name"));
@@ -144,7 +145,7 @@ impl<'a> Cx<'a> {
         if !matches!(n.kind, crate::yaml::Kind::Map(_)) {
             return self.uint(n, "iterations", 1, 1000).map(|v| (v as u32, v as u32));
         }
-        let f = self.map(n, "iterations", crate::keys::RANGE)?;
+        let f = self.map(n, "iterations", &keys::RANGE)?;
         let min = self
             .required(&f, "min", "iterations")
             .and_then(|m| self.uint(m, "iterations: min", 2, 1000));
@@ -307,7 +308,7 @@ impl<'a> Cx<'a> {
     }
 
     fn variant(&mut self, node: &Node) -> Option<Variant> {
-        let f = self.map(node, "a variant", "variants[]")?;
+        let f = self.map(node, "a variant", &keys::VARIANT)?;
         let name = self
             .required(&f, "name", "a variant")
             .and_then(|n| self.name(n, "variant name"));

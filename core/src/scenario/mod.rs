@@ -5,6 +5,7 @@
 //! derive: serde stops at the first error, and users want all of them at once.
 
 use crate::Error;
+pub mod keys;
 mod load;
 pub mod pin;
 

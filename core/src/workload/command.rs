@@ -4,7 +4,17 @@
 use super::SingleHost;
 use crate::parse::{perr, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
-use crate::yaml::{Kind, Node};
+use crate::yaml::{Kind, Node, Section};
+
+/// One metric of a command workload.
+pub const METRIC: Section = Section::new(
+    "workloads[].metrics.NAME",
+    "scenario",
+    &["regex", "unit", "higher_is_better", "kind"],
+);
+
+/// The keys of a command workload, besides the common ones.
+pub const KEYS: &[&str] = &["argv", "metrics"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandWorkload {
@@ -64,7 +74,7 @@ fn metrics(cx: &mut Cx, node: &Node) -> Option<Vec<MetricPattern>> {
     for (k, v) in entries {
         let name = cx.name(k, "metric name");
         let what = format!("metric `{}`", name.as_deref().unwrap_or("?"));
-        let Some(f) = cx.map(v, &what, "workloads[].metrics.NAME") else {
+        let Some(f) = cx.map(v, &what, &METRIC) else {
             continue;
         };
         let regex = cx.required(&f, "regex", &what).and_then(|n| {

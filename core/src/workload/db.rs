@@ -6,7 +6,23 @@ use std::path::PathBuf;
 use super::common::ip_address;
 use super::HostRefs;
 use crate::yaml::cx::{Cx, Fields};
-use crate::yaml::Node;
+use crate::yaml::{Node, Section};
+
+/// The database server of a hammerdb or sysbench workload.
+pub const SERVER: Section = Section::new(
+    "workloads[].server (hammerdb, sysbench)",
+    "scenario",
+    &[
+        "on",
+        "kind",
+        "address",
+        "port",
+        "datadir",
+        "database",
+        "user",
+        "password_file",
+    ],
+);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DbKind {
@@ -154,7 +170,7 @@ impl DbServer {
 
     pub(crate) fn load(cx: &mut Cx, node: &Node, what: &str, refs: &mut HostRefs) -> Option<DbServer> {
         let what = format!("the server of {what}");
-        let f = cx.map(node, &what, "workloads[].server (hammerdb, sysbench)")?;
+        let f = cx.map(node, &what, &SERVER)?;
         let on_node = cx.required(&f, "on", &what)?;
         let on = cx.name(on_node, "on")?;
         refs.push((on.clone(), on_node.line, on_node.col));

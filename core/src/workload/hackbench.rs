@@ -6,6 +6,9 @@ use crate::parse::{number, perr, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 use crate::yaml::Kind;
 
+/// The keys of a hackbench workload, besides the common ones.
+pub const KEYS: &[&str] = &["groups", "loops", "pipe", "threads", "process", "fds", "datasize"];
+
 /// rt-tests hackbench; each field is one of its flags.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hackbench {

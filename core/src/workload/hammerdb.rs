@@ -16,6 +16,9 @@ use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 use crate::Error;
 
+/// The keys of a hammerdb workload, besides the common ones.
+pub const KEYS: &[&str] = &["warehouses", "virtual_users", "rampup", "duration", "server"];
+
 /// HammerDB TPROC-C against MySQL/MariaDB; kreg writes the hammerdbcli script.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hammerdb {

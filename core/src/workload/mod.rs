@@ -2,9 +2,9 @@
 //! its command lines (client, server, scripts), the programs it runs, and the parser of its
 //! output. [`WorkloadKind`] is the closed set the rest of kreg dispatches on.
 //!
-//! Adding a kind: a module here with its options type and a `load` function; its keys in
-//! [`crate::keys::WORKLOAD_KINDS`] (and in `docs/keys.md`); an arm in [`WorkloadKind`],
-//! [`WorkloadKind::load`] and [`WorkloadKind::plan`]. A kind
+//! Adding a kind: a module here with its options type, `KEYS` and a `load` function; an arm
+//! in [`WorkloadKind`], [`KINDS`], [`WorkloadKind::load`] and [`WorkloadKind::plan`]; its keys
+//! in `docs/keys.md` (a test holds the page to [`KINDS`]). A kind
 //! that runs as one process on one host implements [`SingleHost`] and the engine needs
 //! nothing more; a kind with a server of its own also needs its arm in the engine's
 //! `server` and `job` modules, which the compiler points to.
@@ -52,9 +52,19 @@ pub enum WorkloadKind {
     Command(CommandWorkload),
 }
 
-/// Every kind's name and the keys it takes besides [`COMMON_KEYS`] (the loader's lists,
-/// in [`crate::keys`]).
-pub use crate::keys::{WORKLOAD_COMMON as COMMON_KEYS, WORKLOAD_KINDS as KINDS};
+/// Every kind's name and the keys it takes besides [`COMMON_KEYS`].
+pub const KINDS: &[(&str, &[&str])] = &[
+    ("hackbench", hackbench::KEYS),
+    ("schbench", schbench::KEYS),
+    ("perf-bench", perf_bench::KEYS),
+    ("sysbench", sysbench::KEYS),
+    ("netperf", netperf::KEYS),
+    ("hammerdb", hammerdb::KEYS),
+    ("command", command::KEYS),
+];
+
+/// Keys every workload may have.
+pub const COMMON_KEYS: &[&str] = &["name", "kind", "on", "timeout", "collect", "cgroup"];
 
 /// An argv as a reader would type it, each word quoted for a shell where it needs it.
 pub fn shell_words(argv: &[String]) -> String {

@@ -9,6 +9,13 @@ use super::common::{ip_address, Count};
 use super::HostRefs;
 use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
+use crate::yaml::Section;
+
+/// Where a netperf workload's netserver runs.
+pub const SERVER: Section = Section::new("workloads[].server (netperf)", "scenario", &["on", "address", "port"]);
+
+/// The keys of a netperf workload, besides the common ones.
+pub const KEYS: &[&str] = &["test", "clients", "duration", "server"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetTest {
@@ -106,7 +113,7 @@ impl Netperf {
         };
         let duration = cx.uint_or(f, "duration", "duration (-l)", (1, 86400), 30);
         let server = cx.required(f, "server", what).and_then(|n| {
-            let sf = cx.map(n, "the netperf server", "workloads[].server (netperf)")?;
+            let sf = cx.map(n, "the netperf server", &SERVER)?;
             let on_node = cx.required(&sf, "on", "the netperf server")?;
             let on = cx.name(on_node, "on")?;
             refs.push((on.clone(), on_node.line, on_node.col));

@@ -5,6 +5,9 @@ use super::SingleHost;
 use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 
+/// The keys of a perf-bench workload, besides the common ones.
+pub const KEYS: &[&str] = &["bench", "groups", "loops", "pipe", "threads"];
+
 const NUM: &[NumFlag] = &[("groups", "-g", 1, 10_000), ("loops", "-l", 1, 100_000_000)];
 const BOOL: &[(&str, &str)] = &[("pipe", "-p"), ("threads", "-t")];
 

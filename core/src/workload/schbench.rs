@@ -27,6 +27,27 @@ const NUM: &[NumFlag] = &[
 const BOOL: &[(&str, &str)] = &[("no_locking", "-L"), ("calibrate", "-C")];
 const CPUS: &[(&str, &str)] = &[("message_cpus", "-M"), ("worker_cpus", "-W")];
 
+/// The keys of a schbench workload, besides the common ones.
+pub const KEYS: &[&str] = &[
+    "message_threads",
+    "threads",
+    "runtime",
+    "operations",
+    "cache_footprint_kb",
+    "requests_per_sec",
+    "auto_rps",
+    "pipe",
+    "intervaltime",
+    "warmuptime",
+    "sleep_usec",
+    "zerotime",
+    "no_locking",
+    "calibrate",
+    "message_cpus",
+    "worker_cpus",
+    "json",
+];
+
 /// schbench with any of its flags (-m -t -r -M -W -L -n -F -R -A -p -i -w -s -z -C).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schbench {

@@ -8,6 +8,17 @@ use crate::parse::{number, perr, unique, Metric, MetricKind, ParseError};
 use crate::yaml::cx::{Cx, Fields};
 use crate::Error;
 
+/// The keys of a sysbench workload, besides the common ones.
+pub const KEYS: &[&str] = &[
+    "test",
+    "threads",
+    "time",
+    "tables",
+    "table_size",
+    "percentile",
+    "server",
+];
+
 /// sysbench OLTP against a MySQL/MariaDB server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sysbench {

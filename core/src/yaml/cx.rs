@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Kind, Node};
+use super::{Kind, Node, Section};
 
 /// One problem in a scenario file, at a 1-based line and column.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,10 +149,10 @@ impl<'a> Cx<'a> {
         self.error(node, format!("{what}: expected {expected}, found {found}"));
     }
 
-    /// The mapping `node` read as the section at `path` of [`crate::keys::SECTIONS`]: a
-    /// key it does not take is refused (with the closest it does), one given twice too.
-    pub(crate) fn map<'n>(&mut self, node: &'n Node, what: &str, path: &str) -> Option<Fields<'n>> {
-        let allowed = &crate::keys::section(path).all();
+    /// The mapping `node` read as `section`: a key it does not take is refused (with the
+    /// closest it does), one given twice too.
+    pub(crate) fn map<'n>(&mut self, node: &'n Node, what: &str, section: &Section) -> Option<Fields<'n>> {
+        let allowed = &section.all();
         let Kind::Map(entries) = &node.kind else {
             self.expected(node, what, "a mapping");
             return None;

@@ -2,6 +2,9 @@
 //! 1-based), so that every validation message can point at the spot in the file.
 
 pub mod cx;
+mod section;
+
+pub use section::Section;
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 

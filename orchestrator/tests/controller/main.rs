@@ -15,6 +15,7 @@ mod dashboard_pages;
 mod database_errors;
 mod docs;
 mod interrupt;
+mod keys;
 mod kinds;
 mod man;
 mod names;

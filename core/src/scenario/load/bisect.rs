@@ -2,11 +2,12 @@
 
 use super::*;
 use crate::bisect::{metric_of, Rules, Spec};
+use crate::scenario::keys;
 use crate::yaml::Kind;
 
 impl Cx<'_> {
     pub(super) fn bisect(&mut self, node: &Node) -> Option<Spec> {
-        let f = self.map(node, "bisect", "bisect")?;
+        let f = self.map(node, "bisect", &keys::BISECT)?;
         let text = |cx: &mut Self, key: &str| match f.get(key) {
             Some(n) => cx.string(n, &format!("bisect: {key}")).map(Some),
             None => Some(None),
@@ -79,7 +80,7 @@ impl Cx<'_> {
         default: (usize, usize),
     ) -> Option<(usize, usize)> {
         let Some(n) = node else { return Some(default) };
-        let f = self.map(n, what, crate::keys::RANGE)?;
+        let f = self.map(n, what, &keys::RANGE)?;
         let min = self.uint_or(&f, "min", &format!("{what}: min"), (lo, hi), default.0 as u32);
         let max = self.uint_or(&f, "max", &format!("{what}: max"), (lo, hi), default.1 as u32);
         let (min, max) = (min? as usize, max? as usize);

@@ -3,6 +3,7 @@
 
 use super::Cx;
 use crate::cgroup::{Cgroup, Hierarchy, Quota};
+use crate::scenario::keys;
 use crate::yaml::Node;
 
 /// Most leaves a generated hierarchy may have.
@@ -13,7 +14,7 @@ pub const MAX_GROUPS: u64 = kreg_protocol::limits::MAX_GROUPS;
 impl<'a> Cx<'a> {
     pub(super) fn cgroup(&mut self, node: &Node, what: &str) -> Option<Cgroup> {
         let what = format!("the cgroup of {what}");
-        let f = self.map(node, &what, "cgroup")?;
+        let f = self.map(node, &what, &keys::CGROUP)?;
         let quota = match f.get("quota") {
             Some(n) => self.quota(n).map(Some),
             None => Some(None),
@@ -91,7 +92,7 @@ impl<'a> Cx<'a> {
     }
 
     fn hierarchy(&mut self, node: &Node) -> Option<Hierarchy> {
-        let f = self.map(node, "hierarchy", "cgroup.hierarchy")?;
+        let f = self.map(node, "hierarchy", &keys::HIERARCHY)?;
         let fanout_node = self.required(&f, "fanout", "hierarchy")?;
         let items = self.seq(fanout_node, "fanout")?;
         let fanout: Option<Vec<u32>> = items

@@ -3,7 +3,7 @@
 
 use super::super::*;
 use super::{Cx, Fields};
-use crate::keys::SSH_KEYS;
+use crate::scenario::keys::{self, SSH_KEYS};
 use crate::yaml::{Kind, Node};
 use crate::Error;
 
@@ -89,7 +89,7 @@ impl<'a> Cx<'a> {
 
     fn host(&mut self, name: &str, node: &Node, default_boot: BootVia) -> Option<Host> {
         let what = format!("host `{name}`");
-        let f = self.map(node, &what, "hosts.NAME")?;
+        let f = self.map(node, &what, &keys::HOST)?;
         let (role, transport) = self.role_and_transport(&f, &what, default_boot);
         let tuning = match f.get("tuning") {
             Some(n) => self.tuning(n, &what),
@@ -128,7 +128,7 @@ impl<'a> Cx<'a> {
 
     fn transport(&mut self, node: &Node, host: &str, default_boot: BootVia) -> Option<Transport> {
         let what = format!("the transport of {host}");
-        let f = self.map(node, &what, "transport")?;
+        let f = self.map(node, &what, &keys::TRANSPORT)?;
         let kind_node = self.required(&f, "kind", &what)?;
         let kind = self.string(kind_node, "kind")?;
         let refuse = |cx: &mut Self, keys: &[&str], kind: &str| {
@@ -296,7 +296,7 @@ impl<'a> Cx<'a> {
     }
 
     pub(super) fn boot(&mut self, node: &Node) -> Option<Boot> {
-        let f = self.map(node, "boot", "boot")?;
+        let f = self.map(node, "boot", &keys::BOOT)?;
         let timeout_secs = match f.get("timeout") {
             Some(n) => self.duration(n, "boot timeout"),
             None => Some(300),

@@ -2,6 +2,7 @@
 
 use super::super::*;
 use super::{Cx, Fields};
+use crate::scenario::keys;
 use crate::yaml::{Kind, Node};
 
 impl<'a> Cx<'a> {
@@ -31,7 +32,7 @@ impl<'a> Cx<'a> {
     }
 
     pub(super) fn kernel(&mut self, node: &Node) -> Option<Kernel> {
-        let f = self.map(node, "a kernel", "kernels[]")?;
+        let f = self.map(node, "a kernel", &keys::KERNEL)?;
         let name = self
             .required(&f, "name", "a kernel")
             .and_then(|n| self.name(n, "kernel name"));
@@ -58,7 +59,7 @@ impl<'a> Cx<'a> {
 
     /// `{ git: URL, ref: REF }`, `{ tarball: FILE }` or `{ debian: linux-source-X.Y }`.
     pub(in crate::scenario) fn perf_source(&mut self, node: &Node, what: &str) -> Option<PerfSource> {
-        let f = self.map(node, what, "perf")?;
+        let f = self.map(node, what, &keys::PERF)?;
         let given = self.one_of(&f, &["git", "tarball", "debian"], node, |_| {
             format!("{what}: expected `tree` (a built kernel's own tools/perf), {{ debian: linux-source-X.Y }}, {{ git: URL, ref: REF }} or {{ tarball: FILE }}")
         })?;
@@ -106,7 +107,7 @@ impl<'a> Cx<'a> {
             }
         }
         let src_what = format!("the source of {what}");
-        let f = self.map(node, &src_what, "kernels[].source")?;
+        let f = self.map(node, &src_what, &keys::KERNEL_SOURCE)?;
         let given = self.one_of(&f, &["deb", "path", "git", "tarball"], node, |_| {
             format!("{src_what}: expected `running`, {{ deb: PACKAGE }}, {{ path: VMLINUZ }}, {{ git: URL, ref: REF }} or {{ tarball: FILE }}")
         })?;
@@ -209,7 +210,7 @@ impl<'a> Cx<'a> {
     }
 
     fn config_spec(&mut self, node: &Node) -> Option<ConfigSpec> {
-        let f = self.map(node, "config", "kernels[].config")?;
+        let f = self.map(node, "config", &keys::KERNEL_CONFIG)?;
         let base = match f.get("base") {
             None => Some(ConfigBase::Defconfig),
             Some(n) => match self.string(n, "base")?.as_str() {

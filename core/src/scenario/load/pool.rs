@@ -11,6 +11,7 @@
 //!   ldg-a: { role: loadgen, transport: { kind: ssh, address: 10.0.0.6 } }
 //! ```
 
+use crate::scenario::keys;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -38,7 +39,7 @@ pub fn pool_from_str(text: &str, base_dir: &Path) -> Result<Vec<PoolMachine>, Ve
 
 impl Cx<'_> {
     fn pool(&mut self, root: &Node) -> Option<Vec<PoolMachine>> {
-        let f = self.map(root, "the pool file", "pool")?;
+        let f = self.map(root, "the pool file", &keys::POOL)?;
         let node = self.required(&f, "machines", "the pool file")?;
         let Kind::Map(entries) = &node.kind else {
             self.expected(node, "machines", "a mapping of machine name to machine");
@@ -73,7 +74,7 @@ impl Cx<'_> {
 
     fn pool_machine(&mut self, name: &str, node: &Node) -> Option<PoolMachine> {
         let what = format!("machine `{name}`");
-        let f = self.map(node, &what, "machines.NAME")?;
+        let f = self.map(node, &what, &keys::MACHINE)?;
         let (role, transport) = self.role_and_transport(&f, &what, BootVia::Kexec);
         if let Some(Transport::Lab { .. }) = &transport {
             self.error(

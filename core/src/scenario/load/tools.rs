@@ -2,6 +2,7 @@
 
 use super::super::*;
 use super::{Cx, Fields};
+use crate::scenario::keys;
 use crate::yaml::Node;
 
 impl<'a> Cx<'a> {
@@ -12,7 +13,7 @@ impl<'a> Cx<'a> {
     }
 
     fn tool(&mut self, node: &Node) -> Option<Tool> {
-        let f = self.map(node, "a tool", "tools[]")?;
+        let f = self.map(node, "a tool", &keys::TOOL)?;
         let name = self
             .required(&f, "name", "a tool")
             .and_then(|n| self.name(n, "tool name"));
@@ -51,7 +52,7 @@ impl<'a> Cx<'a> {
 
     fn tool_source(&mut self, node: &Node, tool: &str) -> Option<ToolSource> {
         let what = format!("the source of {tool}");
-        let f = self.map(node, &what, "tools[].from")?;
+        let f = self.map(node, &what, &keys::TOOL_SOURCE)?;
         let given = self.one_of(&f, &["apt", "git", "upload", "tarball"], node, |n| {
             format!("{what}: give exactly one of `apt`, `git`, `upload` or `tarball` (found {n})")
         })?;

@@ -2,6 +2,7 @@
 //! machine has it is known only once it is reached), `optional:` naming settings given.
 
 use super::Cx;
+use crate::scenario::keys;
 use crate::tuning::{Knob, Offline, Setting, Tuning};
 use crate::yaml::{Kind, Node};
 
@@ -24,7 +25,7 @@ fn sysctl_name(s: &str) -> bool {
 impl<'a> Cx<'a> {
     pub(super) fn tuning(&mut self, node: &Node, what: &str) -> Option<Tuning> {
         let what = format!("the tuning of {what}");
-        let f = self.map(node, &what, "tuning")?;
+        let f = self.map(node, &what, &keys::TUNING)?;
         let mut settings = Vec::new();
         let mut ok = true;
         for (key, n) in &f.entries {

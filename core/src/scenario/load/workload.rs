@@ -3,11 +3,12 @@
 
 use super::super::*;
 use super::{Cx, PendingWorkload};
+use crate::scenario::keys;
 use crate::yaml::Node;
 
 impl<'a> Cx<'a> {
     pub(super) fn workload(&mut self, node: &Node) -> Option<PendingWorkload> {
-        let f = self.map(node, "a workload", "workloads[]")?;
+        let f = self.map(node, "a workload", &keys::WORKLOAD)?;
         let name = self
             .required(&f, "name", "a workload")
             .and_then(|n| self.name(n, "workload name"));
