@@ -16,10 +16,11 @@ fn adaptive(case: &Case) -> Design {
     }
 }
 
-#[test]
-fn false_alarms_stay_within_one_percent_on_every_noise_shape() {
+/// False alarms of every plan on the noise shapes `pick` takes (two halves, two tests: the
+/// harness runs them side by side).
+fn false_alarms_within_one_percent(pick: impl Fn(usize) -> bool) {
     let s = Settings::default();
-    for (i, case) in cases().iter().enumerate() {
+    for (i, case) in cases().iter().enumerate().filter(|(i, _)| pick(*i)) {
         // The README's and the shipped scenarios' plans, and the smallest one it shows:
         // in runs, the demo's (lab-hackbench) 4..8; in boots, 2..4, seed001's and seed004's
         // 3..6, seed002's 3..8 and seed000's 4..8.
@@ -35,6 +36,16 @@ fn false_alarms_stay_within_one_percent_on_every_noise_shape() {
             assert!(rate <= 0.01, "{} {design:?}: {rate} ({t:?})", case.name);
         }
     }
+}
+
+#[test]
+fn false_alarms_stay_within_one_percent_on_every_noise_shape() {
+    false_alarms_within_one_percent(|i| i % 2 == 0);
+}
+
+#[test]
+fn false_alarms_stay_within_one_percent_on_every_other_noise_shape() {
+    false_alarms_within_one_percent(|i| i % 2 == 1);
 }
 
 #[test]
