@@ -59,8 +59,8 @@ mount -t sysfs sysfs "$root/sys"
 mount --bind /dev "$root/dev"
 echo "lab machine: installing the kernel, GRUB and tools into the image" >&2
 cat >"$root/etc/apt/sources.list" <<EOF
-deb $mirror $suite main
-deb $mirror $suite-updates main
+deb $mirror $suite main non-free
+deb $mirror $suite-updates main non-free
 EOF
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get update -q >"$out/apt.log" 2>&1
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
@@ -108,7 +108,11 @@ mount -o remount,rw /
 hostname kreg-machine
 modprobe virtio_net 2>/dev/null
 ip link set lo up
-dev=$(ls /sys/class/net | grep -v '^lo$' | head -n1)
+# The NIC to the controller (qemu's user network) has qemu's default MAC; a second one,
+# when the machine has it, is its lab LAN to the other machines of a rehearsal.
+nic() { for d in /sys/class/net/*; do [ "$(cat "$d/address")" = "$1" ] && basename "$d"; done; }
+dev=$(nic 52:54:00:12:34:56)
+[ -n "$dev" ] || dev=$(ls /sys/class/net | grep -v '^lo$' | head -n1)
 ip link set "$dev" up
 ip addr add 10.0.2.15/24 dev "$dev"
 ip route add default via 10.0.2.2
@@ -128,6 +132,17 @@ if mount -o ro /dev/vdb /mnt/kreg; then
     cp /mnt/kreg/token /etc/kreg/token
     chmod 600 /etc/kreg/token
     agent=yes
+  fi
+  # lan: the LAN NIC's MAC on the first line, then one ADDRESS/PREFIX per line.
+  if [ -f /mnt/kreg/lan ]; then
+    lan=$(nic "$(head -n1 /mnt/kreg/lan)")
+    if [ -n "$lan" ]; then
+      ip link set "$lan" up
+      tail -n +2 /mnt/kreg/lan | while read -r a; do ip addr add "$a" dev "$lan"; done
+      echo "kreg-machine: lan $lan: $(tail -n +2 /mnt/kreg/lan | tr '\n' ' ')"
+    else
+      echo "kreg-machine: no NIC with the lan's MAC"
+    fi
   fi
   if [ -f /mnt/kreg/authorized_keys ]; then
     cp /mnt/kreg/authorized_keys /root/.ssh/authorized_keys

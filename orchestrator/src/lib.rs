@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod lab;
 pub mod poll;
 pub mod preflight;
+pub mod rehearsal;
 pub mod scenario_file;
 pub mod secrets;
 pub mod ssh;

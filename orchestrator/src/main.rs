@@ -25,6 +25,10 @@ enum Cmd {
     Plan(cli::validate::PlanArgs),
     /// Record a new run of a scenario and drive it to the end.
     Run(cli::run::RunArgs),
+    /// Rehearse a scenario on the local lab before the real machines: its hosts lab
+    /// machines, its kernels stood in for, every cell once at a cut size; ends with the
+    /// rehearsal's sheet (each step done, failed with its FILE:LINE:COL, or not rehearsable).
+    Rehearse(cli::rehearse::RehearseArgs),
     /// Find the first commit between a good and a bad ref that changes a metric, and
     /// confirm it (its parent measured again beside it, and the bad end with it reverted).
     Bisect(cli::bisect::BisectArgs),
@@ -129,6 +133,7 @@ async fn dispatch(cmd: Cmd, cfg: &Config) -> Result<ExitCode> {
         Cmd::Validate(a) => cli::validate::validate(&a),
         Cmd::Plan(a) => cli::validate::plan(&a),
         Cmd::Run(a) => cli::run::run(&a, cfg).await,
+        Cmd::Rehearse(a) => cli::rehearse::rehearse(&a, cfg).await,
         Cmd::Bisect(a) => cli::bisect::bisect(cfg, &a).await,
         Cmd::Submit(a) => cli::fleet::submit(&a, cfg).await,
         Cmd::Worker(a) => cli::worker::worker(&a, cfg).await,

@@ -57,6 +57,8 @@ async fn installed_kernels_boot_once_by_grub_and_by_kexec_and_a_hang_falls_back(
         authorized_keys: Some(std::fs::read_to_string(identity.with_extension("pub")).unwrap()),
         cpus: 2,
         memory_mib: 1024,
+        threads_per_core: 1,
+        lan: None,
     })
     .unwrap();
     let client = AgentClient::new(&machine.url(), TOKEN);

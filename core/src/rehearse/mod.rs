@@ -7,6 +7,7 @@
 
 mod estimate;
 mod scale;
+pub mod sheet;
 #[cfg(test)]
 mod tests;
 

@@ -99,3 +99,40 @@ fn what_a_vm_lacks_is_said_with_its_place_in_the_file() {
         .iter()
         .any(|c| c.to_string() == "udp-rr-25: duration 30 s -> 5 s"));
 }
+
+/// A job's failure goes to its step, and to the place in the file of the part that asked
+/// for it (the text at that place checked here on its own).
+#[test]
+fn a_failure_is_put_to_its_step_and_its_place_in_the_file() {
+    use sheet::{place, position, JobCell, Step};
+    let (_, text) = seed("seed004-mysql-hammerdb.yaml");
+    let root = crate::yaml::parse(&text).unwrap();
+    let job = JobCell {
+        kernel: "v6.12.25",
+        variant: "NOx2",
+        workload: "tpcc",
+    };
+    let at = |path: &[String]| -> String {
+        let (line, col) = position(Some(&root), path).unwrap();
+        text.lines().nth(line - 1).unwrap().chars().skip(col - 1).collect()
+    };
+    let cases = [
+        ("boot failed: kexec into 6.12.25 on sut: timed out", Step::Boot, "v6.12.25", "{ name: v6.12.25"),
+        ("tool mysqld on sut: apt-get install mariadb-server: exit 100", Step::Tools, "mysqld", "{ name: mysqld"),
+        ("workload tpcc, its server on sut: mysqld exited", Step::Server, "tpcc", "{ on: sut, kind: mysql"),
+        ("tuning on sut: the machine lacks it", Step::Tuning, "sut", ""),
+        ("metric nopm: not in the output", Step::Parse, "tpcc", "name: tpcc"),
+        ("sched_features: NO_PLACE_LAG is not a feature", Step::Tuning, "NOx2", "{ name: NOx2"),
+        ("hammerdbcli exited with 1", Step::Workload, "tpcc", "name: tpcc"),
+    ];
+    for (reason, step, subject, starts) in cases {
+        let (s, subj, path) = place(reason, &job);
+        assert_eq!((s, subj.as_str()), (step, subject), "{reason}");
+        if !starts.is_empty() {
+            assert!(at(&path).starts_with(starts), "{reason}: {path:?} at {:?}", at(&path));
+        }
+    }
+    // A host with no tuning written: the nearest part that is (the host).
+    let (_, _, path) = place("tuning on sut: x", &job);
+    assert!(at(&path).starts_with("{ role: sut"), "{:?}", at(&path));
+}

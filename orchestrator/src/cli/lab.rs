@@ -92,6 +92,8 @@ async fn lab_machine(
         authorized_keys: keys.clone(),
         cpus,
         memory_mib,
+        threads_per_core: 1,
+        lan: None,
     })?;
     let client = kreg_protocol::client::AgentClient::new(&machine.url(), &token);
     let id = kreg::boot::wait_for_agent(&client, None, std::time::Duration::from_secs(600), None)

@@ -12,6 +12,7 @@ pub mod kernels;
 pub mod lab;
 pub mod man;
 pub mod parse;
+pub mod rehearse;
 pub mod report;
 pub mod resume;
 pub mod run;

@@ -10,7 +10,7 @@ use kreg::report::Format;
 use kreg::{report, view};
 
 /// `--format`: one of [`Format::NAMES`].
-fn format_arg() -> impl clap::builder::TypedValueParser<Value = Format> {
+pub(super) fn format_arg() -> impl clap::builder::TypedValueParser<Value = Format> {
     clap::builder::PossibleValuesParser::new(Format::NAMES.map(|(n, _)| n))
         .map(|s| s.parse::<Format>().expect("a name of Format::NAMES"))
 }

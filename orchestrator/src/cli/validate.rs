@@ -112,7 +112,7 @@ pub fn plan(a: &PlanArgs) -> Result<ExitCode> {
 }
 
 /// What `kreg plan --rehearsal` says before the rehearsal's own plan.
-fn rehearsal_head(r: &kreg::rehearse::Rehearsal, file: &Path) -> String {
+pub(super) fn rehearsal_head(r: &kreg::rehearse::Rehearsal, file: &Path) -> String {
     let mut out = format!(
         "rehearsal of scenario {} on the local lab: every workload on every kernel under every variant once (the plan below)\n",
         r.scenario.name

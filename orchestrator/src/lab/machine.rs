@@ -29,6 +29,44 @@ pub struct MachineSpec {
     pub authorized_keys: Option<String>,
     pub cpus: u32,
     pub memory_mib: u32,
+    /// Threads per core: 2 gives the guest an SMT topology (`-smp N,threads=2`).
+    pub threads_per_core: u32,
+    /// A second NIC on a LAN to the other machines of a rehearsal, with addresses of its own.
+    pub lan: Option<Lan>,
+}
+
+/// A machine's NIC on a point-to-point lab LAN: qemu's `dgram` netdev from a UDP port of
+/// this host to its peer's, so that the two guests exchange Ethernet frames directly.
+#[derive(Debug, Clone)]
+pub struct Lan {
+    pub local_port: u16,
+    pub peer_port: u16,
+    /// Its MAC address (each machine of a LAN a different one).
+    pub mac: String,
+    /// `ADDRESS/PREFIX`, put on the NIC at every boot by the machine's init.
+    pub addresses: Vec<String>,
+}
+
+impl Lan {
+    /// The two ends of a new LAN: (the first machine's, the second's), without addresses.
+    pub fn pair() -> Result<(Lan, Lan), LabError> {
+        let (a, b) = (free_udp_port()?, free_udp_port()?);
+        let end = |local_port, peer_port, last: u8| Lan {
+            local_port,
+            peer_port,
+            mac: format!("52:54:00:4b:52:{last:02x}"),
+            addresses: Vec::new(),
+        };
+        Ok((end(a, b, 1), end(b, a, 2)))
+    }
+}
+
+/// The MAC of a machine's NIC to the controller (qemu's user network), as its init finds it.
+const USER_NIC_MAC: &str = "52:54:00:12:34:56";
+
+fn free_udp_port() -> Result<u16, LabError> {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| err(format!("no free loopback UDP port: {e}")))?;
+    Ok(s.local_addr().map_err(|e| err(e.to_string()))?.port())
 }
 
 /// A running lab machine. Dropping it kills qemu.
@@ -71,6 +109,13 @@ fn disks(spec: &MachineSpec) -> Result<(PathBuf, PathBuf), LabError> {
         std::fs::copy(bin, agent_dir.join("kreg-agent")).map_err(|e| err(format!("{}: {e}", bin.display())))?;
         std::fs::write(agent_dir.join("token"), format!("{}\n", spec.token)).map_err(|e| err(e.to_string()))?;
     }
+    if let Some(lan) = &spec.lan {
+        let text = std::iter::once(lan.mac.as_str())
+            .chain(lan.addresses.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(agent_dir.join("lan"), text + "\n").map_err(|e| err(e.to_string()))?;
+    }
     if let Some(keys) = &spec.authorized_keys {
         std::fs::write(agent_dir.join("authorized_keys"), keys).map_err(|e| err(e.to_string()))?;
     }
@@ -86,6 +131,14 @@ fn disks(spec: &MachineSpec) -> Result<(PathBuf, PathBuf), LabError> {
     )?;
     let _ = std::fs::remove_dir_all(&agent_dir);
     Ok((overlay, agent_img))
+}
+
+/// qemu's `-smp`: the CPU count, and with SMT two threads per core.
+fn smp(spec: &MachineSpec) -> String {
+    match spec.threads_per_core {
+        0 | 1 => spec.cpus.to_string(),
+        t => format!("{},sockets=1,cores={},threads={t}", spec.cpus, spec.cpus.div_ceil(t)),
+    }
 }
 
 impl Machine {
@@ -119,7 +172,7 @@ impl Machine {
             "-display",
             "none",
         ])
-        .args(["-smp", &spec.cpus.to_string(), "-m", &spec.memory_mib.to_string()])
+        .args(["-smp", &smp(spec), "-m", &spec.memory_mib.to_string()])
         .arg("-drive")
         .arg(format!("file={},format=qcow2,if=virtio", overlay.display()))
         .arg("-drive")
@@ -135,8 +188,18 @@ impl Machine {
                 super::initramfs::GUEST_AGENT_PORT
             ),
         ])
-        .args(["-device", "virtio-net-pci,netdev=n0"])
-        .stdin(Stdio::null())
+        .args(["-device", &format!("virtio-net-pci,netdev=n0,mac={USER_NIC_MAC}")]);
+        if let Some(lan) = &spec.lan {
+            cmd.args([
+                "-netdev",
+                &format!(
+                    "dgram,id=lan,local.type=inet,local.host=127.0.0.1,local.port={},remote.type=inet,remote.host=127.0.0.1,remote.port={}",
+                    lan.local_port, lan.peer_port
+                ),
+            ])
+            .args(["-device", &format!("virtio-net-pci,netdev=lan,mac={}", lan.mac)]);
+        }
+        cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(
             std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| err(e.to_string()))?,

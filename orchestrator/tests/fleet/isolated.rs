@@ -223,6 +223,8 @@ async fn machines(dir: &Path) -> (Vec<Machine>, String) {
             authorized_keys: None,
             cpus: 1,
             memory_mib: 1024,
+            threads_per_core: 1,
+            lan: None,
         })
         .unwrap();
         let port = relay(m.port).await;

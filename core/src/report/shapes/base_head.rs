@@ -26,7 +26,11 @@ fn cells(t: &MetricTable, base: Option<&Row>, other: Option<&Row>) -> [String; 5
         Some(c) => [
             b,
             o,
-            format!("{:+.2}%", row_gain(t, base, other.expect("compared"))),
+            // A change from nothing (a count of 0 on both sides) is no percentage.
+            match row_gain(t, base, other.expect("compared")) {
+                g if g.is_finite() => format!("{g:+.2}%"),
+                _ => "n/a".into(),
+            },
             interval(gain_interval(t, c)),
             code(c.verdict).to_string(),
         ],
