@@ -46,13 +46,13 @@ cargo test --workspace --no-run
 # of 600 s; tests/bisect_standin.rs, an A/A range that must not pass for a 20 % change; the
 # fault suite; the controller, the fleet, the agent over loopback, the unit tests'
 # simulations, whose seeds are fixed; tools uploaded into the lab and a run again from its
-# bundle), longest first; once lab_bisect is over, the first lane takes them too. Last,
+# bundle; rehearsals of scenarios on two lab machines), longest first; once lab_bisect is over, the first lane takes them too. Last,
 # alone, the tests whose figures were calibrated on a quiet machine: the lab's (one CPU
 # against two, quotas, A/A boots) and the dashboard's latencies. Every test target runs
 # exactly once: the last lane is "all the others", so that a new test file runs alone
 # unless it is listed here.
 beside=(lab_bisect)
-shared=(machine fleet bisect_standin faults hammerdb kernel_build lab_sched_stats lab_tools lib controller ssh kconfig_real two_hosts netperf parse_cli setup_packages guarantees agent doc)
+shared=(machine rehearse fleet bisect_standin faults hammerdb kernel_build lab_sched_stats lab_tools lib controller ssh kconfig_real two_hosts netperf parse_cli setup_packages guarantees agent doc)
 queue=$(mktemp -d /tmp/kreg-test-queue.XXXXXX)
 printf '%s\n' "${shared[@]}" >"$queue/list"
 echo "tests in the first lane: ${beside[*]}, then the others' (its output follows when it ends)" >&2

@@ -48,8 +48,14 @@ impl Step {
 pub enum Outcome {
     Done(String),
     /// Why, and where in the scenario file (line, column) the failing part is declared.
-    Failed { reason: String, at: Option<(usize, usize)> },
-    NotRehearsable { why: String, at: Option<(usize, usize)> },
+    Failed {
+        reason: String,
+        at: Option<(usize, usize)>,
+    },
+    NotRehearsable {
+        why: String,
+        at: Option<(usize, usize)>,
+    },
     /// Not reached: an earlier step failed (said on its own line).
     NotReached,
 }
@@ -71,7 +77,11 @@ impl Sheet {
     pub fn push(&mut self, step: Step, subject: impl Into<String>, outcome: Outcome) {
         let subject = subject.into();
         // A failure said once per thing: every job of a kernel that did not boot says so.
-        if !self.lines.iter().any(|l| l.step == step && l.subject == subject && l.outcome == outcome) {
+        if !self
+            .lines
+            .iter()
+            .any(|l| l.step == step && l.subject == subject && l.outcome == outcome)
+        {
             self.lines.push(Line { step, subject, outcome });
         }
     }
@@ -97,7 +107,11 @@ impl Sheet {
                 Outcome::NotRehearsable { why, at } => ("not rehearsable", format!("{}{why}", place(at))),
                 Outcome::NotReached => ("not reached", "an earlier step failed".to_string()),
             };
-            out.push_str(&format!("  {:<10} {:<width$}  {word}: {text}\n", l.step.label(), l.subject));
+            out.push_str(&format!(
+                "  {:<10} {:<width$}  {word}: {text}\n",
+                l.step.label(),
+                l.subject
+            ));
         }
         out
     }
@@ -139,10 +153,18 @@ pub fn place(reason: &str, job: &JobCell) -> (Step, String, Vec<String>) {
         path.push("cgroup".into());
         return (Step::Workload, job.workload.into(), path);
     }
-    if let Some(host) = reason.strip_prefix("host ").and_then(|r| r.strip_suffix(" is not connected")) {
+    if let Some(host) = reason
+        .strip_prefix("host ")
+        .and_then(|r| r.strip_suffix(" is not connected"))
+    {
         return (Step::Boot, host.into(), vec!["hosts".into(), host.into()]);
     }
-    if let Some(rest) = reason.strip_prefix("metric ") {
+    // "metric M: …", or under the workload kind's name ("command: metric M: …").
+    let metric = reason.strip_prefix("metric ").or_else(|| {
+        let (kind, rest) = reason.split_once(": ")?;
+        rest.strip_prefix("metric ").filter(|_| !kind.contains(' '))
+    });
+    if let Some(rest) = metric {
         let metric = rest.split(':').next().unwrap_or_default().to_string();
         let mut path = item("workloads", job.workload);
         path.extend(["metrics".to_string(), metric]);

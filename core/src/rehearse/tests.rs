@@ -117,12 +117,38 @@ fn a_failure_is_put_to_its_step_and_its_place_in_the_file() {
         text.lines().nth(line - 1).unwrap().chars().skip(col - 1).collect()
     };
     let cases = [
-        ("boot failed: kexec into 6.12.25 on sut: timed out", Step::Boot, "v6.12.25", "{ name: v6.12.25"),
-        ("tool mysqld on sut: apt-get install mariadb-server: exit 100", Step::Tools, "mysqld", "{ name: mysqld"),
-        ("workload tpcc, its server on sut: mysqld exited", Step::Server, "tpcc", "{ on: sut, kind: mysql"),
+        (
+            "boot failed: kexec into 6.12.25 on sut: timed out",
+            Step::Boot,
+            "v6.12.25",
+            "{ name: v6.12.25",
+        ),
+        (
+            "tool mysqld on sut: apt-get install mariadb-server: exit 100",
+            Step::Tools,
+            "mysqld",
+            "{ name: mysqld",
+        ),
+        (
+            "workload tpcc, its server on sut: mysqld exited",
+            Step::Server,
+            "tpcc",
+            "{ on: sut, kind: mysql",
+        ),
         ("tuning on sut: the machine lacks it", Step::Tuning, "sut", ""),
         ("metric nopm: not in the output", Step::Parse, "tpcc", "name: tpcc"),
-        ("sched_features: NO_PLACE_LAG is not a feature", Step::Tuning, "NOx2", "{ name: NOx2"),
+        (
+            "hammerdb: metric nopm: not in the output",
+            Step::Parse,
+            "tpcc",
+            "name: tpcc",
+        ),
+        (
+            "sched_features: NO_PLACE_LAG is not a feature",
+            Step::Tuning,
+            "NOx2",
+            "{ name: NOx2",
+        ),
         ("hammerdbcli exited with 1", Step::Workload, "tpcc", "name: tpcc"),
     ];
     for (reason, step, subject, starts) in cases {

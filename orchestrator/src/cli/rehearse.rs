@@ -49,7 +49,11 @@ pub async fn rehearse(a: &RehearseArgs, cfg: &Config) -> Result<ExitCode> {
         for d in &missing {
             eprintln!("{}", d.render(&file.display().to_string()));
         }
-        return Err(anyhow!("{}: {} file(s) the rehearsal needs are missing", file.display(), missing.len()));
+        return Err(anyhow!(
+            "{}: {} file(s) the rehearsal needs are missing",
+            file.display(),
+            missing.len()
+        ));
     }
     r.scenario.name = format!("{}-rehearsal", s.name);
     print!("{}", super::validate::rehearsal_head(&r, file));
@@ -58,8 +62,14 @@ pub async fn rehearse(a: &RehearseArgs, cfg: &Config) -> Result<ExitCode> {
             println!("  kernel {}: {} stood in by {by}", k.kernel, k.given);
         }
     }
-    let image = a.image.clone().unwrap_or_else(|| rehearsal::default_image(&cfg.cache_dir));
-    let dir = cfg.data_dir.join("rehearsals").join(format!("{}-{}", s.name, std::process::id()));
+    let image = a
+        .image
+        .clone()
+        .unwrap_or_else(|| rehearsal::default_image(&cfg.cache_dir));
+    let dir = cfg
+        .data_dir
+        .join("rehearsals")
+        .join(format!("{}-{}", s.name, std::process::id()));
     let kreg_bin = std::env::current_exe()?;
     let spec = LabSpec {
         image: &image,
@@ -93,7 +103,10 @@ pub async fn rehearse(a: &RehearseArgs, cfg: &Config) -> Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&dir);
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("rehearsal FAILED at {failed} step(s); the machines' consoles are under {}", dir.display());
+        println!(
+            "rehearsal FAILED at {failed} step(s); the machines' consoles are under {}",
+            dir.display()
+        );
         Ok(ExitCode::from(3))
     }
 }
@@ -103,13 +116,23 @@ async fn report_step(sheet: &mut kreg::rehearse::sheet::Sheet, db: &sqlx::PgPool
     let settings = kreg::stats::Settings::default();
     match kreg::view::report_text(db, run, None, &settings, format, false).await {
         Ok(text) => {
-            println!();
-            super::report::print(&text, format);
-            let name = Format::NAMES.iter().find(|(_, f)| *f == format).map(|(n, _)| *n).unwrap_or("text");
+            // The run printed its report as text already.
+            if format != Format::Text {
+                println!();
+                super::report::print(&text, format);
+            }
+            let name = Format::NAMES
+                .iter()
+                .find(|(_, f)| *f == format)
+                .map(|(n, _)| *n)
+                .unwrap_or("text");
             sheet.push(
                 Step::Report,
                 name,
-                Outcome::Done(format!("`kreg report {run} --format {name}`: {} lines", text.lines().count())),
+                Outcome::Done(format!(
+                    "`kreg report {run} --format {name}`: {} lines",
+                    text.lines().count()
+                )),
             );
         }
         Err(e) => sheet.push(

@@ -199,9 +199,7 @@ impl Machine {
             ])
             .args(["-device", &format!("virtio-net-pci,netdev=lan,mac={}", lan.mac)]);
         }
-        cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::from(
             std::fs::File::create(dir.join("qemu.stderr")).map_err(|e| err(e.to_string()))?,
         ));
         let child = super::spawn_tied(&mut cmd).map_err(|e| err(format!("cannot start qemu-system-x86_64: {e}")))?;

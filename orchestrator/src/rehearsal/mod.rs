@@ -202,7 +202,6 @@ pub async fn start(s: &Scenario, spec: &LabSpec<'_>, say: &mut dyn FnMut(String)
             s.hosts.len()
         ));
     }
-    let golden = spec.image.join("disk.raw");
     let addresses = lan_addresses(s)?;
     let mut lans = match s.hosts.len() {
         2 => {
@@ -217,31 +216,11 @@ pub async fn start(s: &Scenario, spec: &LabSpec<'_>, say: &mut dyn FnMut(String)
     // All started first, then waited for: they boot side by side.
     let mut started = Vec::new();
     for (i, h) in out.hosts.iter().enumerate() {
-        let dir = spec.dir.join(&h.name);
-        let token = crate::token::random().map_err(|e| e.to_string())?;
-        let token_file = dir.join("token");
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        std::fs::write(&token_file, &token).map_err(io(&token_file))?;
-        let keys = match h.transport {
-            Transport::Ssh(_) => Some(authorized_key(&identity)?),
-            _ => None,
-        };
         let mut lan = lans[i].take();
         if let Some(l) = lan.as_mut() {
             l.addresses = addresses[i].1.clone();
         }
-        let m = Machine::start(&MachineSpec {
-            golden: golden.clone(),
-            dir: dir.clone(),
-            agent_bin: Some(spec.agent_bin.to_path_buf()),
-            token: token.clone(),
-            authorized_keys: keys,
-            cpus: spec.cpus,
-            memory_mib: spec.memory_mib,
-            threads_per_core: if h.role == Role::Sut { spec.threads_per_core } else { 1 },
-            lan,
-        })
-        .map_err(|e| e.to_string())?;
+        let (m, dir, token, token_file) = start_one(h, spec, &identity, lan)?;
         let lan = match s.hosts.len() {
             2 => format!(", LAN {}", addresses[i].1.join(" ")),
             _ => String::new(),
@@ -259,12 +238,56 @@ pub async fn start(s: &Scenario, spec: &LabSpec<'_>, say: &mut dyn FnMut(String)
         let client = kreg_protocol::client::AgentClient::new(&m.url(), &token);
         let id = crate::boot::wait_for_agent(&client, None, Duration::from_secs(900), None)
             .await
-            .map_err(|e| format!("{}: the lab machine did not come up: {e}; console:\n{}", h.name, m.console_tail(25)))?;
-        say(format!("{}: up, kernel {}, {} CPUs", h.name, id.kernel_release, id.nr_cpus));
+            .map_err(|e| {
+                format!(
+                    "{}: the lab machine did not come up: {e}; console:\n{}",
+                    h.name,
+                    m.console_tail(25)
+                )
+            })?;
+        say(format!(
+            "{}: up, kernel {}, {} CPUs",
+            h.name, id.kernel_release, id.nr_cpus
+        ));
         h.transport = transport(&h.transport, &m, spec, &dir, &identity, &token_file)?;
         machines.push((h.name.clone(), m));
     }
-    Ok(Lab { machines, scenario: out })
+    Ok(Lab {
+        machines,
+        scenario: out,
+    })
+}
+
+/// Host `h`'s machine started (not yet up): it, its folder, its agent's token and the
+/// token's file.
+fn start_one(
+    h: &crate::scenario::Host,
+    spec: &LabSpec,
+    identity: &Path,
+    lan: Option<Lan>,
+) -> Result<(Machine, PathBuf, String, PathBuf), String> {
+    let dir = spec.dir.join(&h.name);
+    let token = crate::token::random().map_err(|e| e.to_string())?;
+    let token_file = dir.join("token");
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    std::fs::write(&token_file, &token).map_err(io(&token_file))?;
+    let keys = match h.transport {
+        Transport::Ssh(_) => Some(authorized_key(identity)?),
+        _ => None,
+    };
+    let m = Machine::start(&MachineSpec {
+        golden: spec.image.join("disk.raw"),
+        dir: dir.clone(),
+        agent_bin: Some(spec.agent_bin.to_path_buf()),
+        token: token.clone(),
+        authorized_keys: keys,
+        cpus: spec.cpus,
+        memory_mib: spec.memory_mib,
+        threads_per_core: if h.role == Role::Sut { spec.threads_per_core } else { 1 },
+        lan,
+    })
+    .map_err(|e| e.to_string())?;
+    Ok((m, dir, token, token_file))
 }
 
 /// The public half of the rehearsal's SSH identity (made once, without a passphrase).
@@ -318,7 +341,8 @@ fn transport(
         }),
         Transport::Ssh(t) => {
             let known = dir.join("known_hosts");
-            let line = Machine::known_hosts_line(&spec.image.join("disk.raw"), m.ssh_port).map_err(|e| e.to_string())?;
+            let line =
+                Machine::known_hosts_line(&spec.image.join("disk.raw"), m.ssh_port).map_err(|e| e.to_string())?;
             std::fs::write(&known, line + "\n").map_err(io(&known))?;
             Transport::Ssh(SshTransport {
                 ssh: SshSpec {

@@ -160,16 +160,15 @@ fn tools(sheet: &mut Sheet, s: &Scenario, got: &Read) {
         if failed_at(sheet, Step::Tools, &t.name) {
             continue;
         }
-        let seen: Vec<String> = t
-            .on
-            .iter()
-            .filter_map(|h| {
-                let key = format!("{}@{h}", t.name);
-                got.jobs
-                    .iter()
-                    .find_map(|j| j.tool_versions.0.get(&key).map(|v| format!("{key} {v}")))
-            })
-            .collect();
+        let seen: Vec<String> =
+            t.on.iter()
+                .filter_map(|h| {
+                    let key = format!("{}@{h}", t.name);
+                    got.jobs
+                        .iter()
+                        .find_map(|j| j.tool_versions.0.get(&key).map(|v| format!("{key} {v}")))
+                })
+                .collect();
         let outcome = match seen.is_empty() {
             true => Outcome::NotReached,
             false => Outcome::Done(format!("installed: {}", seen.join(", "))),
@@ -199,12 +198,9 @@ fn tuning(sheet: &mut Sheet, r: &Rehearsal, got: &Read) {
         );
         let left: BTreeSet<&str> = rows.iter().filter(|r| !r.3).map(|r| r.1.as_str()).collect();
         let outcome = match left.is_empty() {
-            true => Outcome::Done(format!("all {} changes put back", rows.len())),
+            true => Outcome::Done(format!("every change put back ({})", rows.len())),
             false => Outcome::Failed {
-                reason: format!(
-                    "left changed: {}",
-                    left.into_iter().collect::<Vec<_>>().join(", ")
-                ),
+                reason: format!("left changed: {}", left.into_iter().collect::<Vec<_>>().join(", ")),
                 at: None,
             },
         };
@@ -230,7 +226,11 @@ fn workloads(sheet: &mut Sheet, s: &Scenario, got: &Read) {
             sheet.push(Step::Server, &w.name, outcome);
         }
         if done == 0 {
-            if !sheet.lines.iter().any(|l| l.subject == w.name && matches!(l.outcome, Outcome::Failed { .. })) {
+            if !sheet
+                .lines
+                .iter()
+                .any(|l| l.subject == w.name && matches!(l.outcome, Outcome::Failed { .. }))
+            {
                 sheet.push(Step::Workload, &w.name, Outcome::NotReached);
             }
             continue;
@@ -240,7 +240,13 @@ fn workloads(sheet: &mut Sheet, s: &Scenario, got: &Read) {
             &w.name,
             Outcome::Done(format!("{done} of {} job(s) done", jobs.len())),
         );
-        let metrics: Vec<String> = got.metrics.get(&w.name).cloned().unwrap_or_default().into_iter().collect();
+        let metrics: Vec<String> = got
+            .metrics
+            .get(&w.name)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
         let more = match metrics.len() {
             n if n > 8 => format!(", and {} more", n - 8),
             _ => String::new(),
@@ -272,7 +278,11 @@ fn collectors(sheet: &mut Sheet, s: &Scenario, got: &Read) {
         }
         let missing: Vec<String> = jobs
             .iter()
-            .filter(|j| !got.raw.get(&j.id).is_some_and(|kinds| kinds.iter().any(|k| k.starts_with(name))))
+            .filter(|j| {
+                !got.raw
+                    .get(&j.id)
+                    .is_some_and(|kinds| kinds.iter().any(|k| k.starts_with(name)))
+            })
             .map(|j| format!("{}/{}/{}", j.kernel, j.variant, j.workload))
             .collect();
         let outcome = match missing.is_empty() {
