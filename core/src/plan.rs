@@ -340,9 +340,11 @@ pub enum RunKind {
     Bisection,
     /// Submitted to the fleet's queue (`kreg submit`): its slots driven by workers.
     Fleet,
+    /// A rehearsal on lab machines (`kreg rehearse`): rehearsed again, never resumed.
+    Rehearsal,
 }
 
-state_names!(RunKind { Matrix => "matrix", Adaptive => "adaptive", Bisection => "bisection", Fleet => "fleet" });
+state_names!(RunKind { Matrix => "matrix", Adaptive => "adaptive", Bisection => "bisection", Fleet => "fleet", Rehearsal => "rehearsal" });
 
 /// Where a slot of a fleet run stands: queued for a worker, leased by one, or ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

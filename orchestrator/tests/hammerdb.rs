@@ -16,33 +16,11 @@ use common::netns::{agent_in, Net, NsAgent};
 use common::{fresh_db, kreg, kreg_run, Scratch, TestDb, TOKEN};
 use kreg_testkit as common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const PASSWORD: &str = "hdb-S3cret-pw";
 
-/// The HammerDB tarball of `version` ("4.12", "4.4").
-fn tarball(version: &str) -> PathBuf {
-    let name = format!("HammerDB-{version}.tar.gz");
-    if let Ok(given) = std::env::var("KREG_TEST_HAMMERDB") {
-        let p = PathBuf::from(given);
-        if p.file_name().and_then(|n| n.to_str()) == Some(name.as_str()) || p.is_dir() {
-            let p = if p.is_dir() { p.join(&name) } else { p };
-            assert!(p.exists(), "KREG_TEST_HAMMERDB: {} does not exist", p.display());
-            return p;
-        }
-    }
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        here.join("../../shared/third_party").join(&name),
-        PathBuf::from("/work/shared/third_party").join(&name),
-    ];
-    candidates.iter().find(|p| p.exists()).cloned().unwrap_or_else(|| {
-        panic!(
-            "HammerDB {version}: no tarball (set KREG_TEST_HAMMERDB to it or its folder; looked in {:?})",
-            candidates
-        )
-    })
-}
+use common::hammerdb_tarball as tarball;
 
 fn scenario(sut: &NsAgent, ldg: &NsAgent, datadir: &Path, version: &str, variants: &str) -> String {
     scenario_of(sut, ldg, datadir, version, variants, "mariadb", 3306)

@@ -13,7 +13,8 @@
 //! which cannot mount its root and then waits forever (a hang, ended by the reset command).
 //! The kexec run keeps one kreg kernel (`keep_kernels: 1`): the grub run's other kernel is
 //! removed from the machine before it installs its first. Last, a run killed inside a
-//! sched-feature variant is resumed on the same boot, and the feature ends as it was.
+//! sched-feature variant, over SSH, is resumed on the same boot, and the feature ends as it
+//! was.
 
 use std::path::Path;
 use std::process::Command;
@@ -318,99 +319,26 @@ workloads:
     // its first; the running one stays.
     assert_eq!(exec(&client, &["ls", "/boot/kreg"]).await.trim(), release);
 
-    // Over SSH: the same machine through its sshd, back on its own kernel first (the reset
-    // button). kreg installs its own agent (on port 7879: the machine's init runs one of
-    // its own on 7878), kexecs into the stand-in build; the next kernel is that build with
-    // another command line, so kreg first takes the machine back to its known-good kernel
-    // (a reboot into GRUB's default) and kexecs again. After each boot kreg reconnects
-    // and, the machine having no systemd, starts its agent again. (Kexec from 6.12 back
-    // into Debian's 6.1 was seen to hang before 6.1 printed anything under TCG here, so
-    // "back" is the reboot.)
-    let on = client.identity().await.unwrap();
-    machine.reset().unwrap();
-    let home = kreg::boot::wait_for_agent(&client, Some(&on.boot_id), Duration::from_secs(600), None)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", machine.console_tail(30)));
-    assert_eq!(home.kernel_release, own);
+    // Over SSH (the rehearsal test boots two machines this way, kexec after kexec, and
+    // checks the reconnections): here, the killed run below reaches the machine through its
+    // sshd, kreg installing its own agent (on port 7879: the machine's init runs one of
+    // its own on 7878).
     let known = dir.0.join("known_hosts");
     std::fs::write(
         &known,
         Machine::known_hosts_line(&golden, machine.ssh_port).unwrap() + "\n",
     )
     .unwrap();
-    let ssh_yaml = dir.0.join("ssh.yaml");
-    std::fs::write(
-        &ssh_yaml,
-        scenario(
-            "machine-ssh",
-            "kexec",
-            &format!("  - {{ name: there, source: {built} }}\n  - {{ name: again, source: {built}, cmdline: sched_verbose }}\n"),
-        )
-        .replace(
-            &format!("      kind: http\n      url: \"{}\"\n      token_file: \"{}\"\n", machine.url(), token_file.display()),
-            &format!(
-                "      kind: ssh\n      address: \"127.0.0.1:{}\"\n      identity: \"{}\"\n      known_hosts: \"{}\"\n      agent_port: 7879\n",
-                machine.ssh_port,
-                identity.display(),
-                known.display()
-            ),
+    let ssh_yaml = scenario("machine-ssh", "kexec", "").replace(
+        &format!("      kind: http\n      url: \"{}\"\n      token_file: \"{}\"\n", machine.url(), token_file.display()),
+        &format!(
+            "      kind: ssh\n      address: \"127.0.0.1:{}\"\n      identity: \"{}\"\n      known_hosts: \"{}\"\n      agent_port: 7879\n",
+            machine.ssh_port,
+            identity.display(),
+            known.display()
         ),
-    )
-    .unwrap();
-    assert!(std::fs::read_to_string(&ssh_yaml).unwrap().contains("kind: ssh"));
-    let out = Command::new(env!("CARGO_BIN_EXE_kreg"))
-        .env("DATABASE_URL", &db.url)
-        .env("KREG_DATA_DIR", &dir.0)
-        .env("KREG_CACHE_DIR", cache_dir())
-        .env("KREG_LOG", "warn,kreg::ssh=info")
-        .arg("run")
-        .arg(&ssh_yaml)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}\n{}\nconsole:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        machine.console_tail(40)
     );
-    assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(
-        text.contains("agent kreg-agent") && text.contains("installed"),
-        "{text}"
-    );
-    let hosts: Vec<(String, String, String, String, String)> = sqlx::query_as(
-        "SELECT kernel_release, boot_method, boot_id, reached, cmdline FROM hosts WHERE run_id = 3 AND boot_method = 'kexec' ORDER BY id",
-    )
-    .fetch_all(&db.pool)
-    .await
-    .unwrap();
-    let seen: Vec<(&str, &str)> = hosts.iter().map(|h| (h.0.as_str(), h.1.as_str())).collect();
-    assert_eq!(
-        seen,
-        [(release.as_str(), "kexec"), (release.as_str(), "kexec")],
-        "{text}"
-    );
-    assert_ne!(hosts[0].2, hosts[1].2, "two boots");
-    assert!(
-        !hosts[0].4.contains("sched_verbose") && hosts[1].4.ends_with(" sched_verbose"),
-        "{hosts:?}"
-    );
-    for h in &hosts {
-        assert!(
-            h.3.starts_with(&format!("ssh root@127.0.0.1:{} (host key SHA256:", machine.ssh_port)),
-            "{}",
-            h.3
-        );
-    }
-    // After each boot (kexec, reboot, kexec): a new connection, and the agent started
-    // again over it.
-    assert!(text.matches("ssh: connected again").count() >= 3, "{text}");
-    assert!(text.matches("started it again").count() >= 3, "{text}");
-    let done: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE run_id = 3 AND state = 'done'")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert_eq!(done, 2, "{text}");
+    assert!(ssh_yaml.contains("kind: ssh"));
 
     // A controller killed inside a sched-feature variant, on a kernel that outlives it: the
     // feature was noted (as the kernel booted with it) before it changed, and `kreg resume`
@@ -444,8 +372,7 @@ workloads:
     } else {
         ("NO_TTWU_QUEUE", "TTWU_QUEUE")
     };
-    let ssh_hosts = std::fs::read_to_string(&ssh_yaml).unwrap();
-    let hosts = &ssh_hosts[ssh_hosts.find("hosts:").unwrap()..ssh_hosts.find("kernels:").unwrap()];
+    let hosts = &ssh_yaml[ssh_yaml.find("hosts:").unwrap()..ssh_yaml.find("kernels:").unwrap()];
     let kill_yaml = dir.0.join("kill.yaml");
     std::fs::write(
         &kill_yaml,
@@ -471,7 +398,7 @@ workloads:
     common::kill_when(
         &db,
         &mut child,
-        "SELECT count(*) FROM jobs WHERE run_id = 4 AND state = 'running'",
+        "SELECT count(*) FROM jobs WHERE run_id = 3 AND state = 'running'",
         1,
         "the first job of the feature variant",
     )
@@ -481,7 +408,7 @@ workloads:
         "the killed run left {flip} set"
     );
     let noted: Vec<(String, String, Option<chrono::DateTime<chrono::Utc>>)> = sqlx::query_as(
-        "SELECT setting, before, restored_at FROM host_settings WHERE run_id = 4 AND setting LIKE 'sched feature %'",
+        "SELECT setting, before, restored_at FROM host_settings WHERE run_id = 3 AND setting LIKE 'sched feature %'",
     )
     .fetch_all(&db.pool)
     .await
@@ -492,7 +419,7 @@ workloads:
         ("sched feature TTWU_QUEUE", was)
     );
     assert!(noted[0].2.is_none(), "not put back yet: {noted:?}");
-    let out = kreg_cmd().args(["resume", "4"]).output().unwrap();
+    let out = kreg_cmd().args(["resume", "3"]).output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(
@@ -503,8 +430,8 @@ workloads:
     );
     assert_eq!(features(), booted_with, "every feature as the kernel booted with it");
     let (done, open): (i64, i64) = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM jobs WHERE run_id = 4 AND state = 'done'),
-                (SELECT count(*) FROM host_settings WHERE run_id = 4 AND restored_at IS NULL)",
+        "SELECT (SELECT count(*) FROM jobs WHERE run_id = 3 AND state = 'done'),
+                (SELECT count(*) FROM host_settings WHERE run_id = 3 AND restored_at IS NULL)",
     )
     .fetch_one(&db.pool)
     .await

@@ -20,6 +20,7 @@ fn rehearse(db: &TestDb, dir: &Path, file: &Path, extra: &[&str]) -> (Option<i32
         .env("KREG_DATA_DIR", dir)
         .env("KREG_CACHE_DIR", cache_dir())
         .env("KREG_AGENT_BIN", common::agent_bin())
+        .env("KREG_LOG", "warn,kreg::ssh=info")
         .arg("rehearse")
         .arg(file)
         .arg("--image")
@@ -141,6 +142,30 @@ async fn seed002_is_rehearsed_whole_from_its_own_file() {
             .await
             .unwrap();
     assert_eq!(releases.len(), 2, "{releases:?}");
+    // The SUT over SSH, as the file names it: kreg's own agent installed through sshd, each
+    // kernel kexec'd into, a new connection after each boot and the agent started again
+    // over it (the machine has no systemd), the host key checked every time.
+    let boots: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT kernel_release, boot_id, reached FROM hosts WHERE run_id = 1 AND name = 'sut' AND boot_method = 'kexec' ORDER BY id",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(boots.len(), 2, "{boots:?}");
+    assert!(boots[0].0 != boots[1].0 && boots[0].1 != boots[1].1, "{boots:?}");
+    for b in &boots {
+        assert!(
+            b.2.starts_with("ssh root@127.0.0.1:") && b.2.contains(" (host key SHA256:"),
+            "{}",
+            b.2
+        );
+    }
+    assert!(
+        text.contains("agent kreg-agent") && text.contains("installed"),
+        "{text}"
+    );
+    assert!(text.matches("ssh: connected again").count() >= 2, "{text}");
+    assert!(text.matches("started it again").count() >= 2, "{text}");
 }
 
 #[tokio::test]
@@ -177,6 +202,18 @@ workloads:
     );
     assert!(line[0].contains("kreg-no-such-package"), "{line:?}");
     assert!(text.contains("rehearsal FAILED at 1 step(s)"), "{text}");
+    // Its stored scenario names the real hosts: it is never resumed, it is rehearsed again.
+    let resumed = common::kreg(&db, &dir.0).args(["resume", "1"]).output().unwrap();
+    let said = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        !resumed.status.success() && said.contains("run 1 is a rehearsal"),
+        "{said}"
+    );
+    let (kind, state): (String, String) = sqlx::query_as("SELECT kind, state FROM runs WHERE id = 1")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(kind == "rehearsal" && state != "running", "{kind} {state}");
 
     // A server port the server cannot have (sshd holds 22 on the SUT) and a metric the
     // workload never prints: each fails at its own step, the rest of the run goes on.

@@ -314,3 +314,27 @@ pub fn gone_within(tag: &str, limit: std::time::Duration) -> Vec<String> {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The HammerDB tarball of `version` ("4.12", "4.4").
+pub fn hammerdb_tarball(version: &str) -> PathBuf {
+    let name = format!("HammerDB-{version}.tar.gz");
+    if let Ok(given) = std::env::var("KREG_TEST_HAMMERDB") {
+        let p = PathBuf::from(given);
+        if p.file_name().and_then(|n| n.to_str()) == Some(name.as_str()) || p.is_dir() {
+            let p = if p.is_dir() { p.join(&name) } else { p };
+            assert!(p.exists(), "KREG_TEST_HAMMERDB: {} does not exist", p.display());
+            return p;
+        }
+    }
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../orchestrator");
+    let candidates = [
+        here.join("../../shared/third_party").join(&name),
+        PathBuf::from("/work/shared/third_party").join(&name),
+    ];
+    candidates.iter().find(|p| p.exists()).cloned().unwrap_or_else(|| {
+        panic!(
+            "HammerDB {version}: no tarball (set KREG_TEST_HAMMERDB to it or its folder; looked in {:?})",
+            candidates
+        )
+    })
+}

@@ -57,7 +57,7 @@ pub async fn check(db: &PgPool, name: &str, file: &Path, cfg: &Config) -> Result
         agent_epoch: Some(store::health::new_epoch(db).await? as u64),
         ..cfg.clone()
     };
-    let run_id = match super::run::record_and_drive_scenario(file, on_machine, cfg).await {
+    let run_id = match super::run::record_and_drive_scenario(file, on_machine, None, &[], cfg).await {
         Ok((id, _)) => id,
         Err(e) => {
             // Not reached, not authenticated, not the machine it should be: it stays out.

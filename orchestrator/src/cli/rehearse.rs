@@ -27,6 +27,10 @@ pub struct RehearseArgs {
     /// Threads per core of the SUT (2: an SMT topology).
     #[arg(long, default_value_t = 1)]
     threads_per_core: u32,
+    /// Only the cells KERNEL/VARIANT/WORKLOAD (each a name of the scenario or *), as
+    /// `kreg run --only`. Repeatable
+    #[arg(long, value_name = "KERNEL/VARIANT/WORKLOAD")]
+    only: Vec<String>,
     /// The shape of the report printed before the sheet (as `kreg report --format`).
     #[arg(long, value_parser = super::report::format_arg(), default_value = "text")]
     format: Format,
@@ -83,7 +87,14 @@ pub async fn rehearse(a: &RehearseArgs, cfg: &Config) -> Result<ExitCode> {
     let lab = rehearsal::start(&r.scenario, &spec, &mut |l| println!("{l}"))
         .await
         .map_err(|e| anyhow!("{e}"))?;
-    let (run, _) = super::run::record_and_drive_scenario(file, lab.scenario.clone(), cfg).await?;
+    let (run, _) = super::run::record_and_drive_scenario(
+        file,
+        lab.scenario.clone(),
+        Some(kreg::plan::RunKind::Rehearsal),
+        &a.only,
+        cfg,
+    )
+    .await?;
     let db = super::db::connect(cfg).await?;
     // Its stored scenario is the file as written: resuming it would reach for the real
     // machines. A rehearsal that stopped is rehearsed again instead.

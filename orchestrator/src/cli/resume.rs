@@ -28,6 +28,12 @@ pub async fn resume(run: i64, cfg: &Config) -> Result<ExitCode> {
             files_changed(&db, run).await?;
             super::bisect::resume(&db, row, cfg).await
         }
+        // Its machines were the rehearsal's own, gone with it; its stored scenario names
+        // the real ones.
+        RunKind::Rehearsal => anyhow::bail!(
+            "run {run} is a rehearsal: its lab machines ended with it and its stored scenario names the real hosts; rehearse again with `kreg rehearse {}`",
+            row.source_path
+        ),
         // A submitted run's files are the submitter's: their paths are not looked at here.
         RunKind::Fleet => {
             let n = store::fleet::requeue_failed(&db, run).await?;

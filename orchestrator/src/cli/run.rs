@@ -318,7 +318,7 @@ async fn record_and_drive(
     only: &[String],
     cfg: &Config,
 ) -> Result<ExitCode> {
-    Ok(record_and_drive_id(file, r, s, only, cfg).await?.1)
+    Ok(record_and_drive_id(file, r, s, None, only, cfg).await?.1)
 }
 
 /// The scenario of `file`, as given (its hosts' transports set by the caller), recorded
@@ -326,6 +326,8 @@ async fn record_and_drive(
 pub(super) async fn record_and_drive_scenario(
     file: &Path,
     s: kreg::scenario::Scenario,
+    kind: Option<plan::RunKind>,
+    only: &[String],
     cfg: &Config,
 ) -> Result<(i64, ExitCode)> {
     let source = std::fs::canonicalize(file).unwrap_or(file.to_path_buf());
@@ -336,13 +338,15 @@ pub(super) async fn record_and_drive_scenario(
         source: &source,
         files: None,
     };
-    record_and_drive_id(file, r, s, &[], cfg).await
+    record_and_drive_id(file, r, s, kind, only, cfg).await
 }
 
+/// `kind`: the run's kind when not the scenario's own (a rehearsal).
 async fn record_and_drive_id(
     file: &Path,
     r: Recorded<'_>,
     s: kreg::scenario::Scenario,
+    kind: Option<plan::RunKind>,
     only: &[String],
     cfg: &Config,
 ) -> Result<(i64, ExitCode)> {
@@ -371,7 +375,8 @@ async fn record_and_drive_id(
         source_path: r.source,
         files: &files,
     };
-    let run_id = store::record_run(&db, &scenario, plan::RunKind::of(&s), &jobs).await?;
+    let kind = kind.unwrap_or(plan::RunKind::of(&s));
+    let run_id = store::record_run(&db, &scenario, kind, &jobs).await?;
     let cells = match only.is_empty() {
         true => String::new(),
         false => format!(
@@ -379,11 +384,11 @@ async fn record_and_drive_id(
             only.iter().map(|o| o.to_string()).collect::<Vec<_>>().join(" ")
         ),
     };
-    println!(
-        "run {run_id}: {} jobs ({}{cells}); resume with `kreg resume {run_id}` if it stops",
-        jobs.len(),
-        s.name
-    );
+    let again = match kind {
+        plan::RunKind::Rehearsal => "rehearse again if it stops".to_string(),
+        _ => format!("resume with `kreg resume {run_id}` if it stops"),
+    };
+    println!("run {run_id}: {} jobs ({}{cells}); {again}", jobs.len(), s.name);
     let session = Session::recorded(store::run(&db, run_id).await?, s);
     Ok((run_id, drive(&db, session, cfg, agents).await?))
 }

@@ -31,9 +31,22 @@ pub struct StandIn {
     pub by: Option<String>,
 }
 
+/// Features of EEVDF (6.6 and later) that Debian's 6.1 lacks.
+const EEVDF_FEATURES: [&str; 3] = ["PLACE_LAG", "RUN_TO_PARITY", "PLACE_DEADLINE_INITIAL"];
+
 /// The scenario's kernels stood in for: an image, a package or a tree becomes one of
-/// [`STANDINS`] in turn; `running` stays the machine's own kernel.
+/// [`STANDINS`] in turn; `running` stays the machine's own kernel. When a variant sets a
+/// sched feature of EEVDF, every one becomes the newest stand-in, which has them.
 pub fn stand_in(s: &mut Scenario) -> Vec<StandIn> {
+    let eevdf = s.variants.iter().any(|v| {
+        v.features
+            .iter()
+            .any(|f| EEVDF_FEATURES.contains(&f.trim_start_matches("NO_")))
+    });
+    let standins: &[&str] = match eevdf {
+        true => &STANDINS[1..],
+        false => &STANDINS,
+    };
     let mut out = Vec::new();
     let mut next = 0;
     for k in s.kernels.iter_mut() {
@@ -54,7 +67,7 @@ pub fn stand_in(s: &mut Scenario) -> Vec<StandIn> {
             });
             continue;
         };
-        let package = STANDINS[next % STANDINS.len()];
+        let package = standins[next % standins.len()];
         next += 1;
         k.source = KernelSource::Deb {
             package: package.into(),
@@ -66,7 +79,10 @@ pub fn stand_in(s: &mut Scenario) -> Vec<StandIn> {
         out.push(StandIn {
             kernel: k.name.clone(),
             given,
-            by: Some(format!("Debian's {package}")),
+            by: Some(match eevdf {
+                true => format!("Debian's {package} (the variants set EEVDF's features, which 6.1 lacks)"),
+                false => format!("Debian's {package}"),
+            }),
         });
     }
     out

@@ -13,77 +13,7 @@ use crate::scenario::Scenario;
 use crate::yaml::Node;
 
 use super::StandIn;
-
-#[derive(sqlx::FromRow)]
-struct Job {
-    id: i64,
-    kernel: String,
-    variant: String,
-    workload: String,
-    state: String,
-    error: Option<String>,
-    kernel_release: Option<String>,
-    tool_versions: sqlx::types::Json<BTreeMap<String, String>>,
-}
-
-/// What the run left, read once.
-struct Read {
-    jobs: Vec<Job>,
-    /// kernel release → how it was booted.
-    boots: BTreeMap<String, String>,
-    /// workload → its metrics stored.
-    metrics: BTreeMap<String, BTreeSet<String>>,
-    /// job id → its raw records' kinds.
-    raw: BTreeMap<i64, Vec<String>>,
-    /// (host, setting, after, put back)
-    settings: Vec<(String, String, String, bool)>,
-}
-
-async fn read(db: &PgPool, run: i64) -> Result<Read, sqlx::Error> {
-    let jobs: Vec<Job> = sqlx::query_as(
-        "SELECT id, kernel, variant, workload, state, error, kernel_release, tool_versions FROM jobs
-         WHERE run_id = $1 ORDER BY ordinal",
-    )
-    .bind(run)
-    .fetch_all(db)
-    .await?;
-    let boots: Vec<(String, String)> =
-        sqlx::query_as("SELECT kernel_release, boot_method FROM hosts WHERE run_id = $1 ORDER BY id")
-            .bind(run)
-            .fetch_all(db)
-            .await?;
-    let metrics: Vec<(String, String)> = sqlx::query_as(
-        "SELECT DISTINCT j.workload, r.metric FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.run_id = $1",
-    )
-    .bind(run)
-    .fetch_all(db)
-    .await?;
-    let raw: Vec<(i64, String)> = sqlx::query_as("SELECT job_id, kind FROM raw_outputs WHERE run_id = $1")
-        .bind(run)
-        .fetch_all(db)
-        .await?;
-    let settings: Vec<(String, String, String, bool)> = sqlx::query_as(
-        "SELECT host, setting, after, restored_at IS NOT NULL FROM host_settings WHERE run_id = $1 ORDER BY id",
-    )
-    .bind(run)
-    .fetch_all(db)
-    .await?;
-    let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (w, metric) in metrics {
-        m.entry(w).or_default().insert(metric);
-    }
-    let mut r: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    for (job, kind) in raw {
-        r.entry(job).or_default().push(kind);
-    }
-    Ok(Read {
-        jobs,
-        boots: boots.into_iter().collect(),
-        metrics: m,
-        raw: r,
-        settings,
-    })
-}
+use crate::store::rehearsal::{read, Job, Read};
 
 /// The sheet of rehearsal `r` (its scenario as run, `text` the file's) from run `run`.
 pub async fn of_run(
@@ -125,7 +55,11 @@ fn failed_at(sheet: &Sheet, step: Step, subject: &str) -> bool {
 }
 
 fn kernels(sheet: &mut Sheet, got: &Read, stand_ins: &[StandIn], root: Option<&Node>) {
-    for k in stand_ins {
+    // A kernel none of whose cells ran (left out by --only) has no line.
+    for k in stand_ins
+        .iter()
+        .filter(|k| got.jobs.iter().any(|j| j.kernel == k.kernel))
+    {
         let release = got
             .jobs
             .iter()
@@ -211,6 +145,9 @@ fn tuning(sheet: &mut Sheet, r: &Rehearsal, got: &Read) {
 fn workloads(sheet: &mut Sheet, s: &Scenario, got: &Read) {
     for w in &s.workloads {
         let jobs: Vec<&Job> = got.jobs.iter().filter(|j| j.workload == w.name).collect();
+        if jobs.is_empty() {
+            continue;
+        }
         let done = jobs.iter().filter(|j| j.state == "done").count();
         let has_server = super::server_addresses(&Scenario {
             workloads: vec![w.clone()],

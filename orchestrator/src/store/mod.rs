@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod health;
 pub mod pages;
 mod provenance;
+pub mod rehearsal;
 mod runlock;
 mod samples;
 mod schedstat;

@@ -62,11 +62,72 @@ impl Driver<'_> {
             .map_err(|e| failure(e.to_string()))?;
         if !ran.success() {
             return Err(failure(format!(
-                "the tree's perf does not run there (it is built on the controller, against the controller's libraries): {}",
-                crate::failure::tail(&ran.stderr, 5)
+                "the tree's perf does not run there (it is built on the controller, against the controller's libraries): {}{}",
+                crate::failure::tail(&ran.stderr, 5),
+                library_hint(&ran.stderr, &self.sut).unwrap_or_default()
             )));
         }
         client.set_program("perf", &target);
         Ok(Some(format!("{version} ({})", ran.stdout.trim())))
+    }
+}
+
+/// The library the dynamic loader could not find ("error while loading shared libraries:
+/// libdw.so.1: cannot open …"), and the controller's package that holds it, said as the
+/// tool that would put it on `host`; `None` when the message names none or the controller
+/// has no dpkg.
+fn library_hint(stderr: &str, host: &str) -> Option<String> {
+    let lib = stderr
+        .split("error while loading shared libraries: ")
+        .nth(1)?
+        .split(':')
+        .next()?
+        .trim()
+        .to_string();
+    let out = std::process::Command::new("dpkg")
+        .args(["-S", &format!("*/{lib}")])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let package = text.lines().next()?.split(':').next()?.trim().to_string();
+    (!package.is_empty()).then(|| {
+        format!(
+            "; the controller takes {lib} from Debian's {package}: install it on {host} (a tool `{{ name: {package}, on: [{host}], from: {{ apt: {package} }} }}`)"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The package is the controller's own answer: dpkg -S of the library that libc's
+    /// loader of this machine resolves, read here from ldconfig.
+    #[test]
+    fn a_missing_library_is_named_with_the_package_that_holds_it() {
+        let said = "perf: error while loading shared libraries: libstdc++.so.6: cannot open shared object file: No such file or directory";
+        let hint = super::library_hint(said, "sut").expect("dpkg knows libstdc++.so.6");
+        let listed = std::process::Command::new("ldconfig").arg("-p").output().unwrap();
+        let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+        let path = listed
+            .lines()
+            .find(|l| l.trim_start().starts_with("libstdc++.so.6 "))
+            .and_then(|l| l.rsplit(" => ").next())
+            .unwrap()
+            .to_string();
+        let real = std::fs::canonicalize(&path).unwrap();
+        let owner = std::process::Command::new("dpkg")
+            .arg("-S")
+            .arg(&real)
+            .output()
+            .unwrap();
+        let owner = String::from_utf8_lossy(&owner.stdout)
+            .split(':')
+            .next()
+            .unwrap()
+            .to_string();
+        assert!(
+            hint.contains(&format!("from Debian's {owner}: install it on sut")),
+            "{hint} (dpkg says {owner})"
+        );
+        assert_eq!(super::library_hint("perf: Segmentation fault", "sut"), None);
     }
 }
