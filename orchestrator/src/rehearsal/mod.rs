@@ -136,18 +136,22 @@ pub fn lab_replaced_files(s: &Scenario) -> Vec<PathBuf> {
 /// The addresses each host serves on, as the scenario's workloads name them: (host, address).
 pub fn server_addresses(s: &Scenario) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
-    for w in &s.workloads {
-        let pair = match &w.kind {
-            WorkloadKind::Netperf(n) => (n.server_on.clone(), n.server_address.clone()),
-            WorkloadKind::Hammerdb(h) => (h.server.on.clone(), h.server.address.clone()),
-            WorkloadKind::Sysbench(b) => (b.server.on.clone(), b.server.address.clone()),
-            _ => continue,
-        };
+    for pair in s.workloads.iter().filter_map(|w| server_of(&w.kind)) {
         if !out.contains(&pair) {
             out.push(pair);
         }
     }
     out
+}
+
+/// The host and address a workload's server runs on, when it has one.
+pub fn server_of(kind: &WorkloadKind) -> Option<(String, String)> {
+    match kind {
+        WorkloadKind::Netperf(n) => Some((n.server_on.clone(), n.server_address.clone())),
+        WorkloadKind::Hammerdb(h) => Some((h.server.on.clone(), h.server.address.clone())),
+        WorkloadKind::Sysbench(b) => Some((b.server.on.clone(), b.server.address.clone())),
+        _ => None,
+    }
 }
 
 /// Each host's addresses on the LAN (`ADDRESS/24`): the ones it serves on, and for a host
